@@ -1,0 +1,108 @@
+# ward - one plain Makefile. `make` builds build/ward; `make test` builds with
+# -Werror and runs every test; `make asan` does the same with ASan+UBSan in
+# build-asan/; `make deps` installs the Debian packages; `make bench` measures.
+
+PKGS     := libseccomp jansson sqlite3 libunwind-ptrace
+CC       ?= cc
+O        ?= build
+CFLAGS   ?= -O2 -g
+WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+            -Wformat=2 -Wvla -Wwrite-strings -fno-common
+ifeq ($(WERROR),1)
+WARN     += -Werror
+endif
+ifneq ($(SANITIZE),)
+CFLAGS   += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS  += -fsanitize=$(SANITIZE)
+endif
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(PKG_CFLAGS) -I. -I$(O)/gen -MMD -MP
+LIBS       := $(PKG_LIBS) -lpthread
+
+VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.1.0)
+
+COMMON_SRC := $(wildcard common/*.c)
+POLICY_SRC := $(wildcard policy/*.c)
+AUDIT_SRC  := $(wildcard audit/*.c)
+TRACER_SRC := $(wildcard tracer/*.c)
+TOOLS_SRC  := $(filter-out tools/embed.c,$(wildcard tools/*.c))
+UNIT_SRC   := $(wildcard tests/unit/test-*.c)
+HELPER_SRC := $(wildcard tests/helpers/*.c)
+PROFILES   := $(sort $(wildcard profiles/*.json))
+
+obj = $(patsubst %.c,$(O)/%.o,$(1))
+
+LIB_COMMON := $(O)/libcommon.a
+LIB_POLICY := $(O)/libpolicy.a
+LIB_AUDIT  := $(O)/libaudit.a
+LIB_TRACER := $(O)/libtracer.a
+MODULE_LIBS := $(LIB_TRACER) $(LIB_AUDIT) $(LIB_POLICY) $(LIB_COMMON)
+
+UNIT_BINS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRC))
+HELPER_BINS := $(patsubst tests/helpers/%.c,$(O)/helpers/%,$(HELPER_SRC))
+
+.PHONY: all test check asan deps bench clean demo check-style
+all: $(O)/ward $(UNIT_BINS) $(HELPER_BINS)
+
+$(O)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -DWARD_VERSION='"$(VERSION)"' -c $< -o $@
+
+# Profiles are embedded in the binary so ward runs from anywhere.
+$(O)/embed: tools/embed.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -o $@ $<
+$(O)/gen/profiles.c: $(O)/embed $(PROFILES)
+	@mkdir -p $(dir $@)
+	$(O)/embed $(PROFILES) > $@.tmp && mv $@.tmp $@
+$(O)/gen/profiles.o: $(O)/gen/profiles.c
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(LIB_COMMON): $(call obj,$(COMMON_SRC))
+	@rm -f $@; ar rcs $@ $^
+$(LIB_POLICY): $(call obj,$(POLICY_SRC)) $(O)/gen/profiles.o
+	@rm -f $@; ar rcs $@ $^
+$(LIB_AUDIT): $(call obj,$(AUDIT_SRC))
+	@rm -f $@; ar rcs $@ $^
+$(LIB_TRACER): $(call obj,$(TRACER_SRC))
+	@rm -f $@; ar rcs $@ $^
+
+$(O)/ward: $(call obj,$(TOOLS_SRC)) $(MODULE_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(call obj,$(TOOLS_SRC)) $(MODULE_LIBS) $(LIBS)
+
+$(O)/tests/%: $(O)/tests/unit/%.o $(MODULE_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(MODULE_LIBS) $(LIBS)
+
+# Helpers run as the sandboxed code: never sanitized, static where possible.
+$(O)/helpers/%: tests/helpers/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -D_GNU_SOURCE -O1 -Wall -Wextra -o $@ $< -lpthread
+
+# The test command of the README. Its last line is "N passed, N failed[, N skipped]".
+test check:
+	$(MAKE) WERROR=1 all
+	/usr/bin/python3 tests/run.py --build $(O)
+
+asan:
+	$(MAKE) O=build-asan WERROR=1 SANITIZE=address,undefined CFLAGS='-O1 -g' all
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+		/usr/bin/python3 tests/run.py --build build-asan
+
+deps:
+	tools/install-deps
+
+demo: all
+	examples/demo.sh
+
+bench: all
+	/usr/bin/python3 bench/bench.py --build $(O)
+
+check-style:
+	clang-format --dry-run --Werror common/*.[ch] policy/*.[ch] audit/*.[ch] tracer/*.[ch] tools/*.[ch]
+
+clean:
+	rm -rf build build-asan
+
+-include $(shell find $(O) -name '*.d' 2>/dev/null)

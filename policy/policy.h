@@ -1,0 +1,112 @@
+/*
+ * policy.h - ward's policy engine: pure logic, no ptrace, no SQLite.
+ *
+ * Lifecycle:
+ *   policy_load_file() / policy_load_profile() / policy_load_string()
+ *   policy_set_workdir()        bind $WORKDIR before the first check
+ *   policy_check()              any number of times, from one thread
+ *   policy_free()
+ *
+ * The format is documented in docs/policy.md. Nothing jansson crosses this
+ * header. All strings returned are borrowed until policy_free().
+ */
+#ifndef WARD_POLICY_POLICY_H
+#define WARD_POLICY_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../common/event.h"
+
+struct policy;
+
+/* Where a bad policy is wrong. line/col are 1-based; 0 when unknown. */
+struct policy_error {
+	char file[256];  /* file name, or "profile:NAME", or the caller's label */
+	int line, col;
+	char where[160]; /* JSON path: "fs[3].path", or "" for the document */
+	char msg[320];   /* what is wrong and what would be valid */
+};
+
+/* Formats "file:line:col: where: msg" (parts omitted when empty/0). */
+void policy_error_format(const struct policy_error *e, char *buf, size_t n);
+
+/*
+ * Load and validate a policy. On success *out owns a new policy (caller
+ * frees with policy_free) and 0 is returned. Returns -EINVAL with *err
+ * filled for a bad policy (syntax, unknown key, wrong type, bad value),
+ * -ENOENT (file or profile not found; *err says which), -ENOMEM.
+ */
+int policy_load_file(const char *path, struct policy **out,
+		     struct policy_error *err);
+int policy_load_string(const char *text, const char *label,
+		       struct policy **out, struct policy_error *err);
+/* Profiles ship inside ward: "default", "node", "sh", "audit". */
+int policy_load_profile(const char *name, struct policy **out,
+			struct policy_error *err);
+/* NULL-terminated list of the shipped profile names (static). */
+const char *const *policy_profile_names(void);
+
+void policy_free(struct policy *p); /* NULL is a no-op */
+
+/*
+ * Bind $WORKDIR (an absolute, resolved directory) in path rules. Must be
+ * called before policy_check. Returns 0, -EINVAL (not absolute), -ENOMEM.
+ */
+int policy_set_workdir(struct policy *p, const char *workdir);
+
+enum policy_action {
+	POLICY_ALLOW = 0,
+	POLICY_DENY,  /* skip the syscall, return -err */
+	POLICY_KILL,  /* end the whole run */
+};
+
+struct policy_verdict {
+	enum policy_action action;
+	int err;           /* errno for POLICY_DENY, else 0 */
+	const char *rule;  /* rule id ("fs[3]", its "id", or "default");
+			    * borrowed until policy_free, never NULL */
+	char reason[192];  /* short, human: "read of /etc/shadow: no fs rule
+			    * allows read" */
+	bool would_deny;   /* audit mode: the enforcing verdict was a denial,
+			    * action was turned into POLICY_ALLOW */
+	bool log;          /* a "log" syscall rule matched */
+	bool backtrace;    /* take a native backtrace for this event */
+};
+
+/*
+ * Decide one event. Always fills *out (fail closed: anything the policy
+ * cannot judge is denied). Returns 0, or -EINVAL if the event is malformed
+ * (then *out is a denial with rule "invalid-event").
+ */
+int policy_check(const struct policy *p, const struct ward_event *ev,
+		 struct policy_verdict *out);
+
+/* ---- what the tracer and the command need from a loaded policy ---- */
+
+const char *policy_name(const struct policy *p);
+/* The policy's JSON text exactly as loaded (for the audit record). */
+const char *policy_text(const struct policy *p);
+bool policy_audit_mode(const struct policy *p);
+/* Trap the stat family (stat, lstat, newfstatat, statx, access,
+ * faccessat(2), readlink(at), statfs, getxattr family)? */
+bool policy_trap_stat(const struct policy *p);
+/* Syscall names that have a raw "syscalls" rule (so the filter traps them). */
+size_t policy_syscall_rule_count(const struct policy *p);
+const char *policy_syscall_rule_name(const struct policy *p, size_t i);
+/* Interpreter path for "python", "node", "sh"; NULL if the policy has none. */
+const char *policy_interpreter(const struct policy *p, const char *lang);
+
+/* Limits; 0 means "not set" (the command applies its defaults). */
+struct ward_limits {
+	long long wall_ms;
+	long long cpu_s;
+	long long memory_bytes;
+	long long procs;
+	long long fsize_bytes;
+	long long nofile;
+	long long output_bytes;
+};
+void policy_limits(const struct policy *p, struct ward_limits *out);
+
+#endif

@@ -1,0 +1,135 @@
+#!/usr/bin/python3
+"""ward's test runner: unit test binaries (TAP) and integration tests (Python).
+
+Usage: tests/run.py [--build DIR] [-k SUBSTRING] [--unit-only | --integ-only]
+
+Unit tests are build/tests/test-* programs printing TAP ("ok N - what",
+"not ok N - what", "# SKIP"). Integration tests are the test_* functions of
+tests/integ/test_*.py; each gets a fresh temporary directory (removed after)
+and may raise wardtest.Skip. The last line is "N passed, N failed, N skipped".
+"""
+import argparse, importlib.util, inspect, os, re, shutil, signal, subprocess, sys, tempfile, time, traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(HERE, "integ"))
+
+counts = {"passed": 0, "failed": 0, "skipped": 0}
+failures = []
+
+
+def record(kind, name, detail=""):
+    counts[kind] += 1
+    tag = {"passed": "ok  ", "failed": "FAIL", "skipped": "skip"}[kind]
+    print(f"{tag} {name}{(' - ' + detail) if detail and kind != 'passed' else ''}", flush=True)
+    if kind == "failed":
+        failures.append(name)
+
+
+TAP = re.compile(r"^(not ok|ok)\b\s*\d*\s*-?\s*(.*)$")
+
+
+def run_unit(path, keyword):
+    name = os.path.basename(path)
+    if keyword and keyword not in name:
+        return
+    try:
+        p = subprocess.run([path], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        record("failed", f"{name}: timed out")
+        return
+    seen = 0
+    for line in p.stdout.splitlines():
+        m = TAP.match(line)
+        if not m:
+            continue
+        seen += 1
+        status, desc = m.group(1), m.group(2)
+        full = f"{name}: {desc}"
+        if "# SKIP" in desc:
+            record("skipped", full, desc.split("# SKIP", 1)[1].strip())
+        elif status == "ok":
+            record("passed", full)
+        else:
+            record("failed", full)
+            for l in p.stdout.splitlines():
+                if l.startswith("#"):
+                    print("     " + l)
+    if p.returncode != 0 or seen == 0:
+        record("failed", f"{name}: exited {p.returncode} after {seen} results")
+        sys.stdout.write(p.stderr[-4000:])
+
+
+class Timeout(Exception):
+    pass
+
+
+def run_integ(path, keyword):
+    import wardtest
+    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
+    mod = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(mod)
+    except Exception:
+        record("failed", f"{os.path.basename(path)}: import", traceback.format_exc())
+        return
+    for fname, fn in inspect.getmembers(mod, inspect.isfunction):
+        if not fname.startswith("test_") or fn.__module__ != mod.__name__:
+            continue
+        full = f"{os.path.basename(path)[:-3]}.{fname}"
+        if keyword and keyword not in full:
+            continue
+        tmp = tempfile.mkdtemp(prefix="ward-test-")
+        os.chmod(tmp, 0o755)
+        t0 = time.monotonic()
+
+        def on_alarm(*_):
+            raise Timeout("test took longer than 240 s")
+        signal.signal(signal.SIGALRM, on_alarm)
+        signal.alarm(240)
+        try:
+            fn(wardtest.Ctx(tmp))
+            record("passed", full)
+        except wardtest.Skip as e:
+            record("skipped", full, str(e))
+        except Exception:
+            record("failed", full, "\n" + traceback.format_exc())
+        finally:
+            signal.alarm(0)
+            wardtest.cleanup_processes()
+            shutil.rmtree(tmp, ignore_errors=True)
+        if os.environ.get("WARD_TEST_TIMES"):
+            print(f"     {time.monotonic() - t0:.2f}s")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("-k", dest="keyword", default="")
+    ap.add_argument("--unit-only", action="store_true")
+    ap.add_argument("--integ-only", action="store_true")
+    a = ap.parse_args()
+    build = os.path.abspath(os.path.join(ROOT, a.build))
+    os.environ["WARD_BUILD"] = build
+    os.environ["WARD_BIN"] = os.path.join(build, "ward")
+    if not a.integ_only:
+        udir = os.path.join(build, "tests")
+        for f in sorted(os.listdir(udir)) if os.path.isdir(udir) else []:
+            p = os.path.join(udir, f)
+            if f.startswith("test-") and os.access(p, os.X_OK) and not f.endswith((".o", ".d")) and os.path.isfile(p):
+                run_unit(p, a.keyword)
+    if not a.unit_only:
+        idir = os.path.join(HERE, "integ")
+        for f in sorted(os.listdir(idir)):
+            if f.startswith("test_") and f.endswith(".py"):
+                run_integ(os.path.join(idir, f), a.keyword)
+    if failures:
+        print("\nfailed:")
+        for f in failures:
+            print("  " + f)
+    print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
+    return 1 if counts["failed"] or not (counts["passed"]) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
