@@ -7,7 +7,7 @@ CC       ?= cc
 O        ?= build
 CFLAGS   ?= -O2 -g
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
-            -Wformat=2 -Wvla -Wwrite-strings -fno-common
+            -Wformat=2 -Wvla -Wwrite-strings -fno-common -Wno-format-truncation
 ifeq ($(WERROR),1)
 WARN     += -Werror
 endif

@@ -1,0 +1,141 @@
+/*
+ * args.c - building an event's args_json, a flat JSON object, in the
+ * event's own bounded buffer. Never allocates; output that does not fit
+ * is cut at a key boundary and marked with "...": true.
+ */
+#include "tracer-int.h"
+#include "args.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Escapes s as a JSON string body into dst (n > 0). Bytes that are not
+ * printable ASCII are written as \u00XX of the byte, so any byte string
+ * round-trips and the text stays valid JSON. Returns bytes written or -1
+ * when it does not fit. */
+static int escape(char *dst, size_t n, const char *s, size_t slen)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < slen; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char tmp[8];
+		const char *rep = tmp;
+		size_t rl;
+
+		if (c == '"' || c == '\\') {
+			tmp[0] = '\\';
+			tmp[1] = (char)c;
+			rl = 2;
+		} else if (c >= 0x20 && c < 0x7f) {
+			tmp[0] = (char)c;
+			rl = 1;
+		} else {
+			rl = (size_t)snprintf(tmp, sizeof(tmp), "\\u%04x", c);
+		}
+		if (o + rl >= n)
+			return -1;
+		memcpy(dst + o, rep, rl);
+		o += rl;
+	}
+	dst[o] = '\0';
+	return (int)o;
+}
+
+static void put(struct ward_event *ev, const char *key, const char *val,
+		bool quote, size_t vlen)
+{
+	char *b = ev->args_json;
+	size_t n = sizeof(ev->args_json), len = strlen(b);
+	size_t mark = len;
+	int w;
+
+	if (len == 0) {
+		b[0] = '{';
+		b[1] = '\0';
+		len = mark = 1;
+	} else if (b[len - 1] == '}') {
+		b[--len] = '\0'; /* reopen */
+		mark = len;
+	}
+	if (len > 0 && (strstr(b, "\"...\":true")))
+		goto close;
+	w = snprintf(b + len, n - len, "%s\"%s\":%s", len > 1 ? "," : "", key,
+		     quote ? "\"" : "");
+	if (w < 0 || (size_t)w >= n - len)
+		goto cut;
+	len += (size_t)w;
+	if (quote) {
+		int e = escape(b + len, n - len, val, vlen);
+		if (e < 0 || len + (size_t)e + 2 >= n)
+			goto cut;
+		len += (size_t)e;
+		b[len++] = '"';
+	} else {
+		size_t vl = strlen(val);
+		if (len + vl + 2 >= n)
+			goto cut;
+		memcpy(b + len, val, vl);
+		len += vl;
+	}
+	b[len] = '\0';
+	goto close;
+cut:
+	len = mark;
+	snprintf(b + len, n - len, "%s\"...\":true", len > 1 ? "," : "");
+	len = strlen(b);
+close:
+	if (len + 2 <= n) {
+		b[len] = '}';
+		b[len + 1] = '\0';
+	}
+}
+
+void args_str(struct ward_event *ev, const char *key, const char *val)
+{
+	put(ev, key, val, true, strlen(val));
+}
+
+void args_bytes(struct ward_event *ev, const char *key, const char *val,
+		size_t len)
+{
+	put(ev, key, val, true, len);
+}
+
+void args_raw(struct ward_event *ev, const char *key, const char *json)
+{
+	put(ev, key, json, false, 0);
+}
+
+void args_int(struct ward_event *ev, const char *key, long long v)
+{
+	char num[32];
+
+	snprintf(num, sizeof(num), "%lld", v);
+	put(ev, key, num, false, 0);
+}
+
+void args_fmt(struct ward_event *ev, const char *key, const char *fmt, ...)
+{
+	char tmp[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	put(ev, key, tmp, true, strlen(tmp));
+}
+
+int args_json_string(char *dst, size_t n, const char *s, size_t len)
+{
+	if (n < 3)
+		return -1;
+	dst[0] = '"';
+	int e = escape(dst + 1, n - 2, s, len);
+	if (e < 0 || (size_t)e + 2 >= n)
+		return -1;
+	dst[e + 1] = '"';
+	dst[e + 2] = '\0';
+	return e + 2;
+}

@@ -1,0 +1,509 @@
+/*
+ * decode-file.c - decoders for syscalls that name files. Each fills the
+ * event's access bits, raw and resolved paths and args; none judges.
+ */
+#include "tracer-int.h"
+#include "args.h"
+#include "decode.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+
+#define XLAT(f) { (unsigned long)(f), #f }
+struct xlat {
+	unsigned long val;
+	const char *name;
+};
+
+static const struct xlat open_flags[] = {
+	XLAT(O_CREAT),	 XLAT(O_EXCL),	    XLAT(O_NOCTTY),   XLAT(O_TRUNC),
+	XLAT(O_APPEND),	 XLAT(O_NONBLOCK),  XLAT(O_DSYNC),    XLAT(O_DIRECT),
+	XLAT(O_LARGEFILE), XLAT(O_DIRECTORY), XLAT(O_NOFOLLOW), XLAT(O_NOATIME),
+	XLAT(O_CLOEXEC), XLAT(O_SYNC),    XLAT(O_PATH),     XLAT(__O_TMPFILE),
+	XLAT(FASYNC),
+};
+
+static void flags_str(unsigned long flags, char *buf, size_t n)
+{
+	static const char *const acc[] = { "O_RDONLY", "O_WRONLY", "O_RDWR",
+					   "O_ACCMODE" };
+	size_t used = (size_t)snprintf(buf, n, "%s", acc[flags & O_ACCMODE]);
+
+	flags &= ~(unsigned long)O_ACCMODE;
+	for (size_t i = 0; i < sizeof(open_flags) / sizeof(open_flags[0]); i++) {
+		if ((flags & open_flags[i].val) != open_flags[i].val)
+			continue;
+		flags &= ~open_flags[i].val;
+		if (used < n)
+			used += (size_t)snprintf(buf + used, n - used, "|%s",
+						 open_flags[i].name);
+	}
+	if (flags && used < n)
+		snprintf(buf + used, n - used, "|%#lx", flags);
+}
+
+/* Reads the path at addr, resolves it against dirfd into ev->raw/path. */
+int decode_path(struct tracer *t, struct tracee *tc, int dirfd,
+		uint64_t addr, bool follow, bool second, struct ward_event *ev)
+{
+	char *raw = second ? ev->raw2 : ev->raw;
+	char *path = second ? ev->path2 : ev->path;
+	bool exists = false;
+	int rc;
+
+	(void)t;
+	if (addr == PATH_SELF) {
+		raw[0] = '\0'; /* AT_EMPTY_PATH and friends: the fd itself */
+	} else {
+		rc = umem_read_str(tc->tid, addr, raw, WARD_PATH_MAX);
+		if (rc < 0)
+			return rc;
+		if (!raw[0])
+			return -ENOENT; /* the kernel's answer for "" */
+	}
+	rc = tracer_resolve(tc->tid, tc->tgid, dirfd, raw, follow, path,
+			    WARD_PATH_MAX, &exists);
+	if (rc < 0)
+		return rc;
+	if (second) {
+		ev->has_path2 = true;
+	} else {
+		ev->exists = exists;
+	}
+	if (dirfd != RESOLVE_CWD && raw[0] != '/')
+		args_int(ev, second ? "dirfd2" : "dirfd", dirfd);
+	args_str(ev, second ? "path2" : "path", raw);
+	return 0;
+}
+
+static int as_dirfd(uint64_t v)
+{
+	int fd = (int)(uint32_t)v; /* the kernel reads an int */
+
+	return fd == AT_FDCWD ? RESOLVE_CWD : fd;
+}
+
+static unsigned open_access(unsigned long flags, bool exists)
+{
+	unsigned a = 0;
+
+	if ((flags & O_PATH) == O_PATH)
+		return WARD_FS_STAT;
+	if ((flags & __O_TMPFILE) == __O_TMPFILE)
+		return WARD_FS_CREATE | WARD_FS_WRITE;
+	switch (flags & O_ACCMODE) {
+	case O_RDONLY:
+		a = WARD_FS_READ;
+		break;
+	case O_WRONLY:
+		a = WARD_FS_WRITE;
+		break;
+	default:
+		a = WARD_FS_READ | WARD_FS_WRITE;
+		break;
+	}
+	if (flags & O_TRUNC)
+		a |= WARD_FS_WRITE;
+	if ((flags & O_CREAT) && !exists)
+		a |= WARD_FS_CREATE;
+	return a;
+}
+
+static int open_common(struct tracer *t, struct tracee *tc,
+		       struct ward_event *ev, int dirfd, uint64_t path,
+		       unsigned long flags, unsigned long mode)
+{
+	char fs[256];
+	/* O_CREAT|O_EXCL never follows a final symlink. */
+	bool follow = !(flags & O_NOFOLLOW) &&
+		      !((flags & O_CREAT) && (flags & O_EXCL));
+	int rc;
+
+	ev->cls = WARD_CLASS_FS;
+	rc = decode_path(t, tc, dirfd, path, follow, false, ev);
+	if (rc < 0)
+		return rc;
+	ev->access = open_access(flags, ev->exists);
+	flags_str(flags, fs, sizeof(fs));
+	args_str(ev, "flags", fs);
+	if (flags & (O_CREAT | __O_TMPFILE))
+		args_fmt(ev, "mode", "%#lo", mode & 07777);
+	return 0;
+}
+
+int dec_open(struct tracer *t, struct tracee *tc,
+	     const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	return open_common(t, tc, ev, RESOLVE_CWD, si->seccomp.args[0],
+			   si->seccomp.args[1], si->seccomp.args[2]);
+}
+
+int dec_creat(struct tracer *t, struct tracee *tc,
+	      const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	return open_common(t, tc, ev, RESOLVE_CWD, si->seccomp.args[0],
+			   O_CREAT | O_WRONLY | O_TRUNC, si->seccomp.args[1]);
+}
+
+int dec_openat(struct tracer *t, struct tracee *tc,
+	       const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	return open_common(t, tc, ev, as_dirfd(si->seccomp.args[0]),
+			   si->seccomp.args[1], si->seccomp.args[2],
+			   si->seccomp.args[3]);
+}
+
+int dec_openat2(struct tracer *t, struct tracee *tc,
+		const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	struct open_how how;
+	size_t size = si->seccomp.args[3];
+	int rc;
+
+	if (size < 24 /* OPEN_HOW_SIZE_VER0 */)
+		return -EINVAL;
+	memset(&how, 0, sizeof(how));
+	rc = umem_read(tc->tid, si->seccomp.args[2], &how,
+		       size < sizeof(how) ? size : sizeof(how));
+	if (rc < 0)
+		return rc;
+	rc = open_common(t, tc, ev, as_dirfd(si->seccomp.args[0]),
+			 si->seccomp.args[1], how.flags, how.mode);
+	if (rc == 0 && how.resolve)
+		args_fmt(ev, "resolve", "%#llx", (unsigned long long)how.resolve);
+	return rc;
+}
+
+/* One path, fixed access: the shape of most file syscalls. */
+static int one_path(struct tracer *t, struct tracee *tc,
+		    struct ward_event *ev, int dirfd, uint64_t path,
+		    bool follow, unsigned access)
+{
+	int rc;
+
+	ev->cls = WARD_CLASS_FS;
+	rc = decode_path(t, tc, dirfd, path, follow, false, ev);
+	if (rc == 0)
+		ev->access = access;
+	return rc;
+}
+
+#define A(i) (si->seccomp.args[i])
+
+int dec_stat(struct tracer *t, struct tracee *tc,
+	     const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	return one_path(t, tc, ev, RESOLVE_CWD, A(0), true, WARD_FS_STAT);
+}
+
+int dec_lstat(struct tracer *t, struct tracee *tc,
+	      const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	return one_path(t, tc, ev, RESOLVE_CWD, A(0), false, WARD_FS_STAT);
+}
+
+/* newfstatat(dirfd, path, buf, flags), statx(dirfd, path, flags, ...) */
+static int at_stat(struct tracer *t, struct tracee *tc, struct ward_event *ev,
+		   uint64_t dirfd, uint64_t path, uint64_t flags)
+{
+	int fd = as_dirfd(dirfd);
+	bool follow = !(flags & AT_SYMLINK_NOFOLLOW);
+
+	if ((flags & AT_EMPTY_PATH) && path) {
+		char c = 0;
+		if (umem_read(tc->tid, path, &c, 1) == 0 && c == '\0') {
+			ev->cls = WARD_CLASS_FS;
+			ev->access = WARD_FS_STAT;
+			return decode_path(t, tc, fd, PATH_SELF, true, false,
+					   ev);
+		}
+	}
+	return one_path(t, tc, ev, fd, path, follow, WARD_FS_STAT);
+}
+
+int dec_newfstatat(struct tracer *t, struct tracee *tc,
+		   const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	return at_stat(t, tc, ev, A(0), A(1), A(3));
+}
+
+int dec_statx(struct tracer *t, struct tracee *tc,
+	      const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	return at_stat(t, tc, ev, A(0), A(1), A(2));
+}
+
+int dec_faccessat(struct tracer *t, struct tracee *tc,
+		  const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	return one_path(t, tc, ev, as_dirfd(A(0)), A(1), true, WARD_FS_STAT);
+}
+
+int dec_faccessat2(struct tracer *t, struct tracee *tc,
+		   const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	return at_stat(t, tc, ev, A(0), A(1), A(3));
+}
+
+int dec_readlinkat(struct tracer *t, struct tracee *tc,
+		   const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	return one_path(t, tc, ev, as_dirfd(A(0)), A(1), false, WARD_FS_STAT);
+}
+
+int dec_chdir(struct tracer *t, struct tracee *tc,
+	      const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	return one_path(t, tc, ev, RESOLVE_CWD, A(0), true, WARD_FS_STAT);
+}
+
+int dec_unlink(struct tracer *t, struct tracee *tc,
+	       const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	return one_path(t, tc, ev, RESOLVE_CWD, A(0), false, WARD_FS_DELETE);
+}
+
+int dec_unlinkat(struct tracer *t, struct tracee *tc,
+		 const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	int rc = one_path(t, tc, ev, as_dirfd(A(0)), A(1), false,
+			  WARD_FS_DELETE);
+
+	if (rc == 0 && (A(2) & AT_REMOVEDIR))
+		args_str(ev, "flags", "AT_REMOVEDIR");
+	return rc;
+}
+
+int dec_mkdir(struct tracer *t, struct tracee *tc,
+	      const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	int rc = one_path(t, tc, ev, RESOLVE_CWD, A(0), false, WARD_FS_CREATE);
+
+	if (rc == 0)
+		args_fmt(ev, "mode", "%#llo", (unsigned long long)(A(1) & 07777));
+	return rc;
+}
+
+int dec_mkdirat(struct tracer *t, struct tracee *tc,
+		const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	int rc = one_path(t, tc, ev, as_dirfd(A(0)), A(1), false,
+			  WARD_FS_CREATE);
+
+	if (rc == 0)
+		args_fmt(ev, "mode", "%#llo", (unsigned long long)(A(2) & 07777));
+	return rc;
+}
+
+int dec_mknod(struct tracer *t, struct tracee *tc,
+	      const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	int rc = one_path(t, tc, ev, RESOLVE_CWD, A(0), false, WARD_FS_CREATE);
+
+	if (rc == 0)
+		args_fmt(ev, "mode", "%#llo", (unsigned long long)A(1));
+	return rc;
+}
+
+int dec_mknodat(struct tracer *t, struct tracee *tc,
+		const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	int rc = one_path(t, tc, ev, as_dirfd(A(0)), A(1), false,
+			  WARD_FS_CREATE);
+
+	if (rc == 0)
+		args_fmt(ev, "mode", "%#llo", (unsigned long long)A(2));
+	return rc;
+}
+
+/* Writes to metadata or content through a name: chmod, chown, truncate,
+ * utime families, xattr setters. */
+int dec_write_path(struct tracer *t, struct tracee *tc,
+		   const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	return one_path(t, tc, ev, RESOLVE_CWD, A(0), true, WARD_FS_WRITE);
+}
+
+int dec_write_lpath(struct tracer *t, struct tracee *tc,
+		    const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	return one_path(t, tc, ev, RESOLVE_CWD, A(0), false, WARD_FS_WRITE);
+}
+
+/* fchmodat(dirfd, path, mode[, flags]), fchownat(dirfd, path, u, g, flags),
+ * utimensat(dirfd, path, times, flags), futimesat(dirfd, path, times) */
+static int write_at(struct tracer *t, struct tracee *tc,
+		    struct ward_event *ev, uint64_t dirfd, uint64_t path,
+		    uint64_t flags)
+{
+	int fd = as_dirfd(dirfd);
+
+	if (path == 0 || (flags & AT_EMPTY_PATH)) {
+		char c = 1;
+		if (path == 0 ||
+		    (umem_read(tc->tid, path, &c, 1) == 0 && c == '\0')) {
+			ev->cls = WARD_CLASS_FS;
+			ev->access = WARD_FS_WRITE;
+			return decode_path(t, tc, fd, PATH_SELF, true, false,
+					   ev);
+		}
+	}
+	return one_path(t, tc, ev, fd, path, !(flags & AT_SYMLINK_NOFOLLOW),
+			WARD_FS_WRITE);
+}
+
+int dec_fchmodat(struct tracer *t, struct tracee *tc,
+		 const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	int rc = write_at(t, tc, ev, A(0), A(1), 0);
+
+	if (rc == 0)
+		args_fmt(ev, "mode", "%#llo", (unsigned long long)(A(2) & 07777));
+	return rc;
+}
+
+int dec_fchmodat2(struct tracer *t, struct tracee *tc,
+		  const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	int rc = write_at(t, tc, ev, A(0), A(1), A(3));
+
+	if (rc == 0)
+		args_fmt(ev, "mode", "%#llo", (unsigned long long)(A(2) & 07777));
+	return rc;
+}
+
+int dec_fchownat(struct tracer *t, struct tracee *tc,
+		 const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	return write_at(t, tc, ev, A(0), A(1), A(4));
+}
+
+int dec_utimensat(struct tracer *t, struct tracee *tc,
+		  const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	return write_at(t, tc, ev, A(0), A(1), A(3));
+}
+
+int dec_futimesat(struct tracer *t, struct tracee *tc,
+		  const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	return write_at(t, tc, ev, A(0), A(1), 0);
+}
+
+int dec_inotify_add_watch(struct tracer *t, struct tracee *tc,
+			  const struct ptrace_syscall_info *si,
+			  struct ward_event *ev)
+{
+	return one_path(t, tc, ev, RESOLVE_CWD, A(1), true, WARD_FS_STAT);
+}
+
+/* Two names: old loses a name (or gains one for link), new gains one. */
+static int two_paths(struct tracer *t, struct tracee *tc,
+		     struct ward_event *ev, int od, uint64_t op, bool ofollow,
+		     unsigned oacc, int nd, uint64_t np, unsigned nacc)
+{
+	int rc;
+
+	ev->cls = WARD_CLASS_FS;
+	rc = decode_path(t, tc, od, op, ofollow, false, ev);
+	if (rc < 0)
+		return rc;
+	ev->access = oacc;
+	rc = decode_path(t, tc, nd, np, false, true, ev);
+	if (rc < 0)
+		return rc;
+	ev->access2 = nacc;
+	return 0;
+}
+
+/* Renaming over an existing file also deletes it. */
+static int rename_common(struct tracer *t, struct tracee *tc,
+			 struct ward_event *ev, int od, uint64_t op, int nd,
+			 uint64_t np, unsigned long flags)
+{
+	int rc = two_paths(t, tc, ev, od, op, false, WARD_FS_DELETE, nd, np,
+			   WARD_FS_CREATE);
+	if (rc < 0)
+		return rc;
+	char probe[WARD_PATH_MAX];
+	bool exists = false;
+	if (tracer_resolve(tc->tid, tc->tgid, nd, ev->raw2, false, probe,
+			   sizeof(probe), &exists) == 0 && exists)
+		ev->access2 |= WARD_FS_DELETE;
+	if (flags & 2 /* RENAME_EXCHANGE */)
+		ev->access |= WARD_FS_CREATE;
+	if (flags)
+		args_fmt(ev, "flags", "%#lx", flags);
+	return 0;
+}
+
+int dec_rename(struct tracer *t, struct tracee *tc,
+	       const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	return rename_common(t, tc, ev, RESOLVE_CWD, A(0), RESOLVE_CWD, A(1), 0);
+}
+
+int dec_renameat(struct tracer *t, struct tracee *tc,
+		 const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	return rename_common(t, tc, ev, as_dirfd(A(0)), A(1), as_dirfd(A(2)),
+			     A(3), 0);
+}
+
+int dec_renameat2(struct tracer *t, struct tracee *tc,
+		  const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	return rename_common(t, tc, ev, as_dirfd(A(0)), A(1), as_dirfd(A(2)),
+			     A(3), A(4));
+}
+
+/* A hard link gives the file a name where the policy may allow more than
+ * it allows on the file: linking needs read and write on the file. */
+int dec_link(struct tracer *t, struct tracee *tc,
+	     const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	return two_paths(t, tc, ev, RESOLVE_CWD, A(0), false,
+			 WARD_FS_READ | WARD_FS_WRITE, RESOLVE_CWD, A(1),
+			 WARD_FS_CREATE);
+}
+
+int dec_linkat(struct tracer *t, struct tracee *tc,
+	       const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	int rc = two_paths(t, tc, ev, as_dirfd(A(0)), A(1),
+			   (A(4) & AT_SYMLINK_FOLLOW) != 0,
+			   WARD_FS_READ | WARD_FS_WRITE, as_dirfd(A(2)), A(3),
+			   WARD_FS_CREATE);
+
+	if (rc == 0 && A(4))
+		args_fmt(ev, "flags", "%#llx", (unsigned long long)A(4));
+	return rc;
+}
+
+/* symlink(target, linkpath): the target text is not accessed now. */
+static int symlink_common(struct tracer *t, struct tracee *tc,
+			  struct ward_event *ev, uint64_t target, int nd,
+			  uint64_t linkpath)
+{
+	int rc = umem_read_str(tc->tid, target, ev->raw2, WARD_PATH_MAX);
+
+	if (rc < 0)
+		return rc;
+	args_str(ev, "target", ev->raw2);
+	return one_path(t, tc, ev, nd, linkpath, false, WARD_FS_CREATE);
+}
+
+int dec_symlink(struct tracer *t, struct tracee *tc,
+		const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	return symlink_common(t, tc, ev, A(0), RESOLVE_CWD, A(1));
+}
+
+int dec_symlinkat(struct tracer *t, struct tracee *tc,
+		  const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	return symlink_common(t, tc, ev, A(0), as_dirfd(A(1)), A(2));
+}

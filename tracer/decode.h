@@ -1,0 +1,76 @@
+/* decode.h - the decoders named in the sensitive-syscall table. */
+#ifndef WARD_TRACER_DECODE_H
+#define WARD_TRACER_DECODE_H
+
+#include "tracer-int.h"
+
+/* Path address meaning "the dirfd itself" (AT_EMPTY_PATH, NULL path). */
+#define PATH_SELF ((uint64_t)-1)
+
+int decode_path(struct tracer *t, struct tracee *tc, int dirfd,
+		uint64_t addr, bool follow, bool second, struct ward_event *ev);
+
+#define DECODER(name)                                                        \
+	int name(struct tracer *t, struct tracee *tc,                        \
+		 const struct ptrace_syscall_info *si, struct ward_event *ev)
+
+/* files */
+DECODER(dec_open);
+DECODER(dec_creat);
+DECODER(dec_openat);
+DECODER(dec_openat2);
+DECODER(dec_stat);
+DECODER(dec_lstat);
+DECODER(dec_newfstatat);
+DECODER(dec_statx);
+DECODER(dec_faccessat);
+DECODER(dec_faccessat2);
+DECODER(dec_readlinkat);
+DECODER(dec_chdir);
+DECODER(dec_unlink);
+DECODER(dec_unlinkat);
+DECODER(dec_mkdir);
+DECODER(dec_mkdirat);
+DECODER(dec_mknod);
+DECODER(dec_mknodat);
+DECODER(dec_write_path);
+DECODER(dec_write_lpath);
+DECODER(dec_fchmodat);
+DECODER(dec_fchmodat2);
+DECODER(dec_fchownat);
+DECODER(dec_utimensat);
+DECODER(dec_futimesat);
+DECODER(dec_inotify_add_watch);
+DECODER(dec_rename);
+DECODER(dec_renameat);
+DECODER(dec_renameat2);
+DECODER(dec_link);
+DECODER(dec_linkat);
+DECODER(dec_symlink);
+DECODER(dec_symlinkat);
+/* programs */
+DECODER(dec_execve);
+DECODER(dec_execveat);
+/* network */
+DECODER(dec_socket);
+DECODER(dec_connect);
+DECODER(dec_bind);
+DECODER(dec_listen);
+DECODER(dec_sendto);
+DECODER(dec_sendmsg);
+DECODER(dec_sendmmsg);
+/* processes and signals */
+DECODER(dec_clone);
+DECODER(dec_fork);
+DECODER(dec_vfork);
+DECODER(dec_kill);
+DECODER(dec_tkill);
+DECODER(dec_tgkill);
+DECODER(dec_rt_sigqueueinfo);
+DECODER(dec_rt_tgsigqueueinfo);
+DECODER(dec_pidfd_send_signal);
+DECODER(dec_pidfd_open);
+DECODER(dec_prlimit64);
+DECODER(dec_other);
+
+#endif

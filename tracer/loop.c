@@ -1,0 +1,875 @@
+/*
+ * loop.c - tracer_run: spawn, seize, and the event loop.
+ *
+ *   while ((pid = wait4(-1, &status, __WALL, &ru)) >= 0)
+ *           handle_status(t, pid, status, &ru);
+ *
+ * Stops are sorted into kinds, one handler each: seccomp (decode, decide,
+ * apply, record), fork/vfork/clone (a new tracee), exec (re-check the
+ * program, record it), exit, group-stop (PTRACE_LISTEN) and
+ * signal-delivery (the signal goes on to the code). Decisions are applied
+ * in one place, apply_verdict(). The run ends when the last tracee is gone.
+ */
+#include "tracer-int.h"
+#include "args.h"
+#include "decode.h"
+#include "spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/errnames.h"
+
+#define X32_SYSCALL_BIT 0x40000000
+#define MAX_DENIAL_LIST 1000
+#define NAME_CACHE 1024
+
+static char *name_cache[NAME_CACHE];
+
+long long tracer_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static long long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* Syscall name for nr (static or cached for the process lifetime). */
+static const char *syscall_name(long nr)
+{
+	const struct syscall_desc *d = tracer_syscall_desc(nr);
+
+	if (d)
+		return d->name;
+	if (nr < 0 || nr >= NAME_CACHE)
+		return "unknown";
+	if (!name_cache[nr]) {
+		char *n = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE,
+							   (int)nr);
+		if (!n)
+			return "unknown";
+		name_cache[nr] = n;
+	}
+	return name_cache[nr];
+}
+
+/* ------------------------------------------------------------------ */
+/* the tracee table                                                    */
+
+static unsigned bucket(pid_t tid)
+{
+	return (unsigned)tid % TRACEE_BUCKETS;
+}
+
+struct tracee *tracee_find(struct tracer *t, pid_t tid)
+{
+	struct tracee *x;
+
+	pthread_mutex_lock(&t->lock);
+	for (x = t->tab[bucket(tid)]; x; x = x->next)
+		if (x->tid == tid)
+			break;
+	pthread_mutex_unlock(&t->lock);
+	return x;
+}
+
+/* Reads "Tgid:" and "PPid:" from /proc/TID/status. */
+static void proc_ids(pid_t tid, pid_t *tgid, pid_t *ppid)
+{
+	char path[64], buf[2048];
+	int fd;
+	ssize_t n;
+
+	*tgid = tid;
+	*ppid = 0;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	char *p = strstr(buf, "\nTgid:");
+	if (p)
+		*tgid = (pid_t)atoi(p + 6);
+	p = strstr(buf, "\nPPid:");
+	if (p)
+		*ppid = (pid_t)atoi(p + 6);
+}
+
+/* Field 22 of /proc/TID/stat: start time in clock ticks since boot. */
+static long long proc_start_ticks(pid_t tid)
+{
+	char path[64], buf[1024];
+	int fd;
+	ssize_t n;
+	long long ticks = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	/* after ") ": state is field 3; starttime is field 22 */
+	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u "
+			  "%*d %*d %*d %*d %*d %*d %llu",
+		   &ticks) != 1)
+		return 0;
+	return ticks;
+}
+
+/* exe and argv (as JSON) of a process, from /proc. */
+static void proc_exe_argv(pid_t pid, char *exe, size_t en, char *argv,
+			  size_t an)
+{
+	char path[64], buf[8192];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	n = readlink(path, exe, en - 1);
+	exe[n > 0 ? n : 0] = '\0';
+
+	snprintf(argv, an, "[]");
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n <= 0)
+		return;
+	size_t used = 1, i = 0;
+	argv[0] = '[';
+	while (i < (size_t)n) {
+		size_t len = strnlen(buf + i, (size_t)n - i);
+		char js[2048];
+		int jl = args_json_string(js, sizeof(js), buf + i,
+					  len > 512 ? 512 : len);
+		if (jl < 0 || used + (size_t)jl + 3 >= an)
+			break;
+		used += (size_t)snprintf(argv + used, an - used, "%s%s",
+					 used > 1 ? "," : "", js);
+		i += len + 1;
+	}
+	snprintf(argv + used, an - used, "]");
+}
+
+/* A tracee seen for the first time: add it and record it. */
+static struct tracee *tracee_add(struct tracer *t, pid_t tid)
+{
+	struct tracee *x = calloc(1, sizeof(*x));
+	pid_t tgid, ppid;
+	char exe[WARD_PATH_MAX], argv[4096];
+
+	if (!x)
+		return NULL;
+	proc_ids(tid, &tgid, &ppid);
+	x->tid = tid;
+	x->tgid = tgid;
+
+	struct tracee *parent = tracee_find(t, tgid != tid ? tgid : ppid);
+	pthread_mutex_lock(&t->lock);
+	x->serial = ++t->next_serial;
+	x->next = t->tab[bucket(tid)];
+	t->tab[bucket(tid)] = x;
+	t->live++;
+	pthread_mutex_unlock(&t->lock);
+	t->res->processes++;
+
+	proc_exe_argv(tgid, exe, sizeof(exe), argv, sizeof(argv));
+	struct audit_process ap = {
+		.serial = x->serial,
+		.parent_serial = parent ? parent->serial : 0,
+		.pid = tid,
+		.tgid = tgid,
+		.ppid = ppid,
+		.kind = tid == tgid ? "process" : "thread",
+		.start_ns = tracer_now_ns(),
+		.start_ticks = proc_start_ticks(tid),
+		.exe = exe[0] ? exe : NULL,
+		.argv_json = tid == tgid ? argv : NULL,
+	};
+	if (audit_process_start(t->o->audit, &ap) < 0)
+		tracer_stop(t, STOP_AUDIT, "the audit database could not be written");
+	if (atomic_load(&t->stop_reason) != STOP_NONE)
+		kill(tid, SIGKILL); /* born after the run was stopped */
+	return x;
+}
+
+static void tracee_remove(struct tracer *t, struct tracee *gone)
+{
+	pthread_mutex_lock(&t->lock);
+	for (struct tracee **pp = &t->tab[bucket(gone->tid)]; *pp;
+	     pp = &(*pp)->next) {
+		if (*pp == gone) {
+			*pp = gone->next;
+			t->live--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	free(gone);
+}
+
+void tracer_stop(struct tracer *t, enum stop_reason why, const char *cause)
+{
+	int none = STOP_NONE;
+
+	pthread_mutex_lock(&t->lock);
+	if (atomic_compare_exchange_strong(&t->stop_reason, &none, (int)why))
+		snprintf(t->stop_cause, sizeof(t->stop_cause), "%s", cause);
+	for (int b = 0; b < TRACEE_BUCKETS; b++)
+		for (struct tracee *x = t->tab[b]; x; x = x->next)
+			kill(x->tid, SIGKILL);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* applying a verdict                                                  */
+
+static void event_target(const struct ward_event *ev, char *buf, size_t n)
+{
+	const struct ward_sockaddr *sa = &ev->sa;
+
+	buf[0] = '\0';
+	switch (ev->cls) {
+	case WARD_CLASS_NET:
+		if (!sa->present)
+			snprintf(buf, n, "%s", ev->net_op == WARD_NET_SOCKET
+						       ? "" : "(no address)");
+		else if (sa->family == AF_UNIX && sa->abstract)
+			snprintf(buf, n, "unix:@%s", sa->unix_path);
+		else if (sa->family == AF_UNIX)
+			snprintf(buf, n, "unix:%s", sa->unix_path);
+		else if (sa->family == AF_INET6 && !sa->v4mapped)
+			snprintf(buf, n, "[%s]:%d", sa->addr, sa->port);
+		else if (sa->addr[0])
+			snprintf(buf, n, "%s:%d", sa->addr, sa->port);
+		else
+			snprintf(buf, n, "family %d", sa->family);
+		if (ev->net_op == WARD_NET_SOCKET)
+			snprintf(buf, n, "family %d", ev->sock_family);
+		break;
+	case WARD_CLASS_FS:
+		if (ev->has_path2)
+			snprintf(buf, n, "%s -> %s", ev->path, ev->path2);
+		else
+			snprintf(buf, n, "%s", ev->path);
+		break;
+	default:
+		snprintf(buf, n, "%s", ev->path);
+		break;
+	}
+}
+
+static void note_denial(struct tracer *t, const struct ward_event *ev,
+			const struct policy_verdict *v, const char *target)
+{
+	struct tracer_result *r = t->res;
+	const char *action = v->action == POLICY_KILL ? "kill"
+			     : v->would_deny	       ? "would-deny"
+						       : "deny";
+
+	if (t->o->print_denials)
+		fprintf(stderr, "ward: %s %s %s: rule %s: %s%s%s\n", action,
+			ev->name, target, v->rule, v->reason,
+			v->err ? " -> " : "", v->err ? ward_errno_name(v->err) : "");
+	if (r->n_denials >= MAX_DENIAL_LIST)
+		return;
+	if (r->n_denials % 16 == 0) {
+		struct tracer_denial *nl = realloc(
+			r->denial_list, (r->n_denials + 16) * sizeof(*nl));
+		if (!nl)
+			return;
+		r->denial_list = nl;
+	}
+	struct tracer_denial *d = &r->denial_list[r->n_denials++];
+	snprintf(d->syscall, sizeof(d->syscall), "%s", ev->name);
+	snprintf(d->target, sizeof(d->target), "%s", target);
+	snprintf(d->action, sizeof(d->action), "%s",
+		 v->would_deny ? "audit" : action);
+	snprintf(d->rule, sizeof(d->rule), "%s", v->rule);
+	d->err = v->err;
+}
+
+static void record_event(struct tracer *t, struct tracee *tc,
+			 const struct ward_event *ev,
+			 const struct policy_verdict *v, const char *target,
+			 const char *bt)
+{
+	static const char *const decisions[] = {
+		[POLICY_ALLOW] = "allow",
+		[POLICY_DENY] = "deny",
+		[POLICY_KILL] = "kill",
+	};
+	struct audit_event e = {
+		.ts_ns = tracer_now_ns(),
+		.pid = tc->tgid,
+		.tid = tc->tid,
+		.proc_serial = tc->serial,
+		.nr = ev->nr,
+		.syscall = ev->name,
+		.args_json = ev->args_json[0] ? ev->args_json : "{}",
+		.raw = ev->raw[0] ? ev->raw : NULL,
+		.target = target[0] ? target : NULL,
+		.decision = decisions[v->action],
+		.rule = v->rule,
+		.reason = v->reason,
+		.err = v->action == POLICY_DENY ? v->err : 0,
+		.would_deny = v->would_deny,
+		.backtrace = bt,
+	};
+
+	t->res->events++;
+	if (audit_event(t->o->audit, &e) < 0) {
+		if (!t->audit_err)
+			t->audit_err = -EIO;
+		tracer_stop(t, STOP_AUDIT, "the audit database could not be written");
+	}
+}
+
+/* Skip the syscall: number -1, return value -err (x86_64). */
+static int skip_syscall(pid_t tid, int err)
+{
+	if (ptrace(PTRACE_POKEUSER, tid,
+		   offsetof(struct user_regs_struct, orig_rax), (void *)-1L) < 0)
+		return -errno;
+	if (ptrace(PTRACE_POKEUSER, tid, offsetof(struct user_regs_struct, rax),
+		   (void *)(long)-err) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The one place where decisions take effect. */
+static void apply_verdict(struct tracer *t, struct tracee *tc,
+			  const struct ward_event *ev,
+			  const struct policy_verdict *v)
+{
+	char target[WARD_PATH_MAX * 2 + 8];
+	const char *bt = NULL;
+
+	event_target(ev, target, sizeof(target));
+	if (v->backtrace && tracer_backtrace(tc->tid, t->bt, sizeof(t->bt)) == 0)
+		bt = t->bt;
+
+	switch (v->action) {
+	case POLICY_ALLOW:
+		if (ev->cls == WARD_CLASS_EXEC) {
+			tc->in_exec = true;
+			snprintf(tc->exec_path, sizeof(tc->exec_path), "%s",
+				 ev->path);
+		}
+		/* The code runs on while ward records. */
+		ptrace(PTRACE_CONT, tc->tid, 0, 0);
+		record_event(t, tc, ev, v, target, bt);
+		if (v->would_deny) {
+			t->res->denials++;
+			note_denial(t, ev, v, target);
+		}
+		break;
+	case POLICY_DENY:
+		record_event(t, tc, ev, v, target, bt);
+		t->res->denials++;
+		note_denial(t, ev, v, target);
+		if (skip_syscall(tc->tid, v->err) < 0) {
+			if (errno != ESRCH)
+				tracer_stop(t, STOP_POLICY,
+					    "a denied syscall could not be skipped");
+			return;
+		}
+		ptrace(PTRACE_CONT, tc->tid, 0, 0);
+		break;
+	case POLICY_KILL: {
+		char cause[256];
+		record_event(t, tc, ev, v, target, bt);
+		t->res->denials++;
+		note_denial(t, ev, v, target);
+		snprintf(cause, sizeof(cause), "policy kill: %s %s (rule %s)",
+			 ev->name, target, v->rule);
+		tracer_stop(t, STOP_POLICY, cause);
+		break;
+	}
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* stop handlers                                                       */
+
+static void deny_with(struct policy_verdict *v, int err, const char *rule,
+		      const char *reason)
+{
+	v->action = POLICY_DENY;
+	v->err = err;
+	v->rule = rule;
+	v->would_deny = false;
+	v->log = false;
+	v->backtrace = true;
+	snprintf(v->reason, sizeof(v->reason), "%s", reason);
+}
+
+static void on_seccomp(struct tracer *t, struct tracee *tc)
+{
+	struct ptrace_syscall_info si;
+	struct ward_event *ev = &t->ev;
+	struct policy_verdict v;
+	const struct syscall_desc *d;
+	int rc;
+
+	memset(&si, 0, sizeof(si));
+	if (ptrace(PTRACE_GET_SYSCALL_INFO, tc->tid, sizeof(si), &si) < 0) {
+		if (errno != ESRCH)
+			tracer_stop(t, STOP_POLICY,
+				    "PTRACE_GET_SYSCALL_INFO failed");
+		return;
+	}
+	if (si.op != PTRACE_SYSCALL_INFO_SECCOMP || si.arch != AUDIT_ARCH_X86_64 ||
+	    (si.seccomp.nr & X32_SYSCALL_BIT)) {
+		/* The filter kills foreign ABIs; reaching here is a bug. */
+		tracer_stop(t, STOP_POLICY, "syscall from a foreign ABI");
+		return;
+	}
+	ward_event_reset(ev);
+	ev->pid = tc->tgid;
+	ev->tid = tc->tid;
+	ev->nr = (int)si.seccomp.nr;
+	ev->name = syscall_name((long)si.seccomp.nr);
+	d = tracer_syscall_desc((long)si.seccomp.nr);
+	rc = d ? d->decode(t, tc, &si, ev) : dec_other(t, tc, &si, ev);
+	if (rc == -ESRCH)
+		return; /* died under us (SIGKILL) */
+	if (rc < 0) {
+		char why[160];
+		snprintf(why, sizeof(why), "arguments could not be read: %s",
+			 strerror(-rc));
+		deny_with(&v, -rc, "decode", why);
+	} else {
+		policy_check(t->o->policy, ev, &v);
+	}
+	if (v.action == POLICY_ALLOW && ev->cls == WARD_CLASS_PROC &&
+	    t->o->limits.procs > 0 && t->live >= t->o->limits.procs) {
+		char cause[128];
+		snprintf(cause, sizeof(cause),
+			 "process limit of %lld processes and threads reached",
+			 t->o->limits.procs);
+		deny_with(&v, EAGAIN, "limits.procs", cause);
+		apply_verdict(t, tc, ev, &v);
+		tracer_stop(t, STOP_LIMIT, cause);
+		return;
+	}
+	apply_verdict(t, tc, ev, &v);
+}
+
+static void on_new_child(struct tracer *t, struct tracee *tc)
+{
+	unsigned long msg = 0;
+
+	if (ptrace(PTRACE_GETEVENTMSG, tc->tid, 0, &msg) == 0 && msg > 0 &&
+	    !tracee_find(t, (pid_t)msg))
+		tracee_add(t, (pid_t)msg);
+	ptrace(PTRACE_CONT, tc->tid, 0, 0);
+}
+
+/*
+ * After a successful execve: the thread is now the group leader (a
+ * non-leader thread that execs takes the leader's tid) running a new image.
+ * The program must be the one the policy approved at syscall entry.
+ */
+static void on_exec(struct tracer *t, struct tracee *tc)
+{
+	unsigned long former = 0;
+	char exe[WARD_PATH_MAX], argv[4096];
+
+	if (ptrace(PTRACE_GETEVENTMSG, tc->tid, 0, &former) == 0 &&
+	    (pid_t)former != tc->tid) {
+		struct tracee *old = tracee_find(t, (pid_t)former);
+		if (old) {
+			tc->in_exec = old->in_exec;
+			memcpy(tc->exec_path, old->exec_path, sizeof(tc->exec_path));
+			audit_process_exit(t->o->audit, old->serial,
+					   tracer_now_ns(), 0, 0);
+			tracee_remove(t, old);
+		}
+	}
+	proc_exe_argv(tc->tid, exe, sizeof(exe), argv, sizeof(argv));
+	audit_process_exec(t->o->audit, tc->serial, tracer_now_ns(), exe, argv);
+
+	if (!tc->in_exec || strcmp(exe, tc->exec_path) != 0) {
+		struct ward_event *ev = &t->ev;
+		struct policy_verdict v;
+		ward_event_reset(ev);
+		ev->pid = tc->tgid;
+		ev->tid = tc->tid;
+		ev->nr = -1;
+		ev->name = "exec-check";
+		ev->cls = WARD_CLASS_EXEC;
+		ev->access = WARD_FS_EXEC;
+		ev->exists = true;
+		snprintf(ev->path, sizeof(ev->path), "%s", exe);
+		snprintf(ev->raw, sizeof(ev->raw), "%s", tc->exec_path);
+		policy_check(t->o->policy, ev, &v);
+		if (v.action != POLICY_ALLOW) {
+			v.action = POLICY_KILL;
+			snprintf(v.reason, sizeof(v.reason),
+				 "executed %s, not the approved %s", exe,
+				 tc->exec_path);
+			apply_verdict(t, tc, ev, &v);
+			return;
+		}
+	}
+	tc->in_exec = false;
+	ptrace(PTRACE_CONT, tc->tid, 0, 0);
+}
+
+static void on_exit_status(struct tracer *t, pid_t pid, int status)
+{
+	struct tracee *tc = tracee_find(t, pid);
+	int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+
+	if (pid == t->root) {
+		t->res->exit_code = code;
+		t->res->signal = sig;
+	}
+	if (!tc)
+		return;
+	if (audit_process_exit(t->o->audit, tc->serial, tracer_now_ns(), code,
+			       sig) < 0)
+		tracer_stop(t, STOP_AUDIT, "the audit database could not be written");
+	if (sig == SIGXCPU)
+		tracer_stop(t, STOP_LIMIT, "cpu time limit reached");
+	else if (sig == SIGXFSZ)
+		tracer_stop(t, STOP_LIMIT, "file size limit reached");
+	tracee_remove(t, tc);
+}
+
+static bool is_stop_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN ||
+	       sig == SIGTTOU;
+}
+
+static void handle_status(struct tracer *t, pid_t pid, int status)
+{
+	struct tracee *tc;
+	int sig, event;
+
+	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		on_exit_status(t, pid, status);
+		return;
+	}
+	if (!WIFSTOPPED(status))
+		return;
+	tc = tracee_find(t, pid);
+	if (!tc && !(tc = tracee_add(t, pid))) {
+		tracer_stop(t, STOP_AUDIT, "out of memory");
+		return;
+	}
+	if (atomic_load(&t->stop_reason) != STOP_NONE) {
+		kill(pid, SIGKILL);
+		ptrace(PTRACE_CONT, pid, 0, 0);
+		return;
+	}
+	sig = WSTOPSIG(status);
+	event = (unsigned)status >> 16;
+	switch (event) {
+	case PTRACE_EVENT_SECCOMP:
+		on_seccomp(t, tc);
+		break;
+	case PTRACE_EVENT_FORK:
+	case PTRACE_EVENT_VFORK:
+	case PTRACE_EVENT_CLONE:
+		on_new_child(t, tc);
+		break;
+	case PTRACE_EVENT_EXEC:
+		on_exec(t, tc);
+		break;
+	case PTRACE_EVENT_STOP:
+		if (is_stop_signal(sig))
+			ptrace(PTRACE_LISTEN, pid, 0, 0); /* group-stop */
+		else
+			ptrace(PTRACE_CONT, pid, 0, 0);  /* new tracee */
+		break;
+	case 0:
+		/* signal-delivery-stop: the signal goes on to the code */
+		ptrace(PTRACE_CONT, pid, 0, (void *)(long)sig);
+		break;
+	default: /* EXIT, VFORK_DONE */
+		ptrace(PTRACE_CONT, pid, 0, 0);
+		break;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* set-up and tear-down                                                */
+
+static int make_pipes(struct tracer *t, struct spawn_fds *f, int *sync_w)
+{
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	t->out_fd[1] = p[0];
+	f->out_w = p[1];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	t->out_fd[2] = p[0];
+	f->err_w = p[1];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	f->sync_r = p[0];
+	*sync_w = p[1];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	t->err_fd = p[0];
+	f->err_pipe_w = p[1];
+	return 0;
+}
+
+static int make_fds(struct tracer *t, const sigset_t *sigs)
+{
+	t->wake_fd = eventfd(0, EFD_CLOEXEC);
+	t->sig_fd = signalfd(-1, sigs, SFD_CLOEXEC);
+	if (t->wake_fd < 0 || t->sig_fd < 0)
+		return -errno;
+	if (t->o->limits.wall_ms > 0) {
+		struct itimerspec its = { 0 };
+		t->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+		if (t->timer_fd < 0)
+			return -errno;
+		its.it_value.tv_sec = t->o->limits.wall_ms / 1000;
+		its.it_value.tv_nsec = (t->o->limits.wall_ms % 1000) * 1000000;
+		if (timerfd_settime(t->timer_fd, 0, &its, NULL) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static const char *final_status(struct tracer *t, struct tracer_result *r)
+{
+	switch (atomic_load(&t->stop_reason)) {
+	case STOP_TIMEOUT:
+		return "timeout";
+	case STOP_SIGNAL:
+		return "aborted";
+	case STOP_POLICY:
+		return "killed";
+	case STOP_LIMIT:
+		return "limit";
+	case STOP_AUDIT:
+		return "error";
+	default:
+		break;
+	}
+	if (r->setup_error[0])
+		return "error";
+	return r->exit_code == 0 && r->signal == 0 ? "ok" : "error";
+}
+
+/* Start: fork, seize, release. Returns the child's pid or -errno. */
+static pid_t start_child(struct tracer *t, scmp_filter_ctx filter,
+			 struct spawn_fds *f, int sync_w)
+{
+	const long opts = PTRACE_O_EXITKILL | PTRACE_O_TRACESECCOMP |
+			  PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK |
+			  PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC |
+			  PTRACE_O_TRACEEXIT;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		close(sync_w);
+		spawn_child(t->o, filter, f);
+	}
+	if (ptrace(PTRACE_SEIZE, pid, 0, (void *)opts) < 0) {
+		int e = errno;
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, __WALL);
+		snprintf(t->res->setup_error, sizeof(t->res->setup_error),
+			 "ptrace(PTRACE_SEIZE): %s", strerror(e));
+		return -e;
+	}
+	if (write(sync_w, "g", 1) != 1) {
+		int e = errno;
+		kill(pid, SIGKILL);
+		return -e;
+	}
+	return pid;
+}
+
+int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
+{
+	struct tracer *t = calloc(1, sizeof(*t));
+	struct spawn_fds f = { -1, -1, -1, -1 };
+	scmp_filter_ctx filter = NULL;
+	sigset_t sigs, old;
+	int sync_w = -1, rc, status;
+	long long t0 = mono_ms();
+	pid_t pid;
+
+	memset(res, 0, sizeof(*res));
+	res->status = "error";
+	if (!t)
+		return -ENOMEM;
+	t->o = o;
+	t->res = res;
+	t->self_pid = getpid();
+	t->out_fd[0] = t->out_fd[1] = t->out_fd[2] = -1;
+	t->err_fd = t->wake_fd = t->sig_fd = t->timer_fd = -1;
+	pthread_mutex_init(&t->lock, NULL);
+
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	sigaddset(&sigs, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &sigs, &old);
+
+	rc = tracer_filter_build(o->policy, &filter, res->setup_error,
+				 sizeof(res->setup_error));
+	if (rc == 0)
+		rc = make_pipes(t, &f, &sync_w);
+	if (rc == 0)
+		rc = make_fds(t, &sigs);
+	if (rc < 0) {
+		if (!res->setup_error[0])
+			snprintf(res->setup_error, sizeof(res->setup_error),
+				 "creating pipes: %s", strerror(-rc));
+		goto out;
+	}
+	pid = start_child(t, filter, &f, sync_w);
+	close_fd(&f.out_w);
+	close_fd(&f.err_w);
+	close_fd(&f.sync_r);
+	close_fd(&f.err_pipe_w);
+	close_fd(&sync_w);
+	if (pid < 0) {
+		rc = pid;
+		goto out;
+	}
+	t->root = pid;
+	tracee_add(t, pid);
+	rc = tracer_io_start(t);
+	if (rc < 0) {
+		tracer_stop(t, STOP_AUDIT, "could not start the output thread");
+		snprintf(res->setup_error, sizeof(res->setup_error),
+			 "pthread_create: %s", strerror(-rc));
+	}
+
+	for (;;) {
+		pid_t w = waitpid(-1, &status, __WALL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			break; /* ECHILD: the last tracee is gone */
+		}
+		handle_status(t, w, status);
+	}
+	tracer_io_finish(t);
+	rc = t->audit_err;
+
+out:
+	res->duration_ms = mono_ms() - t0;
+	res->status = final_status(t, res);
+	snprintf(res->cause, sizeof(res->cause), "%s", t->stop_cause);
+	if (!res->cause[0] && res->setup_error[0])
+		snprintf(res->cause, sizeof(res->cause), "sandbox set-up failed: %s",
+			 res->setup_error);
+	if (res->setup_error[0] && rc == 0)
+		rc = -ECHILD;
+	for (int s = 1; s <= 2; s++)
+		close_fd(&t->out_fd[s]);
+	close_fd(&t->err_fd);
+	close_fd(&t->wake_fd);
+	close_fd(&t->sig_fd);
+	close_fd(&t->timer_fd);
+	close_fd(&f.out_w);
+	close_fd(&f.err_w);
+	close_fd(&f.sync_r);
+	close_fd(&f.err_pipe_w);
+	close_fd(&sync_w);
+	if (filter)
+		seccomp_release(filter);
+	for (int b = 0; b < TRACEE_BUCKETS; b++) {
+		while (t->tab[b]) {
+			struct tracee *x = t->tab[b];
+			t->tab[b] = x->next;
+			free(x);
+		}
+	}
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+	/* Drop signals that arrived after the run, then restore the mask. */
+	struct timespec zero = { 0, 0 };
+	while (sigtimedwait(&sigs, NULL, &zero) > 0)
+		;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+void tracer_result_free(struct tracer_result *res)
+{
+	if (!res)
+		return;
+	for (int s = 0; s < 3; s++) {
+		free(res->out[s]);
+		res->out[s] = NULL;
+	}
+	free(res->denial_list);
+	res->denial_list = NULL;
+}
+
+int tracer_probe(char *msg, size_t n)
+{
+	const struct scmp_version *v = seccomp_version();
+	int api = seccomp_api_get();
+
+	if (!v || api < 3) {
+		snprintf(msg, n,
+			 "libseccomp API level %d: ward needs level 3 or later "
+			 "(SECCOMP_RET_KILL_PROCESS, Linux 4.14)", api);
+		return -ENOSYS;
+	}
+	return 0;
+}

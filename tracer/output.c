@@ -1,0 +1,230 @@
+/*
+ * output.c - the output thread: the code's stdout and stderr, the wall
+ * clock, and signals to ward.
+ *
+ * It never calls ptrace (ptrace belongs to the main thread). It reads the
+ * pipes as data comes, timestamps each chunk, records it, passes it through
+ * live, keeps a copy for --json, enforces the output cap, commits the
+ * audit batch every 200 ms, and turns a wall timeout or SIGINT/TERM/HUP into
+ * a stop request (which kills every tracee; the main thread then sees them
+ * go). It ends when the main thread says the tracees are gone and both
+ * pipes are drained to EOF.
+ */
+#include "tracer-int.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+enum { CHUNK = 65536, FLUSH_MS = 200 };
+
+static void write_all(int fd, const char *p, size_t n, bool *ok)
+{
+	while (n > 0 && *ok) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			*ok = false; /* reader went away: stop passing through */
+			return;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+static void capture(struct tracer *t, int s, const char *p, size_t n)
+{
+	struct tracer_result *r = t->res;
+
+	if (r->out_len[s] + n + 1 > t->cap[s]) {
+		size_t want = t->cap[s] ? t->cap[s] : 65536;
+		while (want < r->out_len[s] + n + 1)
+			want *= 2;
+		char *nb = realloc(r->out[s], want);
+		if (!nb)
+			return; /* the record still has it */
+		r->out[s] = nb;
+		t->cap[s] = want;
+	}
+	memcpy(r->out[s] + r->out_len[s], p, n);
+	r->out_len[s] += n;
+	r->out[s][r->out_len[s]] = '\0';
+}
+
+/* One chunk from stream s (1 stdout, 2 stderr). */
+static void on_chunk(struct tracer *t, int s, const char *p, size_t n,
+		     bool *pass_ok)
+{
+	struct tracer_result *r = t->res;
+	long long cap = t->o->limits.output_bytes;
+	size_t keep = n;
+
+	r->out_bytes[s] += (long long)n;
+	if (cap > 0) {
+		size_t room = t->kept[s] >= (size_t)cap ? 0
+							: (size_t)cap - t->kept[s];
+		if (keep > room)
+			keep = room;
+	}
+	if (keep < n && !r->truncated[s]) {
+		r->truncated[s] = true;
+		if (t->o->passthrough)
+			fprintf(stderr,
+				"\nward: %s passed the output limit of %lld bytes; "
+				"the rest is counted, not kept\n",
+				s == 1 ? "stdout" : "stderr", cap);
+	}
+	if (keep == 0)
+		return;
+	t->kept[s] += keep;
+	if (audit_output(t->o->audit, tracer_now_ns(),
+			 s == 1 ? AUDIT_STDOUT : AUDIT_STDERR, p, keep) < 0) {
+		if (!t->audit_err)
+			t->audit_err = -EIO;
+		tracer_stop(t, STOP_AUDIT, "the audit database could not be written");
+	}
+	if (t->o->passthrough)
+		write_all(s, p, keep, pass_ok);
+	if (t->o->capture)
+		capture(t, s, p, keep);
+}
+
+/* Reads what is there; returns false at EOF or error. */
+static bool drain(struct tracer *t, int s, char *buf, bool *pass_ok)
+{
+	ssize_t n = read(t->out_fd[s], buf, CHUNK);
+
+	if (n > 0) {
+		on_chunk(t, s, buf, (size_t)n, pass_ok);
+		return true;
+	}
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return true;
+	return false;
+}
+
+static void read_setup_error(struct tracer *t)
+{
+	size_t have = strlen(t->res->setup_error);
+	ssize_t n = read(t->err_fd, t->res->setup_error + have,
+			 sizeof(t->res->setup_error) - 1 - have);
+
+	if (n > 0) {
+		t->res->setup_error[have + (size_t)n] = '\0';
+		return;
+	}
+	close(t->err_fd);
+	t->err_fd = -1;
+}
+
+static void on_signal(struct tracer *t)
+{
+	struct signalfd_siginfo si;
+	char cause[96];
+
+	if (read(t->sig_fd, &si, sizeof(si)) != sizeof(si))
+		return;
+	snprintf(cause, sizeof(cause), "ward received %s",
+		 sigabbrev_np((int)si.ssi_signo) ? sigabbrev_np((int)si.ssi_signo)
+						 : "a signal");
+	t->res->ward_signal = (int)si.ssi_signo;
+	tracer_stop(t, STOP_SIGNAL, cause);
+}
+
+static void on_timeout(struct tracer *t)
+{
+	uint64_t ticks;
+	char cause[96];
+
+	if (read(t->timer_fd, &ticks, sizeof(ticks)) != sizeof(ticks))
+		return;
+	snprintf(cause, sizeof(cause), "wall time limit of %lld ms reached",
+		 t->o->limits.wall_ms);
+	tracer_stop(t, STOP_TIMEOUT, cause);
+}
+
+static void *io_main(void *arg)
+{
+	struct tracer *t = arg;
+	char *buf = malloc(CHUNK);
+	bool pass_ok = true, finishing = false;
+	long long last_flush = tracer_now_ns();
+
+	if (!buf) {
+		tracer_stop(t, STOP_AUDIT, "out of memory in the output thread");
+		return NULL;
+	}
+	while (t->out_fd[1] >= 0 || t->out_fd[2] >= 0 || !finishing) {
+		struct pollfd p[6];
+		int np = 0, idx[6];
+
+		for (int s = 1; s <= 2; s++)
+			if (t->out_fd[s] >= 0) {
+				idx[np] = s;
+				p[np++] = (struct pollfd){ t->out_fd[s], POLLIN, 0 };
+			}
+		int fixed[4] = { t->err_fd, finishing ? -1 : t->wake_fd,
+				 t->sig_fd, t->timer_fd };
+		for (int i = 0; i < 4; i++) {
+			idx[np] = 10 + i;
+			p[np++] = (struct pollfd){ fixed[i], POLLIN, 0 };
+		}
+		int rc = poll(p, (nfds_t)np, FLUSH_MS);
+		if (rc < 0 && errno != EINTR)
+			break;
+		for (int i = 0; i < np && rc > 0; i++) {
+			if (!p[i].revents)
+				continue;
+			if (idx[i] == 1 || idx[i] == 2) {
+				if (!drain(t, idx[i], buf, &pass_ok)) {
+					close(t->out_fd[idx[i]]);
+					t->out_fd[idx[i]] = -1;
+				}
+			} else if (idx[i] == 10) {
+				read_setup_error(t);
+			} else if (idx[i] == 11) {
+				finishing = true;
+			} else if (idx[i] == 12) {
+				on_signal(t);
+			} else if (idx[i] == 13) {
+				on_timeout(t);
+			}
+		}
+		long long now = tracer_now_ns();
+		if (now - last_flush > FLUSH_MS * 1000000LL) {
+			audit_flush(t->o->audit);
+			last_flush = now;
+		}
+	}
+	free(buf);
+	return NULL;
+}
+
+int tracer_io_start(struct tracer *t)
+{
+	int rc = pthread_create(&t->io_thread, NULL, io_main, t);
+
+	if (rc != 0)
+		return -rc;
+	t->io_started = true;
+	return 0;
+}
+
+void tracer_io_finish(struct tracer *t)
+{
+	uint64_t one = 1;
+
+	if (!t->io_started)
+		return;
+	/* One write to a fresh eventfd cannot fail short of EBADF. */
+	ssize_t w = write(t->wake_fd, &one, sizeof(one));
+	(void)w;
+	pthread_join(t->io_thread, NULL);
+	t->io_started = false;
+}

@@ -1,0 +1,217 @@
+/*
+ * resolve.c - decide on what the kernel will open, not on strings.
+ *
+ * The kernel itself resolves the path for us: ward opens it with O_PATH
+ * (no access, no side effects) relative to the tracee's cwd or dirfd
+ * (reached through /proc/TID/cwd and /proc/TID/fd/N) and reads the result
+ * back from /proc/self/fd. A path that does not exist yet is resolved
+ * through its parent; a dangling final symlink is followed to where the
+ * kernel would create the file. Only when even the parent is missing is
+ * the path normalized lexically (the kernel will then fail the call too).
+ *
+ * /proc/self and /proc/thread-self at the start of a path are rewritten to
+ * the tracee's pid before ward opens anything. Reached any other way (a
+ * symlink to /proc/self) they resolve to ward's own /proc entry, which no
+ * rule about the tracee matches: such a path is denied, never confused
+ * with the tracee's own.
+ */
+#include "tracer-int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_LINKS 40
+
+void tracer_normalize(char *path)
+{
+	char *out = path, *in = path;
+
+	if (*in != '/')
+		return;
+	while (*in) {
+		while (*in == '/')
+			in++;
+		char *seg = in;
+		while (*in && *in != '/')
+			in++;
+		size_t len = (size_t)(in - seg);
+		if (len == 0 || (len == 1 && seg[0] == '.'))
+			continue;
+		if (len == 2 && seg[0] == '.' && seg[1] == '.') {
+			while (out > path && *--out != '/')
+				;
+			continue;
+		}
+		*out++ = '/';
+		memmove(out, seg, len);
+		out += len;
+	}
+	if (out == path)
+		*out++ = '/';
+	*out = '\0';
+}
+
+/* Path of an fd of ours, via /proc/self/fd. */
+static int fd_path(int fd, char *out, size_t n)
+{
+	char link[64];
+	ssize_t len;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	len = readlink(link, out, n - 1);
+	if (len < 0)
+		return -errno;
+	if ((size_t)len >= n - 1)
+		return -ENAMETOOLONG;
+	out[len] = '\0';
+	return 0;
+}
+
+/* Textual /proc/self -> /proc/TGID before ward opens anything. */
+static const char *subst_proc_self(const char *raw, pid_t tid, pid_t tgid,
+				   char *buf, size_t n)
+{
+	static const char ts[] = "/proc/thread-self", s[] = "/proc/self";
+
+	if (strncmp(raw, ts, sizeof(ts) - 1) == 0 &&
+	    (!raw[sizeof(ts) - 1] || raw[sizeof(ts) - 1] == '/')) {
+		snprintf(buf, n, "/proc/%d/task/%d%s", (int)tgid, (int)tid,
+			 raw + sizeof(ts) - 1);
+		return buf;
+	}
+	if (strncmp(raw, s, sizeof(s) - 1) == 0 &&
+	    (!raw[sizeof(s) - 1] || raw[sizeof(s) - 1] == '/')) {
+		snprintf(buf, n, "/proc/%d%s", (int)tgid, raw + sizeof(s) - 1);
+		return buf;
+	}
+	return raw;
+}
+
+/* base: an O_PATH fd or AT_FDCWD (only for absolute raw). */
+static int resolve_at(int base, const char *raw, bool follow, char *out,
+		      size_t n, bool *exists, int depth)
+{
+	int fd, flags = O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW);
+	int rc;
+
+	if (depth > MAX_LINKS)
+		return -ELOOP;
+	fd = openat(base, raw, flags);
+	if (fd >= 0) {
+		rc = fd_path(fd, out, n);
+		close(fd);
+		*exists = true;
+		return rc;
+	}
+	*exists = false;
+
+	/* Split into parent and last component. */
+	char parent[WARD_PATH_MAX];
+	size_t len = strnlen(raw, sizeof(parent) - 1);
+	memcpy(parent, raw, len);
+	parent[len] = '\0';
+	while (len > 1 && parent[len - 1] == '/')
+		parent[--len] = '\0';
+	char *slash = strrchr(parent, '/');
+	const char *last;
+	if (!slash) {
+		last = raw;
+		snprintf(parent, sizeof(parent), ".");
+	} else {
+		last = raw + (slash - parent) + 1;
+		if (slash == parent)
+			parent[1] = '\0';
+		else
+			*slash = '\0';
+	}
+	char lastbuf[NAME_MAX + 2];
+	snprintf(lastbuf, sizeof(lastbuf), "%s", last);
+	char *trail = strchr(lastbuf, '/');
+	if (trail)
+		*trail = '\0';
+	if (!lastbuf[0] || !strcmp(lastbuf, ".") || !strcmp(lastbuf, ".."))
+		return -ENOENT;
+
+	int pfd = openat(base, parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return -ENOENT;
+	if (follow) {
+		char target[WARD_PATH_MAX];
+		ssize_t tl = readlinkat(pfd, lastbuf, target, sizeof(target) - 1);
+		if (tl >= 0) {
+			target[tl] = '\0';
+			rc = resolve_at(target[0] == '/' ? AT_FDCWD : pfd, target,
+					true, out, n, exists, depth + 1);
+			close(pfd);
+			return rc;
+		}
+	}
+	rc = fd_path(pfd, out, n);
+	close(pfd);
+	if (rc < 0)
+		return rc;
+	size_t ol = strlen(out);
+	if (ol + 1 + strlen(lastbuf) + 1 > n)
+		return -ENAMETOOLONG;
+	snprintf(out + ol, n - ol, "%s%s", ol > 1 ? "/" : "", lastbuf);
+	return 0;
+}
+
+static int open_base(pid_t tid, int dirfd, const char *raw, int *base)
+{
+	char link[64];
+
+	if (raw[0] == '/') {
+		*base = AT_FDCWD;
+		return 0;
+	}
+	if (dirfd == RESOLVE_CWD)
+		snprintf(link, sizeof(link), "/proc/%d/cwd", (int)tid);
+	else if (dirfd < 0)
+		return -EBADF;
+	else
+		snprintf(link, sizeof(link), "/proc/%d/fd/%d", (int)tid, dirfd);
+	*base = open(link, O_PATH | O_CLOEXEC);
+	if (*base < 0)
+		return errno == ENOENT ? -EBADF : -errno;
+	return 0;
+}
+
+int tracer_resolve(pid_t tid, pid_t tgid, int dirfd, const char *raw,
+		   bool follow, char *out, size_t n, bool *exists)
+{
+	char subst[WARD_PATH_MAX + 64];
+	int base, rc;
+
+	raw = subst_proc_self(raw, tid, tgid, subst, sizeof(subst));
+	rc = open_base(tid, dirfd, raw, &base);
+	if (rc < 0)
+		return rc;
+	if (!raw[0]) {
+		/* AT_EMPTY_PATH: the dirfd itself. */
+		rc = fd_path(base, out, n);
+		*exists = rc == 0;
+	} else {
+		rc = resolve_at(base, raw, follow, out, n, exists, 0);
+		if (rc == -ENOENT || rc == -ELOOP) {
+			/* Even the parent is missing: the kernel fails the
+			 * call; decide on the lexical form. */
+			char dir[WARD_PATH_MAX];
+			if (raw[0] == '/')
+				dir[0] = '\0';
+			else if (fd_path(base, dir, sizeof(dir)) < 0)
+				dir[0] = '\0';
+			snprintf(out, n, "%s/%s", dir, raw);
+			tracer_normalize(out);
+			*exists = false;
+			rc = 0;
+		}
+	}
+	if (base >= 0)
+		close(base);
+	return rc;
+}

@@ -1,0 +1,145 @@
+/*
+ * spawn.c - the child side: from fork to the interpreter's execve.
+ *
+ * The child blocks on a pipe until ward has PTRACE_SEIZEd it, so not one
+ * syscall of the code runs unwatched. It then sets up, in this order: a new
+ * session, stdio on ward's pipes and /dev/null, every other fd closed,
+ * rlimits, the unprivileged uid/gid (when ward runs as root) with every
+ * capability gone, the workdir as cwd, no_new_privs, the seccomp filter,
+ * and execve. A failure is written as text to the set-up error pipe (fd 3,
+ * CLOEXEC, so a successful execve closes it) and the child exits 127.
+ */
+#include "tracer-int.h"
+#include "spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define ERR_FD 3
+#define SYNC_FD 4
+
+__attribute__((noreturn)) static void fail(const char *what)
+{
+	char msg[512];
+	int errsv = errno;
+	int n = snprintf(msg, sizeof(msg), "%s: %s", what, strerror(errsv));
+
+	if (n > 0) {
+		ssize_t w = write(ERR_FD, msg, (size_t)n);
+		(void)w;
+	}
+	_exit(127);
+}
+
+static void set_limit(int res, long long v, long long hard_extra)
+{
+	struct rlimit rl;
+
+	if (v <= 0)
+		return;
+	rl.rlim_cur = (rlim_t)v;
+	rl.rlim_max = (rlim_t)(v + hard_extra);
+	if (setrlimit(res, &rl) < 0)
+		fail("setrlimit");
+}
+
+static void drop_caps(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capset, &h, d) < 0)
+		fail("capset (drop all capabilities)");
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+}
+
+static void drop_bounding_set(void)
+{
+	for (int cap = 0; cap <= 63; cap++) {
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+			fail("prctl(PR_CAPBSET_DROP)");
+	}
+}
+
+static void become_user(const struct tracer_opts *o)
+{
+	drop_bounding_set();
+	if (setgroups(0, NULL) < 0)
+		fail("setgroups");
+	if (setresgid(o->gid, o->gid, o->gid) < 0)
+		fail("setresgid");
+	if (setresuid(o->uid, o->uid, o->uid) < 0)
+		fail("setresuid");
+	if (getuid() != o->uid || geteuid() != o->uid || getgid() != o->gid)
+		fail("uid/gid did not change");
+}
+
+static void reset_signals(void)
+{
+	sigset_t all;
+
+	for (int s = 1; s < NSIG; s++)
+		signal(s, SIG_DFL); /* EINVAL for KILL/STOP/RT internals */
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+}
+
+void spawn_child(const struct tracer_opts *o, scmp_filter_ctx filter,
+		 const struct spawn_fds *f)
+{
+	char c;
+	int null;
+
+	reset_signals();
+	/* Move our fds out of the way of 0..4 before placing them. */
+	int out = fcntl(f->out_w, F_DUPFD_CLOEXEC, 10);
+	int err = fcntl(f->err_w, F_DUPFD_CLOEXEC, 10);
+	int sync = fcntl(f->sync_r, F_DUPFD_CLOEXEC, 10);
+	int ep = fcntl(f->err_pipe_w, F_DUPFD_CLOEXEC, 10);
+	null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (out < 0 || err < 0 || sync < 0 || ep < 0 || null < 0)
+		_exit(127);
+	if (dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 ||
+	    dup3(ep, ERR_FD, O_CLOEXEC) < 0 || dup2(sync, SYNC_FD) < 0)
+		_exit(127);
+	if (syscall(SYS_close_range, SYNC_FD + 1, ~0U, 0) < 0)
+		fail("close_range");
+	if (read(SYNC_FD, &c, 1) != 1)
+		_exit(127); /* ward went away before seizing us */
+	close(SYNC_FD);
+
+	if (setsid() < 0)
+		fail("setsid");
+	set_limit(RLIMIT_CPU, o->limits.cpu_s, 1);
+	set_limit(RLIMIT_AS, o->limits.memory_bytes, 0);
+	set_limit(RLIMIT_FSIZE, o->limits.fsize_bytes, 0);
+	set_limit(RLIMIT_NOFILE, o->limits.nofile, 0);
+	set_limit(RLIMIT_CORE, 0, 0);
+	struct rlimit nocore = { 0, 0 };
+	setrlimit(RLIMIT_CORE, &nocore);
+	if (o->drop_user)
+		become_user(o);
+	drop_caps();
+	if (chdir(o->workdir) < 0)
+		fail("chdir to the workdir");
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		fail("prctl(PR_SET_NO_NEW_PRIVS)");
+	int rc = seccomp_load(filter);
+	if (rc < 0) {
+		errno = -rc;
+		fail("seccomp_load");
+	}
+	execve(o->interpreter, o->argv, o->envp);
+	fail("execve of the interpreter");
+}

@@ -1,0 +1,159 @@
+/*
+ * tracer-int.h - internals shared inside tracer/ only.
+ */
+#ifndef WARD_TRACER_INT_H
+#define WARD_TRACER_INT_H
+
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+
+/* glibc names the kernel struct with a leading __ */
+#define ptrace_syscall_info __ptrace_syscall_info
+#include <pthread.h>
+#include <seccomp.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "tracer.h"
+
+/* ---- the sensitive-syscall table (syscalls.c) ---- */
+
+struct tracee;
+struct tracer;
+
+/*
+ * A decoder reads one stopped syscall into ev (ev is reset and pid, tid,
+ * nr, name are set before). It never judges. Returns 0, or -errno when the
+ * arguments cannot be read (-EFAULT bad pointer, -ENAMETOOLONG, ...): the
+ * syscall is then denied with that errno, rule "decode".
+ */
+typedef int (*decode_fn)(struct tracer *t, struct tracee *tc,
+			 const struct ptrace_syscall_info *si,
+			 struct ward_event *ev);
+
+enum trap_kind {
+	TRAP_NONE = 0, /* not in the table: allowed in the kernel */
+	TRAP_ALWAYS,   /* always stops at ward */
+	TRAP_STAT,     /* stops only when the policy traps the stat family */
+};
+
+struct syscall_desc {
+	const char *name;
+	decode_fn decode;
+	enum trap_kind trap;
+};
+
+/* Look up by native number; NULL when ward has no decoder for it. */
+const struct syscall_desc *tracer_syscall_desc(long nr);
+
+/* The hot allowlist (no argument loads), for the filter. NULL-terminated. */
+extern const char *const tracer_allow_list[];
+
+/* ---- the filter (filter.c) ---- */
+
+/* Build the seccomp filter for this policy. Returns 0 and *out (caller
+ * releases with seccomp_release), or -errno with msg filled. */
+int tracer_filter_build(const struct policy *p, scmp_filter_ctx *out,
+			char *msg, size_t n);
+
+/* ---- tracee memory (umem.c) ---- */
+
+/* Read exactly len bytes at addr. 0 or -EFAULT/-EPERM/-ESRCH. */
+int umem_read(pid_t tid, uint64_t addr, void *buf, size_t len);
+/* Read a NUL-terminated string of at most n-1 bytes. 0, -EFAULT,
+ * -ENAMETOOLONG (no NUL within n-1 bytes). */
+int umem_read_str(pid_t tid, uint64_t addr, char *buf, size_t n);
+
+/* ---- path resolution (resolve.c) ---- */
+
+#define RESOLVE_CWD (-100) /* AT_FDCWD */
+
+/*
+ * Resolve raw as thread tid of process tgid would: relative to its cwd or
+ * to its dirfd, symlinks followed as the kernel would (the final one only
+ * when follow), /proc/self and /proc/thread-self meaning the tracee.
+ * out gets an absolute path; *exists whether it names an existing file.
+ * A raw of "" means the dirfd itself (AT_EMPTY_PATH). Returns 0, or
+ * -errno when the directory the path is relative to cannot be found
+ * (-EBADF bad dirfd, -ENOTDIR, -ESRCH).
+ */
+int tracer_resolve(pid_t tid, pid_t tgid, int dirfd, const char *raw,
+		   bool follow, char *out, size_t n, bool *exists);
+/* Lexical normalization of an absolute path in place (//, ., ..). */
+void tracer_normalize(char *path);
+
+/* ---- backtraces (bt.c) ---- */
+
+/* Walk the stopped thread's native stack: JSON array text of
+ * {"ip","module","offset"} into buf. Returns 0 or -errno. */
+int tracer_backtrace(pid_t tid, char *buf, size_t n);
+
+/* ---- the run (loop.c, output.c) ---- */
+
+struct tracee {
+	pid_t tid;
+	pid_t tgid;
+	int serial;          /* audit identity within the run */
+	bool in_exec;        /* an execve was allowed and not yet completed */
+	char exec_path[WARD_PATH_MAX]; /* approved at execve entry */
+	struct tracee *next; /* hash chain */
+};
+
+#define TRACEE_BUCKETS 1024
+
+struct tracer {
+	const struct tracer_opts *o;
+	struct tracer_result *res;
+	pid_t root;          /* the first process (session leader) */
+	pid_t self_pid;      /* ward's pid, to undo /proc/self in resolution */
+
+	/* tracee table: written by the main thread under lock; the output
+	 * thread reads it under lock only to kill everyone */
+	pthread_mutex_t lock;
+	struct tracee *tab[TRACEE_BUCKETS];
+	long long live;      /* tracees alive */
+	int next_serial;
+
+	/* stop requests from the output thread (timeout, signal) or from
+	 * the main thread (policy kill, limit, audit failure): first wins */
+	_Atomic int stop_reason; /* enum stop_reason */
+	char stop_cause[256];
+
+	/* output thread */
+	pthread_t io_thread;
+	bool io_started;
+	int out_fd[3];       /* read ends of the code's stdout (1), stderr (2) */
+	int err_fd;          /* read end of the child set-up error pipe */
+	int wake_fd;         /* eventfd: main tells the thread to finish */
+	int sig_fd;          /* signalfd: SIGINT, SIGTERM, SIGHUP */
+	int timer_fd;        /* timerfd: wall time limit */
+	size_t kept[3];      /* output bytes kept (capped by output_bytes) */
+	size_t cap[3];       /* capacity of res->out[] */
+
+	int audit_err;       /* first audit error (-errno) */
+	struct ward_event ev; /* scratch for the current stop */
+	char bt[4096];       /* scratch for backtraces */
+};
+
+enum stop_reason {
+	STOP_NONE = 0,
+	STOP_TIMEOUT,
+	STOP_SIGNAL,  /* SIGINT/TERM/HUP to ward: aborted */
+	STOP_POLICY,  /* a kill verdict */
+	STOP_LIMIT,   /* a limit (processes, ...) */
+	STOP_AUDIT,   /* the record could not be written */
+};
+
+/* Ask for the whole run to end (idempotent; first reason and cause win);
+ * kills every tracee. Safe from any thread. */
+void tracer_stop(struct tracer *t, enum stop_reason why, const char *cause);
+
+struct tracee *tracee_find(struct tracer *t, pid_t tid);
+
+/* Output thread: start/finish. */
+int tracer_io_start(struct tracer *t);
+void tracer_io_finish(struct tracer *t);
+
+long long tracer_now_ns(void);
+
+#endif

@@ -1,0 +1,85 @@
+/*
+ * tracer.h - spawn the interpreter and supervise it: child set-up, the
+ * seccomp filter, the ptrace event loop, decoders, applying decisions,
+ * output capture and limits. The only module that calls ptrace.
+ *
+ * Lifecycle:
+ *   tracer_probe()          once: the kernel has what ward needs
+ *   tracer_run(opts, res)   spawn, supervise until the last tracee is gone
+ *   tracer_result_free(res)
+ *
+ * Blocking: tracer_run blocks SIGINT, SIGTERM, SIGHUP and SIGPIPE in the
+ * calling thread for the duration of the run (SIGINT/TERM/HUP then abort
+ * the run, recorded as "aborted") and restores the mask before returning.
+ */
+#ifndef WARD_TRACER_TRACER_H
+#define WARD_TRACER_TRACER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "../audit/audit.h"
+#include "../policy/policy.h"
+
+struct tracer_opts {
+	const char *interpreter;  /* absolute path, executed as is */
+	char *const *argv;        /* argv of the interpreter (argv[0] first) */
+	char *const *envp;        /* the code's whole environment */
+	const char *workdir;      /* absolute; the code's cwd */
+	bool drop_user;           /* run the code as uid/gid below */
+	uid_t uid;
+	gid_t gid;
+	struct ward_limits limits; /* 0 = unlimited for each field */
+	const struct policy *policy; /* borrowed */
+	struct audit *audit;      /* borrowed; run already begun */
+	bool passthrough;         /* copy output live to ward's stdout/err */
+	bool print_denials;       /* one line per denial on ward's stderr */
+	bool capture;             /* keep output in memory (for --json) */
+};
+
+/* A denial as reported to callers (--json). */
+struct tracer_denial {
+	char syscall[32];
+	char target[512];
+	char action[16]; /* "deny", "kill", or "audit" (would deny) */
+	char rule[96];
+	int err;
+};
+
+struct tracer_result {
+	int exit_code;           /* the code's exit status; -1 if signalled */
+	int signal;              /* signal that ended the first process, or 0 */
+	int ward_signal;         /* SIGINT/TERM/HUP that aborted the run */
+	const char *status;      /* ok|error|timeout|killed|aborted|limit */
+	char cause[256];         /* why, when not ok/error; else "" */
+	long long duration_ms;
+	long long out_bytes[3];  /* [1] stdout, [2] stderr: totals written */
+	bool truncated[3];       /* more was written than kept */
+	char *out[3];            /* captured (opts.capture), NUL-terminated */
+	size_t out_len[3];
+	long long events, denials, processes;
+	struct tracer_denial *denial_list; /* first ones, for --json */
+	size_t n_denials;
+	char setup_error[512];   /* non-empty: the sandbox could not be set up
+				  * (ward's error, not the code's) */
+};
+
+/*
+ * Check that the kernel offers what ward relies on (seccomp filters with
+ * RET_TRACE, PTRACE_O_EXITKILL, PTRACE_GET_SYSCALL_INFO). Returns 0, or
+ * -ENOSYS with a message naming the missing feature in msg.
+ */
+int tracer_probe(char *msg, size_t n);
+
+/*
+ * Run the interpreter under supervision until its last process is gone.
+ * Fills *res (caller frees with tracer_result_free). Returns 0 when the run
+ * happened (whatever the code did), or -errno when ward itself failed
+ * (res->setup_error says what). Audit errors during the run kill the run
+ * and return -EIO.
+ */
+int tracer_run(const struct tracer_opts *o, struct tracer_result *res);
+void tracer_result_free(struct tracer_result *res);
+
+#endif
