@@ -5,42 +5,18 @@
  */
 #include "tracer-int.h"
 #include "args.h"
+#include "../common/json.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-/* Escapes s as a JSON string body into dst (n > 0). Bytes that are not
- * printable ASCII are written as \u00XX of the byte, so any byte string
- * round-trips and the text stays valid JSON. Returns bytes written or -1
- * when it does not fit. */
+/* Escaped JSON string body of s into dst (n > 0); length or -1 if cut. */
 static int escape(char *dst, size_t n, const char *s, size_t slen)
 {
-	size_t o = 0;
+	size_t need = ward_json_escape(dst, n, s, slen);
 
-	for (size_t i = 0; i < slen; i++) {
-		unsigned char c = (unsigned char)s[i];
-		char tmp[8];
-		const char *rep = tmp;
-		size_t rl;
-
-		if (c == '"' || c == '\\') {
-			tmp[0] = '\\';
-			tmp[1] = (char)c;
-			rl = 2;
-		} else if (c >= 0x20 && c < 0x7f) {
-			tmp[0] = (char)c;
-			rl = 1;
-		} else {
-			rl = (size_t)snprintf(tmp, sizeof(tmp), "\\u%04x", c);
-		}
-		if (o + rl >= n)
-			return -1;
-		memcpy(dst + o, rep, rl);
-		o += rl;
-	}
-	dst[o] = '\0';
-	return (int)o;
+	return need < n ? (int)need : -1;
 }
 
 static void put(struct ward_event *ev, const char *key, const char *val,

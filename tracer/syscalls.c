@@ -21,6 +21,10 @@
 
 #include <sys/syscall.h>
 
+#ifndef __NR_fchmodat2
+#define __NR_fchmodat2 452 /* Linux 6.6; older headers lack it */
+#endif
+
 #define ROW(n, dec, kind) [__NR_##n] = { #n, dec, kind }
 
 static const struct syscall_desc table[] = {

@@ -1,0 +1,735 @@
+/*
+ * cmd_run.c - `ward run`: load the policy, open the record, prepare the
+ * workdir and environment, supervise the code, report.
+ */
+#include "cmds.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../audit/audit.h"
+#include "../common/errnames.h"
+#include "../common/log.h"
+#include "../common/sha256.h"
+#include "../policy/policy.h"
+#include "../tracer/tracer.h"
+
+#define SANDBOX_UID 65534 /* nobody */
+#define SANDBOX_GID 65534 /* nogroup */
+
+static const struct ward_limits builtin_limits = {
+	.wall_ms = 60000,
+	.cpu_s = 60,
+	.memory_bytes = 4096LL << 20,
+	.procs = 256,
+	.fsize_bytes = 1024LL << 20,
+	.nofile = 1024,
+	.output_bytes = 16LL << 20,
+};
+
+struct run_args {
+	const char *lang, *profile, *policy_file, *db, *workdir, *interp;
+	const char *code_arg;  /* -c CODE */
+	const char *file;      /* FILE or "-" */
+	struct ward_limits lim; /* command-line overrides; 0 = unset */
+	bool keep, json, quiet, summary;
+	char **envs;
+	size_t n_envs;
+	char **script_args;
+	int n_script_args;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: ward run [options] (FILE | -c CODE | -) [-- ARGS...]\n"
+"\n"
+"Run code under ward's supervisor: every sensitive syscall is decided by the\n"
+"policy and recorded, with every process and every byte of output, in the\n"
+"audit database. Output passes through as usual; the exit status is the\n"
+"code's own.\n"
+"\n"
+"  FILE              a script; copied into the workdir and run from there\n"
+"  -c CODE           code given on the command line\n"
+"  -                 code read from standard input (the code's own stdin is\n"
+"                    always /dev/null)\n"
+"\n"
+"options:\n"
+"  --lang L          python, node or sh (default: from FILE's extension\n"
+"                    .py/.js/.mjs/.sh, else python)\n"
+"  --profile NAME    a policy shipped with ward: default (python), node, sh,\n"
+"                    audit (learning mode: nothing denied, would-be denials\n"
+"                    recorded). Default: the language's profile\n"
+"  --policy FILE     a policy file (docs/policy.md); overrides --profile\n"
+"  --interpreter P   run this interpreter instead of the policy's\n"
+"  --db PATH         audit database (default: $WARD_DB, else\n"
+"                    $XDG_STATE_HOME/ward/audit.db, else\n"
+"                    ~/.local/state/ward/audit.db)\n"
+"  --workdir DIR     the code's working directory (created if missing);\n"
+"                    default: a fresh temporary directory, removed after\n"
+"                    the run unless --keep\n"
+"  --keep            keep the temporary workdir (its path is printed)\n"
+"  --env NAME[=VAL]  pass one variable to the code (repeatable); nothing of\n"
+"                    ward's own environment is passed otherwise\n"
+"  --timeout SEC     wall-clock limit (default: the policy's, else 60)\n"
+"  --cpu SEC         CPU time limit per process\n"
+"  --memory SIZE     address-space limit per process (e.g. 512M, 4G)\n"
+"  --max-procs N     processes and threads alive at once in the run\n"
+"  --max-output SIZE bytes of each stream kept (the rest is counted)\n"
+"  --json            print one JSON object instead of passing output through\n"
+"  --summary         after the run, print a short audit summary on stderr\n"
+"  --quiet           no denial lines on stderr\n"
+"  -v                more diagnostics from ward\n"
+"  -h, --help        this text\n"
+"\n"
+"exit status: the code's own; 128+N when it was killed by signal N; 124 on\n"
+"timeout; 125 for ward's own errors (bad arguments, bad policy, unusable\n"
+"database or workdir).\n"
+"\n"
+"The code runs with HOME and TMPDIR inside the workdir, PATH=/usr/local/bin:\n"
+"/usr/bin:/bin and LANG=C.UTF-8. As root, it runs as uid/gid 65534\n"
+"(nobody/nogroup) and the workdir is handed to that user.\n");
+}
+
+/* "512M", "4G", "1024" (bytes). */
+static long long parse_size(const char *opt, const char *s)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	long long mul = 1;
+
+	if (errno || end == s || v < 0)
+		die("%s: '%s' is not a size (use e.g. 4096, 512K, 64M, 2G)", opt, s);
+	switch (toupper((unsigned char)*end)) {
+	case '\0': break;
+	case 'K': mul = 1LL << 10; end++; break;
+	case 'M': mul = 1LL << 20; end++; break;
+	case 'G': mul = 1LL << 30; end++; break;
+	default:
+		die("%s: '%s' is not a size (use e.g. 4096, 512K, 64M, 2G)", opt, s);
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end)
+		die("%s: '%s' is not a size (use e.g. 4096, 512K, 64M, 2G)", opt, s);
+	return (long long)(v * (double)mul);
+}
+
+static long long parse_num(const char *opt, const char *s, double scale)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+
+	if (errno || end == s || *end || v <= 0)
+		die("%s: '%s' must be a positive number", opt, s);
+	return (long long)(v * scale + 0.5);
+}
+
+static void parse_args(int argc, char **argv, struct run_args *a)
+{
+	enum { O_LANG = 256, O_PROFILE, O_POLICY, O_DB, O_WORKDIR, O_KEEP,
+	       O_ENV, O_TIMEOUT, O_CPU, O_MEMORY, O_PROCS, O_OUTPUT, O_JSON,
+	       O_QUIET, O_INTERP, O_SUMMARY };
+	static const struct option opts[] = {
+		{ "lang", required_argument, 0, O_LANG },
+		{ "profile", required_argument, 0, O_PROFILE },
+		{ "policy", required_argument, 0, O_POLICY },
+		{ "db", required_argument, 0, O_DB },
+		{ "workdir", required_argument, 0, O_WORKDIR },
+		{ "keep", no_argument, 0, O_KEEP },
+		{ "env", required_argument, 0, O_ENV },
+		{ "timeout", required_argument, 0, O_TIMEOUT },
+		{ "cpu", required_argument, 0, O_CPU },
+		{ "memory", required_argument, 0, O_MEMORY },
+		{ "max-procs", required_argument, 0, O_PROCS },
+		{ "max-output", required_argument, 0, O_OUTPUT },
+		{ "json", no_argument, 0, O_JSON },
+		{ "quiet", no_argument, 0, O_QUIET },
+		{ "summary", no_argument, 0, O_SUMMARY },
+		{ "interpreter", required_argument, 0, O_INTERP },
+		{ "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 },
+	};
+	int c;
+
+	a->envs = calloc((size_t)argc + 1, sizeof(char *));
+	if (!a->envs)
+		die("out of memory");
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+c:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': a->code_arg = optarg; break;
+		case 'v': ward_verbose++; break;
+		case 'h': usage(stdout); exit(0);
+		case O_LANG: a->lang = optarg; break;
+		case O_PROFILE: a->profile = optarg; break;
+		case O_POLICY: a->policy_file = optarg; break;
+		case O_DB: a->db = optarg; break;
+		case O_WORKDIR: a->workdir = optarg; break;
+		case O_KEEP: a->keep = true; break;
+		case O_ENV: a->envs[a->n_envs++] = optarg; break;
+		case O_TIMEOUT: a->lim.wall_ms = parse_num("--timeout", optarg, 1000); break;
+		case O_CPU: a->lim.cpu_s = parse_num("--cpu", optarg, 1); break;
+		case O_MEMORY: a->lim.memory_bytes = parse_size("--memory", optarg); break;
+		case O_PROCS: a->lim.procs = parse_num("--max-procs", optarg, 1); break;
+		case O_OUTPUT: a->lim.output_bytes = parse_size("--max-output", optarg); break;
+		case O_JSON: a->json = true; break;
+		case O_QUIET: a->quiet = true; break;
+		case O_SUMMARY: a->summary = true; break;
+		case O_INTERP: a->interp = optarg; break;
+		default:
+			fprintf(stderr, "ward: run: see `ward run --help`\n");
+			exit(WARD_EXIT_INTERNAL);
+		}
+	}
+	if (!a->code_arg) {
+		if (optind >= argc)
+			die("run: no code: give FILE, -c CODE or - (see `ward run --help`)");
+		a->file = argv[optind++];
+	}
+	if (optind < argc && !strcmp(argv[optind], "--"))
+		optind++;
+	a->script_args = argv + optind;
+	a->n_script_args = argc - optind;
+	if (a->lang && strcmp(a->lang, "python") && strcmp(a->lang, "node") &&
+	    strcmp(a->lang, "sh"))
+		die("--lang: '%s' is not one of python, node, sh", a->lang);
+}
+
+static const char *lang_from_name(const char *file)
+{
+	const char *dot = file ? strrchr(file, '.') : NULL;
+
+	if (dot && (!strcmp(dot, ".js") || !strcmp(dot, ".mjs") ||
+		    !strcmp(dot, ".cjs")))
+		return "node";
+	if (dot && !strcmp(dot, ".sh"))
+		return "sh";
+	return "python";
+}
+
+static char *read_all(int fd, size_t *len)
+{
+	size_t cap = 65536, n = 0;
+	char *buf = malloc(cap + 1);
+
+	while (buf) {
+		ssize_t r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			free(buf);
+			return NULL;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+		if (n == cap) {
+			char *nb = realloc(buf, cap * 2 + 1);
+			if (!nb) {
+				free(buf);
+				return NULL;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	if (buf) {
+		buf[n] = '\0';
+		*len = n;
+	}
+	return buf;
+}
+
+static struct policy *load_policy(const struct run_args *a, const char *lang)
+{
+	struct policy *p = NULL;
+	struct policy_error err;
+	char msg[1024];
+	int rc;
+	const char *profile = a->profile;
+
+	memset(&err, 0, sizeof(err));
+	if (!profile)
+		profile = !strcmp(lang, "python") ? "default" : lang;
+	if (a->policy_file)
+		rc = policy_load_file(a->policy_file, &p, &err);
+	else
+		rc = policy_load_profile(profile, &p, &err);
+	if (rc < 0) {
+		policy_error_format(&err, msg, sizeof(msg));
+		if (rc == -ENOENT && !a->policy_file) {
+			fprintf(stderr, "ward: no profile named '%s'; shipped profiles:",
+				profile);
+			for (const char *const *n = policy_profile_names(); *n; n++)
+				fprintf(stderr, " %s", *n);
+			fprintf(stderr, "\n");
+			exit(WARD_EXIT_INTERNAL);
+		}
+		die("bad policy: %s", msg);
+	}
+	return p;
+}
+
+static void merge_limits(struct ward_limits *out, const struct ward_limits *cli,
+			 const struct policy *p)
+{
+	struct ward_limits pol;
+
+	policy_limits(p, &pol);
+#define PICK(f) out->f = cli->f ? cli->f : pol.f ? pol.f : builtin_limits.f
+	PICK(wall_ms);
+	PICK(cpu_s);
+	PICK(memory_bytes);
+	PICK(procs);
+	PICK(fsize_bytes);
+	PICK(nofile);
+	PICK(output_bytes);
+#undef PICK
+}
+
+/* Workdir: created (temporary or given), resolved, usable by the code. */
+static char *make_workdir(const struct run_args *a, bool drop, bool *temp)
+{
+	char buf[PATH_MAX], *real;
+
+	*temp = false;
+	if (a->workdir) {
+		if (mkdir(a->workdir, 0700) < 0 && errno != EEXIST)
+			die_errno("--workdir %s: cannot create it", a->workdir);
+		real = realpath(a->workdir, NULL);
+		if (!real)
+			die_errno("--workdir %s", a->workdir);
+		struct stat st;
+		if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
+			die("--workdir %s: not a directory", a->workdir);
+	} else {
+		snprintf(buf, sizeof(buf), "/tmp/ward-XXXXXX");
+		if (!mkdtemp(buf))
+			die_errno("cannot create a temporary workdir in /tmp");
+		real = realpath(buf, NULL);
+		if (!real)
+			die_errno("%s", buf);
+		*temp = true;
+	}
+	snprintf(buf, sizeof(buf), "%s/tmp", real);
+	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+		die_errno("cannot create %s", buf);
+	if (drop) {
+		if (chown(real, SANDBOX_UID, SANDBOX_GID) < 0 ||
+		    chown(buf, SANDBOX_UID, SANDBOX_GID) < 0)
+			die_errno("cannot hand the workdir %s to uid %d", real,
+				  SANDBOX_UID);
+		/* Every directory above must be searchable by the code. */
+		char up[PATH_MAX];
+		snprintf(up, sizeof(up), "%s", real);
+		for (char *s = strrchr(up, '/'); s && s != up; s = strrchr(up, '/')) {
+			*s = '\0';
+			struct stat st;
+			if (stat(up, &st) == 0 && !(st.st_mode & S_IXOTH))
+				die("--workdir %s: %s is not searchable by uid %d "
+				    "(the code runs as nobody): choose a workdir "
+				    "under /tmp or /var/tmp", real, up, SANDBOX_UID);
+		}
+	}
+	return real;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		return rmdir(path) < 0 ? -1 : 0;
+	return unlink(path) < 0 ? -1 : 0;
+}
+
+/* Remove the temporary workdir and whatever the code left in it. */
+static int rm_rf(const char *path)
+{
+	if (strncmp(path, "/tmp/ward-", 10) != 0)
+		return -EINVAL;
+	return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS) < 0 ? -errno : 0;
+}
+
+static void write_file(const char *path, const char *data, size_t len,
+		       bool drop)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		die_errno("cannot write %s", path);
+	while (len > 0) {
+		ssize_t w = write(fd, data, len);
+		if (w < 0)
+			die_errno("cannot write %s", path);
+		data += w;
+		len -= (size_t)w;
+	}
+	if (drop && fchown(fd, SANDBOX_UID, SANDBOX_GID) < 0)
+		die_errno("cannot hand %s to uid %d", path, SANDBOX_UID);
+	close(fd);
+}
+
+static char **build_env(const struct run_args *a, const char *workdir)
+{
+	char **env = calloc(a->n_envs + 8, sizeof(char *));
+	size_t n = 0;
+
+	if (!env)
+		die("out of memory");
+	if (asprintf(&env[n++], "HOME=%s", workdir) < 0 ||
+	    asprintf(&env[n++], "TMPDIR=%s/tmp", workdir) < 0)
+		die("out of memory");
+	env[n++] = strdup("PATH=/usr/local/bin:/usr/bin:/bin");
+	env[n++] = strdup("LANG=C.UTF-8");
+	for (size_t i = 0; i < a->n_envs; i++) {
+		const char *e = a->envs[i];
+		const char *eq = strchr(e, '=');
+		if (eq == e || !*e)
+			die("--env '%s': give NAME or NAME=VALUE", e);
+		if (eq) {
+			env[n++] = strdup(e);
+		} else if (getenv(e)) {
+			if (asprintf(&env[n++], "%s=%s", e, getenv(e)) < 0)
+				die("out of memory");
+		} else {
+			warn("--env %s: not set in ward's environment; not passed", e);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!env[i])
+			die("out of memory");
+	return env;
+}
+
+static char *json_argv(int argc, char **argv)
+{
+	json_t *arr = json_array();
+	char *s;
+
+	for (int i = 0; i < argc; i++)
+		json_array_append_new(arr, json_string(argv[i]) ? json_string(argv[i])
+							     : json_string("?"));
+	s = json_dumps(arr, JSON_COMPACT);
+	json_decref(arr);
+	if (!s)
+		die("out of memory");
+	return s;
+}
+
+static char *limits_json(const struct ward_limits *l)
+{
+	char *s;
+
+	if (asprintf(&s,
+		     "{\"wall_ms\":%lld,\"cpu_s\":%lld,\"memory_bytes\":%lld,"
+		     "\"procs\":%lld,\"fsize_bytes\":%lld,\"nofile\":%lld,"
+		     "\"output_bytes\":%lld}",
+		     l->wall_ms, l->cpu_s, l->memory_bytes, l->procs,
+		     l->fsize_bytes, l->nofile, l->output_bytes) < 0)
+		die("out of memory");
+	return s;
+}
+
+/* Valid UTF-8 JSON string for arbitrary bytes (invalid bytes -> U+FFFD). */
+static json_t *json_text(const char *s, size_t len)
+{
+	json_t *j = json_stringn(s ? s : "", s ? len : 0);
+	char *fixed;
+
+	if (j)
+		return j;
+	fixed = malloc(len * 3 + 1);
+	if (!fixed)
+		return json_string("");
+	size_t o = 0;
+	for (size_t i = 0; i < len;) {
+		unsigned char c = (unsigned char)s[i];
+		size_t l = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3
+			   : (c >> 3) == 30 ? 4 : 0;
+		json_t *probe = l && i + l <= len ? json_stringn(s + i, l) : NULL;
+		if (probe) {
+			memcpy(fixed + o, s + i, l);
+			o += l;
+			i += l;
+			json_decref(probe);
+		} else {
+			memcpy(fixed + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i++;
+		}
+	}
+	j = json_stringn(fixed, o);
+	free(fixed);
+	return j ? j : json_string("");
+}
+
+static void print_json(const struct tracer_result *r, const char *run_id,
+		       const char *db, int exit_status)
+{
+	json_t *o = json_object(), *den = json_array();
+
+	for (size_t i = 0; i < r->n_denials; i++) {
+		const struct tracer_denial *d = &r->denial_list[i];
+		json_array_append_new(den, json_pack("{s:s, s:o, s:s, s:s, s:s?}",
+			"syscall", d->syscall, "target", json_text(d->target, strlen(d->target)),
+			"action", d->action, "rule", d->rule,
+			"errno", d->err ? ward_errno_name(d->err) : NULL));
+	}
+	json_object_set_new(o, "run_id", json_string(run_id));
+	json_object_set_new(o, "exit_code", json_integer(exit_status));
+	json_object_set_new(o, "signal", r->signal ? json_integer(r->signal) : json_null());
+	json_object_set_new(o, "status", json_string(r->status));
+	json_object_set_new(o, "cause", r->cause[0] ? json_text(r->cause, strlen(r->cause)) : json_null());
+	json_object_set_new(o, "timed_out", json_boolean(!strcmp(r->status, "timeout")));
+	json_object_set_new(o, "duration_ms", json_integer(r->duration_ms));
+	json_object_set_new(o, "stdout", json_text(r->out[1], r->out_len[1]));
+	json_object_set_new(o, "stderr", json_text(r->out[2], r->out_len[2]));
+	json_object_set_new(o, "stdout_bytes", json_integer(r->out_bytes[1]));
+	json_object_set_new(o, "stderr_bytes", json_integer(r->out_bytes[2]));
+	json_object_set_new(o, "stdout_truncated", json_boolean(r->truncated[1]));
+	json_object_set_new(o, "stderr_truncated", json_boolean(r->truncated[2]));
+	json_object_set_new(o, "processes", json_integer(r->processes));
+	json_object_set_new(o, "events", json_integer(r->events));
+	json_object_set_new(o, "denied", json_integer((json_int_t)r->denials));
+	json_object_set_new(o, "denials", den);
+	json_object_set_new(o, "db", json_string(db));
+	json_dumpf(o, stdout, JSON_COMPACT);
+	fputc('\n', stdout);
+	fflush(stdout);
+	json_decref(o);
+}
+
+/* The exit status ward returns for a finished run. */
+static int exit_status_of(const struct tracer_result *r)
+{
+	if (!strcmp(r->status, "timeout"))
+		return 124;
+	if (!strcmp(r->status, "aborted"))
+		return 128 + (r->ward_signal ? r->ward_signal : 15);
+	if (r->signal)
+		return 128 + r->signal;
+	if (r->exit_code < 0)
+		return 128 + 9;
+	return r->exit_code;
+}
+
+int ward_cmd_run(int argc, char **argv)
+{
+	struct run_args a;
+	memset(&a, 0, sizeof(a));
+	parse_args(argc, argv, &a);
+
+	const char *lang = a.lang ? a.lang : lang_from_name(a.file);
+	struct policy *pol = load_policy(&a, lang);
+	const char *interp = a.interp ? a.interp : policy_interpreter(pol, lang);
+	if (!interp)
+		interp = !strcmp(lang, "node") ? "/usr/bin/node"
+			 : !strcmp(lang, "sh") ? "/bin/sh" : "/usr/bin/python3";
+	if (interp[0] != '/')
+		die("--interpreter %s: give an absolute path", interp);
+	if (access(interp, X_OK) < 0)
+		die_errno("interpreter %s", interp);
+
+	/* The code. */
+	size_t code_len = 0;
+	char *code;
+	const char *code_name;
+	if (a.code_arg) {
+		code = strdup(a.code_arg);
+		code_len = strlen(a.code_arg);
+		code_name = "-c";
+	} else if (!strcmp(a.file, "-")) {
+		code = read_all(0, &code_len);
+		code_name = "-";
+	} else {
+		int fd = open(a.file, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			die_errno("cannot read %s", a.file);
+		code = read_all(fd, &code_len);
+		close(fd);
+		code_name = a.file;
+	}
+	if (!code)
+		die_errno("cannot read the code");
+
+	struct ward_limits lim;
+	merge_limits(&lim, &a.lim, pol);
+	bool drop = geteuid() == 0;
+	bool temp;
+	char *workdir = make_workdir(&a, drop, &temp);
+	if (policy_set_workdir(pol, workdir) < 0)
+		die("cannot bind $WORKDIR to %s", workdir);
+
+	/* The interpreter's argv. */
+	char **iargv = calloc((size_t)a.n_script_args + 6, sizeof(char *));
+	int n = 0;
+	if (!iargv)
+		die("out of memory");
+	iargv[n++] = (char *)interp;
+	if (a.code_arg) {
+		iargv[n++] = (char *)(!strcmp(lang, "node") ? "-e" : "-c");
+		iargv[n++] = code;
+		if (!strcmp(lang, "sh"))
+			iargv[n++] = (char *)"sh";
+	} else {
+		const char *base = strcmp(a.file, "-") ? strrchr(a.file, '/') : NULL;
+		char *dst;
+		base = base ? base + 1 : strcmp(a.file, "-") ? a.file : NULL;
+		if (!base)
+			base = !strcmp(lang, "node") ? "main.js"
+			       : !strcmp(lang, "sh") ? "main.sh" : "main.py";
+		if (asprintf(&dst, "%s/%s", workdir, base) < 0)
+			die("out of memory");
+		char *src_real = strcmp(a.file, "-") ? realpath(a.file, NULL) : NULL;
+		if (!src_real || strcmp(src_real, dst))
+			write_file(dst, code, code_len, drop);
+		free(src_real);
+		free(dst);
+		iargv[n++] = (char *)base;
+	}
+	for (int i = 0; i < a.n_script_args; i++)
+		iargv[n++] = a.script_args[i];
+	char **env = build_env(&a, workdir);
+
+	/* The record: nothing runs unless it can be written. */
+	char db[PATH_MAX], errbuf[512];
+	struct audit *au = NULL;
+	if (audit_default_path(a.db, db, sizeof(db)) < 0)
+		die("no audit database path: set HOME, WARD_DB or pass --db");
+	if (audit_open(db, false, &au, errbuf, sizeof(errbuf)) < 0)
+		die("audit database: %s", errbuf);
+
+	char code_sha[WARD_SHA256_HEX_LEN + 1], pol_sha[WARD_SHA256_HEX_LEN + 1];
+	ward_sha256_hex(code, code_len, code_sha);
+	ward_sha256_hex(policy_text(pol), strlen(policy_text(pol)), pol_sha);
+	struct utsname un;
+	char kernel[400] = "", host[256] = "";
+	if (uname(&un) == 0) {
+		snprintf(kernel, sizeof(kernel), "%s %s %s", un.sysname, un.release,
+			 un.version);
+		snprintf(host, sizeof(host), "%s", un.nodename);
+	}
+	char *wargv = json_argv(argc, argv);
+	char *ljs = limits_json(&lim);
+	struct audit_run_info ri = {
+		.argv_json = wargv,
+		.language = lang,
+		.interpreter = interp,
+		.code = code,
+		.code_len = code_len,
+		.code_sha256 = code_sha,
+		.code_name = code_name,
+		.policy_name = policy_name(pol),
+		.policy_json = policy_text(pol),
+		.policy_sha256 = pol_sha,
+		.workdir = workdir,
+		.limits_json = ljs,
+		.host = host,
+		.kernel = kernel,
+		.ward_version = WARD_VERSION,
+		.uid = drop ? SANDBOX_UID : getuid(),
+		.start_ns = 0,
+	};
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ri.start_ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	char run_id[AUDIT_RUN_ID_LEN + 1];
+	if (audit_run_begin(au, &ri, run_id) < 0)
+		die("audit database %s: cannot record the run: %s", db,
+		    audit_errmsg(au));
+
+	struct tracer_opts to = {
+		.interpreter = interp,
+		.argv = iargv,
+		.envp = env,
+		.workdir = workdir,
+		.drop_user = drop,
+		.uid = SANDBOX_UID,
+		.gid = SANDBOX_GID,
+		.limits = lim,
+		.policy = pol,
+		.audit = au,
+		.passthrough = !a.json,
+		.print_denials = !a.json && !a.quiet,
+		.capture = a.json,
+	};
+	struct tracer_result r;
+	int rc = tracer_run(&to, &r);
+	int status = exit_status_of(&r);
+	if (r.setup_error[0] || (rc < 0 && rc != -ECHILD))
+		status = WARD_EXIT_INTERNAL;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	struct audit_run_end re = {
+		.end_ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec,
+		.duration_ms = r.duration_ms,
+		.exit_code = r.signal ? -1 : r.exit_code,
+		.signal = r.signal,
+		.status = r.status,
+		.cause = r.cause[0] ? r.cause : NULL,
+		.stdout_bytes = r.out_bytes[1],
+		.stderr_bytes = r.out_bytes[2],
+		.stdout_truncated = r.truncated[1],
+		.stderr_truncated = r.truncated[2],
+		.events = r.events,
+		.denials = r.denials,
+		.processes = r.processes,
+	};
+	int arc = audit_run_end(au, &re);
+
+	if (a.json)
+		print_json(&r, run_id, db, status);
+	if (r.setup_error[0])
+		warn("the sandbox could not be set up: %s", r.setup_error);
+	else if (rc < 0 && rc != -ECHILD)
+		warn("the run was stopped: %s", r.cause[0] ? r.cause : strerror(-rc));
+	else if (strcmp(r.status, "ok") && strcmp(r.status, "error") && !a.json)
+		warn("run %s: %s: %s", run_id, r.status, r.cause);
+	if (arc < 0) {
+		warn("audit database %s: the end of the run could not be recorded: %s",
+		     db, audit_errmsg(au));
+		status = WARD_EXIT_INTERNAL;
+	}
+	if (a.summary)
+		fprintf(stderr,
+			"ward: run %s: %s, exit %d, %lld ms; %lld processes, "
+			"%lld syscalls decided, %lld denied; audit: %s\n",
+			run_id, r.status, status, r.duration_ms, r.processes,
+			r.events, r.denials, db);
+	if (temp && !a.keep)
+		rm_rf(workdir);
+	else if (temp && !a.json)
+		fprintf(stderr, "ward: workdir kept: %s\n", workdir);
+
+	tracer_result_free(&r);
+	audit_close(au);
+	policy_free(pol);
+	for (char **e = env; *e; e++)
+		free(*e);
+	free(env);
+	free(iargv);
+	free(wargv);
+	free(ljs);
+	free(workdir);
+	free(code);
+	free(a.envs);
+	return status;
+}

@@ -1,0 +1,62 @@
+/*
+ * ward.c - the `ward` command: dispatch to subcommands.
+ */
+#include "cmds.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/log.h"
+#include "../policy/policy.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: ward COMMAND [options]\n"
+"\n"
+"ward runs model-written code (Python, Node, sh) under a seccomp + ptrace\n"
+"supervisor: every sensitive syscall is decided by a policy and recorded in\n"
+"SQLite with every process and every byte of output.\n"
+"\n"
+"commands:\n"
+"  run      run code under supervision        ward run [options] FILE|-c CODE|-\n"
+"  runs     list recorded runs                ward runs [--limit N] [--json]\n"
+"  show     one run as a readable timeline    ward show RUN|last [--json]\n"
+"  profiles list the policies shipped with ward\n"
+"  version  print ward's version\n"
+"\n"
+"`ward COMMAND --help` says everything about a command. Exit status 125\n"
+"means ward itself failed (bad arguments, policy, database); otherwise\n"
+"`ward run` exits with the code's own status.\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : NULL;
+
+	if (!cmd) {
+		usage(stderr);
+		return WARD_EXIT_INTERNAL;
+	}
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+		printf("ward %s\n", WARD_VERSION);
+		return 0;
+	}
+	if (!strcmp(cmd, "run"))
+		return ward_cmd_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "runs"))
+		return ward_cmd_runs(argc - 1, argv + 1);
+	if (!strcmp(cmd, "show"))
+		return ward_cmd_show(argc - 1, argv + 1);
+	if (!strcmp(cmd, "profiles")) {
+		for (const char *const *n = policy_profile_names(); *n; n++)
+			printf("%s\n", *n);
+		return 0;
+	}
+	fprintf(stderr, "ward: unknown command '%s' (try `ward --help`)\n", cmd);
+	return WARD_EXIT_INTERNAL;
+}
