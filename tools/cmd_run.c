@@ -48,6 +48,8 @@ struct run_args {
 	bool keep, json, quiet, summary;
 	char **envs;
 	size_t n_envs;
+	char **inputs;   /* --input files copied into the workdir */
+	size_t n_inputs;
 	char **script_args;
 	int n_script_args;
 };
@@ -82,6 +84,7 @@ static void usage(FILE *f)
 "                    default: a fresh temporary directory, removed after\n"
 "                    the run unless --keep\n"
 "  --keep            keep the temporary workdir (its path is printed)\n"
+"  --input FILE     copy FILE into the workdir before the run (repeatable)\n"
 "  --env NAME[=VAL]  pass one variable to the code (repeatable); nothing of\n"
 "                    ward's own environment is passed otherwise\n"
 "  --timeout SEC     wall-clock limit (default: the policy's, else 60)\n"
@@ -144,7 +147,7 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 {
 	enum { O_LANG = 256, O_PROFILE, O_POLICY, O_DB, O_WORKDIR, O_KEEP,
 	       O_ENV, O_TIMEOUT, O_CPU, O_MEMORY, O_PROCS, O_OUTPUT, O_JSON,
-	       O_QUIET, O_INTERP, O_SUMMARY };
+	       O_QUIET, O_INTERP, O_SUMMARY, O_INPUT };
 	static const struct option opts[] = {
 		{ "lang", required_argument, 0, O_LANG },
 		{ "profile", required_argument, 0, O_PROFILE },
@@ -162,13 +165,15 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		{ "quiet", no_argument, 0, O_QUIET },
 		{ "summary", no_argument, 0, O_SUMMARY },
 		{ "interpreter", required_argument, 0, O_INTERP },
+		{ "input", required_argument, 0, O_INPUT },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
 	int c;
 
 	a->envs = calloc((size_t)argc + 1, sizeof(char *));
-	if (!a->envs)
+	a->inputs = calloc((size_t)argc + 1, sizeof(char *));
+	if (!a->envs || !a->inputs)
 		die("out of memory");
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+c:vh", opts, NULL)) != -1) {
@@ -192,6 +197,7 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		case O_QUIET: a->quiet = true; break;
 		case O_SUMMARY: a->summary = true; break;
 		case O_INTERP: a->interp = optarg; break;
+		case O_INPUT: a->inputs[a->n_inputs++] = optarg; break;
 		default:
 			fprintf(stderr, "ward: run: see `ward run --help`\n");
 			exit(WARD_EXIT_INTERNAL);
@@ -385,6 +391,34 @@ static void write_file(const char *path, const char *data, size_t len,
 	if (drop && fchown(fd, SANDBOX_UID, SANDBOX_GID) < 0)
 		die_errno("cannot hand %s to uid %d", path, SANDBOX_UID);
 	close(fd);
+}
+
+/* --input files: copied (not linked) so the code cannot reach the original. */
+static void copy_inputs(const struct run_args *a, const char *workdir,
+			bool drop)
+{
+	for (size_t i = 0; i < a->n_inputs; i++) {
+		const char *src = a->inputs[i];
+		const char *base = strrchr(src, '/');
+		size_t len = 0;
+		char *dst, *data;
+		int fd = open(src, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0)
+			die_errno("--input %s", src);
+		data = read_all(fd, &len);
+		close(fd);
+		if (!data)
+			die_errno("--input %s", src);
+		base = base ? base + 1 : src;
+		if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
+			die("--input %s: give a file", src);
+		if (asprintf(&dst, "%s/%s", workdir, base) < 0)
+			die("out of memory");
+		write_file(dst, data, len, drop);
+		free(dst);
+		free(data);
+	}
 }
 
 static char **build_env(const struct run_args *a, const char *workdir)
@@ -608,6 +642,7 @@ int ward_cmd_run(int argc, char **argv)
 	for (int i = 0; i < a.n_script_args; i++)
 		iargv[n++] = a.script_args[i];
 	char **env = build_env(&a, workdir);
+	copy_inputs(&a, workdir, drop);
 
 	/* The record: nothing runs unless it can be written. */
 	char db[PATH_MAX], errbuf[512];
@@ -731,5 +766,6 @@ int ward_cmd_run(int argc, char **argv)
 	free(workdir);
 	free(code);
 	free(a.envs);
+	free(a.inputs);
 	return status;
 }
