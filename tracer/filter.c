@@ -1,24 +1,35 @@
 /*
  * filter.c - the seccomp-BPF program every process of the run carries.
  *
- * Default action: TRACE (stop at ward), so a syscall nobody thought about
+ * Two filters. The guard (raw BPF, loaded first) checks what libseccomp
+ * 2.5 cannot express safely, on the low 32 bits of int arguments as the
+ * kernel reads them: a foreign architecture or an x32 number kills the
+ * process; prctl(PR_SET_SECCOMP) kills; prctl(PR_SET_DUMPABLE) fails with
+ * EPERM (a non-dumpable tracee would hide its memory from ward);
+ * ioctl(TIOCSTI/TIOCLINUX) fails with EPERM (no typing into a terminal).
+ * The kernel runs every filter and the strictest action wins, so the
+ * guard's KILL and ERRNO beat the main filter's ALLOW.
+ *
+ * The main filter (libseccomp). Default action: TRACE (stop at ward), so a syscall nobody thought about
  * is decided and recorded, never silently allowed. On top:
  *   ALLOW        tracer_allow_list (no argument loads)
  *   KILL_PROCESS the kill floor (common/floor.h), other architectures
- *                (i386 int 0x80, x32 numbers), prctl(PR_SET_SECCOMP)
  *   ERRNO        clone3 -> ENOSYS (libc falls back to clone, whose flags
- *                ward can read), prctl(PR_SET_DUMPABLE) -> EPERM (a
- *                non-dumpable tracee would hide its memory from ward),
- *                ioctl(TIOCSTI/TIOCLINUX) -> EPERM
+ *                ward can read)
  *   TRACE        the table in syscalls.c (stat family only if the policy
  *                asks), raw syscall rules of the policy
- * Argument rules compare the low 32 bits of int arguments, as the kernel
- * reads them.
+ * Its few argument rules only ever ALLOW on an exact 64-bit match, so junk
+ * in the high bits of an int argument sends the call to ward (which reads
+ * the low 32 bits) instead of past it.
  */
 #include "tracer-int.h"
 #include "../common/floor.h"
 
 #include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <linux/prctl.h>
 #include <stdio.h>
 #include <string.h>
@@ -101,21 +112,11 @@ int tracer_filter_build(const struct policy *p, scmp_filter_ctx *out,
 	}
 
 	ADD0(SCMP_ACT_ERRNO(ENOSYS), "clone3");
-	ADD(SCMP_ACT_KILL_PROCESS, "prctl",
-	    SCMP_A0_32(SCMP_CMP_EQ, PR_SET_SECCOMP));
-	ADD(SCMP_ACT_ERRNO(EPERM), "prctl",
-	    SCMP_A0_32(SCMP_CMP_EQ, PR_SET_DUMPABLE));
-	if (!ruled[__NR_prctl]) {
-		ADD(SCMP_ACT_ALLOW, "prctl",
-		    SCMP_A0_32(SCMP_CMP_NE, PR_SET_SECCOMP),
-		    SCMP_A0_32(SCMP_CMP_NE, PR_SET_DUMPABLE));
-	}
-	ADD(SCMP_ACT_ERRNO(EPERM), "ioctl", SCMP_A1_32(SCMP_CMP_EQ, TIOCSTI));
-	ADD(SCMP_ACT_ERRNO(EPERM), "ioctl", SCMP_A1_32(SCMP_CMP_EQ, TIOCLINUX));
-	if (!ruled[__NR_ioctl]) {
-		ADD(SCMP_ACT_ALLOW, "ioctl", SCMP_A1_32(SCMP_CMP_NE, TIOCSTI),
-		    SCMP_A1_32(SCMP_CMP_NE, TIOCLINUX));
-	}
+	/* prctl and ioctl: the guard filter refuses the dangerous values. */
+	if (!ruled[__NR_prctl])
+		ADD0(SCMP_ACT_ALLOW, "prctl");
+	if (!ruled[__NR_ioctl])
+		ADD0(SCMP_ACT_ALLOW, "ioctl");
 	if (!ruled[__NR_sendto])
 		ADD(SCMP_ACT_ALLOW, "sendto", SCMP_A4_64(SCMP_CMP_EQ, 0));
 	if (!ruled[__NR_prlimit64])
@@ -135,3 +136,33 @@ fail:
 	seccomp_release(ctx);
 	return rc < 0 ? rc : -EINVAL;
 }
+
+#define LO32(i) (offsetof(struct seccomp_data, args) + 8 * (i))
+#define STMT(code, k) { (unsigned short)(code), 0, 0, (unsigned)(k) }
+#define JEQ(k, jt, jf) { BPF_JMP | BPF_JEQ | BPF_K, jt, jf, (unsigned)(k) }
+
+static struct sock_filter guard[] = {
+	/* 0 */ STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+	/* 1 */ JEQ(AUDIT_ARCH_X86_64, 1, 0),
+	/* 2 */ STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+	/* 3 */ STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	/* 4 */ { BPF_JMP | BPF_JGE | BPF_K, 0, 1, 0x40000000u }, /* x32 */
+	/* 5 */ STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+	/* 6 */ JEQ(__NR_prctl, 0, 4),          /* else -> 11 */
+	/* 7 */ STMT(BPF_LD | BPF_W | BPF_ABS, LO32(0)),
+	/* 8 */ JEQ(PR_SET_SECCOMP, 7, 0),      /* -> 16 kill */
+	/* 9 */ JEQ(PR_SET_DUMPABLE, 7, 0),     /* -> 17 EPERM */
+	/* 10 */ STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	/* 11 */ JEQ(__NR_ioctl, 0, 3),         /* else -> 15 */
+	/* 12 */ STMT(BPF_LD | BPF_W | BPF_ABS, LO32(1)),
+	/* 13 */ JEQ(TIOCSTI, 3, 0),            /* -> 17 EPERM */
+	/* 14 */ JEQ(TIOCLINUX, 2, 0),          /* -> 17 EPERM */
+	/* 15 */ STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	/* 16 */ STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+	/* 17 */ STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+};
+
+const struct sock_fprog tracer_guard = {
+	.len = sizeof(guard) / sizeof(guard[0]),
+	.filter = guard,
+};

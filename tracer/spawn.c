@@ -16,6 +16,8 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,6 +137,8 @@ void spawn_child(const struct tracer_opts *o, scmp_filter_ctx filter,
 		fail("chdir to the workdir");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		fail("prctl(PR_SET_NO_NEW_PRIVS)");
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &tracer_guard) < 0)
+		fail("loading the guard seccomp filter");
 	int rc = seccomp_load(filter);
 	if (rc < 0) {
 		errno = -rc;

@@ -56,6 +56,10 @@ extern const char *const tracer_allow_list[];
 int tracer_filter_build(const struct policy *p, scmp_filter_ctx *out,
 			char *msg, size_t n);
 
+/* The guard filter, loaded before the main one (see filter.c). */
+struct sock_fprog;
+extern const struct sock_fprog tracer_guard;
+
 /* ---- tracee memory (umem.c) ---- */
 
 /* Read exactly len bytes at addr. 0 or -EFAULT/-EPERM/-ESRCH. */
