@@ -105,6 +105,7 @@ static void clone_common(struct ward_event *ev, unsigned long flags)
 	ev->cls = WARD_CLASS_PROC;
 	ev->clone_flags = flags;
 	args_fmt(ev, "flags", "%#lx", flags);
+	snprintf(ev->path, sizeof(ev->path), "flags %#lx", flags);
 }
 
 int dec_clone(struct tracer *t, struct tracee *tc,

@@ -130,7 +130,7 @@ static void on_signal(struct tracer *t)
 
 	if (read(t->sig_fd, &si, sizeof(si)) != sizeof(si))
 		return;
-	snprintf(cause, sizeof(cause), "ward received %s",
+	snprintf(cause, sizeof(cause), "ward received SIG%s",
 		 sigabbrev_np((int)si.ssi_signo) ? sigabbrev_np((int)si.ssi_signo)
 						 : "a signal");
 	t->res->ward_signal = (int)si.ssi_signo;
