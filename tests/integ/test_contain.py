@@ -1,0 +1,222 @@
+"""Model code that misbehaves is contained: the code sees an honest errno,
+the canary is untouched, ward exits as documented, and the record holds the
+row that says what happened."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+from wardtest import PYTHON, listener, pids_matching, spawn, wait_until, ward_bin
+
+
+def only_denial(ctx, run_id, syscall):
+    d = [e for e in ctx.denials(run_id) if e["syscall"] == syscall]
+    assert d, (syscall, ctx.denials(run_id))
+    return d[0]
+
+
+def test_read_shadow_denied(ctx):
+    code = ("try:\n open('/etc/shadow').read(); print('READ')\n"
+            "except PermissionError as e: print('errno', e.errno)\n")
+    r, j = ctx.run_json(code)
+    assert r.code == 0 and j["stdout"] == "errno 13\n", j
+    assert j["denials"] and j["denials"][0]["target"] == "/etc/shadow", j
+    assert j["denials"][0]["errno"] == "EACCES" and j["denials"][0]["action"] == "deny"
+    e = only_denial(ctx, j["run_id"], "openat")
+    assert e["target"] == "/etc/shadow" and e["raw"] == "/etc/shadow"
+    assert e["decision"] == "deny" and e["errno"] == 13 and e["rule"], e
+    assert "O_RDONLY" in json.loads(e["args"])["flags"]
+
+
+def test_write_outside_workdir_denied(ctx):
+    canary = ctx.path("canary.txt")
+    ctx.write("canary.txt", "original", mode=0o666)
+    os.chmod(ctx.tmp, 0o777)
+    code = (f"try:\n open({canary!r}, 'w').write('pwned')\n"
+            "except PermissionError as e: print('errno', e.errno)\n"
+            "import os\n"
+            f"try:\n os.unlink({canary!r})\n"
+            "except PermissionError as e: print('unlink', e.errno)\n")
+    r = ctx.run(code)
+    assert r.code == 0 and r.stdout == "errno 13\nunlink 13\n", r
+    assert open(canary).read() == "original"
+    run = ctx.last_run()
+    targets = {(e["syscall"], e["target"]) for e in ctx.denials(run["id"])}
+    assert ("openat", canary) in targets and ("unlink", canary) in targets, targets
+
+
+def test_symlink_in_workdir_does_not_escape(ctx):
+    code = ("import os\nos.symlink('/etc/shadow', 'link')\n"
+            "try:\n open('link').read(); print('READ')\n"
+            "except PermissionError as e: print('errno', e.errno)\n"
+            "os.symlink('/etc/ward-test-created', 'dangling')\n"
+            "try:\n open('dangling', 'w').write('x'); print('CREATED')\n"
+            "except PermissionError as e: print('errno', e.errno)\n")
+    r = ctx.run(code)
+    assert r.stdout == "errno 13\nerrno 13\n", r
+    assert not os.path.exists("/etc/ward-test-created")
+    run = ctx.last_run()
+    d = ctx.denials(run["id"])
+    assert any(e["raw"] == "link" and e["target"] == "/etc/shadow" for e in d), d
+    assert any(e["raw"] == "dangling" and e["target"] == "/etc/ward-test-created" for e in d), d
+
+
+def test_dotdot_and_dirfd_resolved(ctx):
+    code = ("import os\nos.mkdir('d')\n"
+            "fd = os.open('d', os.O_RDONLY)\n"
+            "try:\n os.open('../../../../../../etc/shadow', os.O_RDONLY, dir_fd=fd); print('READ')\n"
+            "except PermissionError as e: print('errno', e.errno)\n")
+    r = ctx.run(code)
+    assert r.stdout == "errno 13\n", r
+    e = only_denial(ctx, ctx.last_run()["id"], "openat")
+    assert e["target"] == "/etc/shadow" and e["raw"].startswith("../"), e
+    assert json.loads(e["args"]).get("dirfd") is not None, e
+
+
+def test_connect_to_loopback_listener_refused(ctx):
+    port, state, stop = listener()
+    try:
+        code = ("import socket\n"
+                "for fam, addr in ((socket.AF_INET, '127.0.0.1'), (socket.AF_INET6, '::ffff:127.0.0.1')):\n"
+                "    s = socket.socket(fam)\n"
+                "    try:\n"
+                f"        s.connect((addr, {port})); print('CONNECTED')\n"
+                "    except OSError as e: print('errno', e.errno)\n")
+        r = ctx.run(code)
+        time.sleep(0.3)
+        assert r.stdout == "errno 111\nerrno 111\n", r
+        assert state["accepted"] == 0
+        d = [e for e in ctx.denials(ctx.last_run()["id"]) if e["syscall"] == "connect"]
+        assert [e["target"] for e in d] == [f"127.0.0.1:{port}", f"127.0.0.1:{port}"], d
+        assert all(e["errno"] == 111 for e in d)
+        assert json.loads(d[1]["args"]).get("v4mapped") is True, d[1]
+    finally:
+        stop()
+
+
+def test_udp_sendto_denied(ctx):
+    code = ("import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            "try:\n s.sendto(b'x', ('127.0.0.1', 9)); print('SENT')\n"
+            "except OSError as e: print('errno', e.errno)\n")
+    r = ctx.run(code)
+    assert r.stdout == "errno 111\n", r
+    e = only_denial(ctx, ctx.last_run()["id"], "sendto")
+    assert e["target"] == "127.0.0.1:9"
+
+
+def test_exec_shell_denied(ctx):
+    code = ("import subprocess\n"
+            "try:\n subprocess.run(['/bin/sh', '-c', 'echo pwned']); print('RAN')\n"
+            "except PermissionError as e: print('errno', e.errno)\n")
+    r, j = ctx.run_json(code)
+    assert j["stdout"] == "errno 13\n", j
+    e = only_denial(ctx, j["run_id"], "execve")
+    assert e["target"] in ("/usr/bin/dash", "/bin/dash"), e
+    assert json.loads(e["args"])["argv"] == ["/bin/sh", "-c", "echo pwned"], e
+    procs = ctx.sql("select * from processes where run_id=?", j["run_id"])
+    assert all("dash" not in (p["exe"] or "") for p in procs), procs
+
+
+def test_fork_bomb_contained(ctx):
+    code = "import os\nwhile True:\n    os.fork()\n"
+    t0 = time.monotonic()
+    r = ctx.run(code, "--max-procs", "40", "--timeout", "30")
+    assert time.monotonic() - t0 < 25, "ended by the process limit, not the timeout"
+    assert r.code == 128 + 9, r
+    run = ctx.last_run()
+    assert run["status"] == "limit" and "process limit" in run["cause"], run
+    assert ctx.events(run["id"], "rule='limits.procs'"), "the refused clone is recorded"
+    assert wait_until(lambda: not pids_matching("os.fork()")), "no process left behind"
+
+
+def test_infinite_loop_times_out(ctx):
+    t0 = time.monotonic()
+    r = ctx.run("while True: pass", "--timeout", "1.5")
+    assert r.code == 124, r
+    assert 1.4 < time.monotonic() - t0 < 10
+    run = ctx.last_run()
+    assert run["status"] == "timeout" and "wall time" in run["cause"], run
+    assert run["signal"] == 9
+
+
+def test_cpu_limit(ctx):
+    r = ctx.run("while True: pass", "--cpu", "1", "--timeout", "20")
+    run = ctx.last_run()
+    assert run["status"] == "limit" and "cpu" in run["cause"], (run, r)
+    assert r.code in (128 + 24, 128 + 9), r
+
+
+def test_memory_limit(ctx):
+    r = ctx.run("x = bytearray(3 << 30)\nprint('allocated')", "--memory", "512M")
+    assert r.code == 1 and "MemoryError" in r.stderr, r
+    lim = json.loads(ctx.last_run()["limits"])
+    assert lim["memory_bytes"] == 512 << 20
+
+
+def test_output_flood_truncated_not_lost_count(ctx):
+    code = "import sys\nfor i in range(100): sys.stdout.write('x' * (1 << 20))\nprint('done', file=sys.stderr)"
+    r = ctx.run(code, "--max-output", "1M")
+    assert r.code == 0, r.stderr
+    assert len(r.stdout) == 1 << 20, len(r.stdout)
+    run = ctx.last_run()
+    assert run["stdout_bytes"] == 100 << 20 and run["stdout_truncated"] == 1, run
+    kept = ctx.sql("select sum(length(data)) n from outputs where run_id=? and stream='stdout'", run["id"])
+    assert kept[0]["n"] == 1 << 20
+    assert "done" in r.stderr
+
+
+def test_ward_sigkilled_leaves_nothing(ctx):
+    marker = "ward-sigkill-marker-%d" % os.getpid()
+    code = f"import os, time\nos.fork(); os.fork()\ntime.sleep(60)  # {marker}"
+    p = spawn([ward_bin(), "run", "--db", ctx.db, "-c", code],
+              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert wait_until(lambda: len(pids_matching(marker)) >= 5), pids_matching(marker)
+    p.kill()
+    p.wait()
+    assert wait_until(lambda: not pids_matching(marker), 5), pids_matching(marker)
+
+
+def test_sigterm_aborts_and_records(ctx):
+    marker = "ward-sigterm-marker-%d" % os.getpid()
+    p = spawn([ward_bin(), "run", "--db", ctx.db, "-c", f"import time\ntime.sleep(60)  # {marker}"],
+              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert wait_until(lambda: len(pids_matching(marker)) >= 2)
+    p.send_signal(signal.SIGTERM)
+    p.wait(10)
+    assert p.returncode == 128 + 15
+    assert not pids_matching(marker)
+    run = ctx.last_run()
+    assert run["status"] == "aborted" and "SIGTERM" in run["cause"], run
+
+
+def test_signal_outside_run_denied(ctx):
+    victim = spawn(["/bin/sleep", "60"])
+    code = ("import os, signal\n"
+            f"try:\n os.kill({victim.pid}, signal.SIGKILL); print('KILLED')\n"
+            "except PermissionError as e: print('errno', e.errno)\n"
+            "try:\n os.kill(-1, signal.SIGKILL); print('KILLED')\n"
+            "except PermissionError as e: print('errno', e.errno)\n"
+            "got = []\nsignal.signal(signal.SIGUSR1, lambda *a: got.append(1))\n"
+            "os.kill(os.getpid(), signal.SIGUSR1)\nprint('self', got)\n")
+    r = ctx.run(code)
+    assert r.stdout == "errno 1\nerrno 1\nself [1]\n", r
+    assert victim.poll() is None, "the process outside the run is untouched"
+    d = ctx.denials(ctx.last_run()["id"])
+    assert {e["target"] for e in d if e["syscall"] == "kill"} == {f"pid {victim.pid}", "pid -1"}, d
+    assert all(e["errno"] == 1 and e["rule"] == "signals" for e in d if e["syscall"] == "kill")
+
+
+def test_kill_floor_kills(ctx):
+    code = "import ctypes\nlibc = ctypes.CDLL(None)\nprint('before', flush=True)\nlibc.syscall(101, 16, 0, 0, 0)\nprint('after')"
+    r = ctx.run(code)
+    assert r.code == 128 + 31, r  # SIGSYS from SECCOMP_RET_KILL_PROCESS
+    assert r.stdout == "before\n", r
+
+
+def test_clone3_answers_enosys_and_threads_still_work(ctx):
+    code = ("import ctypes, threading\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+            "print(libc.syscall(435, 0, 0), ctypes.get_errno())\n"
+            "t = threading.Thread(target=lambda: print('thread ran')); t.start(); t.join()\n")
+    r = ctx.run(code)
+    assert r.stdout == "-1 38\nthread ran\n", r

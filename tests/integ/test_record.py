@@ -1,0 +1,119 @@
+"""What the audit database holds after a run: the run, every process, every
+decided syscall with its rule, every byte of output with a timestamp."""
+import hashlib
+import json
+import os
+import platform
+
+
+def test_run_row_describes_the_run(ctx):
+    code = "print('hi')"
+    r = ctx.run(code)
+    assert r.code == 0, r
+    run = ctx.last_run()
+    assert run["status"] == "ok" and run["exit_code"] == 0 and run["signal"] in (0, None)
+    assert run["code_sha256"] == hashlib.sha256(code.encode()).hexdigest()
+    assert run["language"] == "python" and run["interpreter"] == "/usr/bin/python3"
+    assert run["policy_name"] == "default"
+    assert run["policy_sha256"] == hashlib.sha256(run["policy_json"].encode()).hexdigest()
+    assert json.loads(run["policy_json"])["version"] == 1
+    assert json.loads(run["argv"])[1:3] == ["run", "--db"]
+    assert run["host"] == platform.node() and platform.release() in run["kernel"]
+    assert run["ward_version"] and run["ended_ns"] >= run["started_ns"]
+    lim = json.loads(run["limits"])
+    assert lim["wall_ms"] > 0 and lim["procs"] > 0 and lim["output_bytes"] > 0
+    assert run["stdout_bytes"] == 3 and run["events"] > 0
+
+
+def test_every_output_byte_with_timestamp(ctx):
+    code = ("import sys, time\n"
+            "for i in range(5):\n"
+            "    print('line', i, flush=True); time.sleep(0.02)\n"
+            "sys.stderr.write('E\\x00\\xff'.encode('latin-1').decode('latin-1')); sys.stderr.flush()\n"
+            "sys.stdout.buffer.write(b'\\x00\\x01\\xfe bin'); sys.stdout.flush()\n")
+    r = ctx.ward("run", "-c", code, text=False)
+    assert r.code == 0, r
+    run = ctx.last_run()
+    rows = ctx.sql("select * from outputs where run_id=? order by seq", run["id"])
+    out = b"".join(x["data"] for x in rows if x["stream"] == "stdout")
+    err = b"".join(x["data"] for x in rows if x["stream"] == "stderr")
+    assert out == r.stdout and out.endswith(b"\x00\x01\xfe bin"), out
+    assert err == r.stderr.replace(b"", b"")[:len(err)] and err.startswith(b"E\x00"), err
+    ts = [x["ts_ns"] for x in rows]
+    assert ts == sorted(ts) and ts[0] >= run["started_ns"]
+    assert len([x for x in rows if x["stream"] == "stdout"]) >= 5, "chunks as they came"
+
+
+def test_processes_and_their_tree(ctx):
+    r = ctx.run("import pandas; print('ok')")
+    assert r.code == 0, r
+    run = ctx.last_run()
+    procs = ctx.sql("select * from processes where run_id=? order by serial", run["id"])
+    root = procs[0]
+    assert root["serial"] == 1 and root["parent_serial"] in (0, None) and root["kind"] == "process"
+    assert root["exit_code"] == 0 and root["exit_ns"] >= root["start_ns"]
+    assert json.loads(root["argv"])[0] == "/usr/bin/python3"
+    uname = [p for p in procs if p["exe"] == "/usr/bin/uname"]
+    assert uname and uname[0]["parent_serial"] == 1 and uname[0]["ppid"] == root["pid"], procs
+    assert json.loads(uname[0]["argv"]) == ["uname", "-p"]
+    assert uname[0]["start_ticks"] > 0 and uname[0]["exec_ns"]
+    assert run["processes"] == len(procs)
+
+
+def test_events_name_rule_and_decision(ctx):
+    code = "open('data.txt','w').write('x'); print(open('data.txt').read())"
+    r = ctx.run(code)
+    assert r.code == 0, r
+    run = ctx.last_run()
+    evs = ctx.events(run["id"], "target = ?", run["workdir"] + "/data.txt")
+    assert len(evs) == 2, evs
+    for e in evs:
+        assert e["decision"] == "allow" and e["rule"] and e["rule"] != "default", e
+        assert e["syscall"] == "openat" and e["nr"] == 257 and e["pid"] == e["tid"]
+        assert e["raw"] == "data.txt"
+    assert "O_CREAT" in json.loads(evs[0]["args"])["flags"]
+    first = ctx.events(run["id"], "seq = 1")[0]
+    assert first["syscall"] == "execve" and first["target"].startswith("/usr/bin/python3")
+    seqs = [e["seq"] for e in ctx.events(run["id"])]
+    assert seqs == list(range(1, len(seqs) + 1))
+    assert run["events"] == len(seqs)
+
+
+def test_denial_has_reason_and_backtrace(ctx):
+    r = ctx.run("open('/etc/shadow')")
+    assert r.code == 1
+    assert "/etc/shadow" in r.stderr and "EACCES" in r.stderr, r.stderr
+    d = ctx.denials(ctx.last_run()["id"])[0]
+    assert d["reason"] and "/etc/shadow" in d["reason"], d
+    bt = json.loads(d["backtrace"])
+    assert len(bt) >= 3, bt
+    assert any("libc" in f["module"] for f in bt), bt
+    assert any("python3" in f["module"] for f in bt), bt
+    assert all(f["ip"].startswith("0x") and f["offset"].startswith("0x") for f in bt)
+
+
+def test_audit_profile_records_would_be_denials(ctx):
+    target = ctx.path("outside.txt")
+    os.chmod(ctx.tmp, 0o777)
+    r = ctx.run(f"open({target!r}, 'w').write('x'); print('wrote')", "--profile", "audit")
+    assert r.code == 0 and r.stdout == "wrote\n", r
+    assert os.path.exists(target)
+    run = ctx.last_run()
+    e = ctx.events(run["id"], "target = ?", target)[0]
+    assert e["decision"] == "allow" and e["would_deny"] == 1 and e["rule"] == "default", e
+    assert run["policy_name"] == "audit"
+
+
+def test_stat_family_is_a_policy_choice(ctx):
+    import copy
+    pol = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..", "profiles", "default.json")))
+    on = copy.deepcopy(pol)
+    on["trap_stat"] = True
+    path = ctx.write("stat.json", json.dumps(on))
+    code = "import os\nos.stat('/usr/lib')\nprint(os.path.exists('/etc/passwd'))"
+    r = ctx.run(code, "--policy", path)
+    assert r.code == 0 and r.stdout == "True\n", r
+    assert ctx.events(ctx.last_run()["id"], "syscall='newfstatat' and target='/usr/lib'")
+    r = ctx.run(code)
+    assert r.code == 0
+    assert not ctx.events(ctx.last_run()["id"], "syscall='newfstatat'")

@@ -1,0 +1,165 @@
+"""ward run: the command itself - arguments, exit status, environment,
+workdir, --json, and ward's own errors (exit 125, clear message)."""
+import json
+import os
+import stat
+
+from wardtest import PYTHON
+
+
+def test_hello_passes_output_and_exit_status(ctx):
+    r = ctx.run("import sys; print('hello'); sys.stderr.write('warn\\n'); sys.exit(3)")
+    assert r.code == 3, r
+    assert r.stdout == "hello\n", r
+    assert "warn\n" in r.stderr, r
+    run = ctx.last_run()
+    assert run["status"] == "error" and run["exit_code"] == 3, run
+
+
+def test_file_and_stdin_and_script_args(ctx):
+    p = ctx.write("prog.py", "import sys\nprint(sys.argv[1:], __file__.split('/')[-1])\n")
+    r = ctx.ward("run", p, "--", "a", "b c")
+    assert r.code == 0, r
+    assert r.stdout == "['a', 'b c'] prog.py\n", r
+    r = ctx.ward("run", "-", stdin="print(6*7)\n")
+    assert r.code == 0 and r.stdout == "42\n", r
+    run = ctx.last_run()
+    assert run["code"] in (b"print(6*7)\n", "print(6*7)\n"), run["code"]
+    assert run["code_name"] == "-"
+
+
+def test_json_result_shape(ctx):
+    r, j = ctx.run_json("print('out'); import sys; sys.stderr.write('err')")
+    assert r.code == 0, r
+    for k in ("run_id", "exit_code", "signal", "status", "timed_out", "duration_ms",
+              "stdout", "stderr", "stdout_truncated", "stderr_truncated", "denials", "db"):
+        assert k in j, (k, j)
+    assert j["stdout"] == "out\n" and j["stderr"] == "err", j
+    assert j["status"] == "ok" and j["exit_code"] == 0 and j["timed_out"] is False
+    assert j["denials"] == [] and j["db"] == ctx.db
+    assert ctx.last_run()["id"] == j["run_id"]
+
+
+def test_environment_is_built_not_inherited(ctx):
+    env = dict(os.environ, OPENAI_API_KEY="sk-secret-should-not-leak", KEEP_ME="yes")
+    code = "import os, json; print(json.dumps(dict(os.environ)))"
+    r = ctx.run(code, "--env", "KEEP_ME", "--env", "SET_ME=1", env=env)
+    assert r.code == 0, r
+    e = json.loads(r.stdout)
+    assert "OPENAI_API_KEY" not in e, e
+    assert e["KEEP_ME"] == "yes" and e["SET_ME"] == "1", e
+    assert e["PATH"] == "/usr/local/bin:/usr/bin:/bin"
+    assert e["LANG"] == "C.UTF-8"
+    wd = ctx.last_run()["workdir"]
+    assert e["HOME"] == wd and e["TMPDIR"] == wd + "/tmp", (e, wd)
+    assert not os.path.exists(wd), "temporary workdir must be removed"
+
+
+def test_workdir_keep_and_given(ctx):
+    r = ctx.run("open('made.txt','w').write('x')", "--keep")
+    assert r.code == 0, r
+    wd = ctx.last_run()["workdir"]
+    try:
+        assert os.path.exists(os.path.join(wd, "made.txt"))
+        assert "workdir kept" in r.stderr
+    finally:
+        import shutil
+        shutil.rmtree(wd, ignore_errors=True)
+    given = ctx.path("wd")
+    r = ctx.run("open('made.txt','w').write('y')", "--workdir", given)
+    assert r.code == 0, r
+    assert open(os.path.join(given, "made.txt")).read() == "y"
+
+
+def test_runs_as_unprivileged_user_when_root(ctx):
+    r = ctx.run("import os; print(os.getuid(), os.getgid(), os.geteuid())")
+    assert r.code == 0, r
+    if os.geteuid() == 0:
+        assert r.stdout.split() == ["65534", "65534", "65534"], r
+        assert ctx.last_run()["uid"] == 65534
+    else:
+        assert r.stdout.split()[0] == str(os.getuid())
+
+
+def test_no_capabilities_no_new_privs_and_session(ctx):
+    code = ("import os\n"
+            "st = dict(l.split(':\\t',1) for l in open('/proc/self/status').read().splitlines() if ':\\t' in l)\n"
+            "print(st['CapEff'].strip(), st['CapBnd'].strip(), st['NoNewPrivs'].strip(), st['Seccomp'].strip())\n"
+            "print(os.getsid(0) == os.getpid())\n"
+            "print(sorted(os.listdir('/proc/self/fd')))\n")
+    r = ctx.run(code)
+    assert r.code == 0, r
+    lines = r.stdout.splitlines()
+    capeff, capbnd, nnp, seccomp = lines[0].split()
+    assert int(capeff, 16) == 0 and nnp == "1" and seccomp == "2", lines
+    if os.geteuid() == 0:
+        assert int(capbnd, 16) == 0, lines
+    assert lines[1] == "True", "the code runs in its own session"
+    # 0, 1, 2 and the fd listdir itself opened: nothing of ward's leaks
+    assert eval(lines[2]) == ["0", "1", "2", "3"], lines[2]
+
+
+def test_bad_arguments_exit_125(ctx):
+    for args in (["run"], ["run", "--lang", "cobol", "-c", "1"], ["run", "--timeout", "x", "-c", "1"],
+                 ["run", "--memory", "12Q", "-c", "1"], ["run", "--nope", "-c", "1"], ["frobnicate"]):
+        r = ctx.ward(*args)
+        assert r.code == 125, (args, r)
+        assert r.stderr.startswith("ward: "), (args, r)
+
+
+def test_missing_file_and_profile_exit_125(ctx):
+    r = ctx.ward("run", ctx.path("nope.py"))
+    assert r.code == 125 and "nope.py" in r.stderr, r
+    r = ctx.ward("run", "--profile", "nope", "-c", "1")
+    assert r.code == 125 and "default" in r.stderr, r
+
+
+def test_bad_policy_stops_before_running(ctx):
+    marker = ctx.path("ran")
+    pol = ctx.write("bad.json", '{\n  "version": 1,\n  "fs": [\n    {"path": "relative", "allow": ["read"]}\n  ]\n}\n')
+    r = ctx.run(f"open({marker!r},'w')", "--policy", pol)
+    assert r.code == 125, r
+    assert "bad.json:4:" in r.stderr and "fs[0].path" in r.stderr, r
+    assert not os.path.exists(marker)
+    assert not os.path.exists(ctx.db) or not ctx.sql("select * from runs")
+
+
+def test_unusable_database_means_no_run(ctx):
+    marker = ctx.path("ran")
+    os.mkdir(ctx.path("ro"))
+    bad = ctx.path("ro", "sub", "audit.db")
+    os.chmod(ctx.path("ro"), 0o500)
+    try:
+        code = f"open({marker!r},'w')"
+        if os.geteuid() == 0:
+            bad = ctx.write("notadb", "this is not sqlite " * 100)
+        r = ctx.ward("run", "--db", bad, "-c", code, db=False)
+        assert r.code == 125, r
+        assert "audit" in r.stderr and bad in r.stderr, r
+        assert not os.path.exists(marker), "the code must not run without a record"
+    finally:
+        os.chmod(ctx.path("ro"), 0o700)
+
+
+def test_database_default_location_and_mode(ctx):
+    state = ctx.path("state")
+    env = dict(os.environ, XDG_STATE_HOME=state)
+    env.pop("WARD_DB", None)
+    r = ctx.ward("run", "-c", "print(1)", env=env, db=False)
+    assert r.code == 0, r
+    db = os.path.join(state, "ward", "audit.db")
+    assert os.path.exists(db), r
+    assert stat.S_IMODE(os.stat(db).st_mode) == 0o600
+    env["WARD_DB"] = ctx.path("other.db")
+    r = ctx.ward("run", "-c", "print(1)", env=env, db=False)
+    assert r.code == 0 and os.path.exists(ctx.path("other.db")), r
+
+
+def test_help_says_everything(ctx):
+    r = ctx.ward("--help")
+    assert r.code == 0 and "run" in r.stdout and "show" in r.stdout
+    r = ctx.ward("run", "--help")
+    assert r.code == 0
+    for opt in ("--lang", "--profile", "--policy", "--db", "--workdir", "--keep", "--timeout",
+                "--cpu", "--memory", "--max-procs", "--max-output", "--json", "--quiet", "--env"):
+        assert opt in r.stdout, opt

@@ -1,0 +1,189 @@
+"""Helpers for ward's integration tests (tests/run.py runs them).
+
+Each test function gets a Ctx: a fresh temporary directory (removed after
+the test), a database path inside it, and helpers to run ward and read the
+record. Nothing here depends on PATH: interpreters are absolute.
+"""
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import threading
+import time
+
+PYTHON = "/usr/bin/python3"
+NODE = "/usr/bin/node"
+SH = "/bin/sh"
+
+_children = []
+
+
+class Skip(Exception):
+    pass
+
+
+def ward_bin():
+    return os.environ.get("WARD_BIN") or os.path.join(
+        os.path.dirname(__file__), "..", "..", "build", "ward")
+
+
+def native_env(workdir):
+    """The environment ward gives the code, for native comparison runs."""
+    return {"HOME": workdir, "TMPDIR": os.path.join(workdir, "tmp"),
+            "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+
+
+class Result:
+    def __init__(self, proc, stdout, stderr):
+        self.code = proc.returncode
+        self.stdout = stdout
+        self.stderr = stderr
+
+    def json(self):
+        return json.loads(self.stdout)
+
+    def __repr__(self):
+        return f"<exit {self.code} stdout={self.stdout[-600:]!r} stderr={self.stderr[-1500:]!r}>"
+
+
+class Ctx:
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.db = os.path.join(tmp, "audit.db")
+
+    def path(self, *parts):
+        return os.path.join(self.tmp, *parts)
+
+    def write(self, name, text, mode=0o644):
+        p = self.path(name)
+        with open(p, "w") as f:
+            f.write(text)
+        os.chmod(p, mode)
+        return p
+
+    def ward(self, *args, stdin=None, timeout=120, env=None, db=True, text=True):
+        """Run `ward ARGS` (with --db for run/runs/show unless db=False)."""
+        argv = [ward_bin()] + list(args)
+        if db and len(args) > 0 and args[0] in ("run", "runs", "show"):
+            argv[2:2] = ["--db", self.db]
+        e = dict(os.environ) if env is None else env
+        p = subprocess.run(argv, input=stdin, capture_output=True, timeout=timeout,
+                           env=e, text=text, cwd=self.tmp)
+        return Result(p, p.stdout, p.stderr)
+
+    def run(self, code, *opts, lang=None, **kw):
+        """ward run [opts] -c CODE."""
+        args = ["run"] + list(opts)
+        if lang:
+            args += ["--lang", lang]
+        return self.ward(*(args + ["-c", code]), **kw)
+
+    def run_json(self, code, *opts, **kw):
+        r = self.run(code, "--json", *opts, **kw)
+        try:
+            return r, r.json()
+        except ValueError:
+            raise AssertionError(f"--json did not print JSON: {r}")
+
+    def native(self, argv, workdir=None, timeout=120):
+        wd = workdir or self.path("native")
+        os.makedirs(os.path.join(wd, "tmp"), exist_ok=True)
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                           env=native_env(wd), cwd=wd, stdin=subprocess.DEVNULL)
+        return Result(p, p.stdout, p.stderr)
+
+    # ---- the record ----
+    def sql(self, q, *params):
+        con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
+        try:
+            con.row_factory = sqlite3.Row
+            return [dict(r) for r in con.execute(q, params)]
+        finally:
+            con.close()
+
+    def last_run(self):
+        rows = self.sql("select * from runs order by started_ns desc limit 1")
+        assert rows, "no run recorded"
+        return rows[0]
+
+    def events(self, run_id, where="1", *params):
+        return self.sql(f"select * from events where run_id=? and ({where}) order by seq",
+                        run_id, *params)
+
+    def denials(self, run_id):
+        return self.events(run_id, "decision != 'allow'")
+
+
+def listener(host="127.0.0.1"):
+    """A loopback TCP listener that records whether anyone connected."""
+    s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((host, 0))
+    s.listen(8)
+    s.settimeout(0.2)
+    state = {"accepted": 0, "stop": False}
+
+    def loop():
+        while not state["stop"]:
+            try:
+                c, _ = s.accept()
+                state["accepted"] += 1
+                c.close()
+            except OSError:
+                pass
+        s.close()
+    t = threading.Thread(target=loop, daemon=True)
+    t.start()
+
+    def stop():
+        state["stop"] = True
+        t.join(2)
+    return s.getsockname()[1], state, stop
+
+
+def spawn(argv, **kw):
+    p = subprocess.Popen(argv, **kw)
+    _children.append(p)
+    return p
+
+
+def pids_matching(marker):
+    """pids of processes whose command line contains marker."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                if marker.encode() in f.read():
+                    out.append(int(d))
+        except OSError:
+            pass
+    return [p for p in out if p != os.getpid()]
+
+
+def wait_until(pred, timeout=10.0, step=0.05):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+def cleanup_processes():
+    while _children:
+        p = _children.pop()
+        if p.poll() is None:
+            p.kill()
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+def require(path):
+    if not os.path.exists(path):
+        raise Skip(f"{path} is not installed")
