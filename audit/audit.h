@@ -13,10 +13,21 @@
  * several threads; an internal mutex serialises them.
  *
  * Durability: rows are written in batched transactions with prepared
- * statements (the traced code never waits on fsync). A "deny" or "kill"
- * event, audit_flush() and audit_run_end() commit at once; audit_run_end()
- * also syncs to disk. Errors: functions return 0 or -errno (-EIO for an
- * SQLite failure, with audit_errmsg() saying what).
+ * statements (the traced code never waits on fsync). Rows wait in memory
+ * until their batch is committed: after 256 rows or 1 MiB of data, and at
+ * once for a "deny" or "kill" event, audit_flush(), audit_run_end() and
+ * audit_close() (which commit everything queued before). Other connections
+ * see a row only after that commit. Commits reach the WAL file at once (a
+ * killed ward loses nothing committed); audit_run_end() also syncs to
+ * disk. The SQLite write lock is held only while a batch is written, so
+ * several wards can share one database.
+ *
+ * Errors: functions return 0 or -errno, with audit_errmsg() saying what:
+ * -EINVAL (bad argument or a constraint the data broke), -EROFS (handle
+ * opened readonly), -EBUSY (database locked longer than the busy timeout;
+ * the batch stays queued), -ENOSPC, -ENOMEM, -EIO (any other SQLite
+ * failure). If a batch fails after it started, its rows are lost; the
+ * caller should stop the run.
  */
 #ifndef WARD_AUDIT_AUDIT_H
 #define WARD_AUDIT_AUDIT_H
@@ -49,8 +60,11 @@ int audit_default_path(const char *explicit_path, char *buf, size_t n);
  */
 int audit_open(const char *path, bool readonly, struct audit **out,
 	       char *errbuf, size_t errlen);
-void audit_close(struct audit *a); /* flushes; NULL is a no-op */
-const char *audit_errmsg(const struct audit *a); /* last error text */
+/* Flushes and closes; NULL is a no-op. A run begun and not ended is
+ * recorded as status 'aborted'. */
+void audit_close(struct audit *a);
+/* The last error's text; valid until the next call on a. */
+const char *audit_errmsg(const struct audit *a);
 const char *audit_path(const struct audit *a);
 
 /* ---------------------------- writer ---------------------------- */
@@ -144,12 +158,112 @@ int audit_output(struct audit *a, long long ts_ns, enum audit_stream s,
 int audit_flush(struct audit *a);
 
 /* ---------------------------- reader ---------------------------- */
+/*
+ * Reading works on any handle (open it readonly to inspect). The iterators
+ * call fn once per row with a struct whose pointers are borrowed: valid
+ * only during that call. fn returns 0 to go on; anything else stops the
+ * iteration, which then returns that value. fn must not call audit
+ * functions on the same handle (the handle's lock is held). Otherwise the
+ * iterators return 0 at the end, or -errno (-EIO etc.) with audit_errmsg().
+ * Text columns that are NULL in the database are NULL pointers.
+ */
 
 /*
- * Find a run by full id, unique prefix, or "last". Writes the full id.
+ * Find a run by full id, unique prefix, or "last" (the most recently
+ * started). Case-insensitive. Writes the full id.
  * Returns 0, -ENOENT (no such run), -EINVAL (prefix is ambiguous).
  */
 int audit_find_run(struct audit *a, const char *query,
 		   char run_id[AUDIT_RUN_ID_LEN + 1]);
+
+/* One row of runs. Integer columns that are NULL read as -1, except
+ * exit_code and signal, which have has_exit. */
+struct audit_run {
+	char id[AUDIT_RUN_ID_LEN + 1];
+	long long started_ns;
+	long long ended_ns;       /* -1 while running (or if ward died) */
+	long long duration_ms;
+	const char *argv_json, *language, *interpreter, *code_name;
+	const void *code;         /* the code, or its first bytes (below) */
+	size_t code_len;          /* bytes at code */
+	size_t code_total;        /* length of the whole code */
+	const char *code_sha256, *policy_name, *policy_json, *policy_sha256;
+	const char *workdir, *limits_json;
+	long long uid;
+	bool has_exit;            /* exit_code and signal are recorded */
+	int exit_code, signal;
+	const char *status;       /* running|ok|error|timeout|killed|aborted|limit */
+	const char *cause;
+	long long stdout_bytes, stderr_bytes;
+	int stdout_truncated, stderr_truncated; /* 0, 1, or -1 */
+	long long events, denials, processes;
+	const char *host, *kernel, *ward_version;
+};
+typedef int (*audit_run_fn)(const struct audit_run *r, void *arg);
+
+#define AUDIT_LIST_CODE_MAX 256 /* code bytes given by audit_runs_each() */
+
+/* Runs, most recently started first; limit <= 0 means all. Each run's code
+ * is cut to its first AUDIT_LIST_CODE_MAX bytes (code_total says more). */
+int audit_runs_each(struct audit *a, int limit, audit_run_fn fn, void *arg);
+/* The run with this full id, code whole. -ENOENT if there is none. */
+int audit_run_read(struct audit *a, const char *run_id, audit_run_fn fn,
+		   void *arg);
+
+struct audit_proc_row {
+	struct audit_process p;   /* as written (parent_serial 0: none) */
+	bool execed;              /* exec_ns is set (last successful exec) */
+	long long exec_ns;
+	bool exited;              /* exit_ns, exit_code, signal are set */
+	long long exit_ns;
+	int exit_code, signal;
+};
+
+struct audit_event_row {
+	long long seq;
+	struct audit_event e;     /* e.err is the positive errno, or 0 */
+};
+
+struct audit_output_row {
+	long long seq, ts_ns;
+	enum audit_stream stream;
+	const void *data;         /* len bytes, may contain NULs */
+	size_t len;
+};
+
+/* All of a run's processes by serial, events by seq, outputs by seq. */
+int audit_processes_each(struct audit *a, const char *run_id,
+			 int (*fn)(const struct audit_proc_row *, void *),
+			 void *arg);
+int audit_events_each(struct audit *a, const char *run_id,
+		      int (*fn)(const struct audit_event_row *, void *),
+		      void *arg);
+int audit_outputs_each(struct audit *a, const char *run_id,
+		       int (*fn)(const struct audit_output_row *, void *),
+		       void *arg);
+
+/*
+ * The timeline: process starts, execs and exits, events and output chunks
+ * of one run merged by timestamp. At equal timestamps: starts and execs
+ * first (by serial), then events and outputs by seq, then exits (by
+ * serial). Exactly one of proc, event, output is set, per kind.
+ */
+enum audit_item_kind {
+	AUDIT_ITEM_START,
+	AUDIT_ITEM_EXEC,
+	AUDIT_ITEM_EXIT,
+	AUDIT_ITEM_EVENT,
+	AUDIT_ITEM_OUTPUT,
+};
+struct audit_item {
+	enum audit_item_kind kind;
+	long long ts_ns;
+	const struct audit_proc_row *proc;
+	const struct audit_event_row *event;
+	const struct audit_output_row *output;
+};
+int audit_timeline_each(struct audit *a, const char *run_id,
+			int (*fn)(const struct audit_item *, void *),
+			void *arg);
 
 #endif

@@ -1,0 +1,290 @@
+/*
+ * open.c - finding, creating and opening the database; errors.
+ */
+#include "audit/audit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "audit/audit-int.h"
+
+int audit_default_path(const char *explicit_path, char *buf, size_t n)
+{
+	const char *env;
+	int len;
+
+	if (explicit_path && *explicit_path)
+		len = snprintf(buf, n, "%s", explicit_path);
+	else if ((env = getenv("WARD_DB")) && *env)
+		len = snprintf(buf, n, "%s", env);
+	else if ((env = getenv("XDG_STATE_HOME")) && *env == '/')
+		len = snprintf(buf, n, "%s/ward/audit.db", env);
+	else if ((env = getenv("HOME")) && *env)
+		len = snprintf(buf, n, "%s/.local/state/ward/audit.db", env);
+	else
+		return -ENOENT;
+	if (len < 0 || (size_t)len >= n)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int audit_fail(struct audit *a, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(a->errmsg, sizeof(a->errmsg), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+int audit_errno_of(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+		return 0;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_READONLY:
+		return -EROFS;
+	case SQLITE_PERM:
+	case SQLITE_AUTH:
+		return -EACCES;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_CONSTRAINT:
+	case SQLITE_MISMATCH:
+	case SQLITE_RANGE:
+		return -EINVAL;
+	default: /* IOERR, CORRUPT, NOTADB, CANTOPEN, ... */
+		return -EIO;
+	}
+}
+
+int audit_sqlfail(struct audit *a, int rc, const char *what)
+{
+	const char *msg = a->db ? sqlite3_errmsg(a->db) : sqlite3_errstr(rc);
+
+	return audit_fail(a, audit_errno_of(rc), "%s: %s", what, msg);
+}
+
+/* ---------------------------- creation ---------------------------- */
+
+/* mkdir -p for the directory part of path: directories we create get
+ * mode 0700 whatever the umask. Existing ones are left alone. */
+static int make_parents(struct audit *a, const char *path)
+{
+	char dir[4096];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(dir))
+		return audit_fail(a, -ENAMETOOLONG, "%s: path too long", path);
+	memcpy(dir, path, len + 1);
+	for (char *p = dir + 1; (p = strchr(p, '/')); p++) {
+		*p = '\0';
+		if (mkdir(dir, 0700) == 0) {
+			chmod(dir, 0700);
+		} else if (errno != EEXIST) {
+			int err = errno;
+
+			return audit_fail(a, -err,
+					  "cannot create directory %s for %s: %s",
+					  dir, path, strerror(err));
+		}
+		*p = '/';
+	}
+	return 0;
+}
+
+/* Makes the file durable in its directory after we created it. */
+static void sync_parent(const char *path)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	int fd;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s",
+			 (int)(slash == path ? 1 : slash - path), path);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
+/*
+ * Creates path mode 0600 (exactly: umask does not apply) when it does not
+ * exist, so SQLite, which would use 0644 & ~umask, finds it in place. An
+ * existing file keeps its mode. SQLite gives its -wal and -shm files the
+ * mode of the database.
+ */
+static int create_file(struct audit *a, const char *path)
+{
+	int fd, r = make_parents(a, path);
+
+	if (r)
+		return r;
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY,
+		  0600);
+	if (fd < 0 && errno == EEXIST)
+		return 0;
+	if (fd < 0) {
+		int err = errno;
+
+		return audit_fail(a, -err, "cannot create %s: %s", path,
+				  strerror(err));
+	}
+	r = fchmod(fd, 0600) ? -errno : 0;
+	close(fd);
+	if (r)
+		return audit_fail(a, r, "cannot chmod %s: %s", path,
+				  strerror(-r));
+	sync_parent(path);
+	return 0;
+}
+
+/* A readonly open needs the file; say clearly when it is not there. */
+static int check_exists(struct audit *a, const char *path)
+{
+	struct stat st;
+	int err;
+
+	if (stat(path, &st) == 0)
+		return S_ISDIR(st.st_mode)
+			       ? audit_fail(a, -EISDIR, "%s: is a directory",
+					    path)
+			       : 0;
+	err = errno;
+	return audit_fail(a, -err, "%s: %s", path, strerror(err));
+}
+
+/* ------------------------------ open ------------------------------ */
+
+static int open_db(struct audit *a)
+{
+	int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
+	int rc;
+
+	flags |= a->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
+	rc = sqlite3_open_v2(a->path, &a->db, flags, NULL);
+	if (rc != SQLITE_OK) {
+		int err = sqlite3_system_errno(a->db);
+
+		audit_fail(a, err ? -err : audit_errno_of(rc),
+			   "cannot open %s: %s", a->path,
+			   err ? strerror(err) : sqlite3_errstr(rc));
+		return err ? -err : audit_errno_of(rc);
+	}
+	sqlite3_busy_timeout(a->db, AUDIT_BUSY_MS);
+	return 0;
+}
+
+/* Connection settings; synchronous NORMAL: a commit reaches the WAL file
+ * at once (it survives ward being killed) and is synced at checkpoints and
+ * at audit_run_end(), which switches to FULL for its commit. */
+static int configure(struct audit *a)
+{
+	const char *sql = a->readonly ? "PRAGMA query_only = ON"
+				      : "PRAGMA synchronous = NORMAL;"
+					"PRAGMA foreign_keys = ON";
+	int rc = sqlite3_exec(a->db, sql, NULL, NULL, NULL);
+
+	return rc == SQLITE_OK ? 0 : audit_sqlfail(a, rc, a->path);
+}
+
+static int open_handle(struct audit *a, const char *path)
+{
+	int r;
+
+	a->path = strdup(path);
+	if (!a->path)
+		return audit_fail(a, -ENOMEM, "out of memory");
+	r = a->readonly ? check_exists(a, path) : create_file(a, path);
+	if (!r)
+		r = open_db(a);
+	if (!r)
+		r = audit_schema_setup(a);
+	if (!r)
+		r = configure(a);
+	if (!r && !a->readonly)
+		r = audit_writer_prepare(a);
+	return r;
+}
+
+int audit_open(const char *path, bool readonly, struct audit **out,
+	       char *errbuf, size_t errlen)
+{
+	struct audit *a;
+	int r;
+
+	*out = NULL;
+	if (!path || !*path) {
+		if (errlen)
+			snprintf(errbuf, errlen, "no database path given");
+		return -EINVAL;
+	}
+	a = calloc(1, sizeof(*a));
+	if (!a) {
+		if (errlen)
+			snprintf(errbuf, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	a->readonly = readonly;
+	a->tail = &a->head;
+	r = -pthread_mutex_init(&a->lock, NULL);
+	if (r) {
+		free(a);
+		if (errlen)
+			snprintf(errbuf, errlen, "pthread_mutex_init failed");
+		return r;
+	}
+	r = open_handle(a, path);
+	if (r) {
+		if (errlen)
+			snprintf(errbuf, errlen, "%s", a->errmsg);
+		audit_close(a);
+		return r;
+	}
+	*out = a;
+	return 0;
+}
+
+void audit_close(struct audit *a)
+{
+	if (!a)
+		return;
+	pthread_mutex_lock(&a->lock);
+	if (a->db && !a->readonly && a->run_id[0])
+		audit_end_unfinished(a);
+	else if (a->db && !a->readonly)
+		audit_commit_batch(a);
+	audit_writer_finish(a);
+	pthread_mutex_unlock(&a->lock);
+	/* Closing the last connection checkpoints and removes the WAL. */
+	sqlite3_close_v2(a->db);
+	pthread_mutex_destroy(&a->lock);
+	free(a->path);
+	free(a);
+}
+
+const char *audit_errmsg(const struct audit *a)
+{
+	return a ? a->errmsg : "no audit handle";
+}
+
+const char *audit_path(const struct audit *a)
+{
+	return a->path;
+}

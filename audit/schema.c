@@ -1,0 +1,262 @@
+/*
+ * schema.c - the database layout (docs/schema.md describes every column),
+ * its creation in an empty file, and the check that a file is ward's.
+ *
+ * A ward database carries PRAGMA application_id = 0x77617264 ("ward"), a
+ * ward_meta row application = 'ward', and PRAGMA user_version = the schema
+ * version. Anything else with tables in it is refused with -EPROTO and
+ * never modified.
+ */
+#include "audit/audit-int.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#ifndef WARD_VERSION
+#define WARD_VERSION "unknown"
+#endif
+
+/* Version 1. A change means a new version and a migration step here. */
+static const char schema_v1[] =
+	"CREATE TABLE ward_meta(\n"
+	"  key TEXT PRIMARY KEY NOT NULL,\n"
+	"  value TEXT NOT NULL\n"
+	") STRICT;\n"
+	"CREATE TABLE runs(\n"
+	"  id TEXT PRIMARY KEY NOT NULL,\n"
+	"  started_ns INTEGER NOT NULL,\n"
+	"  ended_ns INTEGER,\n"
+	"  duration_ms INTEGER,\n"
+	"  argv TEXT,\n"
+	"  language TEXT,\n"
+	"  interpreter TEXT,\n"
+	"  code_name TEXT,\n"
+	"  code BLOB,\n"
+	"  code_sha256 TEXT,\n"
+	"  policy_name TEXT,\n"
+	"  policy_json TEXT,\n"
+	"  policy_sha256 TEXT,\n"
+	"  workdir TEXT,\n"
+	"  limits TEXT,\n"
+	"  uid INTEGER,\n"
+	"  exit_code INTEGER,\n"
+	"  signal INTEGER,\n"
+	"  status TEXT NOT NULL DEFAULT 'running' CHECK(status IN\n"
+	"    ('running','ok','error','timeout','killed','aborted','limit')),\n"
+	"  cause TEXT,\n"
+	"  stdout_bytes INTEGER,\n"
+	"  stderr_bytes INTEGER,\n"
+	"  stdout_truncated INTEGER CHECK(stdout_truncated IN (0,1)),\n"
+	"  stderr_truncated INTEGER CHECK(stderr_truncated IN (0,1)),\n"
+	"  events INTEGER,\n"
+	"  denials INTEGER,\n"
+	"  processes INTEGER,\n"
+	"  host TEXT,\n"
+	"  kernel TEXT,\n"
+	"  ward_version TEXT\n"
+	") STRICT;\n"
+	"CREATE INDEX runs_started ON runs(started_ns);\n"
+	"CREATE TABLE processes(\n"
+	"  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
+	"  serial INTEGER NOT NULL CHECK(serial > 0),\n"
+	"  parent_serial INTEGER,\n"
+	"  pid INTEGER NOT NULL,\n"
+	"  tgid INTEGER NOT NULL,\n"
+	"  ppid INTEGER NOT NULL,\n"
+	"  kind TEXT NOT NULL CHECK(kind IN ('process','thread')),\n"
+	"  start_ns INTEGER NOT NULL,\n"
+	"  start_ticks INTEGER,\n"
+	"  exe TEXT,\n"
+	"  argv TEXT,\n"
+	"  exec_ns INTEGER,\n"
+	"  exit_ns INTEGER,\n"
+	"  exit_code INTEGER,\n"
+	"  signal INTEGER,\n"
+	"  PRIMARY KEY(run_id, serial)\n"
+	") STRICT;\n"
+	"CREATE TABLE events(\n"
+	"  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
+	"  seq INTEGER NOT NULL,\n"
+	"  ts_ns INTEGER NOT NULL,\n"
+	"  pid INTEGER NOT NULL,\n"
+	"  tid INTEGER NOT NULL,\n"
+	"  proc_serial INTEGER,\n"
+	"  nr INTEGER NOT NULL,\n"
+	"  syscall TEXT NOT NULL,\n"
+	"  args TEXT,\n"
+	"  raw TEXT,\n"
+	"  target TEXT,\n"
+	"  decision TEXT NOT NULL CHECK(decision IN ('allow','deny','kill')),\n"
+	"  rule TEXT,\n"
+	"  reason TEXT,\n"
+	"  errno INTEGER NOT NULL DEFAULT 0,\n"
+	"  would_deny INTEGER NOT NULL DEFAULT 0 CHECK(would_deny IN (0,1)),\n"
+	"  backtrace TEXT,\n"
+	"  PRIMARY KEY(run_id, seq)\n"
+	") STRICT;\n"
+	"CREATE INDEX events_decision ON events(run_id, decision);\n"
+	"CREATE TABLE outputs(\n"
+	"  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
+	"  seq INTEGER NOT NULL,\n"
+	"  ts_ns INTEGER NOT NULL,\n"
+	"  stream TEXT NOT NULL CHECK(stream IN ('stdout','stderr')),\n"
+	"  data BLOB NOT NULL,\n"
+	"  PRIMARY KEY(run_id, seq)\n"
+	") STRICT;\n"
+	"CREATE VIEW denials AS\n"
+	"  SELECT run_id, seq, ts_ns, pid, tid, proc_serial, syscall, args,\n"
+	"         raw, target, decision, rule, reason, errno, backtrace\n"
+	"  FROM events WHERE decision <> 'allow';\n";
+
+/* The single integer the statement sql yields, or -EIO and a message. */
+static int query_int(struct audit *a, const char *sql, long long *out)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(a->db, sql, -1, &st, NULL);
+
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			*out = sqlite3_column_int64(st, 0);
+			rc = SQLITE_OK;
+		}
+	}
+	sqlite3_finalize(st);
+	if (rc == SQLITE_OK)
+		return 0;
+	if ((rc & 0xff) == SQLITE_NOTADB)
+		return audit_fail(a, -EIO, "%s: not an SQLite database (%s)",
+				  a->path, sqlite3_errstr(rc));
+	return audit_sqlfail(a, rc, a->path);
+}
+
+static int exec_sql(struct audit *a, const char *sql)
+{
+	int rc = sqlite3_exec(a->db, sql, NULL, NULL, NULL);
+
+	return rc == SQLITE_OK ? 0 : audit_sqlfail(a, rc, a->path);
+}
+
+/* What the file holds, as far as ward is concerned. */
+struct dbinfo {
+	long long app_id, version, objects;
+};
+
+static int read_info(struct audit *a, struct dbinfo *di)
+{
+	int r = query_int(a, "PRAGMA application_id", &di->app_id);
+
+	if (!r)
+		r = query_int(a, "PRAGMA user_version", &di->version);
+	if (!r)
+		r = query_int(a, "SELECT count(*) FROM sqlite_schema",
+			      &di->objects);
+	return r;
+}
+
+static bool is_empty(const struct dbinfo *di)
+{
+	return di->app_id == 0 && di->version == 0 && di->objects == 0;
+}
+
+/* A file marked as ward's: is its version one this ward reads? */
+static int check_ward(struct audit *a, const struct dbinfo *di)
+{
+	long long marked = 0;
+	int r;
+
+	if (di->version > AUDIT_SCHEMA_VERSION)
+		return audit_fail(a, -EPROTO,
+				  "%s: audit schema version %lld is newer than "
+				  "this ward understands (%d); use a newer ward "
+				  "or another database",
+				  a->path, di->version, AUDIT_SCHEMA_VERSION);
+	r = query_int(a, "SELECT count(*) FROM sqlite_schema WHERE "
+			 "type = 'table' AND name = 'ward_meta'", &marked);
+	if (!r && marked)
+		r = query_int(a, "SELECT count(*) FROM ward_meta WHERE "
+				 "key = 'application' AND value = 'ward'",
+			      &marked);
+	if (r)
+		return r;
+	if (!marked || di->version < 1)
+		return audit_fail(a, -EPROTO,
+				  "%s: marked as ward's but has no ward schema "
+				  "(user_version %lld); not using it",
+				  a->path, di->version);
+	return 0;
+}
+
+static int create_schema(struct audit *a)
+{
+	char sql[512];
+	struct timespec ts;
+	int r;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	r = exec_sql(a, schema_v1);
+	if (r)
+		return r;
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO ward_meta(key, value) VALUES"
+		 " ('application', 'ward'), ('schema_version', '%d'),"
+		 " ('created_ns', '%lld'), ('created_by', 'ward %s');"
+		 "PRAGMA application_id = %d; PRAGMA user_version = %d;",
+		 AUDIT_SCHEMA_VERSION,
+		 (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec,
+		 WARD_VERSION, AUDIT_APPLICATION_ID, AUDIT_SCHEMA_VERSION);
+	return exec_sql(a, sql);
+}
+
+/* Empty file: create the schema, unless another ward did it first (the
+ * check is repeated under the write lock). */
+static int init_empty(struct audit *a)
+{
+	struct dbinfo di;
+	int r;
+
+	r = exec_sql(a, "PRAGMA journal_mode = WAL");
+	if (!r)
+		r = exec_sql(a, "BEGIN IMMEDIATE");
+	if (r)
+		return r;
+	r = read_info(a, &di);
+	if (!r && is_empty(&di))
+		r = create_schema(a);
+	else if (!r && di.app_id == AUDIT_APPLICATION_ID)
+		r = check_ward(a, &di);
+	else if (!r)
+		r = audit_fail(a, -EPROTO, "%s: not a ward audit database",
+			       a->path);
+	if (!r)
+		return exec_sql(a, "COMMIT");
+	sqlite3_exec(a->db, "ROLLBACK", NULL, NULL, NULL);
+	return r;
+}
+
+int audit_schema_setup(struct audit *a)
+{
+	struct dbinfo di;
+	int r = read_info(a, &di);
+
+	if (r)
+		return r;
+	if (is_empty(&di)) {
+		if (a->readonly)
+			return audit_fail(a, -EPROTO,
+					  "%s: empty file, not a ward audit "
+					  "database", a->path);
+		return init_empty(a);
+	}
+	if (di.app_id != AUDIT_APPLICATION_ID)
+		return audit_fail(a, -EPROTO,
+				  "%s: not a ward audit database "
+				  "(application_id %lld, %lld schema objects); "
+				  "refusing to touch it",
+				  a->path, di.app_id, di.objects);
+	r = check_ward(a, &di);
+	if (!r && !a->readonly)
+		r = exec_sql(a, "PRAGMA journal_mode = WAL");
+	return r;
+}

@@ -1,0 +1,617 @@
+/*
+ * writer.c - recording a run: the run row, processes, events, outputs.
+ *
+ * Batching (see audit-int.h): rows wait in an in-memory queue and are
+ * written by audit_commit_batch() in one transaction when AUDIT_BATCH_ROWS
+ * rows or AUDIT_BATCH_BYTES of data are queued, at a deny/kill event, at
+ * audit_flush(), audit_run_end() and audit_close(). A row is visible to
+ * other connections once its batch is committed, never before. Commits
+ * use synchronous=NORMAL (in the WAL file at once, survives ward being
+ * killed; synced at checkpoints); audit_run_end() commits with
+ * synchronous=FULL, which syncs the WAL file, so the whole run is on disk
+ * when it returns.
+ */
+#include "audit/audit.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "audit/audit-int.h"
+
+static const char *const stmt_sql[ST__COUNT] = {
+	[ST_BEGIN] = "BEGIN IMMEDIATE",
+	[ST_COMMIT] = "COMMIT",
+	[ST_ROLLBACK] = "ROLLBACK",
+	[ST_RUN_BEGIN] =
+		"INSERT INTO runs(id, started_ns, argv, language, interpreter,"
+		" code_name, code, code_sha256, policy_name, policy_json,"
+		" policy_sha256, workdir, limits, uid, host, kernel,"
+		" ward_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
+		" ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+	[ST_RUN_END] =
+		"UPDATE runs SET ended_ns = ?2, duration_ms = ?3,"
+		" exit_code = ?4, signal = ?5, status = ?6, cause = ?7,"
+		" stdout_bytes = ?8, stderr_bytes = ?9,"
+		" stdout_truncated = ?10, stderr_truncated = ?11,"
+		" events = ?12, denials = ?13, processes = ?14 WHERE id = ?1",
+	[ST_PROC_START] =
+		"INSERT INTO processes(run_id, serial, parent_serial, pid,"
+		" tgid, ppid, kind, start_ns, start_ticks, exe, argv)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+	[ST_PROC_EXEC] =
+		"UPDATE processes SET exe = coalesce(?3, exe),"
+		" argv = coalesce(?4, argv), exec_ns = ?5"
+		" WHERE run_id = ?1 AND serial = ?2",
+	[ST_PROC_EXIT] =
+		"UPDATE processes SET exit_ns = ?3, exit_code = ?4, signal = ?5"
+		" WHERE run_id = ?1 AND serial = ?2",
+	[ST_EVENT] =
+		"INSERT INTO events(run_id, seq, ts_ns, pid, tid, proc_serial,"
+		" nr, syscall, args, raw, target, decision, rule, reason, errno,"
+		" would_deny, backtrace) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
+		" ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+	[ST_OUTPUT] =
+		"INSERT INTO outputs(run_id, seq, ts_ns, stream, data)"
+		" VALUES (?1, ?2, ?3, ?4, ?5)",
+};
+
+/* For error messages. */
+static const char *const stmt_what[ST__COUNT] = {
+	[ST_BEGIN] = "begin a transaction",
+	[ST_COMMIT] = "commit",
+	[ST_ROLLBACK] = "roll back",
+	[ST_RUN_BEGIN] = "insert the run",
+	[ST_RUN_END] = "update the run",
+	[ST_PROC_START] = "insert a process",
+	[ST_PROC_EXEC] = "record an exec",
+	[ST_PROC_EXIT] = "record a process exit",
+	[ST_EVENT] = "insert an event",
+	[ST_OUTPUT] = "insert an output chunk",
+};
+
+/* ------------------------------ values ------------------------------ */
+
+static struct audit_val vint(long long i)
+{
+	return (struct audit_val){ .t = V_INT, .i = i };
+}
+
+static struct audit_val vnull(void)
+{
+	return (struct audit_val){ .t = V_NULL };
+}
+
+/* NULL stays NULL. */
+static struct audit_val vtext(const char *s)
+{
+	if (!s)
+		return vnull();
+	return (struct audit_val){ .t = V_TEXT, .p = s, .n = strlen(s) };
+}
+
+/* NULL stays NULL; an empty non-NULL blob is an empty blob. */
+static struct audit_val vblob(const void *p, size_t n)
+{
+	if (!p)
+		return vnull();
+	return (struct audit_val){ .t = V_BLOB, .p = p, .n = n };
+}
+
+static int bind_vals(sqlite3_stmt *st, const struct audit_val *v, int n)
+{
+	int rc = SQLITE_OK;
+
+	for (int i = 0; i < n && rc == SQLITE_OK; i++) {
+		switch (v[i].t) {
+		case V_NULL:
+			rc = sqlite3_bind_null(st, i + 1);
+			break;
+		case V_INT:
+			rc = sqlite3_bind_int64(st, i + 1, v[i].i);
+			break;
+		case V_TEXT:
+			rc = sqlite3_bind_text64(st, i + 1, v[i].p, v[i].n,
+						 SQLITE_STATIC, SQLITE_UTF8);
+			break;
+		case V_BLOB:
+			rc = sqlite3_bind_blob64(st, i + 1,
+						 v[i].n ? v[i].p : "", v[i].n,
+						 SQLITE_STATIC);
+			break;
+		}
+	}
+	return rc;
+}
+
+/* Runs one statement with values; *rcp gets SQLite's code. Returns 0 or
+ * -errno with a->errmsg set. UPDATEs must change exactly one row. */
+static int exec_vals(struct audit *a, enum audit_stmt id,
+		     const struct audit_val *v, int n, int *rcp)
+{
+	sqlite3_stmt *st = a->st[id];
+	int rc = bind_vals(st, v, n);
+
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	*rcp = rc;
+	if (rc != SQLITE_DONE)
+		return audit_fail(a, audit_errno_of(rc), "%s: cannot %s: %s",
+				  a->path, stmt_what[id],
+				  sqlite3_errmsg(a->db));
+	if ((id == ST_PROC_EXEC || id == ST_PROC_EXIT || id == ST_RUN_END) &&
+	    sqlite3_changes(a->db) != 1)
+		return id == ST_RUN_END
+			       ? audit_fail(a, -ENOENT, "%s: cannot %s: run "
+					    "%s is not in the database",
+					    a->path, stmt_what[id],
+					    (const char *)v[0].p)
+			       : audit_fail(a, -ENOENT, "%s: cannot %s: no "
+					    "process with serial %lld",
+					    a->path, stmt_what[id], v[1].i);
+	return 0;
+}
+
+static int exec_simple(struct audit *a, enum audit_stmt id)
+{
+	int rc;
+
+	return exec_vals(a, id, NULL, 0, &rc);
+}
+
+/* ------------------------------ queue ------------------------------ */
+
+static void free_queue(struct audit *a)
+{
+	struct audit_row *r, *next;
+
+	for (r = a->head; r; r = next) {
+		next = r->next;
+		free(r);
+	}
+	a->head = NULL;
+	a->tail = &a->head;
+	a->queued = 0;
+	a->queued_bytes = 0;
+}
+
+/* Copies the values (and the text and blobs they point to) into one
+ * allocation at the end of the queue. 0 or -ENOMEM. */
+static int queue_row(struct audit *a, enum audit_stmt id,
+		     const struct audit_val *v, int n)
+{
+	size_t data = 0;
+	struct audit_row *row;
+	char *d;
+
+	for (int i = 0; i < n; i++)
+		if (v[i].t == V_TEXT || v[i].t == V_BLOB)
+			data += v[i].n + 1;
+	row = malloc(sizeof(*row) + (size_t)n * sizeof(row->v[0]) + data);
+	if (!row)
+		return audit_fail(a, -ENOMEM, "out of memory queuing a row");
+	row->next = NULL;
+	row->st = id;
+	row->nval = n;
+	row->bytes = data;
+	d = (char *)&row->v[n];
+	for (int i = 0; i < n; i++) {
+		row->v[i] = v[i];
+		if (v[i].t != V_TEXT && v[i].t != V_BLOB)
+			continue;
+		if (v[i].n)
+			memcpy(d, v[i].p, v[i].n);
+		d[v[i].n] = '\0';
+		row->v[i].p = d;
+		d += v[i].n + 1;
+	}
+	*a->tail = row;
+	a->tail = &row->next;
+	a->queued++;
+	a->queued_bytes += data;
+	return 0;
+}
+
+/*
+ * Writes the queue in one transaction. If the transaction cannot start
+ * (the lock stayed busy), the rows stay queued for the next attempt.
+ * Otherwise every row is tried, the good ones are committed, and the queue
+ * is emptied; the first error is returned.
+ */
+int audit_commit_batch(struct audit *a)
+{
+	int r = 0, rc;
+
+	if (!a->head)
+		return 0;
+	r = exec_simple(a, ST_BEGIN);
+	if (r)
+		return r;
+	for (struct audit_row *row = a->head; row; row = row->next) {
+		int e = exec_vals(a, row->st, row->v, row->nval, &rc);
+
+		if (e && !r)
+			r = e;
+		if (e && sqlite3_get_autocommit(a->db))
+			break; /* SQLite rolled the transaction back */
+	}
+	if (!sqlite3_get_autocommit(a->db)) {
+		int e = exec_simple(a, ST_COMMIT);
+
+		if (e) {
+			if (!sqlite3_get_autocommit(a->db))
+				exec_simple(a, ST_ROLLBACK);
+			r = r ? r : e;
+		}
+	}
+	free_queue(a);
+	return r;
+}
+
+static int commit_if_full(struct audit *a)
+{
+	if (a->queued >= AUDIT_BATCH_ROWS ||
+	    a->queued_bytes >= AUDIT_BATCH_BYTES)
+		return audit_commit_batch(a);
+	return 0;
+}
+
+/* ------------------------------ setup ------------------------------ */
+
+int audit_writer_prepare(struct audit *a)
+{
+	for (int i = 0; i < ST__COUNT; i++) {
+		int rc = sqlite3_prepare_v3(a->db, stmt_sql[i], -1,
+					    SQLITE_PREPARE_PERSISTENT,
+					    &a->st[i], NULL);
+
+		if (rc != SQLITE_OK)
+			return audit_sqlfail(a, rc, stmt_what[i]);
+	}
+	return 0;
+}
+
+void audit_writer_finish(struct audit *a)
+{
+	free_queue(a);
+	for (int i = 0; i < ST__COUNT; i++) {
+		sqlite3_finalize(a->st[i]);
+		a->st[i] = NULL;
+	}
+}
+
+/* The handle can take rows of a run. */
+static int check_run(struct audit *a)
+{
+	if (a->readonly)
+		return audit_fail(a, -EROFS, "%s: opened read-only", a->path);
+	if (!a->run_id[0])
+		return audit_fail(a, -EINVAL, "no run in progress "
+				  "(audit_run_begin() first)");
+	return 0;
+}
+
+/* ------------------------------- runs ------------------------------- */
+
+static int new_run_id(char id[AUDIT_RUN_ID_LEN + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char b[AUDIT_RUN_ID_LEN / 2];
+	size_t got = 0;
+
+	while (got < sizeof(b)) {
+		ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		got += (size_t)n;
+	}
+	for (size_t i = 0; i < sizeof(b); i++) {
+		id[2 * i] = hex[b[i] >> 4];
+		id[2 * i + 1] = hex[b[i] & 15];
+	}
+	id[AUDIT_RUN_ID_LEN] = '\0';
+	return 0;
+}
+
+/* Inserts and commits the run row. -EEXIST if the id is taken. */
+static int insert_run(struct audit *a, const struct audit_run_info *ri,
+		      const char *id)
+{
+	const struct audit_val v[] = {
+		vtext(id), vint(ri->start_ns), vtext(ri->argv_json),
+		vtext(ri->language), vtext(ri->interpreter),
+		vtext(ri->code_name), vblob(ri->code, ri->code_len),
+		vtext(ri->code_sha256), vtext(ri->policy_name),
+		vtext(ri->policy_json), vtext(ri->policy_sha256),
+		vtext(ri->workdir), vtext(ri->limits_json),
+		vint((long long)ri->uid), vtext(ri->host), vtext(ri->kernel),
+		vtext(ri->ward_version),
+	};
+	int rc, r = exec_simple(a, ST_BEGIN);
+
+	if (r)
+		return r;
+	r = exec_vals(a, ST_RUN_BEGIN, v, (int)(sizeof(v) / sizeof(v[0])),
+		      &rc);
+	if (!r)
+		r = exec_simple(a, ST_COMMIT);
+	if (r && !sqlite3_get_autocommit(a->db))
+		exec_simple(a, ST_ROLLBACK);
+	return rc == SQLITE_CONSTRAINT_PRIMARYKEY ? -EEXIST : r;
+}
+
+int audit_run_begin(struct audit *a, const struct audit_run_info *ri,
+		    char run_id[AUDIT_RUN_ID_LEN + 1])
+{
+	char id[AUDIT_RUN_ID_LEN + 1];
+	int r;
+
+	pthread_mutex_lock(&a->lock);
+	if (a->readonly)
+		r = audit_fail(a, -EROFS, "%s: opened read-only", a->path);
+	else if (a->run_id[0])
+		r = audit_fail(a, -EINVAL, "run %s is still in progress",
+			       a->run_id);
+	else
+		r = audit_commit_batch(a);
+	/* 64 random bits: a second collision means something else is wrong */
+	for (int tries = 0; !r && tries < 3; tries++) {
+		r = new_run_id(id);
+		if (r) {
+			r = audit_fail(a, r, "getrandom: %s", strerror(-r));
+			break;
+		}
+		r = insert_run(a, ri, id);
+		if (r != -EEXIST)
+			break;
+	}
+	if (!r) {
+		memcpy(a->run_id, id, sizeof(id));
+		memcpy(run_id, id, sizeof(id));
+		a->seq = 0;
+		a->end_queued = false;
+	}
+	pthread_mutex_unlock(&a->lock);
+	return r;
+}
+
+static bool valid_status(const char *s)
+{
+	static const char *const ok[] = { "ok", "error", "timeout", "killed",
+					  "aborted", "limit" };
+
+	for (size_t i = 0; s && i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (!strcmp(s, ok[i]))
+			return true;
+	return false;
+}
+
+static int queue_run_end(struct audit *a, const struct audit_run_end *re)
+{
+	const struct audit_val v[] = {
+		vtext(a->run_id), vint(re->end_ns), vint(re->duration_ms),
+		vint(re->exit_code), vint(re->signal), vtext(re->status),
+		vtext(re->cause), vint(re->stdout_bytes),
+		vint(re->stderr_bytes), vint(re->stdout_truncated),
+		vint(re->stderr_truncated), vint(re->events),
+		vint(re->denials), vint(re->processes),
+	};
+	int r = queue_row(a, ST_RUN_END, v, (int)(sizeof(v) / sizeof(v[0])));
+
+	if (!r)
+		a->end_queued = true;
+	return r;
+}
+
+/* Commits the queue with synchronous=FULL (the WAL file is synced), then
+ * lets SQLite copy the WAL into the database if no reader is in the way. */
+static int commit_durable(struct audit *a)
+{
+	int r;
+
+	sqlite3_exec(a->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
+	r = audit_commit_batch(a);
+	sqlite3_exec(a->db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
+	if (!r)
+		sqlite3_wal_checkpoint_v2(a->db, NULL,
+					  SQLITE_CHECKPOINT_PASSIVE, NULL,
+					  NULL);
+	return r;
+}
+
+int audit_run_end(struct audit *a, const struct audit_run_end *re)
+{
+	int r;
+
+	pthread_mutex_lock(&a->lock);
+	r = check_run(a);
+	if (!r && !valid_status(re->status))
+		r = audit_fail(a, -EINVAL, "invalid run status '%s'",
+			       re->status ? re->status : "(null)");
+	if (!r && !a->end_queued)
+		r = queue_run_end(a, re);
+	if (!r)
+		r = commit_durable(a);
+	if (!r)
+		a->run_id[0] = '\0';
+	pthread_mutex_unlock(&a->lock);
+	return r;
+}
+
+/* audit_close() with a run still open: record that it never ended. */
+int audit_end_unfinished(struct audit *a)
+{
+	struct timespec ts;
+	int r = 0;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (!a->end_queued) {
+		const struct audit_val v[] = {
+			vtext(a->run_id),
+			vint((long long)ts.tv_sec * 1000000000LL + ts.tv_nsec),
+			vnull(), vnull(), vnull(), vtext("aborted"),
+			vtext("ward closed the record without ending the run"),
+			vnull(), vnull(), vnull(), vnull(), vnull(), vnull(),
+			vnull(),
+		};
+
+		r = queue_row(a, ST_RUN_END, v, (int)(sizeof(v) / sizeof(v[0])));
+	}
+	if (!r)
+		r = commit_durable(a);
+	a->run_id[0] = '\0';
+	return r;
+}
+
+/* ---------------------------- processes ---------------------------- */
+
+int audit_process_start(struct audit *a, const struct audit_process *p)
+{
+	int r;
+
+	pthread_mutex_lock(&a->lock);
+	r = check_run(a);
+	if (!r && (p->serial <= 0 || !p->kind ||
+		   (strcmp(p->kind, "process") && strcmp(p->kind, "thread"))))
+		r = audit_fail(a, -EINVAL, "process serial %d: bad serial "
+			       "or kind", p->serial);
+	if (!r) {
+		const struct audit_val v[] = {
+			vtext(a->run_id), vint(p->serial),
+			p->parent_serial > 0 ? vint(p->parent_serial) : vnull(),
+			vint(p->pid), vint(p->tgid), vint(p->ppid),
+			vtext(p->kind), vint(p->start_ns), vint(p->start_ticks),
+			vtext(p->exe), vtext(p->argv_json),
+		};
+
+		r = queue_row(a, ST_PROC_START, v,
+			      (int)(sizeof(v) / sizeof(v[0])));
+	}
+	if (!r)
+		r = commit_if_full(a);
+	pthread_mutex_unlock(&a->lock);
+	return r;
+}
+
+int audit_process_exec(struct audit *a, int serial, long long ts_ns,
+		       const char *exe, const char *argv_json)
+{
+	int r;
+
+	pthread_mutex_lock(&a->lock);
+	r = check_run(a);
+	if (!r) {
+		const struct audit_val v[] = {
+			vtext(a->run_id), vint(serial), vtext(exe),
+			vtext(argv_json), vint(ts_ns),
+		};
+
+		r = queue_row(a, ST_PROC_EXEC, v,
+			      (int)(sizeof(v) / sizeof(v[0])));
+	}
+	if (!r)
+		r = commit_if_full(a);
+	pthread_mutex_unlock(&a->lock);
+	return r;
+}
+
+int audit_process_exit(struct audit *a, int serial, long long ts_ns,
+		       int exit_code, int signal)
+{
+	int r;
+
+	pthread_mutex_lock(&a->lock);
+	r = check_run(a);
+	if (!r) {
+		const struct audit_val v[] = {
+			vtext(a->run_id), vint(serial), vint(ts_ns),
+			vint(exit_code), vint(signal),
+		};
+
+		r = queue_row(a, ST_PROC_EXIT, v,
+			      (int)(sizeof(v) / sizeof(v[0])));
+	}
+	if (!r)
+		r = commit_if_full(a);
+	pthread_mutex_unlock(&a->lock);
+	return r;
+}
+
+/* ------------------------- events and output ------------------------- */
+
+static int queue_event(struct audit *a, const struct audit_event *e)
+{
+	const struct audit_val v[] = {
+		vtext(a->run_id), vint(++a->seq), vint(e->ts_ns),
+		vint(e->pid), vint(e->tid),
+		e->proc_serial > 0 ? vint(e->proc_serial) : vnull(),
+		vint(e->nr), vtext(e->syscall), vtext(e->args_json),
+		vtext(e->raw), vtext(e->target), vtext(e->decision),
+		vtext(e->rule), vtext(e->reason),
+		vint(e->err < 0 ? -(long long)e->err : e->err),
+		vint(e->would_deny), vtext(e->backtrace),
+	};
+
+	return queue_row(a, ST_EVENT, v, (int)(sizeof(v) / sizeof(v[0])));
+}
+
+int audit_event(struct audit *a, const struct audit_event *e)
+{
+	bool allow = e->decision && !strcmp(e->decision, "allow");
+	bool stop = e->decision && (!strcmp(e->decision, "deny") ||
+				    !strcmp(e->decision, "kill"));
+	int r;
+
+	pthread_mutex_lock(&a->lock);
+	r = check_run(a);
+	if (!r && (!e->syscall || (!allow && !stop)))
+		r = audit_fail(a, -EINVAL, "event: decision must be allow, "
+			       "deny or kill and syscall must be set");
+	if (!r)
+		r = queue_event(a, e);
+	if (!r)
+		r = stop ? audit_commit_batch(a) : commit_if_full(a);
+	pthread_mutex_unlock(&a->lock);
+	return r;
+}
+
+int audit_output(struct audit *a, long long ts_ns, enum audit_stream s,
+		 const void *data, size_t len)
+{
+	int r;
+
+	pthread_mutex_lock(&a->lock);
+	r = check_run(a);
+	if (!r && ((s != AUDIT_STDOUT && s != AUDIT_STDERR) || (!data && len)))
+		r = audit_fail(a, -EINVAL, "output: bad stream or data");
+	if (!r && len) {
+		const struct audit_val v[] = {
+			vtext(a->run_id), vint(++a->seq), vint(ts_ns),
+			vtext(s == AUDIT_STDOUT ? "stdout" : "stderr"),
+			vblob(data, len),
+		};
+
+		r = queue_row(a, ST_OUTPUT, v, (int)(sizeof(v) / sizeof(v[0])));
+		if (!r)
+			r = commit_if_full(a);
+	}
+	pthread_mutex_unlock(&a->lock);
+	return r;
+}
+
+int audit_flush(struct audit *a)
+{
+	int r;
+
+	pthread_mutex_lock(&a->lock);
+	r = a->readonly ? 0 : audit_commit_batch(a);
+	pthread_mutex_unlock(&a->lock);
+	return r;
+}
