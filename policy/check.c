@@ -1,0 +1,580 @@
+/*
+ * check.c - policy_check(): one decision per trapped syscall.
+ *
+ * This runs for every trapped syscall (thousands per second): it reads the
+ * compiled policy and the event only, never allocates, and matches paths
+ * with precomputed lengths and memcmp. Order of decision:
+ *   1. malformed event -> deny "invalid-event" (-EINVAL)
+ *   2. clone flags of ward's floor (CLONE_NEW*, CLONE_UNTRACED) -> kill
+ *   3. a "syscalls" rule naming the syscall
+ *   4. the rules of the event's class
+ * then audit mode turns denials into allows with would_deny set.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "policy-int.h"
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+#ifndef CLONE_NEWCGROUP
+#define CLONE_NEWCGROUP 0x02000000
+#endif
+
+#define CLONE_FLOOR                                                          \
+	(CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC |       \
+	 CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWTIME |       \
+	 CLONE_UNTRACED)
+
+static const char *const access_bit_names[POL_FS_NBITS] = {
+	"read", "write", "create", "delete", "exec", "stat",
+};
+
+static void set(struct policy_verdict *out, enum policy_action a, int err,
+		const char *rule)
+{
+	out->action = a;
+	out->err = a == POLICY_DENY ? err : 0;
+	out->rule = rule;
+}
+
+static __attribute__((format(printf, 2, 3))) void
+reason(struct policy_verdict *out, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(out->reason, sizeof(out->reason), fmt, ap);
+	va_end(ap);
+}
+
+/* ---- files ---- */
+
+/* The names one path goes by: itself and its /proc/self aliases. */
+struct target {
+	const char *s[3];
+	size_t len[3];
+	int n;
+};
+
+/* Parses a decimal pid at s; returns its length, 0 if none. */
+static size_t pid_at(const char *s, long *pid)
+{
+	size_t i = 0;
+
+	*pid = 0;
+	while (s[i] >= '0' && s[i] <= '9' && i < 10)
+		*pid = *pid * 10 + (s[i++] - '0');
+	return s[i] == '/' || s[i] == '\0' ? i : 0;
+}
+
+/*
+ * "/proc/PID/x" (PID the event's process) is also "/proc/self/x";
+ * "/proc/PID/task/TID/x" and "/proc/TID/x" (TID the event's thread, not
+ * its leader) are also "/proc/thread-self/x". Aliases go to buf (two
+ * halves of WARD_PATH_MAX + 32 bytes).
+ */
+static void proc_aliases(const struct ward_event *ev, struct target *t,
+			 char *buf)
+{
+	const char *p = t->s[0];
+	const char *rest, *task;
+	size_t n;
+	long pid, tid;
+
+	if (t->len[0] < 7 || memcmp(p, "/proc/", 6) != 0)
+		return;
+	n = pid_at(p + 6, &pid);
+	if (!n)
+		return;
+	rest = p + 6 + n;
+	if (pid == ev->tid && ev->tid != ev->pid) {
+		t->len[t->n] = (size_t)snprintf(buf, WARD_PATH_MAX + 32,
+						"/proc/thread-self%s", rest);
+		t->s[t->n++] = buf;
+		return;
+	}
+	if (pid != ev->pid)
+		return;
+	t->len[t->n] = (size_t)snprintf(buf, WARD_PATH_MAX + 32,
+					"/proc/self%s", rest);
+	t->s[t->n++] = buf;
+	if (strncmp(rest, "/task/", 6) != 0)
+		return;
+	n = pid_at(rest + 6, &tid);
+	if (!n || tid != ev->tid)
+		return;
+	task = rest + 6 + n;
+	buf += WARD_PATH_MAX + 32;
+	t->len[t->n] = (size_t)snprintf(buf, WARD_PATH_MAX + 32,
+					"/proc/thread-self%s", task);
+	t->s[t->n++] = buf;
+}
+
+static bool prefix_match(const struct pol_path *rp, const char *s, size_t n)
+{
+	if (rp->len == 1)
+		return true; /* "/" holds every absolute path */
+	return n >= rp->len && memcmp(s, rp->bound, rp->len) == 0 &&
+	       (n == rp->len || s[rp->len] == '/');
+}
+
+static bool target_match(const struct pol_path *rp, const struct target *t)
+{
+	if (!rp->bound)
+		return false; /* $WORKDIR not bound yet */
+	for (int k = 0; k < t->n; k++)
+		if (prefix_match(rp, t->s[k], t->len[k]))
+			return true;
+	return false;
+}
+
+/*
+ * For each requested bit, the index of the deciding rule (-1: none): the
+ * longest matching rule path that names the bit; deny wins a tie.
+ */
+static void fs_pick(const struct policy *p, const struct target *t,
+		    unsigned access, int best[POL_FS_NBITS])
+{
+	size_t best_len[POL_FS_NBITS];
+
+	for (int b = 0; b < POL_FS_NBITS; b++)
+		best[b] = -1;
+	for (size_t i = 0; i < p->nfs; i++) {
+		const struct pol_fs_rule *r = &p->fs[i];
+		unsigned bits = (r->allow | r->deny) & access;
+
+		if (!bits || !target_match(&r->path, t))
+			continue;
+		for (int b = 0; b < POL_FS_NBITS; b++) {
+			if (!(bits & (1u << b)))
+				continue;
+			if (best[b] < 0 || r->path.len > best_len[b] ||
+			    (r->path.len == best_len[b] && r->deny &&
+			     !p->fs[best[b]].deny)) {
+				best[b] = (int)i;
+				best_len[b] = r->path.len;
+			}
+		}
+	}
+}
+
+/*
+ * Judge access on one path. Returns true if every bit is allowed (and
+ * sets *first to the rule of the first bit); otherwise fills out with the
+ * denial of the first denied bit.
+ */
+static bool fs_one(const struct policy *p, const struct ward_event *ev,
+		   const char *path, unsigned access,
+		   struct policy_verdict *out, int *first)
+{
+	char alias[2 * (WARD_PATH_MAX + 32)];
+	struct target t = { .s = { path }, .len = { strlen(path) }, .n = 1 };
+	int best[POL_FS_NBITS];
+
+	proc_aliases(ev, &t, alias);
+	fs_pick(p, &t, access, best);
+	*first = -1;
+	for (int b = 0; b < POL_FS_NBITS; b++) {
+		const struct pol_fs_rule *r;
+
+		if (!(access & (1u << b)))
+			continue;
+		if (best[b] < 0) {
+			set(out, POLICY_DENY, p->err, POL_RULE_DEFAULT);
+			reason(out, "%s of %s: no fs rule allows %s",
+			       access_bit_names[b], path, access_bit_names[b]);
+			return false;
+		}
+		r = &p->fs[best[b]];
+		if (r->deny) {
+			set(out, POLICY_DENY, r->err ? r->err : p->err, r->id);
+			reason(out, "%s of %s: denied by %s",
+			       access_bit_names[b], path, r->id);
+			return false;
+		}
+		if (*first < 0)
+			*first = best[b];
+	}
+	return true;
+}
+
+static void check_fs(const struct policy *p, const struct ward_event *ev,
+		     struct policy_verdict *out)
+{
+	char bits[64];
+	int first, first2;
+
+	if (!fs_one(p, ev, ev->path, ev->access, out, &first))
+		return;
+	if (ev->has_path2 && ev->access2 &&
+	    !fs_one(p, ev, ev->path2, ev->access2, out, &first2))
+		return;
+	set(out, POLICY_ALLOW, 0, p->fs[first].id);
+	ward_access_str(ev->access, bits, sizeof(bits));
+	reason(out, "%s of %s: allowed by %s", bits, ev->path, out->rule);
+}
+
+/* ---- programs ---- */
+
+static void check_exec(const struct policy *p, const struct ward_event *ev,
+		       struct policy_verdict *out)
+{
+	if (!ev->exists) {
+		set(out, POLICY_ALLOW, 0, POL_RULE_EXEC_MISSING);
+		reason(out, "exec of %s: no such file (checked again at exec)",
+		       ev->path);
+		return;
+	}
+	for (size_t i = 0; i < p->nexec; i++) {
+		if (fnmatch(p->exec_globs[i], ev->path, FNM_PATHNAME) == 0) {
+			set(out, POLICY_ALLOW, 0, p->exec_ids[i]);
+			reason(out, "exec of %s: allowed by %s", ev->path,
+			       p->exec_ids[i]);
+			return;
+		}
+	}
+	set(out, POLICY_DENY, p->exec_err, POL_RULE_DEFAULT);
+	reason(out, "exec of %s: not in exec.allow", ev->path);
+}
+
+/* ---- network ---- */
+
+/* The decoded peer of a connect/bind/send, ready to match. */
+struct peer {
+	int family;            /* AF_INET (also v4-mapped), AF_INET6, AF_UNIX */
+	unsigned char addr[16];
+	int port;
+	const char *path;      /* unix */
+	size_t path_len;
+	bool abstract;
+};
+
+static bool addr_in(const struct pol_net_rule *r, const unsigned char *a)
+{
+	int full = r->prefix / 8, rem = r->prefix % 8;
+
+	if (memcmp(a, r->addr, (size_t)full) != 0)
+		return false;
+	return !rem || ((a[full] ^ r->addr[full]) &
+			(unsigned char)(0xff00u >> rem)) == 0;
+}
+
+static bool net_match(const struct pol_net_rule *r, enum ward_net_op op,
+		      const struct peer *pe)
+{
+	if (!(r->ops & POL_OP(op)) || r->family != pe->family)
+		return false;
+	if (op == WARD_NET_LISTEN)
+		return !r->has_addr && !r->has_port && !r->has_path &&
+		       !r->has_abstract;
+	if (r->has_addr && !addr_in(r, pe->addr))
+		return false;
+	if (r->has_port && (pe->port < r->port_lo || pe->port > r->port_hi))
+		return false;
+	if (r->has_path) {
+		struct target t = { .s = { pe->path },
+				    .len = { pe->path_len },
+				    .n = 1 };
+
+		return !pe->abstract && pe->path[0] == '/' &&
+		       target_match(&r->path, &t);
+	}
+	if (r->has_abstract)
+		return pe->abstract && pe->path_len >= r->abstract_len &&
+		       memcmp(pe->path, r->abstract, r->abstract_len) == 0;
+	return true;
+}
+
+/* "127.0.0.1:80", "[::1]:53", "unix:/run/x", "unix:@name" */
+static void peer_text(const struct ward_event *ev, const struct peer *pe,
+		      char *buf, size_t n)
+{
+	if (ev->net_op == WARD_NET_LISTEN)
+		snprintf(buf, n, "a %s socket",
+			 pol_family_name(pe->family) ? pol_family_name(pe->family)
+						     : "?");
+	else if (pe->family == AF_UNIX)
+		snprintf(buf, n, "unix:%s%s", pe->abstract ? "@" : "",
+			 pe->path);
+	else if (pe->family == AF_INET6)
+		snprintf(buf, n, "[%s]:%d", ev->sa.addr, pe->port);
+	else if (pe->family == AF_INET)
+		snprintf(buf, n, "%s:%d", ev->sa.addr, pe->port);
+	else
+		snprintf(buf, n, "an address of family %d", pe->family);
+}
+
+/* Fill pe from the event; false if the address text does not parse. */
+static bool get_peer(const struct ward_event *ev, struct peer *pe)
+{
+	const struct ward_sockaddr *sa = &ev->sa;
+
+	memset(pe, 0, sizeof(*pe));
+	pe->path = "";
+	pe->port = sa->port;
+	if (ev->net_op == WARD_NET_LISTEN) {
+		pe->family = ev->sock_family;
+		return true;
+	}
+	pe->family = sa->family == AF_INET6 && sa->v4mapped ? AF_INET
+							     : sa->family;
+	switch (pe->family) {
+	case AF_INET:
+	case AF_INET6:
+		return inet_pton(pe->family, sa->addr, pe->addr) == 1;
+	case AF_UNIX:
+		pe->path = sa->unix_path;
+		pe->path_len = strlen(sa->unix_path);
+		pe->abstract = sa->abstract;
+		return true;
+	default:
+		return true;
+	}
+}
+
+static int check_net_addr(const struct policy *p, const struct ward_event *ev,
+			  struct policy_verdict *out)
+{
+	const char *op = ward_net_op_name(ev->net_op);
+	bool outbound = ev->net_op == WARD_NET_CONNECT ||
+			ev->net_op == WARD_NET_SEND;
+	int def_err = outbound ? p->net_err : EACCES;
+	char peer[160];
+	struct peer pe;
+
+	if (ev->net_op == WARD_NET_SEND && !ev->sa.present) {
+		set(out, POLICY_ALLOW, 0, POL_RULE_NET_CONNECTED);
+		reason(out, "send on a connected socket");
+		return 0;
+	}
+	if (ev->net_op != WARD_NET_LISTEN && !ev->sa.present) {
+		set(out, POLICY_DENY, def_err, POL_RULE_DEFAULT);
+		reason(out, "%s: no address could be decoded", op);
+		return 0;
+	}
+	if (!get_peer(ev, &pe))
+		return -EINVAL;
+	peer_text(ev, &pe, peer, sizeof(peer));
+	for (size_t i = 0; i < p->nnet; i++) {
+		const struct pol_net_rule *r = &p->net[i];
+
+		if (!net_match(r, ev->net_op, &pe))
+			continue;
+		set(out, r->deny ? POLICY_DENY : POLICY_ALLOW,
+		    r->err ? r->err : def_err, r->id);
+		reason(out, "%s %s %s: %s by %s", op,
+		       ev->net_op == WARD_NET_LISTEN ? "on" : "to", peer,
+		       r->deny ? "denied" : "allowed", r->id);
+		return 0;
+	}
+	set(out, POLICY_DENY, def_err, POL_RULE_DEFAULT);
+	reason(out, "%s %s %s: no net rule allows it", op,
+	       ev->net_op == WARD_NET_LISTEN ? "on" : "to", peer);
+	return 0;
+}
+
+static int check_net(const struct policy *p, const struct ward_event *ev,
+		     struct policy_verdict *out)
+{
+	const char *fam;
+	int f = ev->sock_family;
+
+	if (ev->net_op != WARD_NET_SOCKET)
+		return check_net_addr(p, ev, out);
+	fam = pol_family_name(f);
+	if (f > 0 && f < 64 && (p->sock_families & (1ull << f))) {
+		set(out, POLICY_ALLOW, 0, POL_RULE_NET_SOCKET);
+		reason(out, "socket(%s): allowed by net.socket", fam);
+	} else {
+		set(out, POLICY_DENY, EAFNOSUPPORT, POL_RULE_DEFAULT);
+		if (fam)
+			reason(out, "socket(%s): family not in net.socket", fam);
+		else
+			reason(out, "socket(family %d): family not in "
+				    "net.socket", f);
+	}
+	return 0;
+}
+
+/* ---- processes, signals, the rest ---- */
+
+static void check_signal(const struct policy *p, const struct ward_event *ev,
+			 struct policy_verdict *out)
+{
+	if (p->signals_any || ev->sig_in_run) {
+		set(out, POLICY_ALLOW, 0, POL_RULE_SIGNALS);
+		reason(out, "signal %d to %d: %s", ev->sig, (int)ev->sig_target,
+		       p->signals_any ? "signals \"any\"" : "within the run");
+		return;
+	}
+	set(out, POLICY_DENY, EPERM, POL_RULE_SIGNALS);
+	reason(out, "signal %d to %d: reaches processes outside the run",
+	       ev->sig, (int)ev->sig_target);
+}
+
+static const struct pol_sys_rule *find_sys_rule(const struct policy *p,
+						const char *name)
+{
+	for (size_t i = 0; i < p->nsys; i++)
+		if (p->sys[i].name[0] == name[0] &&
+		    strcmp(p->sys[i].name, name) == 0)
+			return &p->sys[i];
+	return NULL;
+}
+
+/* A "syscalls" rule's verdict; false when the class rules must decide. */
+static bool apply_sys_rule(const struct pol_sys_rule *r,
+			   const struct ward_event *ev,
+			   struct policy_verdict *out)
+{
+	switch (r->action) {
+	case POL_SYS_ALLOW:
+		set(out, POLICY_ALLOW, 0, r->id);
+		reason(out, "%s: allowed by %s", r->name, r->id);
+		return true;
+	case POL_SYS_DENY:
+		set(out, POLICY_DENY, r->err, r->id);
+		reason(out, "%s: denied by %s", r->name, r->id);
+		return true;
+	case POL_SYS_KILL:
+		set(out, POLICY_KILL, 0, r->id);
+		reason(out, "%s: kill by %s", r->name, r->id);
+		return true;
+	case POL_SYS_LOG:
+		out->log = true;
+		if (ev->cls != WARD_CLASS_OTHER)
+			return false; /* observe; the class rules decide */
+		set(out, POLICY_ALLOW, 0, r->id);
+		reason(out, "%s: allowed and logged by %s", r->name, r->id);
+		return true;
+	}
+	return false;
+}
+
+/* Why ev cannot be judged, or NULL if it is well formed. */
+static const char *malformed(const struct ward_event *ev)
+{
+	switch (ev->cls) {
+	case WARD_CLASS_FS:
+		if (!ev->access || (ev->access & ~POL_FS_ALL))
+			return "fs event without valid access bits";
+		if (ev->path[0] != '/' ||
+		    strnlen(ev->path, WARD_PATH_MAX) == WARD_PATH_MAX)
+			return "fs event without an absolute path";
+		if (ev->has_path2 && ev->access2 &&
+		    ((ev->access2 & ~POL_FS_ALL) || ev->path2[0] != '/' ||
+		     strnlen(ev->path2, WARD_PATH_MAX) == WARD_PATH_MAX))
+			return "fs event with a bad second path";
+		return NULL;
+	case WARD_CLASS_EXEC:
+		if (ev->path[0] != '/' ||
+		    strnlen(ev->path, WARD_PATH_MAX) == WARD_PATH_MAX)
+			return "exec event without an absolute path";
+		return NULL;
+	case WARD_CLASS_NET:
+		if (ev->net_op <= WARD_NET_NONE || ev->net_op > WARD_NET_SEND)
+			return "net event without an operation";
+		if (ev->sa.present &&
+		    strnlen(ev->sa.unix_path, WARD_PATH_MAX) == WARD_PATH_MAX)
+			return "net event with an unterminated unix path";
+		return NULL;
+	case WARD_CLASS_PROC:
+	case WARD_CLASS_SIGNAL:
+	case WARD_CLASS_OTHER:
+		return NULL;
+	case WARD_CLASS_NONE:
+		break;
+	}
+	return "event without a class";
+}
+
+static int invalid(struct policy_verdict *out, const char *why)
+{
+	set(out, POLICY_DENY, EPERM, POL_RULE_INVALID);
+	reason(out, "invalid event: %s", why);
+	return -EINVAL;
+}
+
+/* Steps 2-4 of the order at the top. Returns 0 or -EINVAL. */
+static int decide(const struct policy *p, const struct ward_event *ev,
+		  struct policy_verdict *out, bool *floor)
+{
+	const char *name = ev->name ? ev->name : "";
+	const struct pol_sys_rule *r;
+
+	if (ev->cls == WARD_CLASS_PROC && (ev->clone_flags & CLONE_FLOOR)) {
+		set(out, POLICY_KILL, 0, POL_RULE_CLONE);
+		reason(out, "%s with flags %#lx: namespaces and CLONE_UNTRACED "
+			    "are in ward's floor",
+		       name[0] ? name : "clone", ev->clone_flags);
+		*floor = true;
+		return 0;
+	}
+	r = find_sys_rule(p, name);
+	if (r && apply_sys_rule(r, ev, out))
+		return 0;
+	switch (ev->cls) {
+	case WARD_CLASS_FS:
+		check_fs(p, ev, out);
+		return 0;
+	case WARD_CLASS_EXEC:
+		check_exec(p, ev, out);
+		return 0;
+	case WARD_CLASS_NET:
+		return check_net(p, ev, out);
+	case WARD_CLASS_PROC:
+		set(out, POLICY_ALLOW, 0, POL_RULE_PROC);
+		reason(out, "%s: new process or thread in the run",
+		       name[0] ? name : "clone");
+		return 0;
+	case WARD_CLASS_SIGNAL:
+		check_signal(p, ev, out);
+		return 0;
+	default:
+		set(out, POLICY_DENY, ENOSYS, POL_RULE_DEFAULT);
+		reason(out, "%s: not allowed by any rule",
+		       name[0] ? name : "syscall");
+		return 0;
+	}
+}
+
+int policy_check(const struct policy *p, const struct ward_event *ev,
+		 struct policy_verdict *out)
+{
+	const char *why;
+	bool floor = false;
+	unsigned bt;
+	int rc;
+
+	if (!out)
+		return -EINVAL;
+	out->reason[0] = '\0';
+	out->would_deny = out->log = out->backtrace = false;
+	set(out, POLICY_ALLOW, 0, POL_RULE_DEFAULT);
+	if (!p || !ev)
+		return invalid(out, "no policy or no event");
+	why = malformed(ev);
+	rc = why ? -EINVAL : decide(p, ev, out, &floor);
+	if (rc) {
+		invalid(out, why ? why : "address does not parse");
+		floor = true; /* ward's own error: never turned into an allow */
+	}
+	bt = out->action == POLICY_ALLOW  ? POL_BT_ALLOW
+	     : out->action == POLICY_DENY ? POL_BT_DENY
+					  : POL_BT_KILL;
+	out->backtrace = (p->backtrace & bt) != 0;
+	if (p->audit && !floor && out->action != POLICY_ALLOW) {
+		out->would_deny = true;
+		out->action = POLICY_ALLOW;
+		out->err = 0;
+	}
+	return rc;
+}
