@@ -108,10 +108,11 @@ def main():
     ap.add_argument("-k", dest="keyword", default="")
     ap.add_argument("--unit-only", action="store_true")
     ap.add_argument("--integ-only", action="store_true")
+    ap.add_argument("--ward", help="the ward binary to test (default: BUILD/ward)")
     a = ap.parse_args()
     build = os.path.abspath(os.path.join(ROOT, a.build))
     os.environ["WARD_BUILD"] = build
-    os.environ["WARD_BIN"] = os.path.join(build, "ward")
+    os.environ["WARD_BIN"] = os.path.abspath(a.ward) if a.ward else os.path.join(build, "ward")
     if not a.integ_only:
         udir = os.path.join(build, "tests")
         for f in sorted(os.listdir(udir)) if os.path.isdir(udir) else []:

@@ -176,7 +176,8 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 	if (!a->envs || !a->inputs)
 		die("out of memory");
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+c:vh", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:c:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c': a->code_arg = optarg; break;
 		case 'v': ward_verbose++; break;
@@ -198,9 +199,12 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		case O_SUMMARY: a->summary = true; break;
 		case O_INTERP: a->interp = optarg; break;
 		case O_INPUT: a->inputs[a->n_inputs++] = optarg; break;
+		case ':':
+			die("run: %s needs a value (see `ward run --help`)",
+			    argv[optind - 1]);
 		default:
-			fprintf(stderr, "ward: run: see `ward run --help`\n");
-			exit(WARD_EXIT_INTERNAL);
+			die("run: unknown option %s (see `ward run --help`)",
+			    argv[optind - 1]);
 		}
 	}
 	if (!a->code_arg) {
@@ -458,9 +462,11 @@ static char *json_argv(int argc, char **argv)
 	json_t *arr = json_array();
 	char *s;
 
-	for (int i = 0; i < argc; i++)
-		json_array_append_new(arr, json_string(argv[i]) ? json_string(argv[i])
-							     : json_string("?"));
+	json_array_append_new(arr, json_string("ward"));
+	for (int i = 0; i < argc; i++) {
+		json_t *s1 = json_string(argv[i]);
+		json_array_append_new(arr, s1 ? s1 : json_string("?"));
+	}
 	s = json_dumps(arr, JSON_COMPACT);
 	json_decref(arr);
 	if (!s)
