@@ -355,11 +355,10 @@ static void record_event(struct tracer *t, struct tracee *tc,
 	};
 
 	t->res->events++;
-	if (audit_event(t->o->audit, &e) < 0) {
-		if (!t->audit_err)
-			t->audit_err = -EIO;
-		tracer_stop(t, STOP_AUDIT, "the audit database could not be written");
-	}
+	if (v->action == POLICY_ALLOW)
+		evq_push(t, &e);
+	else
+		evq_write_now(t, &e);
 }
 
 /* Skip the syscall: number -1, return value -err (x86_64). */
@@ -662,8 +661,9 @@ static int make_pipes(struct tracer *t, struct spawn_fds *f, int *sync_w)
 static int make_fds(struct tracer *t, const sigset_t *sigs)
 {
 	t->wake_fd = eventfd(0, EFD_CLOEXEC);
+	t->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	t->sig_fd = signalfd(-1, sigs, SFD_CLOEXEC);
-	if (t->wake_fd < 0 || t->sig_fd < 0)
+	if (t->wake_fd < 0 || t->kick_fd < 0 || t->sig_fd < 0)
 		return -errno;
 	if (t->o->limits.wall_ms > 0) {
 		struct itimerspec its = { 0 };
@@ -756,8 +756,10 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	t->res = res;
 	t->self_pid = getpid();
 	t->out_fd[0] = t->out_fd[1] = t->out_fd[2] = -1;
-	t->err_fd = t->wake_fd = t->sig_fd = t->timer_fd = -1;
+	t->err_fd = t->wake_fd = t->sig_fd = t->timer_fd = t->kick_fd = -1;
 	pthread_mutex_init(&t->lock, NULL);
+	pthread_mutex_init(&t->q_lock, NULL);
+	pthread_mutex_init(&t->w_lock, NULL);
 
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
@@ -807,6 +809,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 		handle_status(t, w, status);
 	}
 	tracer_io_finish(t);
+	evq_drain(t);
 	rc = t->audit_err;
 
 out:
@@ -824,6 +827,7 @@ out:
 	close_fd(&t->wake_fd);
 	close_fd(&t->sig_fd);
 	close_fd(&t->timer_fd);
+	close_fd(&t->kick_fd);
 	close_fd(&f.out_w);
 	close_fd(&f.err_w);
 	close_fd(&f.sync_r);
@@ -839,6 +843,8 @@ out:
 		}
 	}
 	pthread_mutex_destroy(&t->lock);
+	pthread_mutex_destroy(&t->q_lock);
+	pthread_mutex_destroy(&t->w_lock);
 	free(t);
 	/* Drop signals that arrived after the run, then restore the mask. */
 	struct timespec zero = { 0, 0 };

@@ -21,7 +21,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-enum { CHUNK = 65536, FLUSH_MS = 200 };
+enum { CHUNK = 65536, FLUSH_MS = 200, DRAIN_MS = 50 };
 
 static void write_all(int fd, const char *p, size_t n, bool *ok)
 {
@@ -161,21 +161,21 @@ static void *io_main(void *arg)
 		return NULL;
 	}
 	while (t->out_fd[1] >= 0 || t->out_fd[2] >= 0 || !finishing) {
-		struct pollfd p[6];
-		int np = 0, idx[6];
+		struct pollfd p[7];
+		int np = 0, idx[7];
 
 		for (int s = 1; s <= 2; s++)
 			if (t->out_fd[s] >= 0) {
 				idx[np] = s;
 				p[np++] = (struct pollfd){ t->out_fd[s], POLLIN, 0 };
 			}
-		int fixed[4] = { t->err_fd, finishing ? -1 : t->wake_fd,
-				 t->sig_fd, t->timer_fd };
-		for (int i = 0; i < 4; i++) {
+		int fixed[5] = { t->err_fd, finishing ? -1 : t->wake_fd,
+				 t->sig_fd, t->timer_fd, t->kick_fd };
+		for (int i = 0; i < 5; i++) {
 			idx[np] = 10 + i;
 			p[np++] = (struct pollfd){ fixed[i], POLLIN, 0 };
 		}
-		int rc = poll(p, (nfds_t)np, FLUSH_MS);
+		int rc = poll(p, (nfds_t)np, DRAIN_MS);
 		if (rc < 0 && errno != EINTR)
 			break;
 		for (int i = 0; i < np && rc > 0; i++) {
@@ -194,8 +194,13 @@ static void *io_main(void *arg)
 				on_signal(t);
 			} else if (idx[i] == 13) {
 				on_timeout(t);
+			} else if (idx[i] == 14) {
+				uint64_t n;
+				ssize_t r = read(t->kick_fd, &n, sizeof(n));
+				(void)r;
 			}
 		}
+		evq_drain(t);
 		long long now = tracer_now_ns();
 		if (now - last_flush > FLUSH_MS * 1000000LL) {
 			audit_flush(t->o->audit);

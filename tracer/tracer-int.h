@@ -134,6 +134,13 @@ struct tracer {
 	size_t kept[3];      /* output bytes kept (capped by output_bytes) */
 	size_t cap[3];       /* capacity of res->out[] */
 
+	/* allowed events waiting for the output thread to record them */
+	pthread_mutex_t q_lock; /* the queue */
+	pthread_mutex_t w_lock; /* held while writing events: keeps order */
+	struct evrec *q_head, *q_tail;
+	size_t q_len;
+	int kick_fd;         /* eventfd: the queue is long, write it now */
+
 	int audit_err;       /* first audit error (-errno) */
 	struct ward_event ev; /* scratch for the current stop */
 	char bt[4096];       /* scratch for backtraces */
@@ -153,6 +160,13 @@ enum stop_reason {
 void tracer_stop(struct tracer *t, enum stop_reason why, const char *cause);
 
 struct tracee *tracee_find(struct tracer *t, pid_t tid);
+
+/* The event queue (evq.c). Each returns 0 or -EIO (then the run is
+ * stopped: nothing runs unrecorded). */
+struct audit_event;
+int evq_push(struct tracer *t, const struct audit_event *e);
+int evq_write_now(struct tracer *t, const struct audit_event *e);
+int evq_drain(struct tracer *t);
 
 /* Output thread: start/finish. */
 int tracer_io_start(struct tracer *t);
