@@ -484,9 +484,11 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 		snprintf(cause, sizeof(cause),
 			 "process limit of %lld processes and threads reached",
 			 t->o->limits.procs);
-		deny_with(&v, EAGAIN, "limits.procs", cause);
-		apply_verdict(t, tc, ev, &v);
+		/* The run ends here: the clone never happens. */
 		tracer_stop(t, STOP_LIMIT, cause);
+		deny_with(&v, 0, "limits.procs", cause);
+		v.action = POLICY_KILL;
+		apply_verdict(t, tc, ev, &v);
 		return;
 	}
 	apply_verdict(t, tc, ev, &v);
