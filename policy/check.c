@@ -16,6 +16,7 @@
 #include <stdarg.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -55,6 +56,47 @@ reason(struct policy_verdict *out, const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * out->reason = the NULL-terminated list of strings, truncated to fit:
+ * the hot-path form of reason() (no format parsing).
+ */
+static void reason_cat(struct policy_verdict *out, ...)
+{
+	size_t used = 0, room = sizeof(out->reason) - 1;
+	const char *piece;
+	va_list ap;
+
+	va_start(ap, out);
+	while ((piece = va_arg(ap, const char *)) && used < room) {
+		size_t n = strnlen(piece, room - used);
+
+		memcpy(out->reason + used, piece, n);
+		used += n;
+	}
+	va_end(ap);
+	out->reason[used] = '\0';
+}
+
+/* "read,write" for the WARD_FS_* bits of access, into buf (>= 48 bytes). */
+static const char *access_text(unsigned access, char *buf)
+{
+	size_t used = 0;
+
+	for (int b = 0; b < POL_FS_NBITS; b++) {
+		size_t n;
+
+		if (!(access & (1u << b)))
+			continue;
+		if (used)
+			buf[used++] = ',';
+		n = strlen(access_bit_names[b]);
+		memcpy(buf + used, access_bit_names[b], n);
+		used += n;
+	}
+	buf[used] = '\0';
+	return buf;
+}
+
 /* ---- files ---- */
 
 /* The names one path goes by: itself and its /proc/self aliases. */
@@ -81,10 +123,22 @@ static size_t pid_at(const char *s, long *pid)
  * its leader) are also "/proc/thread-self/x". Aliases go to buf (two
  * halves of WARD_PATH_MAX + 32 bytes).
  */
+/* Add the alias head + tail (tail_len bytes) to t, built in buf. */
+static void add_alias(struct target *t, char *buf, const char *head,
+		      const char *tail, size_t tail_len)
+{
+	size_t h = strlen(head);
+
+	memcpy(buf, head, h);
+	memcpy(buf + h, tail, tail_len + 1);
+	t->s[t->n] = buf;
+	t->len[t->n++] = h + tail_len;
+}
+
 static void proc_aliases(const struct ward_event *ev, struct target *t,
 			 char *buf)
 {
-	const char *p = t->s[0];
+	const char *p = t->s[0], *end = p + t->len[0];
 	const char *rest, *task;
 	size_t n;
 	long pid, tid;
@@ -96,34 +150,33 @@ static void proc_aliases(const struct ward_event *ev, struct target *t,
 		return;
 	rest = p + 6 + n;
 	if (pid == ev->tid && ev->tid != ev->pid) {
-		t->len[t->n] = (size_t)snprintf(buf, WARD_PATH_MAX + 32,
-						"/proc/thread-self%s", rest);
-		t->s[t->n++] = buf;
+		add_alias(t, buf, "/proc/thread-self", rest,
+			  (size_t)(end - rest));
 		return;
 	}
 	if (pid != ev->pid)
 		return;
-	t->len[t->n] = (size_t)snprintf(buf, WARD_PATH_MAX + 32,
-					"/proc/self%s", rest);
-	t->s[t->n++] = buf;
+	add_alias(t, buf, "/proc/self", rest, (size_t)(end - rest));
 	if (strncmp(rest, "/task/", 6) != 0)
 		return;
 	n = pid_at(rest + 6, &tid);
 	if (!n || tid != ev->tid)
 		return;
 	task = rest + 6 + n;
-	buf += WARD_PATH_MAX + 32;
-	t->len[t->n] = (size_t)snprintf(buf, WARD_PATH_MAX + 32,
-					"/proc/thread-self%s", task);
-	t->s[t->n++] = buf;
+	add_alias(t, buf + WARD_PATH_MAX + 32, "/proc/thread-self", task,
+		  (size_t)(end - task));
 }
 
 static bool prefix_match(const struct pol_path *rp, const char *s, size_t n)
 {
-	if (rp->len == 1)
+	size_t len = rp->len;
+
+	if (len == 1)
 		return true; /* "/" holds every absolute path */
-	return n >= rp->len && memcmp(s, rp->bound, rp->len) == 0 &&
-	       (n == rp->len || s[rp->len] == '/');
+	/* most rules differ from the path in their first or last byte */
+	return n >= len && (n == len || s[len] == '/') &&
+	       s[1] == rp->bound[1] && s[len - 1] == rp->bound[len - 1] &&
+	       memcmp(s, rp->bound, len) == 0;
 }
 
 static bool target_match(const struct pol_path *rp, const struct target *t)
@@ -136,34 +189,77 @@ static bool target_match(const struct pol_path *rp, const struct target *t)
 	return false;
 }
 
+static unsigned bucket_of(const struct pol_path *pp)
+{
+	return pp->len > 1 ? (unsigned char)pp->bound[1] : 0;
+}
+
+int pol_fs_index(struct policy *p)
+{
+	unsigned *order = calloc(p->nfs + 1, sizeof(*order));
+	unsigned count[257] = { 0 };
+
+	if (!order)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nfs; i++)
+		if (p->fs[i].path.bound)
+			count[bucket_of(&p->fs[i].path) + 1]++;
+	for (int b = 1; b < 257; b++)
+		count[b] += count[b - 1];
+	memcpy(p->fs_bucket, count, sizeof(count));
+	for (size_t i = 0; i < p->nfs; i++)
+		if (p->fs[i].path.bound)
+			order[count[bucket_of(&p->fs[i].path)]++] = (unsigned)i;
+	free(p->fs_order);
+	p->fs_order = order;
+	return 0;
+}
+
+/* Consider rule i for the bits of access it names. */
+static void fs_consider(const struct policy *p, size_t i,
+			const struct target *t, unsigned access,
+			int best[POL_FS_NBITS], size_t best_len[POL_FS_NBITS])
+{
+	const struct pol_fs_rule *r = &p->fs[i];
+	unsigned bits = (r->allow | r->deny) & access;
+
+	if (!bits || !target_match(&r->path, t))
+		return;
+	for (int b = 0; b < POL_FS_NBITS; b++) {
+		if (!(bits & (1u << b)))
+			continue;
+		if (best[b] < 0 || r->path.len > best_len[b] ||
+		    (r->path.len == best_len[b] && r->deny &&
+		     !p->fs[best[b]].deny)) {
+			best[b] = (int)i;
+			best_len[b] = r->path.len;
+		}
+	}
+}
+
 /*
  * For each requested bit, the index of the deciding rule (-1: none): the
- * longest matching rule path that names the bit; deny wins a tie.
+ * longest matching rule path that names the bit; deny wins a tie. The
+ * result does not depend on rule order, so only the rules "/" and those
+ * whose first component starts like the path's are scanned (the /proc
+ * aliases start like the path, too).
  */
 static void fs_pick(const struct policy *p, const struct target *t,
 		    unsigned access, int best[POL_FS_NBITS])
 {
 	size_t best_len[POL_FS_NBITS];
+	unsigned c = (unsigned char)t->s[0][1];
 
 	for (int b = 0; b < POL_FS_NBITS; b++)
 		best[b] = -1;
-	for (size_t i = 0; i < p->nfs; i++) {
-		const struct pol_fs_rule *r = &p->fs[i];
-		unsigned bits = (r->allow | r->deny) & access;
-
-		if (!bits || !target_match(&r->path, t))
-			continue;
-		for (int b = 0; b < POL_FS_NBITS; b++) {
-			if (!(bits & (1u << b)))
-				continue;
-			if (best[b] < 0 || r->path.len > best_len[b] ||
-			    (r->path.len == best_len[b] && r->deny &&
-			     !p->fs[best[b]].deny)) {
-				best[b] = (int)i;
-				best_len[b] = r->path.len;
-			}
-		}
-	}
+	if (!p->fs_order)
+		return;
+	for (unsigned k = p->fs_bucket[0]; k < p->fs_bucket[1]; k++)
+		fs_consider(p, p->fs_order[k], t, access, best, best_len);
+	if (c == 0)
+		return;
+	for (unsigned k = p->fs_bucket[c]; k < p->fs_bucket[c + 1]; k++)
+		fs_consider(p, p->fs_order[k], t, access, best, best_len);
 }
 
 /*
@@ -189,15 +285,16 @@ static bool fs_one(const struct policy *p, const struct ward_event *ev,
 			continue;
 		if (best[b] < 0) {
 			set(out, POLICY_DENY, p->err, POL_RULE_DEFAULT);
-			reason(out, "%s of %s: no fs rule allows %s",
-			       access_bit_names[b], path, access_bit_names[b]);
+			reason_cat(out, access_bit_names[b], " of ", path,
+				   ": no fs rule allows ", access_bit_names[b],
+				   NULL);
 			return false;
 		}
 		r = &p->fs[best[b]];
 		if (r->deny) {
 			set(out, POLICY_DENY, r->err ? r->err : p->err, r->id);
-			reason(out, "%s of %s: denied by %s",
-			       access_bit_names[b], path, r->id);
+			reason_cat(out, access_bit_names[b], " of ", path,
+				   ": denied by ", r->id, NULL);
 			return false;
 		}
 		if (*first < 0)
@@ -218,8 +315,8 @@ static void check_fs(const struct policy *p, const struct ward_event *ev,
 	    !fs_one(p, ev, ev->path2, ev->access2, out, &first2))
 		return;
 	set(out, POLICY_ALLOW, 0, p->fs[first].id);
-	ward_access_str(ev->access, bits, sizeof(bits));
-	reason(out, "%s of %s: allowed by %s", bits, ev->path, out->rule);
+	reason_cat(out, access_text(ev->access, bits), " of ", ev->path,
+		   ": allowed by ", out->rule, NULL);
 }
 
 /* ---- programs ---- */
@@ -229,20 +326,20 @@ static void check_exec(const struct policy *p, const struct ward_event *ev,
 {
 	if (!ev->exists) {
 		set(out, POLICY_ALLOW, 0, POL_RULE_EXEC_MISSING);
-		reason(out, "exec of %s: no such file (checked again at exec)",
-		       ev->path);
+		reason_cat(out, "exec of ", ev->path,
+			   ": no such file (checked again at exec)", NULL);
 		return;
 	}
 	for (size_t i = 0; i < p->nexec; i++) {
 		if (fnmatch(p->exec_globs[i], ev->path, FNM_PATHNAME) == 0) {
 			set(out, POLICY_ALLOW, 0, p->exec_ids[i]);
-			reason(out, "exec of %s: allowed by %s", ev->path,
-			       p->exec_ids[i]);
+			reason_cat(out, "exec of ", ev->path, ": allowed by ",
+				   p->exec_ids[i], NULL);
 			return;
 		}
 	}
 	set(out, POLICY_DENY, p->exec_err, POL_RULE_DEFAULT);
-	reason(out, "exec of %s: not in exec.allow", ev->path);
+	reason_cat(out, "exec of ", ev->path, ": not in exec.allow", NULL);
 }
 
 /* ---- network ---- */

@@ -1212,6 +1212,8 @@ static int validate(struct vctx *c, const char *text, size_t len,
 		rc = -ENOMEM;
 	if (!rc && !(c->p->text = strndup(text, len)))
 		rc = -ENOMEM;
+	if (!rc)
+		rc = pol_fs_index(c->p);
 	json_decref(root);
 	return rc;
 }

@@ -101,6 +101,14 @@ struct policy {
 
 	struct pol_fs_rule *fs;
 	size_t nfs;
+	/*
+	 * fs rules by the byte after their leading '/' (bucket 0: the rule
+	 * "/"), so a check scans only rules that can match: indexes into fs,
+	 * bucket b is fs_order[fs_bucket[b] .. fs_bucket[b + 1]). Unbound
+	 * $WORKDIR rules are left out. Rebuilt by pol_fs_index().
+	 */
+	unsigned *fs_order;
+	unsigned fs_bucket[257];
 
 	char **exec_globs;
 	char **exec_ids;   /* "exec.allow[i]" */
@@ -162,6 +170,9 @@ bool jpos_find(const struct jpos *ix, const char *path, bool key, int *line,
 int pol_parse(const char *text, size_t len, const char *file,
 	      const char *default_name, struct policy **out,
 	      struct policy_error *err);
+
+/* (Re)build p->fs_order and p->fs_bucket. 0 or -ENOMEM (index unchanged). */
+int pol_fs_index(struct policy *p);
 
 /* Binds pp to the workdir wd (or unbinds when wd is NULL). 0 or -ENOMEM. */
 int pol_path_bind(struct pol_path *pp, const char *wd);

@@ -231,6 +231,7 @@ void policy_free(struct policy *p)
 		path_free(&p->fs[i].path);
 	}
 	free(p->fs);
+	free(p->fs_order);
 	for (size_t i = 0; i < p->nexec; i++) {
 		free(p->exec_globs[i]);
 		free(p->exec_ids[i]);
@@ -300,6 +301,8 @@ int policy_set_workdir(struct policy *p, const char *workdir)
 	for (size_t i = 0; !rc && i < p->nnet; i++)
 		if (p->net[i].has_path)
 			rc = pol_path_bind(&p->net[i].path, wd);
+	if (!rc)
+		rc = pol_fs_index(p);
 	if (rc) {
 		/* all or nothing: leave no rule half bound */
 		for (size_t i = 0; i < p->nfs; i++)
@@ -308,6 +311,10 @@ int policy_set_workdir(struct policy *p, const char *workdir)
 			pol_path_bind(&p->net[i].path, NULL);
 		free(p->workdir);
 		p->workdir = NULL;
+		/*
+		 * The old index stays valid: unbound rules never match and
+		 * the other rules did not move.
+		 */
 	}
 	return rc;
 }
