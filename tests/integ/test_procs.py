@@ -1,0 +1,99 @@
+"""Processes, threads and signals behave under ward as they do natively."""
+import json
+import os
+
+from wardtest import PYTHON
+
+
+SIGNALS = r'''
+import os, signal, time, sys
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append("usr1"))
+signal.signal(signal.SIGALRM, lambda *a: got.append("alrm"))
+os.kill(os.getpid(), signal.SIGUSR1)
+signal.setitimer(signal.ITIMER_REAL, 0.05)
+time.sleep(0.3)
+# a child stopped and continued (group-stop), then terminated by a signal
+pid = os.fork()
+if pid == 0:
+    os.kill(os.getpid(), signal.SIGSTOP)
+    os._exit(7)
+_, st = os.waitpid(pid, os.WUNTRACED)
+stopped = os.WIFSTOPPED(st) and os.WSTOPSIG(st) == signal.SIGSTOP
+os.kill(pid, signal.SIGCONT)
+_, st = os.waitpid(pid, 0)
+code = os.WEXITSTATUS(st)
+pid = os.fork()
+if pid == 0:
+    time.sleep(30)
+    os._exit(0)
+os.kill(pid, signal.SIGTERM)
+_, st = os.waitpid(pid, 0)
+print(got, stopped, code, os.WIFSIGNALED(st) and os.WTERMSIG(st) == signal.SIGTERM)
+'''
+
+
+def test_signals_as_native(ctx):
+    p = ctx.write("sig.py", SIGNALS)
+    native = ctx.native([PYTHON, p])
+    r = ctx.ward("run", p)
+    assert r.code == 0, r
+    assert r.stdout == native.stdout == "['usr1', 'alrm'] True 7 True\n", (r.stdout, native.stdout)
+    run = ctx.last_run()
+    assert not ctx.denials(run["id"])
+    procs = ctx.sql("select * from processes where run_id=? and kind='process' order by serial", run["id"])
+    assert [p["exit_code"] for p in procs[1:]] == [7, -1], procs
+    assert procs[2]["signal"] == 15, procs
+
+
+def test_killed_by_signal_exit_status(ctx):
+    r = ctx.run("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)")
+    assert r.code == 128 + 11, r
+    run = ctx.last_run()
+    assert run["signal"] == 11 and run["status"] == "error"
+
+
+def test_many_short_processes_and_pid_identity(ctx):
+    code = ("import os\n"
+            "for i in range(60):\n"
+            "    pid = os.fork()\n"
+            "    if pid == 0: os._exit(i % 5)\n"
+            "    os.waitpid(pid, 0)\n"
+            "print('done')\n")
+    r = ctx.run(code)
+    assert r.code == 0 and r.stdout == "done\n", r
+    run = ctx.last_run()
+    kids = ctx.sql("select * from processes where run_id=? and serial > 1", run["id"])
+    assert len(kids) == 60, len(kids)
+    assert sorted(k["exit_code"] for k in kids) == sorted(i % 5 for i in range(60))
+    ident = {(k["pid"], k["start_ticks"], k["serial"]) for k in kids}
+    assert len(ident) == 60 and all(k["parent_serial"] == 1 for k in kids)
+    forks = ctx.events(run["id"], "syscall='clone'")
+    assert len(forks) == 60, len(forks)
+
+
+def test_threads_exec_from_thread(ctx):
+    pol = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..", "profiles", "default.json")))
+    pol["exec"]["allow"].append("/usr/bin/true")
+    path = ctx.write("p.json", json.dumps(pol))
+    code = ("import os, threading, time\n"
+            "def t():\n    os.execv('/usr/bin/true', ['true'])\n"
+            "threading.Thread(target=t).start()\ntime.sleep(10)\nprint('not reached')\n")
+    r = ctx.run(code, "--policy", path)
+    assert r.code == 0 and r.stdout == "", r
+    run = ctx.last_run()
+    root = ctx.sql("select * from processes where run_id=? and serial=1", run["id"])[0]
+    assert root["exe"] == "/usr/bin/true", root
+    assert run["status"] == "ok"
+
+
+def test_vfork_spawn_and_denied_exec_in_child(ctx):
+    code = ("import os\n"
+            "try:\n    os.posix_spawn('/bin/sh', ['sh', '-c', 'echo hi'], {})\n"
+            "except PermissionError as e:\n    print('errno', e.errno, flush=True)\n"
+            "pid = os.posix_spawn('/usr/bin/uname', ['uname', '-s'], {})\n"
+            "print(os.waitpid(pid, 0)[1])\n")
+    r = ctx.run(code)
+    assert r.stdout == "errno 13\nLinux\n0\n", r
+    run = ctx.last_run()
+    assert [e["target"] for e in ctx.denials(run["id"])] == ["/usr/bin/dash"]
