@@ -146,6 +146,17 @@ static int resolve_at(int base, const char *raw, bool follow, char *out,
 			target[tl] = '\0';
 			rc = resolve_at(target[0] == '/' ? AT_FDCWD : pfd, target,
 					true, out, n, exists, depth + 1);
+			if (rc == -ENOENT) {
+				/* The link's target has no parent either: the
+				 * kernel fails; decide on the target, lexically. */
+				char dir[WARD_PATH_MAX];
+				if (target[0] == '/' || fd_path(pfd, dir, sizeof(dir)) < 0)
+					dir[0] = '\0';
+				snprintf(out, n, "%s/%s", dir, target);
+				tracer_normalize(out);
+				*exists = false;
+				rc = 0;
+			}
 			close(pfd);
 			return rc;
 		}

@@ -1,0 +1,189 @@
+/*
+ * test-tracer.c - the tracer's pure parts, run against this very process:
+ * lexical normalization, path resolution (cwd, dirfd, symlinks, dangling
+ * links, /proc/self), bounded memory reads, the args JSON builder and the
+ * syscall table.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../../tracer/args.h"
+#include "../../tracer/tracer-int.h"
+#include "tap.h"
+
+static char tmp[256];
+
+static void normalize_cases(void)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "/", "/" },	      { "//a//b/", "/a/b" }, { "/a/./b/.", "/a/b" },
+		{ "/a/../b", "/b" },  { "/../../x", "/x" },  { "/a/b/../../..", "/" },
+		{ "/a/b/c/../d", "/a/b/d" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char buf[64];
+		snprintf(buf, sizeof(buf), "%s", cases[i].in);
+		tracer_normalize(buf);
+		is_str(buf, cases[i].out, cases[i].in);
+	}
+}
+
+static void resolve_cases(void)
+{
+	char want[512], out[WARD_PATH_MAX], path[512];
+	bool exists;
+	pid_t me = getpid();
+	int dfd;
+
+	snprintf(path, sizeof(path), "%s/dir", tmp);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/dir/file", tmp);
+	close(open(path, O_CREAT | O_WRONLY, 0600));
+	snprintf(path, sizeof(path), "%s/link", tmp);
+	symlink("dir/file", path);
+	snprintf(path, sizeof(path), "%s/dangling", tmp);
+	symlink("/nonexistent-ward-dir/target", path);
+	snprintf(path, sizeof(path), "%s/dangling2", tmp);
+	symlink("dir/newfile", path);
+	if (chdir(tmp) < 0)
+		abort();
+
+	snprintf(want, sizeof(want), "%s/dir/file", tmp);
+	ok(tracer_resolve(me, me, RESOLVE_CWD, "dir/file", true, out, sizeof(out), &exists) == 0 &&
+		   !strcmp(out, want) && exists, "relative to cwd: %s", out);
+	ok(tracer_resolve(me, me, RESOLVE_CWD, "link", true, out, sizeof(out), &exists) == 0 &&
+		   !strcmp(out, want) && exists, "symlink followed: %s", out);
+	snprintf(want, sizeof(want), "%s/link", tmp);
+	ok(tracer_resolve(me, me, RESOLVE_CWD, "link", false, out, sizeof(out), &exists) == 0 &&
+		   !strcmp(out, want), "symlink not followed (O_NOFOLLOW): %s", out);
+	ok(tracer_resolve(me, me, RESOLVE_CWD, "dangling", true, out, sizeof(out), &exists) == 0 &&
+		   !strcmp(out, "/nonexistent-ward-dir/target") && !exists,
+	   "dangling link resolved to where the kernel would create: %s", out);
+	snprintf(want, sizeof(want), "%s/dir/newfile", tmp);
+	ok(tracer_resolve(me, me, RESOLVE_CWD, "dangling2", true, out, sizeof(out), &exists) == 0 &&
+		   !strcmp(out, want) && !exists, "relative dangling link: %s", out);
+	snprintf(want, sizeof(want), "%s/new", tmp);
+	ok(tracer_resolve(me, me, RESOLVE_CWD, "dir/../new", true, out, sizeof(out), &exists) == 0 &&
+		   !strcmp(out, want) && !exists, "new file through ..: %s", out);
+	dfd = open("dir", O_RDONLY | O_DIRECTORY);
+	snprintf(want, sizeof(want), "%s/dir/file", tmp);
+	ok(tracer_resolve(me, me, dfd, "file", true, out, sizeof(out), &exists) == 0 &&
+		   !strcmp(out, want), "relative to a dirfd: %s", out);
+	ok(tracer_resolve(me, me, dfd, "../../../../../../../etc/passwd", true, out, sizeof(out), &exists) == 0 &&
+		   !strcmp(out, "/etc/passwd"), ".. through a dirfd: %s", out);
+	snprintf(want, sizeof(want), "%s/dir", tmp);
+	ok(tracer_resolve(me, me, dfd, "", true, out, sizeof(out), &exists) == 0 &&
+		   !strcmp(out, want), "empty path is the dirfd itself: %s", out);
+	is_int(tracer_resolve(me, me, 987, "x", true, out, sizeof(out), &exists), -EBADF,
+	       "bad dirfd is EBADF");
+	ok(tracer_resolve(me, me, RESOLVE_CWD, "/nonexistent-a/b/../c", true, out, sizeof(out), &exists) == 0 &&
+		   !strcmp(out, "/nonexistent-a/c") && !exists, "missing parent: lexical: %s", out);
+	snprintf(want, sizeof(want), "/proc/%d/status", (int)me);
+	ok(tracer_resolve(me, me, RESOLVE_CWD, "/proc/self/status", true, out, sizeof(out), &exists) == 0 &&
+		   !strcmp(out, want), "/proc/self means the tracee: %s", out);
+	snprintf(want, sizeof(want), "%s/dir/file", tmp);
+	char fdlink[64];
+	int fd = open("dir/file", O_RDONLY);
+	snprintf(fdlink, sizeof(fdlink), "/proc/self/fd/%d", fd);
+	ok(tracer_resolve(me, me, RESOLVE_CWD, fdlink, true, out, sizeof(out), &exists) == 0 &&
+		   !strcmp(out, want), "magic link /proc/self/fd/N resolved: %s", out);
+	close(fd);
+	close(dfd);
+}
+
+static void umem_cases(void)
+{
+	char buf[64];
+	pid_t me = getpid();
+	long pg = sysconf(_SC_PAGESIZE);
+	char *m = mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	/* a string ending exactly at the end of a page followed by a hole */
+	munmap(m + pg, (size_t)pg);
+	memcpy(m + pg - 6, "abcde", 6);
+	is_int(umem_read_str(me, (uint64_t)(uintptr_t)(m + pg - 6), buf, sizeof(buf)), 0,
+	       "string ending at a page boundary");
+	is_str(buf, "abcde", "its contents");
+	memcpy(m + pg - 4, "wxyz", 4); /* no NUL before the hole */
+	is_int(umem_read_str(me, (uint64_t)(uintptr_t)(m + pg - 4), buf, sizeof(buf)), -EFAULT,
+	       "unterminated string running into a hole is EFAULT");
+	memset(m, 'a', (size_t)pg);
+	is_int(umem_read_str(me, (uint64_t)(uintptr_t)m, buf, 16), -ENAMETOOLONG,
+	       "over-long string is ENAMETOOLONG");
+	is_int(umem_read(me, 0, buf, 4), -EFAULT, "NULL is EFAULT");
+	munmap(m, (size_t)pg);
+}
+
+static void args_cases(void)
+{
+	struct ward_event *ev = calloc(1, sizeof(*ev));
+
+	ward_event_reset(ev);
+	args_str(ev, "path", "a\"b\\c\n");
+	args_int(ev, "fd", -100);
+	args_raw(ev, "argv", "[\"x\"]");
+	is_str(ev->args_json, "{\"path\":\"a\\\"b\\\\c\\n\",\"fd\":-100,\"argv\":[\"x\"]}",
+	       "args JSON is escaped and well formed");
+	ward_event_reset(ev);
+	char big[4000];
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	args_str(ev, "a", "1");
+	args_str(ev, "big", big);
+	args_str(ev, "after", "2");
+	is_str(ev->args_json, "{\"a\":\"1\",\"...\":true}", "too long: cut at a key, marked");
+	free(ev);
+}
+
+static void table_cases(void)
+{
+	const struct syscall_desc *d = tracer_syscall_desc(SYS_openat);
+
+	ok(d && !strcmp(d->name, "openat") && d->trap == TRAP_ALWAYS, "openat is trapped");
+	d = tracer_syscall_desc(SYS_newfstatat);
+	ok(d && d->trap == TRAP_STAT, "newfstatat is in the stat family");
+	ok(tracer_syscall_desc(SYS_read) == NULL, "read is not in the table");
+	ok(tracer_syscall_desc(-1) == NULL && tracer_syscall_desc(100000) == NULL,
+	   "out-of-range numbers are not");
+	bool read_allowed = false, open_allowed = false;
+	for (const char *const *a = tracer_allow_list; *a; a++) {
+		read_allowed |= !strcmp(*a, "read");
+		open_allowed |= !strcmp(*a, "openat") || !strcmp(*a, "execve") ||
+				!strcmp(*a, "connect") || !strcmp(*a, "ptrace");
+	}
+	ok(read_allowed && !open_allowed, "the allow list has read, no sensitive syscall");
+}
+
+int main(void)
+{
+	char cwd[512];
+
+	snprintf(tmp, sizeof(tmp), "/tmp/ward-unit-XXXXXX");
+	if (!mkdtemp(tmp) || !getcwd(cwd, sizeof(cwd)))
+		return 99;
+	char *real = realpath(tmp, NULL);
+	snprintf(tmp, sizeof(tmp), "%s", real);
+	free(real);
+	normalize_cases();
+	resolve_cases();
+	umem_cases();
+	args_cases();
+	table_cases();
+	if (chdir(cwd) < 0)
+		return 99;
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	if (system(cmd) != 0)
+		ok(0, "cleanup");
+	return done_testing();
+}
