@@ -65,7 +65,8 @@ struct audit {
 
 	/* the run being written; run_id[0] == '\0' when none */
 	char run_id[AUDIT_RUN_ID_LEN + 1];
-	long long seq;   /* last seq given out in this run */
+	long long event_seq;  /* last events.seq given out in this run */
+	long long output_seq; /* last outputs.seq given out in this run */
 	bool end_queued; /* the run's end row is in the queue */
 
 	/* the batch not yet written */

@@ -146,11 +146,13 @@ struct audit_event {
 	bool would_deny;         /* audit mode: would have been denied */
 	const char *backtrace;   /* JSON array text, or NULL */
 };
-/* Appends one event (seq assigned in order). deny/kill commit at once. */
+/* Appends one event; its seq is 1, 2, ... in call order within the run.
+ * deny/kill commit at once. */
 int audit_event(struct audit *a, const struct audit_event *e);
 
 enum audit_stream { AUDIT_STDOUT = 1, AUDIT_STDERR = 2 };
-/* Appends one output chunk. */
+/* Appends one output chunk (its own seq 1, 2, ... in call order within
+ * the run). An empty chunk is accepted and not stored. */
 int audit_output(struct audit *a, long long ts_ns, enum audit_stream s,
 		 const void *data, size_t len);
 
@@ -245,8 +247,8 @@ int audit_outputs_each(struct audit *a, const char *run_id,
 /*
  * The timeline: process starts, execs and exits, events and output chunks
  * of one run merged by timestamp. At equal timestamps: starts and execs
- * first (by serial), then events and outputs by seq, then exits (by
- * serial). Exactly one of proc, event, output is set, per kind.
+ * (by serial), then events (by seq), then outputs (by seq), then exits
+ * (by serial). Exactly one of proc, event, output is set, per kind.
  */
 enum audit_item_kind {
 	AUDIT_ITEM_START,

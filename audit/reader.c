@@ -389,7 +389,7 @@ static int source_next(struct audit *a, struct source *s, int which)
 		s->kind = phase == 0 ? AUDIT_ITEM_START
 			  : phase == 1 ? AUDIT_ITEM_EXEC : AUDIT_ITEM_EXIT;
 		s->ts = cint(s->st, 1, 0);
-		s->rank = phase == 2 ? 2 : 0;
+		s->rank = phase == 2 ? 3 : 0;
 		s->seq = s->proc.p.serial;
 		break;
 	case SRC_EVENT:
@@ -403,7 +403,7 @@ static int source_next(struct audit *a, struct source *s, int which)
 		fill_output(s->st, &s->output);
 		s->kind = AUDIT_ITEM_OUTPUT;
 		s->ts = s->output.ts_ns;
-		s->rank = 1;
+		s->rank = 2;
 		s->seq = s->output.seq;
 		break;
 	}

@@ -375,7 +375,8 @@ int audit_run_begin(struct audit *a, const struct audit_run_info *ri,
 	if (!r) {
 		memcpy(a->run_id, id, sizeof(id));
 		memcpy(run_id, id, sizeof(id));
-		a->seq = 0;
+		a->event_seq = 0;
+		a->output_seq = 0;
 		a->end_queued = false;
 	}
 	pthread_mutex_unlock(&a->lock);
@@ -549,7 +550,7 @@ int audit_process_exit(struct audit *a, int serial, long long ts_ns,
 static int queue_event(struct audit *a, const struct audit_event *e)
 {
 	const struct audit_val v[] = {
-		vtext(a->run_id), vint(++a->seq), vint(e->ts_ns),
+		vtext(a->run_id), vint(++a->event_seq), vint(e->ts_ns),
 		vint(e->pid), vint(e->tid),
 		e->proc_serial > 0 ? vint(e->proc_serial) : vnull(),
 		vint(e->nr), vtext(e->syscall), vtext(e->args_json),
@@ -593,7 +594,7 @@ int audit_output(struct audit *a, long long ts_ns, enum audit_stream s,
 		r = audit_fail(a, -EINVAL, "output: bad stream or data");
 	if (!r && len) {
 		const struct audit_val v[] = {
-			vtext(a->run_id), vint(++a->seq), vint(ts_ns),
+			vtext(a->run_id), vint(++a->output_seq), vint(ts_ns),
 			vtext(s == AUDIT_STDOUT ? "stdout" : "stderr"),
 			vblob(data, len),
 		};

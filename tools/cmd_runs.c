@@ -1,0 +1,239 @@
+/*
+ * cmd_runs.c - `ward runs`: the recorded runs, most recent first.
+ */
+#include "cmds.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../audit/audit.h"
+#include "../common/log.h"
+#include "view.h"
+
+#define DEFAULT_LIMIT 20
+#define CODE_COLUMN 60 /* bytes of code shown */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: ward runs [--db PATH] [--limit N] [--json]\n"
+"\n"
+"List the runs recorded in the audit database, most recently started first.\n"
+"\n"
+"options:\n"
+"  --db PATH       audit database (default: $WARD_DB, else\n"
+"                  $XDG_STATE_HOME/ward/audit.db, else\n"
+"                  ~/.local/state/ward/audit.db); opened read-only\n"
+"  -n, --limit N   at most N runs (default %d; 0 means all)\n"
+"  --json          print a JSON array with one object per run instead\n"
+"  -h, --help      this text\n"
+"\n"
+"columns:\n"
+"  ID       the run id; `ward show` takes it, any unique prefix, or `last`\n"
+"  STARTED  when the run started, local time\n"
+"  STATUS   running (still running, or ward died), ok (exit 0), error (exit\n"
+"           status not 0), timeout, killed (by a signal or the policy),\n"
+"           limit (a resource limit), aborted (ward gave up)\n"
+"  EXIT     the code's exit status, or the signal that ended it (SIGKILL)\n"
+"  TIME     wall-clock duration\n"
+"  LANG     python, node or sh\n"
+"  DENIED   syscalls denied or killed by the policy\n"
+"  CODE     the script's file name, or the first line of code given with\n"
+"           -c or on stdin (non-printable characters escaped)\n"
+"\n"
+"JSON fields: id, started_ns, ended_ns, duration_ms (null while running),\n"
+"status, cause, exit_code, signal, language, interpreter, code_name,\n"
+"code_sha256, code_bytes, code_first_line, policy_name, events, denials,\n"
+"processes. Times are nanoseconds since the epoch.\n"
+"\n"
+"exit status: 0, or 125 (bad arguments, missing or unusable database).\n",
+		DEFAULT_LIMIT);
+}
+
+struct runs_opts {
+	const char *db;
+	int limit;
+	bool json;
+};
+
+/* 0, 1 (--help printed) or -1 (error printed). */
+static int parse_args(int argc, char **argv, struct runs_opts *o)
+{
+	static const struct option opts[] = {
+		{ "db", required_argument, NULL, 'd' },
+		{ "limit", required_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int c;
+
+	*o = (struct runs_opts){ .limit = DEFAULT_LIMIT };
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":n:h", opts, NULL)) != -1) {
+		char *end;
+		long v;
+
+		switch (c) {
+		case 'd': o->db = optarg; break;
+		case 'j': o->json = true; break;
+		case 'h': usage(stdout); return 1;
+		case 'n':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || v < 0 ||
+			    v > INT_MAX) {
+				warn("runs: --limit: '%s' is not a count",
+				     optarg);
+				return -1;
+			}
+			o->limit = (int)v;
+			break;
+		case ':':
+			warn("runs: %s needs a value (see ward runs --help)",
+			     argv[optind - 1]);
+			return -1;
+		default:
+			warn("runs: unknown option '%s' (see ward runs --help)",
+			     argv[optind - 1]);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		warn("runs: unexpected argument '%s' (see ward runs --help)",
+		     argv[optind]);
+		return -1;
+	}
+	return 0;
+}
+
+/* Code given inline (-c, stdin) is shown by its first line. */
+static bool inline_code(const struct audit_run *r)
+{
+	return !r->code_name || !strcmp(r->code_name, "-c") ||
+	       !strcmp(r->code_name, "-");
+}
+
+/* Length of the first line of the code, at most max bytes, never cutting
+ * a UTF-8 sequence; *more says whether anything was left out. */
+static size_t first_line(const struct audit_run *r, size_t max, bool *more)
+{
+	const char *c = r->code;
+	const char *nl = c ? memchr(c, '\n', r->code_len) : NULL;
+	size_t n = nl ? (size_t)(nl - c) : r->code_len;
+
+	*more = n < r->code_total && !(n + 1 == r->code_total && nl);
+	if (n > max) {
+		n = max;
+		while (n > 0 && ((unsigned char)c[n] & 0xc0) == 0x80)
+			n--;
+		*more = true;
+	}
+	return n;
+}
+
+static int print_row(const struct audit_run *r, void *arg)
+{
+	char start[32], dur[32], ex[32], den[24];
+	bool more;
+	size_t n;
+
+	(void)arg;
+	view_time(start, sizeof(start), r->started_ns, false);
+	view_duration(dur, sizeof(dur), r->duration_ms);
+	view_exit(ex, sizeof(ex), r->has_exit, r->exit_code, r->signal);
+	snprintf(den, sizeof(den), r->denials < 0 ? "-" : "%lld", r->denials);
+	printf("%-16s  %-19s  %-8s %7s %7s  %-7s %6s  ", r->id, start,
+	       r->status ? r->status : "?", ex, dur,
+	       r->language ? r->language : "-", den);
+	if (!inline_code(r)) {
+		view_str(stdout, r->code_name);
+	} else {
+		n = first_line(r, CODE_COLUMN, &more);
+		view_text(stdout, r->code, n, VIEW_RAW_BSLASH);
+		if (more)
+			fputs(" ...", stdout);
+	}
+	fputc('\n', stdout);
+	return 0;
+}
+
+static json_t *nullable_int(long long v)
+{
+	return v < 0 ? json_null() : json_integer(v);
+}
+
+static int append_json(const struct audit_run *r, void *arg)
+{
+	json_t *o = json_object();
+	bool more, exact;
+	size_t n = first_line(r, AUDIT_LIST_CODE_MAX, &more);
+
+	json_object_set_new(o, "id", json_string(r->id));
+	json_object_set_new(o, "started_ns", json_integer(r->started_ns));
+	json_object_set_new(o, "ended_ns", nullable_int(r->ended_ns));
+	json_object_set_new(o, "duration_ms", nullable_int(r->duration_ms));
+	json_object_set_new(o, "status", view_json_str(r->status));
+	json_object_set_new(o, "cause", view_json_str(r->cause));
+	json_object_set_new(o, "exit_code", r->has_exit
+				? json_integer(r->exit_code) : json_null());
+	json_object_set_new(o, "signal", r->has_exit
+				? json_integer(r->signal) : json_null());
+	json_object_set_new(o, "language", view_json_str(r->language));
+	json_object_set_new(o, "interpreter", view_json_str(r->interpreter));
+	json_object_set_new(o, "code_name", view_json_str(r->code_name));
+	json_object_set_new(o, "code_sha256", view_json_str(r->code_sha256));
+	json_object_set_new(o, "code_bytes", json_integer((json_int_t)r->code_total));
+	json_object_set_new(o, "code_first_line",
+			    view_json_text(r->code ? r->code : "", n, &exact));
+	json_object_set_new(o, "policy_name", view_json_str(r->policy_name));
+	json_object_set_new(o, "events", nullable_int(r->events));
+	json_object_set_new(o, "denials", nullable_int(r->denials));
+	json_object_set_new(o, "processes", nullable_int(r->processes));
+	return json_array_append_new(arg, o) ? -ENOMEM : 0;
+}
+
+static int print_json(struct audit *a, int limit)
+{
+	json_t *arr = json_array();
+	int r = arr ? audit_runs_each(a, limit, append_json, arr) : -ENOMEM;
+
+	if (!r && json_dumpf(arr, stdout, 0) == 0)
+		fputc('\n', stdout);
+	json_decref(arr);
+	return r;
+}
+
+int ward_cmd_runs(int argc, char **argv)
+{
+	struct runs_opts o;
+	char path[4096];
+	struct audit *a;
+	int r = parse_args(argc, argv, &o);
+
+	if (r)
+		return r > 0 ? 0 : WARD_EXIT_INTERNAL;
+	a = view_open_db(o.db, path, sizeof(path));
+	if (!a)
+		return WARD_EXIT_INTERNAL;
+	if (o.json) {
+		r = print_json(a, o.limit);
+	} else {
+		printf("%-16s  %-19s  %-8s %7s %7s  %-7s %6s  %s\n", "ID",
+		       "STARTED", "STATUS", "EXIT", "TIME", "LANG", "DENIED",
+		       "CODE");
+		r = audit_runs_each(a, o.limit, print_row, NULL);
+	}
+	if (r)
+		warn("runs: reading %s: %s", path, audit_errmsg(a));
+	audit_close(a);
+	if (fflush(stdout) != 0)
+		r = -EIO;
+	return r ? WARD_EXIT_INTERNAL : 0;
+}

@@ -1,0 +1,236 @@
+/*
+ * view.c - see view.h.
+ */
+#include "view.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../common/json.h"
+#include "../common/log.h"
+#include "../common/utf8.h"
+
+struct audit *view_open_db(const char *db_opt, char *path, size_t n)
+{
+	char err[512];
+	struct audit *a = NULL;
+	int r = audit_default_path(db_opt, path, n);
+
+	if (r == -ENOENT) {
+		warn("no audit database path: HOME is not set (pass --db "
+		     "or set WARD_DB)");
+		return NULL;
+	}
+	if (r) {
+		warn("audit database path too long");
+		return NULL;
+	}
+	r = audit_open(path, true, &a, err, sizeof(err));
+	if (r == -ENOENT) {
+		warn("no audit database at %s (run `ward run` first, or "
+		     "pass --db)", path);
+		return NULL;
+	}
+	if (r) {
+		warn("audit database: %s", err);
+		return NULL;
+	}
+	return a;
+}
+
+/* ------------------------------- text ------------------------------- */
+
+/* Characters that reorder or hide text on a terminal. */
+static bool is_bidi(uint32_t cp)
+{
+	return cp == 0x061c || cp == 0x200e || cp == 0x200f ||
+	       (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+static void put_byte_escaped(FILE *f, uint8_t b)
+{
+	switch (b) {
+	case '\n': fputs("\\n", f); break;
+	case '\t': fputs("\\t", f); break;
+	case '\r': fputs("\\r", f); break;
+	case '\\': fputs("\\\\", f); break;
+	default: fprintf(f, "\\x%02x", b); break;
+	}
+}
+
+void view_text(FILE *f, const void *s, size_t len, unsigned flags)
+{
+	const uint8_t *p = s;
+
+	while (len) {
+		uint32_t cp;
+		size_t n = ward_utf8_decode(p, len, &cp);
+
+		if (n == 0) {
+			put_byte_escaped(f, *p);
+			n = 1;
+		} else if (n == 1 && ((cp == '\n' && (flags & VIEW_RAW_NL)) ||
+				      (cp == '\t' && (flags & VIEW_RAW_TAB)) ||
+				      (cp == '\\' && (flags & VIEW_RAW_BSLASH)))) {
+			fputc((int)cp, f);
+		} else if (n == 1 && (cp < 0x20 || cp == 0x7f || cp == '\\')) {
+			put_byte_escaped(f, *p);
+		} else if ((cp >= 0x80 && cp < 0xa0) || is_bidi(cp)) {
+			fprintf(f, "\\u{%x}", cp);
+		} else {
+			fwrite(p, 1, n, f);
+		}
+		p += n;
+		len -= n;
+	}
+}
+
+void view_str(FILE *f, const char *s)
+{
+	if (s)
+		view_text(f, s, strlen(s), 0);
+	else
+		fputc('-', f);
+}
+
+void view_json(FILE *f, const char *s)
+{
+	if (s)
+		view_text(f, s, strlen(s), VIEW_RAW_BSLASH);
+	else
+		fputc('-', f);
+}
+
+/* ------------------------------ numbers ------------------------------ */
+
+void view_time(char *buf, size_t n, long long ns, bool with_ms)
+{
+	time_t t = (time_t)(ns / 1000000000LL);
+	struct tm tm;
+	char zone[8];
+	size_t len;
+
+	if (ns < 0 || !localtime_r(&t, &tm)) {
+		snprintf(buf, n, "-");
+		return;
+	}
+	len = strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm);
+	if (with_ms && len < n) {
+		strftime(zone, sizeof(zone), "%z", &tm);
+		snprintf(buf + len, n - len, ".%03lld %s",
+			 ns / 1000000LL % 1000, zone);
+	}
+}
+
+void view_duration(char *buf, size_t n, long long ms)
+{
+	if (ms < 0)
+		snprintf(buf, n, "-");
+	else if (ms < 10000)
+		snprintf(buf, n, "%.2fs", (double)ms / 1000);
+	else if (ms < 600000)
+		snprintf(buf, n, "%.1fs", (double)ms / 1000);
+	else
+		snprintf(buf, n, "%lldm%02llds", ms / 60000, ms / 1000 % 60);
+}
+
+const char *view_signame(int sig, char *buf, size_t n)
+{
+	const char *abbrev = sig > 0 ? sigabbrev_np(sig) : NULL;
+
+	if (abbrev)
+		snprintf(buf, n, "SIG%s", abbrev);
+	else
+		snprintf(buf, n, "signal %d", sig);
+	return buf;
+}
+
+void view_exit(char *buf, size_t n, bool has_exit, int code, int sig)
+{
+	if (!has_exit)
+		snprintf(buf, n, "-");
+	else if (sig > 0)
+		view_signame(sig, buf, n);
+	else
+		snprintf(buf, n, "%d", code);
+}
+
+/* ------------------------------- JSON ------------------------------- */
+
+json_t *view_json_text(const void *s, size_t len, bool *exact)
+{
+	struct ward_strbuf sb = WARD_STRBUF_INIT;
+	const uint8_t *p = s;
+	json_t *j;
+
+	*exact = true;
+	if (!s)
+		return json_null();
+	if (ward_utf8_valid(s, len))
+		return json_stringn(s, len);
+	*exact = false;
+	while (len) {
+		uint32_t cp;
+		size_t n = ward_utf8_decode(p, len, &cp);
+
+		if (n)
+			ward_strbuf_append(&sb, p, n);
+		else
+			ward_strbuf_append(&sb, "\xef\xbf\xbd", 3);
+		n = n ? n : 1;
+		p += n;
+		len -= n;
+	}
+	j = sb.truncated ? NULL : json_stringn(ward_strbuf_str(&sb), sb.len);
+	ward_strbuf_free(&sb);
+	return j;
+}
+
+json_t *view_json_str(const char *s)
+{
+	bool exact;
+
+	return view_json_text(s, s ? strlen(s) : 0, &exact);
+}
+
+json_t *view_json_parsed(const char *s)
+{
+	json_t *j;
+
+	if (!s)
+		return json_null();
+	j = json_loads(s, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+	return j ? j : view_json_str(s);
+}
+
+json_t *view_json_base64(const void *s, size_t len)
+{
+	static const char tab[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const uint8_t *p = s;
+	size_t olen = (len + 2) / 3 * 4;
+	char *out = malloc(olen + 1), *o = out;
+	json_t *j;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < len; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16;
+
+		if (i + 1 < len)
+			v |= (uint32_t)p[i + 1] << 8;
+		if (i + 2 < len)
+			v |= p[i + 2];
+		*o++ = tab[v >> 18 & 63];
+		*o++ = tab[v >> 12 & 63];
+		*o++ = i + 1 < len ? tab[v >> 6 & 63] : '=';
+		*o++ = i + 2 < len ? tab[v & 63] : '=';
+	}
+	j = json_stringn(out, olen);
+	free(out);
+	return j;
+}

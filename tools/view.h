@@ -1,0 +1,62 @@
+/*
+ * view.h - helpers shared by `ward runs` and `ward show` (tools/ only):
+ * opening the record read-only, printing untrusted text to a terminal,
+ * times, and JSON values of recorded text.
+ */
+#ifndef WARD_TOOLS_VIEW_H
+#define WARD_TOOLS_VIEW_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "../audit/audit.h"
+
+/*
+ * Opens the audit database read-only: db_opt (--db) if given, else the
+ * default path. Writes the path used into path. On failure prints a
+ * "ward: ..." message and returns NULL (the caller exits 125).
+ */
+struct audit *view_open_db(const char *db_opt, char *path, size_t n);
+
+/*
+ * Prints len bytes of recorded (untrusted) text so that it cannot change
+ * the terminal: valid printable UTF-8 as is; backslash, controls, DEL, C1
+ * controls and bidirectional overrides escaped (\\, \n, \t, \r, \xNN,
+ * \u{202e}); a byte that is not valid UTF-8 as \xNN. Flags let newlines,
+ * tabs or backslashes through unchanged: VIEW_CODE (all three) for code
+ * and output printed line by line, VIEW_RAW_BSLASH for JSON text, whose
+ * backslashes are its own escapes.
+ */
+enum {
+	VIEW_RAW_NL = 1u << 0,
+	VIEW_RAW_TAB = 1u << 1,
+	VIEW_RAW_BSLASH = 1u << 2,
+	VIEW_CODE = VIEW_RAW_NL | VIEW_RAW_TAB | VIEW_RAW_BSLASH,
+};
+void view_text(FILE *f, const void *s, size_t len, unsigned flags);
+void view_str(FILE *f, const char *s);  /* NULL prints "-" */
+void view_json(FILE *f, const char *s); /* JSON text; NULL prints "-" */
+
+/* "2025-12-02 11:32:05" (local time); with_ms adds ".123 +0100". */
+void view_time(char *buf, size_t n, long long ns, bool with_ms);
+/* "0.21s", "12.3s", "4m05s"; "-" for a negative value. */
+void view_duration(char *buf, size_t n, long long ms);
+/* "exit 1", "SIGKILL", or "-" when not recorded. */
+void view_exit(char *buf, size_t n, bool has_exit, int code, int sig);
+/* "SIGKILL" style name, or "signal N". */
+const char *view_signame(int sig, char *buf, size_t n);
+
+/* JSON string of recorded bytes: invalid UTF-8 replaced by U+FFFD. Sets
+ * *exact to whether the string holds exactly these bytes. New reference,
+ * NULL on allocation failure. A NULL s gives JSON null. */
+json_t *view_json_text(const void *s, size_t len, bool *exact);
+json_t *view_json_str(const char *s);
+/* A column holding JSON text, parsed; text that does not parse is kept as
+ * a string, NULL is null. */
+json_t *view_json_parsed(const char *s);
+/* Standard base64 of len bytes, as a JSON string. */
+json_t *view_json_base64(const void *s, size_t len);
+
+#endif
