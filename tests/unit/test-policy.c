@@ -1085,6 +1085,10 @@ static void test_profile_default(void)
 	ALLOWS(p, "etc-ld", "default: ld.so.cache");
 	ev_fs(R, "/etc/localtime");
 	ALLOWS(p, "etc-localtime", "default: localtime");
+	ev_fs(R, "/etc/ssl/openssl.cnf");
+	ALLOWS(p, "etc-ssl-cnf", "default: openssl.cnf (hashlib loads it)");
+	ev_fs(R, "/etc/ssl/private/k.pem");
+	DENIES(p, EACCES, "secret-ssl-private", "default: ssl private keys");
 	ev_fs(R, "/etc/fonts/conf.d/10-x.conf");
 	ALLOWS(p, "etc-fonts", "default: fontconfig");
 	ev_fs(W, "/tmp/x");
@@ -1124,6 +1128,10 @@ static void test_profile_default(void)
 	ALLOWS(p, "sys-cpu", "default: cpu topology");
 	ev_fs(R, "/sys/fs/cgroup/memory.max");
 	ALLOWS(p, "sys-cgroup", "default: cgroup limits");
+	ev_fs(R, "/proc/sys/vm/overcommit_memory");
+	ALLOWS(p, "proc-overcommit", "default: overcommit_memory (numpy)");
+	ev_fs(R, "/proc/sys/kernel/core_pattern");
+	DENIES(p, EACCES, "default", "default: rest of /proc/sys denied");
 	ev_fs(R, "/sys/kernel/notes");
 	DENIES(p, EACCES, "default", "default: rest of /sys denied");
 
@@ -1151,9 +1159,20 @@ static void test_profile_default(void)
 	ev_socket(AF_UNIX);
 	ALLOWS(p, "net.socket", "default: unix sockets");
 	ev_socket(AF_INET);
-	DENIES(p, EAFNOSUPPORT, "default", "default: no inet sockets");
+	ALLOWS(p, "net.socket", "default: inet sockets (connect is refused)");
+	ev_socket(AF_INET6);
+	ALLOWS(p, "net.socket", "default: inet6 sockets");
 	ev_socket(AF_NETLINK);
 	DENIES(p, EAFNOSUPPORT, "default", "default: no netlink sockets");
+	ev_socket(AF_PACKET);
+	DENIES(p, EAFNOSUPPORT, "default", "default: no packet sockets");
+	ev_inet(WARD_NET_SEND, AF_INET, "127.0.0.1", 9);
+	DENIES(p, ECONNREFUSED, "default", "default: sendto refused");
+	ev_listen(AF_INET);
+	DENIES(p, EACCES, "default", "default: listen denied");
+	ev_inet(WARD_NET_CONNECT, AF_INET6, "127.0.0.1", 80);
+	ev.sa.v4mapped = true;
+	DENIES(p, ECONNREFUSED, "default", "default: v4-mapped connect");
 	ev_inet(WARD_NET_CONNECT, AF_INET, "127.0.0.1", 80);
 	DENIES(p, ECONNREFUSED, "default",
 	       "default: connect 127.0.0.1:80 ECONNREFUSED");
@@ -1161,6 +1180,11 @@ static void test_profile_default(void)
 	DENIES(p, EACCES, "default", "default: bind denied EACCES");
 	ev_unix(WARD_NET_CONNECT, "/run/dbus/system_bus_socket", false);
 	DENIES(p, ECONNREFUSED, "default", "default: no unix connects");
+	ev_unix(WARD_NET_CONNECT, "/var/run/nscd/socket", false);
+	DENIES(p, ENOENT, "nscd-var-run",
+	       "default: nscd (would resolve DNS for us) looks absent");
+	ev_unix(WARD_NET_CONNECT, "/run/nscd/socket", false);
+	DENIES(p, ENOENT, "nscd", "default: nscd under /run");
 
 	ev_signal(1, SIGKILL, false);
 	DENIES(p, EPERM, "signals", "default: kill outside the run EPERM");
@@ -1219,8 +1243,13 @@ static void test_profile_node_sh(void)
 		DENIES(p, EACCES, "secret-shadow", "node: shadow");
 		ev_fs(W | C, "/w/f");
 		ALLOWS(p, "workdir", "node: workdir");
-		ev_socket(AF_INET);
-		DENIES(p, EAFNOSUPPORT, "default", "node: no network");
+		ev_inet(WARD_NET_CONNECT, AF_INET, "10.0.0.1", 443);
+		DENIES(p, ECONNREFUSED, "default", "node: no network");
+		ev_fs(R, "/tmp/package.json");
+		ALLOWS(p, "node-package-json-tmp",
+		       "node: package.json lookup above the workdir");
+		ev_fs(R, "/tmp/other.json");
+		DENIES(p, EACCES, "default", "node: nothing else in /tmp");
 		policy_free(p);
 	}
 	p = load_profile("sh");
@@ -1270,7 +1299,7 @@ static void test_profile_audit(void)
 		case 4: ev_exec("/bin/sh", true); break;
 		case 5: ev_exec("/usr/bin/uname", true); break;
 		case 6: ev_inet(WARD_NET_CONNECT, AF_INET, "1.1.1.1", 443); break;
-		case 7: ev_socket(AF_INET6); break;
+		case 7: ev_socket(AF_NETLINK); break;
 		case 8: ev_signal(1, SIGKILL, false); break;
 		case 9: ev_base(WARD_CLASS_OTHER, "reboot"); break;
 		case 10: ev_fs(R, "/proc/4242/mem"); break;
