@@ -194,7 +194,7 @@ struct audit_run {
 	long long uid;
 	bool has_exit;            /* exit_code and signal are recorded */
 	int exit_code, signal;
-	const char *status;       /* running|ok|error|timeout|killed|aborted|limit */
+	const char *status;       /* running, or as in audit_run_end */
 	const char *cause;
 	long long stdout_bytes, stderr_bytes;
 	int stdout_truncated, stderr_truncated; /* 0, 1, or -1 */

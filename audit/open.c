@@ -96,9 +96,9 @@ static int make_parents(struct audit *a, const char *path)
 		} else if (errno != EEXIST) {
 			int err = errno;
 
-			return audit_fail(a, -err,
-					  "cannot create directory %s for %s: %s",
-					  dir, path, strerror(err));
+			return audit_fail(a, -err, "cannot create "
+					  "directory %s for %s: %s", dir, path,
+					  strerror(err));
 		}
 		*p = '/';
 	}

@@ -106,7 +106,7 @@ int audit_find_run(struct audit *a, const char *query,
 			return audit_fail(a, -ENOENT, "no run matches");
 	}
 	lo[n] = '\0';
-	/* ids are lowercase hex: all ids with the prefix sort in [lo, lo+"g") */
+	/* ids are lowercase hex: those with the prefix are in [lo, lo+"g") */
 	snprintf(hi, sizeof(hi), "%sg", lo);
 	pthread_mutex_lock(&a->lock);
 	r = one_id(a, "SELECT id FROM runs WHERE id >= ?1 AND id < ?2"
@@ -179,6 +179,7 @@ int audit_runs_each(struct audit *a, int limit, audit_run_fn fn, void *arg)
 	int r;
 
 	pthread_mutex_lock(&a->lock);
+	_Static_assert(AUDIT_LIST_CODE_MAX == 256, "the SQL below says 256");
 	r = prep(a, RUN_COLS("substr(code, 1, 256)")
 		 "ORDER BY started_ns DESC, rowid DESC LIMIT ?1", &st);
 	if (!r) {
@@ -223,7 +224,7 @@ int audit_run_read(struct audit *a, const char *run_id, audit_run_fn fn,
 	return r;
 }
 
-/* ------------------------ processes, events, outputs ------------------------ */
+/* -------------------- processes, events, outputs -------------------- */
 
 /* Columns PROC_COLS starting at column off. */
 static void fill_proc_at(sqlite3_stmt *st, int off, struct audit_proc_row *p)

@@ -169,8 +169,8 @@ static int check_ward(struct audit *a, const struct dbinfo *di)
 	if (di->version > AUDIT_SCHEMA_VERSION)
 		return audit_fail(a, -EPROTO,
 				  "%s: audit schema version %lld is newer than "
-				  "this ward understands (%d); use a newer ward "
-				  "or another database",
+				  "this ward understands (%d); use a newer "
+				  "ward or another database",
 				  a->path, di->version, AUDIT_SCHEMA_VERSION);
 	r = query_int(a, "SELECT count(*) FROM sqlite_schema WHERE "
 			 "type = 'table' AND name = 'ward_meta'", &marked);

@@ -50,9 +50,9 @@ static const char *const stmt_sql[ST__COUNT] = {
 		" WHERE run_id = ?1 AND serial = ?2",
 	[ST_EVENT] =
 		"INSERT INTO events(run_id, seq, ts_ns, pid, tid, proc_serial,"
-		" nr, syscall, args, raw, target, decision, rule, reason, errno,"
-		" would_deny, backtrace) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
-		" ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+		" nr, syscall, args, raw, target, decision, rule, reason,"
+		" errno, would_deny, backtrace) VALUES (?1, ?2, ?3, ?4, ?5,"
+		" ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
 	[ST_OUTPUT] =
 		"INSERT INTO outputs(run_id, seq, ts_ns, stream, data)"
 		" VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -463,7 +463,8 @@ int audit_end_unfinished(struct audit *a)
 			vnull(),
 		};
 
-		r = queue_row(a, ST_RUN_END, v, (int)(sizeof(v) / sizeof(v[0])));
+		r = queue_row(a, ST_RUN_END, v,
+			      (int)(sizeof(v) / sizeof(v[0])));
 	}
 	if (!r)
 		r = commit_durable(a);

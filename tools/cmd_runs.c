@@ -189,7 +189,8 @@ static int append_json(const struct audit_run *r, void *arg)
 	json_object_set_new(o, "interpreter", view_json_str(r->interpreter));
 	json_object_set_new(o, "code_name", view_json_str(r->code_name));
 	json_object_set_new(o, "code_sha256", view_json_str(r->code_sha256));
-	json_object_set_new(o, "code_bytes", json_integer((json_int_t)r->code_total));
+	json_object_set_new(o, "code_bytes",
+			    json_integer((json_int_t)r->code_total));
 	json_object_set_new(o, "code_first_line",
 			    view_json_text(r->code ? r->code : "", n, &exact));
 	json_object_set_new(o, "policy_name", view_json_str(r->policy_name));

@@ -290,6 +290,11 @@ static void print_proc(const struct show_ctx *ctx, const struct audit_item *it)
 	}
 }
 
+static const char *frame_str(json_t *frame, const char *key)
+{
+	return json_string_value(json_object_get(frame, key));
+}
+
 /* Frames as recorded by the tracer: objects with module, offset, ip and
  * perhaps a symbol; anything else is printed as JSON. */
 static void print_backtrace(const char *text)
@@ -307,10 +312,10 @@ static void print_backtrace(const char *text)
 		return;
 	}
 	json_array_foreach(bt, i, f) {
-		const char *mod = json_string_value(json_object_get(f, "module"));
-		const char *off = json_string_value(json_object_get(f, "offset"));
-		const char *ip = json_string_value(json_object_get(f, "ip"));
-		const char *sym = json_string_value(json_object_get(f, "symbol"));
+		const char *mod = frame_str(f, "module");
+		const char *off = frame_str(f, "offset");
+		const char *ip = frame_str(f, "ip");
+		const char *sym = frame_str(f, "symbol");
 		char *raw = mod ? NULL : json_dumps(f, JSON_ENCODE_ANY);
 
 		printf(INDENT "  #%-2zu ", i);
@@ -388,8 +393,8 @@ static void print_output(const struct show_ctx *ctx,
 		size_t n = nl ? (size_t)(nl - c) : (size_t)(end - c);
 
 		if (first)
-			printf("%+11.6f     %s", (double)(it->ts_ns - ctx->t0) / 1e9,
-			       name);
+			printf("%+11.6f     %s",
+			       (double)(it->ts_ns - ctx->t0) / 1e9, name);
 		else
 			printf("%16s%s", "", name);
 		first = false;
@@ -499,8 +504,7 @@ static int proc_json(const struct audit_proc_row *p, void *arg)
 	json_t *o = json_object();
 
 	I("serial", p->p.serial);
-	json_object_set_new(o, "parent_serial", p->p.parent_serial > 0
-				? json_integer(p->p.parent_serial) : json_null());
+	I("parent_serial", p->p.parent_serial > 0 ? p->p.parent_serial : -1);
 	I("pid", p->p.pid);
 	I("tgid", p->p.tgid);
 	I("ppid", p->p.ppid);
@@ -540,8 +544,9 @@ static int event_json(const struct audit_event_row *ev, void *arg)
 	S("rule", e->rule);
 	S("reason", e->reason);
 	json_object_set_new(o, "errno", json_integer(e->err));
-	json_object_set_new(o, "errno_name", e->err
-				? json_string(ward_errno_name(e->err)) : json_null());
+	json_object_set_new(o, "errno_name",
+			    e->err ? json_string(ward_errno_name(e->err))
+				   : json_null());
 	json_object_set_new(o, "would_deny", json_boolean(e->would_deny));
 	P("backtrace", e->backtrace);
 	return json_array_append_new(arg, o) ? -ENOMEM : 0;

@@ -62,6 +62,14 @@ static void put_byte_escaped(FILE *f, uint8_t b)
 	}
 }
 
+/* Newline, tab or backslash that flags let through. */
+static bool raw_ok(uint32_t cp, unsigned flags)
+{
+	return (cp == '\n' && (flags & VIEW_RAW_NL)) ||
+	       (cp == '\t' && (flags & VIEW_RAW_TAB)) ||
+	       (cp == '\\' && (flags & VIEW_RAW_BSLASH));
+}
+
 void view_text(FILE *f, const void *s, size_t len, unsigned flags)
 {
 	const uint8_t *p = s;
@@ -73,9 +81,7 @@ void view_text(FILE *f, const void *s, size_t len, unsigned flags)
 		if (n == 0) {
 			put_byte_escaped(f, *p);
 			n = 1;
-		} else if (n == 1 && ((cp == '\n' && (flags & VIEW_RAW_NL)) ||
-				      (cp == '\t' && (flags & VIEW_RAW_TAB)) ||
-				      (cp == '\\' && (flags & VIEW_RAW_BSLASH)))) {
+		} else if (n == 1 && raw_ok(cp, flags)) {
 			fputc((int)cp, f);
 		} else if (n == 1 && (cp < 0x20 || cp == 0x7f || cp == '\\')) {
 			put_byte_escaped(f, *p);
@@ -209,8 +215,8 @@ json_t *view_json_parsed(const char *s)
 
 json_t *view_json_base64(const void *s, size_t len)
 {
-	static const char tab[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				  "abcdefghijklmnopqrstuvwxyz0123456789+/";
 	const uint8_t *p = s;
 	size_t olen = (len + 2) / 3 * 4;
 	char *out = malloc(olen + 1), *o = out;

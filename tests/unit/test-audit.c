@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "audit/audit.h"
@@ -675,6 +676,50 @@ static void test_threads(void)
 	audit_close(a);
 }
 
+/* Two writers on one file (two wards): a batch waiting in memory holds no
+ * lock, so the second one's run_begin does not wait for the first. */
+static void test_two_writers(void)
+{
+	const char *path = tpath("shared.db");
+	struct audit *a = open_rw(path), *b = open_rw(path);
+	char ida[AUDIT_RUN_ID_LEN + 1], idb[AUDIT_RUN_ID_LEN + 1];
+	struct audit_run_info ri = run_info(1);
+	struct audit_event allow = event(2, "allow");
+	struct audit_run_end re = { .status = "ok" };
+	struct timespec t0, t1;
+	sqlite3 *db;
+
+	if (!ok(a && b, "two handles on one file")) {
+		audit_close(a);
+		audit_close(b);
+		return;
+	}
+	audit_run_begin(a, &ri, ida);
+	for (int i = 0; i < 100; i++)
+		audit_event(a, &allow);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	is_int(audit_run_begin(b, &ri, idb), 0,
+	       "second writer begins a run while the first has rows queued");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ok(t1.tv_sec - t0.tv_sec < 2, "... without waiting for the lock");
+	audit_event(b, &allow);
+	is_int(audit_run_end(b, &re), 0, "second writer ends its run");
+	is_int(audit_run_end(a, &re), 0, "first writer ends its run");
+	db = peek_open(path);
+	is_int(q_int(db, fmt("SELECT count(*) FROM events WHERE run_id = '%s'",
+			     ida)), 100, "first run: all its events");
+	is_int(q_int(db, fmt("SELECT count(*) FROM events WHERE run_id = '%s'",
+			     idb)), 1, "second run: its event");
+	sqlite3_exec(db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL);
+	sqlite3_exec(db, fmt("DELETE FROM runs WHERE id = '%s'", ida), NULL,
+		     NULL, NULL);
+	is_int(q_int(db, fmt("SELECT count(*) FROM events WHERE run_id = '%s'",
+			     ida)), 0, "deleting a run deletes its events (cascade)");
+	sqlite3_close(db);
+	audit_close(a);
+	audit_close(b);
+}
+
 /* ------------------------------ reader ------------------------------ */
 
 static void insert_run_row(sqlite3 *db, const char *id, long long started)
@@ -1018,6 +1063,7 @@ int main(void)
 	test_batching();
 	test_validation();
 	test_threads();
+	test_two_writers();
 	test_find_run();
 	test_reader();
 	test_foreign();
