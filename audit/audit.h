@@ -55,8 +55,9 @@ int audit_default_path(const char *explicit_path, char *buf, size_t n);
  * readonly: open an existing file only, never create or migrate.
  * On success *out is owned by the caller (audit_close). On failure returns
  * -errno and writes a message naming the path and the cause into
- * errbuf: -ENOENT (readonly and missing), -EACCES, -EIO (not a database,
- * corrupt), -EPROTO (schema newer than this ward, or not ward's database).
+ * errbuf: -ENOENT (readonly and missing), -EACCES, -EISDIR, -ENAMETOOLONG,
+ * -EINVAL (no path), -EIO (not a database, corrupt), -EPROTO (schema newer
+ * than this ward, or not ward's database; such a file is never modified).
  */
 int audit_open(const char *path, bool readonly, struct audit **out,
 	       char *errbuf, size_t errlen);
