@@ -11,16 +11,25 @@ WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 ifeq ($(WERROR),1)
 WARN     += -Werror
 endif
+# Sanitizer flags live in their own variable so that CFLAGS given on the
+# command line (make asan does) cannot drop them.
 ifneq ($(SANITIZE),)
-CFLAGS   += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
-LDFLAGS  += -fsanitize=$(SANITIZE)
+SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 endif
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(PKG_CFLAGS) -I. -I$(O)/gen -MMD -MP
+ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) -I. -I$(O)/gen -MMD -MP
+ALL_LDFLAGS := $(LDFLAGS) $(SAN_FLAGS)
 LIBS       := $(PKG_LIBS) -lpthread
 
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.1.0)
+
+# Quiet unless V=1.
+ifneq ($(V),1)
+Q      := @
+QCC     = @echo "  CC      $@";
+QLD     = @echo "  LD      $@";
+endif
 
 COMMON_SRC := $(wildcard common/*.c)
 POLICY_SRC := $(wildcard policy/*.c)
@@ -47,17 +56,17 @@ all: $(O)/ward $(UNIT_BINS) $(HELPER_BINS)
 
 $(O)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -DWARD_VERSION='"$(VERSION)"' -c $< -o $@
+	$(QCC)$(CC) $(ALL_CFLAGS) -DWARD_VERSION='"$(VERSION)"' -c $< -o $@
 
 # Profiles are embedded in the binary so ward runs from anywhere.
 $(O)/embed: tools/embed.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O1 -o $@ $<
+	$(QLD)$(CC) -std=gnu11 -O1 -o $@ $<
 $(O)/gen/profiles.c: $(O)/embed $(PROFILES)
 	@mkdir -p $(dir $@)
 	$(O)/embed $(PROFILES) > $@.tmp && mv $@.tmp $@
 $(O)/gen/profiles.o: $(O)/gen/profiles.c
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(QCC)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(LIB_COMMON): $(call obj,$(COMMON_SRC))
 	@rm -f $@; ar rcs $@ $^
@@ -69,16 +78,16 @@ $(LIB_TRACER): $(call obj,$(TRACER_SRC))
 	@rm -f $@; ar rcs $@ $^
 
 $(O)/ward: $(call obj,$(TOOLS_SRC)) $(MODULE_LIBS)
-	$(CC) $(LDFLAGS) -o $@ $(call obj,$(TOOLS_SRC)) $(MODULE_LIBS) $(LIBS)
+	$(QLD)$(CC) $(ALL_LDFLAGS) -o $@ $(call obj,$(TOOLS_SRC)) $(MODULE_LIBS) $(LIBS)
 
 $(O)/tests/%: $(O)/tests/unit/%.o $(MODULE_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $< $(MODULE_LIBS) $(LIBS)
+	$(QLD)$(CC) $(ALL_LDFLAGS) -o $@ $< $(MODULE_LIBS) $(LIBS)
 
 # Helpers run as the sandboxed code: never sanitized, static where possible.
 $(O)/helpers/%: tests/helpers/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -D_GNU_SOURCE -O1 -Wall -Wextra -o $@ $< -lpthread
+	$(QLD)$(CC) -std=gnu11 -D_GNU_SOURCE -O1 -Wall -Wextra -o $@ $< -lpthread
 
 # The test command of the README. Its last line is "N passed, N failed[, N skipped]".
 test check:

@@ -124,7 +124,6 @@ void spawn_child(const struct tracer_opts *o, scmp_filter_ctx filter,
 	if (setsid() < 0)
 		fail("setsid");
 	set_limit(RLIMIT_CPU, o->limits.cpu_s, 1);
-	set_limit(RLIMIT_AS, o->limits.memory_bytes, 0);
 	set_limit(RLIMIT_FSIZE, o->limits.fsize_bytes, 0);
 	set_limit(RLIMIT_NOFILE, o->limits.nofile, 0);
 	set_limit(RLIMIT_CORE, 0, 0);
@@ -144,6 +143,9 @@ void spawn_child(const struct tracer_opts *o, scmp_filter_ctx filter,
 		errno = -rc;
 		fail("seccomp_load");
 	}
+	/* Last, so that nothing of ward's own (allocations in seccomp_load,
+	 * a sanitizer's reserved shadow memory) runs under the code's limit. */
+	set_limit(RLIMIT_AS, o->limits.memory_bytes, 0);
 	execve(o->interpreter, o->argv, o->envp);
 	fail("execve of the interpreter");
 }
