@@ -1,0 +1,2 @@
+# start-up only: interpreter start, one write, exit
+print("hello")
