@@ -220,3 +220,45 @@ def test_clone3_answers_enosys_and_threads_still_work(ctx):
             "t = threading.Thread(target=lambda: print('thread ran')); t.start(); t.join()\n")
     r = ctx.run(code)
     assert r.stdout == "-1 38\nthread ran\n", r
+
+
+def test_unix_sockets_outside_denied(ctx):
+    import socket as pysock
+    path = ctx.path("outside.sock")
+    srv = pysock.socket(pysock.AF_UNIX)
+    srv.bind(path)
+    os.chmod(path, 0o777)
+    os.chmod(ctx.tmp, 0o777)
+    srv.listen(4)
+    name = "ward-test-abstract-%d" % os.getpid()
+    asrv = pysock.socket(pysock.AF_UNIX)
+    asrv.bind("\0" + name)
+    asrv.listen(4)
+    try:
+        code = ("import socket\n"
+                f"for addr in ({path!r}, '\\0{name}'):\n"
+                "    s = socket.socket(socket.AF_UNIX)\n"
+                "    try:\n"
+                "        s.connect(addr); print('CONNECTED')\n"
+                "    except OSError as e: print('errno', e.errno)\n")
+        r = ctx.run(code)
+        assert r.stdout == "errno 111\nerrno 111\n", r
+        d = [e for e in ctx.denials(ctx.last_run()["id"]) if e["syscall"] == "connect"]
+        assert [e["target"] for e in d] == [f"unix:{path}", f"unix:@{name}"], d
+        args = json.loads(d[1]["args"])
+        assert args["family"] == "AF_UNIX" and args["abstract"] == name, args
+    finally:
+        srv.close()
+        asrv.close()
+
+
+def test_unusual_socket_families_refused(ctx):
+    code = ("import socket\n"
+            "for fam in (socket.AF_NETLINK, socket.AF_PACKET):\n"
+            "    try:\n"
+            "        socket.socket(fam, socket.SOCK_RAW); print('CREATED')\n"
+            "    except OSError as e: print('errno', e.errno)\n")
+    r = ctx.run(code)
+    assert r.stdout == "errno 97\nerrno 97\n", r
+    d = ctx.denials(ctx.last_run()["id"])
+    assert [json.loads(e["args"])["family"] for e in d] == ["AF_NETLINK", "AF_PACKET"], d
