@@ -142,10 +142,53 @@ static size_t put_utf8(char *out, unsigned cp)
 	return 4;
 }
 
+/* Decode "\uXXXX" (and a following low surrogate) after the "\u". */
+static size_t scan_u_escape(struct scan *sc, char *buf)
+{
+	unsigned cp = 0, lo;
+
+	if (sc->i + 4 <= sc->len)
+		cp = hex4(sc->s + sc->i);
+	for (int k = 0; k < 4 && sc->i < sc->len; k++)
+		adv(sc);
+	if (cp < 0xd800 || cp >= 0xdc00 || sc->i + 6 > sc->len ||
+	    sc->s[sc->i] != '\\' || sc->s[sc->i + 1] != 'u')
+		return put_utf8(buf, cp);
+	lo = hex4(sc->s + sc->i + 2);
+	if (lo < 0xdc00 || lo >= 0xe000)
+		return put_utf8(buf, cp);
+	for (int k = 0; k < 6; k++)
+		adv(sc);
+	return put_utf8(buf, 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00));
+}
+
+/*
+ * Scan one character or escape of a string at sc->i into buf (4 bytes);
+ * returns its length in bytes, decoded as jansson decodes it.
+ */
+static size_t scan_char(struct scan *sc, char *buf)
+{
+	static const char from[] = "bfnrt", to[] = "\b\f\n\r\t";
+	const char *m;
+	char e;
+
+	buf[0] = sc->s[sc->i];
+	adv(sc);
+	if (buf[0] != '\\' || sc->i >= sc->len)
+		return 1;
+	e = sc->s[sc->i];
+	adv(sc);
+	if (e == 'u')
+		return scan_u_escape(sc, buf);
+	m = e ? strchr(from, e) : NULL;
+	buf[0] = m ? to[m - from] : e; /* else one of " \ / */
+	return 1;
+}
+
 /*
  * Scan a string token at sc->i (the opening quote). When out is not NULL,
- * decode it (as jansson does) into out, truncated to outsz - 1 bytes, and
- * set *outlen; *trunc tells whether it was cut.
+ * decode it into out, truncated to outsz - 1 bytes, and set *outlen;
+ * *trunc tells whether it was cut.
  */
 static void scan_string(struct scan *sc, char *out, size_t outsz,
 			size_t *outlen, bool *trunc)
@@ -155,56 +198,15 @@ static void scan_string(struct scan *sc, char *out, size_t outsz,
 	adv(sc); /* opening quote */
 	while (sc->i < sc->len && sc->s[sc->i] != '"') {
 		char buf[4];
-		size_t blen = 1;
+		size_t blen = scan_char(sc, buf);
 
-		buf[0] = sc->s[sc->i];
-		if (buf[0] == '\\' && sc->i + 1 < sc->len) {
-			char e = sc->s[sc->i + 1];
-
-			adv(sc);
-			adv(sc);
-			switch (e) {
-			case 'b': buf[0] = '\b'; break;
-			case 'f': buf[0] = '\f'; break;
-			case 'n': buf[0] = '\n'; break;
-			case 'r': buf[0] = '\r'; break;
-			case 't': buf[0] = '\t'; break;
-			case 'u': {
-				unsigned cp = 0;
-
-				if (sc->i + 4 <= sc->len)
-					cp = hex4(sc->s + sc->i);
-				for (int k = 0; k < 4 && sc->i < sc->len; k++)
-					adv(sc);
-				if (cp >= 0xd800 && cp < 0xdc00 &&
-				    sc->i + 6 <= sc->len &&
-				    sc->s[sc->i] == '\\' &&
-				    sc->s[sc->i + 1] == 'u') {
-					unsigned lo = hex4(sc->s + sc->i + 2);
-
-					if (lo >= 0xdc00 && lo < 0xe000) {
-						cp = 0x10000 +
-						     ((cp - 0xd800) << 10) +
-						     (lo - 0xdc00);
-						for (int k = 0; k < 6; k++)
-							adv(sc);
-					}
-				}
-				blen = put_utf8(buf, cp);
-				break;
-			}
-			default: buf[0] = e; break; /* " \ / */
-			}
+		if (!out)
+			continue;
+		if (n + blen < outsz) {
+			memcpy(out + n, buf, blen);
+			n += blen;
 		} else {
-			adv(sc);
-		}
-		if (out) {
-			if (n + blen < outsz) {
-				memcpy(out + n, buf, blen);
-				n += blen;
-			} else {
-				*trunc = true;
-			}
+			*trunc = true;
 		}
 	}
 	if (sc->i < sc->len)

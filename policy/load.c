@@ -158,14 +158,21 @@ static __attribute__((format(printf, 2, 3))) int fail(struct vctx *c,
 static const char *type_name(const json_t *v)
 {
 	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "an object";
-	case JSON_ARRAY: return "an array";
-	case JSON_STRING: return "a string";
-	case JSON_INTEGER: return "an integer";
-	case JSON_REAL: return "a number";
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+		return "an integer";
+	case JSON_REAL:
+		return "a number";
 	case JSON_TRUE:
-	case JSON_FALSE: return "a boolean";
-	case JSON_NULL: return "null";
+	case JSON_FALSE:
+		return "a boolean";
+	case JSON_NULL:
+		return "null";
 	}
 	return "?";
 }
@@ -206,6 +213,10 @@ static const char *join_strs(const char *const *t, char *buf, size_t bufsz)
 
 /* ---- typed values ---- */
 
+/*
+ * v must be of type t ("what" names it in the message); JSON_TRUE stands
+ * for either boolean. Returns 0 or -EINVAL with the error set.
+ */
 static int want(struct vctx *c, const json_t *v, json_type t,
 		const char *what)
 {

@@ -14,9 +14,40 @@
 
 #define POLICY_FILE_MAX (1 << 20) /* a policy is a page or two of JSON */
 
+/*
+ * Copy src to dst (n bytes) with control characters written as JSON
+ * escapes ("\t", "\u001b"), so a message quoting user text stays one line.
+ */
+static void copy_escaped(char *dst, size_t n, const char *src)
+{
+	size_t used = 0;
+
+	for (; *src && used + 1 < n; src++) {
+		unsigned char ch = (unsigned char)*src;
+		const char *named = ch == '\n' ? "\\n" : ch == '\t' ? "\\t"
+				  : ch == '\r' ? "\\r" : NULL;
+		char esc[8];
+		size_t len;
+
+		if (ch >= 0x20 && ch != 0x7f) {
+			dst[used++] = (char)ch;
+			continue;
+		}
+		if (!named)
+			snprintf(esc, sizeof(esc), "\\u%04x", ch);
+		len = strlen(named ? named : esc);
+		if (used + len + 1 > n)
+			break;
+		memcpy(dst + used, named ? named : esc, len);
+		used += len;
+	}
+	dst[used] = '\0';
+}
+
 void pol_set_error(struct policy_error *err, const char *file, int line,
 		   int col, const char *where, const char *fmt, ...)
 {
+	char msg[sizeof(err->msg)];
 	va_list ap;
 
 	if (!err)
@@ -24,10 +55,11 @@ void pol_set_error(struct policy_error *err, const char *file, int line,
 	snprintf(err->file, sizeof(err->file), "%s", file ? file : "");
 	err->line = line;
 	err->col = line ? col : 0;
-	snprintf(err->where, sizeof(err->where), "%s", where ? where : "");
+	copy_escaped(err->where, sizeof(err->where), where ? where : "");
 	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	copy_escaped(err->msg, sizeof(err->msg), msg);
 }
 
 void policy_error_format(const struct policy_error *e, char *buf, size_t n)
