@@ -140,23 +140,12 @@ int dec_vfork(struct tracer *t, struct tracee *tc,
 /* Process group of a process, from /proc; -1 if unknown. */
 static pid_t pgrp_of(pid_t pid)
 {
-	char path[64], buf[512];
-	int fd;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')');
+	char buf[512];
+	const char *f = proc_stat_fields(pid, buf, sizeof(buf));
 	int ppid, pgrp;
 	char state;
-	if (!p || sscanf(p + 1, " %c %d %d", &state, &ppid, &pgrp) != 3)
+
+	if (!f || sscanf(f, "%c %d %d", &state, &ppid, &pgrp) != 3)
 		return -1;
 	return pgrp;
 }
@@ -268,20 +257,13 @@ int dec_rt_tgsigqueueinfo(struct tracer *t, struct tracee *tc,
 /* The pid a tracee's pidfd refers to, from /proc/TID/fdinfo; 0 if none. */
 static pid_t pidfd_target(pid_t tid, int fd)
 {
-	char path[80], buf[1024];
-	int f;
-	ssize_t n;
+	char what[48], buf[1024];
+	char *p;
 
-	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", (int)tid, fd);
-	f = open(path, O_RDONLY | O_CLOEXEC);
-	if (f < 0)
+	snprintf(what, sizeof(what), "fdinfo/%d", fd);
+	if (proc_read(tid, what, buf, sizeof(buf)) <= 0)
 		return 0;
-	n = read(f, buf, sizeof(buf) - 1);
-	close(f);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	char *p = strstr(buf, "\nPid:");
+	p = strstr(buf, "\nPid:");
 	return p ? (pid_t)atoi(p + 5) : 0;
 }
 

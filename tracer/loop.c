@@ -100,53 +100,29 @@ struct tracee *tracee_find(struct tracer *t, pid_t tid)
 /* Reads "Tgid:" and "PPid:" from /proc/TID/status. */
 static void proc_ids(pid_t tid, pid_t *tgid, pid_t *ppid)
 {
-	char path[64], buf[2048];
-	int fd;
-	ssize_t n;
+	char buf[2048];
+	char *p;
 
 	*tgid = tid;
 	*ppid = 0;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (proc_read(tid, "status", buf, sizeof(buf)) <= 0)
 		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
-	char *p = strstr(buf, "\nTgid:");
-	if (p)
+	if ((p = strstr(buf, "\nTgid:")))
 		*tgid = (pid_t)atoi(p + 6);
-	p = strstr(buf, "\nPPid:");
-	if (p)
+	if ((p = strstr(buf, "\nPPid:")))
 		*ppid = (pid_t)atoi(p + 6);
 }
 
 /* Field 22 of /proc/TID/stat: start time in clock ticks since boot. */
 static long long proc_start_ticks(pid_t tid)
 {
-	char path[64], buf[1024];
-	int fd;
-	ssize_t n;
+	char buf[1024];
+	const char *f = proc_stat_fields(tid, buf, sizeof(buf));
 	long long ticks = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	/* after ") ": state is field 3; starttime is field 22 */
-	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u "
-			  "%*d %*d %*d %*d %*d %*d %llu",
-		   &ticks) != 1)
+	if (!f || sscanf(f, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u "
+			    "%*u %*d %*d %*d %*d %*d %*d %llu",
+			 &ticks) != 1)
 		return 0;
 	return ticks;
 }
@@ -157,19 +133,13 @@ static void proc_exe_argv(pid_t pid, char *exe, size_t en, char *argv,
 {
 	char path[64], buf[8192];
 	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
 	n = readlink(path, exe, en - 1);
 	exe[n > 0 ? n : 0] = '\0';
 
 	snprintf(argv, an, "[]");
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, buf, sizeof(buf));
-	close(fd);
+	n = proc_read(pid, "cmdline", buf, sizeof(buf));
 	if (n <= 0)
 		return;
 	size_t used = 1, i = 0;

@@ -86,6 +86,14 @@ int tracer_resolve(pid_t tid, pid_t tgid, int dirfd, const char *raw,
 /* Lexical normalization of an absolute path in place (//, ., ..). */
 void tracer_normalize(char *path);
 
+/* ---- /proc (procfs.c) ---- */
+
+/* Reads /proc/PID/WHAT (at most n-1 bytes, NUL-terminated). Returns the
+ * length or -errno. */
+ssize_t proc_read(pid_t pid, const char *what, char *buf, size_t n);
+/* /proc/PID/stat from field 3 (state) on, in buf; NULL on failure. */
+const char *proc_stat_fields(pid_t pid, char *buf, size_t n);
+
 /* ---- backtraces (bt.c) ---- */
 
 /* Walk the stopped thread's native stack: JSON array text of
