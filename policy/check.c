@@ -472,6 +472,14 @@ static int check_net_addr(const struct policy *p, const struct ward_event *ev,
 		       r->deny ? "denied" : "allowed", r->id);
 		return 0;
 	}
+	if (outbound && pe.family == AF_UNIX && !ev->sa.abstract && !ev->exists) {
+		/* Nothing listens there: the caller gets ENOENT from ward
+		 * without the call running, so nothing can appear between. */
+		set(out, POLICY_ALLOW, 0, POL_RULE_NET_UNIX_MISSING);
+		reason(out, "%s to %s: no such socket (answered ENOENT)", op,
+		       peer);
+		return 0;
+	}
 	set(out, POLICY_DENY, def_err, POL_RULE_DEFAULT);
 	reason(out, "%s %s %s: no net rule allows it", op,
 	       ev->net_op == WARD_NET_LISTEN ? "on" : "to", peer);

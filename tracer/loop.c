@@ -319,7 +319,8 @@ static void record_event(struct tracer *t, struct tracee *tc,
 		.decision = decisions[v->action],
 		.rule = v->rule,
 		.reason = v->reason,
-		.err = v->action == POLICY_DENY ? v->err : 0,
+		/* for an allow: the errno ward answered itself, if any */
+		.err = v->action == POLICY_DENY || !v->would_deny ? v->err : 0,
 		.would_deny = v->would_deny,
 		.backtrace = bt,
 	};
@@ -343,6 +344,15 @@ static int skip_syscall(pid_t tid, int err)
 	return 0;
 }
 
+/* A connect or send to a unix socket path that does not exist. */
+static bool missing_unix_peer(const struct ward_event *ev)
+{
+	return ev->cls == WARD_CLASS_NET && ev->sa.present &&
+	       ev->sa.family == AF_UNIX && !ev->sa.abstract &&
+	       ev->sa.unix_path[0] && !ev->exists &&
+	       (ev->net_op == WARD_NET_CONNECT || ev->net_op == WARD_NET_SEND);
+}
+
 /* The one place where decisions take effect. */
 static void apply_verdict(struct tracer *t, struct tracee *tc,
 			  const struct ward_event *ev,
@@ -361,6 +371,16 @@ static void apply_verdict(struct tracer *t, struct tracee *tc,
 			tc->in_exec = true;
 			snprintf(tc->exec_path, sizeof(tc->exec_path), "%s",
 				 ev->path);
+		}
+		if (missing_unix_peer(ev)) {
+			/* Answer for the kernel: a socket appearing there
+			 * between the check and the call must not be reached. */
+			struct policy_verdict a = *v;
+			a.err = ENOENT;
+			if (skip_syscall(tc->tid, ENOENT) == 0)
+				ptrace(PTRACE_CONT, tc->tid, 0, 0);
+			record_event(t, tc, ev, &a, target, bt);
+			break;
 		}
 		/* The code runs on while ward records. */
 		ptrace(PTRACE_CONT, tc->tid, 0, 0);

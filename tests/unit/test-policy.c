@@ -104,6 +104,7 @@ static void ev_unix(enum ward_net_op op, const char *path, bool abstract)
 	ev_inet(op, AF_UNIX, "", -1);
 	snprintf(ev.sa.unix_path, sizeof(ev.sa.unix_path), "%s", path);
 	ev.sa.abstract = abstract;
+	ev.exists = true; /* a socket is there; see the missing cases */
 }
 
 static void ev_listen(int family)
@@ -807,6 +808,15 @@ static void test_net(void)
 	ALLOWS(p, "net.rules[6]", "$WORKDIR unix path, bind");
 	ev_unix(WARD_NET_SEND, "/w/sock", false);
 	DENIES(p, ENETUNREACH, "default", "op not in the rule's ops");
+	ev_unix(WARD_NET_CONNECT, "/run/missing.sock", false);
+	ev.exists = false;
+	ALLOWS(p, "net.unix-missing", "connect to a missing unix path");
+	is_str(v.reason,
+	       "connect to unix:/run/missing.sock: no such socket (answered ENOENT)",
+	       "missing unix path reason");
+	ev_unix(WARD_NET_BIND, "/run/missing.sock", false);
+	ev.exists = false;
+	DENIES(p, EACCES, "default", "bind to a missing path is not a lookup");
 	ev_unix(WARD_NET_CONNECT, "name-prefix-1", true);
 	ALLOWS(p, "net.rules[7]", "abstract by prefix");
 	ev_unix(WARD_NET_CONNECT, "name", true);
@@ -1180,11 +1190,13 @@ static void test_profile_default(void)
 	DENIES(p, EACCES, "default", "default: bind denied EACCES");
 	ev_unix(WARD_NET_CONNECT, "/run/dbus/system_bus_socket", false);
 	DENIES(p, ECONNREFUSED, "default", "default: no unix connects");
-	ev_unix(WARD_NET_CONNECT, "/var/run/nscd/socket", false);
-	DENIES(p, ENOENT, "nscd-var-run",
-	       "default: nscd (would resolve DNS for us) looks absent");
 	ev_unix(WARD_NET_CONNECT, "/run/nscd/socket", false);
-	DENIES(p, ENOENT, "nscd", "default: nscd under /run");
+	DENIES(p, ECONNREFUSED, "default",
+	       "default: a running nscd (would resolve DNS for us) is refused");
+	ev_unix(WARD_NET_CONNECT, "/var/run/nscd/socket", false);
+	ev.exists = false;
+	ALLOWS(p, "net.unix-missing",
+	       "default: glibc's look for an absent nscd is answered ENOENT");
 
 	ev_signal(1, SIGKILL, false);
 	DENIES(p, EPERM, "signals", "default: kill outside the run EPERM");
