@@ -106,9 +106,15 @@ def run_once(argv, cwd, env, out_path, err_path, timeout):
                 pass
         timer = threading.Timer(timeout, kill)
         timer.start()
-        _, status, ru = os.wait4(pid, 0)
+        try:
+            _, status, ru = os.wait4(pid, 0)
+        except BaseException:  # ^C or SIGTERM: take the run down with us
+            kill()
+            os.waitpid(pid, 0)
+            raise
+        finally:
+            timer.cancel()
         t1 = time.monotonic()
-        timer.cancel()
     finally:
         os.chdir(old)
         for fd in (fi, fo, fe):
@@ -746,6 +752,9 @@ def main():
     if a.micro_reps is None:
         a.micro_reps = 2 if a.quick else 3
 
+    # SIGTERM unwinds like ^C, so the running child is killed and the
+    # temporary directories are removed.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     t0 = time.monotonic()
     b = Bench(a)
     try:
