@@ -303,11 +303,31 @@ static bool fs_one(const struct policy *p, const struct ward_event *ev,
 	return true;
 }
 
+/*
+ * An fd the code already holds that names no file: "pipe:[N]",
+ * "socket:[N]", "anon_inode:[eventfd]" (what the kernel shows in
+ * /proc/PID/fd). It reaches the policy through AT_EMPTY_PATH calls such as
+ * glibc's fstat(); there is no name for a path rule to judge.
+ */
+static bool anonymous_fd(const char *path)
+{
+	size_t n = strspn(path, "abcdefghijklmnopqrstuvwxyz_");
+
+	return n > 0 && path[n] == ':';
+}
+
 static void check_fs(const struct policy *p, const struct ward_event *ev,
 		     struct policy_verdict *out)
 {
 	char bits[64];
 	int first, first2;
+
+	if (anonymous_fd(ev->path) && !ev->has_path2) {
+		set(out, POLICY_ALLOW, 0, POL_RULE_FD_ANONYMOUS);
+		reason_cat(out, access_text(ev->access, bits), " of ", ev->path,
+			   ": an fd the code holds, with no name", NULL);
+		return;
+	}
 
 	if (!fs_one(p, ev, ev->path, ev->access, out, &first))
 		return;
@@ -571,7 +591,7 @@ static const char *malformed(const struct ward_event *ev)
 	case WARD_CLASS_FS:
 		if (!ev->access || (ev->access & ~POL_FS_ALL))
 			return "fs event without valid access bits";
-		if (ev->path[0] != '/' ||
+		if ((ev->path[0] != '/' && !anonymous_fd(ev->path)) ||
 		    strnlen(ev->path, WARD_PATH_MAX) == WARD_PATH_MAX)
 			return "fs event without an absolute path";
 		if (ev->has_path2 && ev->access2 &&

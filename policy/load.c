@@ -96,7 +96,7 @@ static const struct named lang_names[] = {
 /* Ids ward itself puts in verdict.rule; a policy may not reuse them. */
 static const char *const builtin_ids[] = {
 	POL_RULE_DEFAULT,	POL_RULE_INVALID, POL_RULE_EXEC_MISSING,
-	POL_RULE_NET_UNIX_MISSING,
+	POL_RULE_NET_UNIX_MISSING, POL_RULE_FD_ANONYMOUS,
 	POL_RULE_NET_SOCKET,	POL_RULE_NET_CONNECTED, POL_RULE_CLONE,
 	POL_RULE_PROC,		POL_RULE_SIGNALS,
 };

@@ -17,6 +17,7 @@
 #define POL_RULE_INVALID "invalid-event"
 #define POL_RULE_EXEC_MISSING "exec.missing"
 #define POL_RULE_NET_UNIX_MISSING "net.unix-missing"
+#define POL_RULE_FD_ANONYMOUS "fd.anonymous"
 #define POL_RULE_NET_SOCKET "net.socket"
 #define POL_RULE_NET_CONNECTED "net.connected"
 #define POL_RULE_CLONE "clone.flags"

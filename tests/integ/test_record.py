@@ -110,10 +110,14 @@ def test_stat_family_is_a_policy_choice(ctx):
     on = copy.deepcopy(pol)
     on["trap_stat"] = True
     path = ctx.write("stat.json", json.dumps(on))
-    code = "import os\nos.stat('/usr/lib')\nprint(os.path.exists('/etc/passwd'))"
+    code = ("import os\nos.stat('/usr/lib')\nprint(os.path.exists('/etc/passwd'))\n"
+            "r, w = os.pipe()\nprint(oct(os.fstat(r).st_mode))\n")
     r = ctx.run(code, "--policy", path)
-    assert r.code == 0 and r.stdout == "True\n", r
-    assert ctx.events(ctx.last_run()["id"], "syscall='newfstatat' and target='/usr/lib'")
+    assert r.code == 0 and r.stdout == "True\n0o10600\n", r
+    run_id = ctx.last_run()["id"]
+    assert ctx.events(run_id, "syscall='newfstatat' and target='/usr/lib'")
+    assert not ctx.denials(run_id), ctx.denials(run_id)
+    assert ctx.events(run_id, "rule='fd.anonymous' and target like 'pipe:%'")
     r = ctx.run(code)
     assert r.code == 0
     assert not ctx.events(ctx.last_run()["id"], "syscall='newfstatat'")

@@ -3,7 +3,13 @@ their errors (exit 125 with a clear message)."""
 import base64
 import json
 import os
+import re
+import signal
 import sqlite3
+import subprocess
+import time
+
+import wardtest
 
 
 def _ids(ctx):
@@ -137,5 +143,148 @@ def test_help_says_everything(ctx):
         assert word in r.stdout, word
     r = ctx.ward("show", "--help", db=False)
     assert r.code == 0, r
-    for word in ("RUN", "last", "--db", "--json", "base64", "errno_name", "!!", "exit status"):
+    for word in ("RUN", "last", "--db", "--json", "base64", "errno_name", "!!", "exit status",
+                 "--summary", "--denied", "--syscall NAME", "aborted"):
         assert word in r.stdout, word
+
+
+SUMMARY_CODE = ("import subprocess, threading\n"
+                "try:\n    open('/etc/shadow')\nexcept OSError:\n    pass\n"
+                "subprocess.run(['uname', '-p'], check=True)\n"
+                "t = threading.Thread(target=print, args=('from a thread',)); t.start(); t.join()\n"
+                "for i in range(3):\n    open(f'f{i}.txt', 'w').close()\n")
+
+
+def _summary_run(ctx):
+    r = ctx.run(SUMMARY_CODE)
+    assert r.code == 0, r
+    run = ctx.last_run()
+    assert run["denials"] == 1, run
+    return run
+
+
+def test_show_summary(ctx):
+    run = _summary_run(ctx)
+    rid = run["id"]
+    r = ctx.ward("show", "last", "--summary")
+    assert r.code == 0, r
+    out = r.stdout
+    lines = out.splitlines()
+    assert len(lines) <= 30, out
+    assert lines[0] == f"run       {rid}", out
+    assert "status    ok, exit 0\n" in out, out
+    assert f"database  {os.path.realpath(ctx.db)}\n" in out, out
+    assert "code      -c (python), policy default\n" in out, out
+    # processes: python with its thread, and uname of [1]
+    assert "processes: 2, and 1 thread\n" in out, out
+    procs = [l for l in lines if l.startswith("  [")]
+    assert len(procs) == 2, out
+    assert procs[0].split()[:3] == ["[1]", "exit", "0"], procs
+    assert procs[0].endswith(", 1 thread)"), procs
+    assert procs[1].split()[:5] == ["[2]", "of", "[1]", "exit", "0"], procs
+    assert "uname -p  (/usr/bin/uname)" in procs[1], procs
+    # counts per syscall and decision, matching the database
+    counts = ctx.sql("select syscall, sum(decision='allow') a, sum(decision='deny') d"
+                     " from events where run_id=? group by syscall", rid)
+    opens = [c for c in counts if c["syscall"] == "openat"][0]
+    assert opens["d"] == 1 and opens["a"] > 3, counts
+    want = f"{opens['a']} allowed, 1 denied"
+    assert any(l.split() == ["openat"] + want.split() for l in lines), (want, out)
+    assert f"syscalls decided: {run['events']} ({run['events'] - 1} allowed, 1 denied)\n" in out, out
+    execs = [c for c in counts if c["syscall"] == "execve"][0]
+    assert any(l.split() == ["execve", str(execs["a"]), "allowed"] for l in lines), out
+    # the denial: syscall, target, errno, rule, reason
+    den = ctx.denials(rid)[0]
+    i = lines.index("denials: 1")
+    assert "[1] DENY openat /etc/shadow -> EACCES, rule secret-shadow" in lines[i + 1], lines[i + 1]
+    assert lines[i + 2].strip() == den["reason"], (lines[i + 2], den)
+    assert f"ward show --db {ctx.db} {rid} --denied " in out, "how to see more"
+    # a run without denials says so
+    assert ctx.run("print(1)").code == 0
+    r = ctx.ward("show", "last", "--summary")
+    assert r.code == 0 and "denials: none\n" in r.stdout, r
+    assert "processes: 1\n" in r.stdout, r
+
+
+def _timeline(out):
+    """Timeline lines after the heading (and the 'only ...' line)."""
+    tl = out.split("\ntimeline (", 1)[1].splitlines()[1:]
+    assert tl and tl[0].startswith("only "), tl
+    return tl[1:]
+
+
+def test_show_denied_and_syscall_filters(ctx):
+    run = _summary_run(ctx)
+    r = ctx.ward("show", "last", "--denied")
+    assert r.code == 0, r
+    assert r.stdout.startswith(f"run       {run['id']}\n"), "the header stays"
+    tl = _timeline(r.stdout)
+    stamped = [l for l in tl if not l.startswith(" " * 19)]
+    assert len(stamped) == 1, tl
+    assert "!! [1] DENY   openat /etc/shadow -> EACCES, rule secret-shadow" in stamped[0], tl
+    assert all("allow" not in l and "stdout|" not in l and "start" not in l for l in stamped)
+    assert any(l.strip().startswith("args ") for l in tl), "arguments under the denial"
+
+    r = ctx.ward("show", "last", "--syscall", "execve", "--syscall", "clone")
+    assert r.code == 0, r
+    tl = _timeline(r.stdout)
+    stamped = [re.search(r"\] (allow|DENY|KILL) +(\S+)", l).groups()
+               for l in tl if not l.startswith(" " * 19)]
+    n = ctx.sql("select count(*) n from events where run_id=? and syscall in ('execve','clone')",
+                run["id"])[0]["n"]
+    assert len(stamped) == n and n >= 2, (stamped, n)
+    assert all(s[0] == "allow" and s[1] in ("execve", "clone") for s in stamped), stamped
+
+    r = ctx.ward("show", "last", "--syscall", "execve", "--denied")
+    assert r.code == 0 and _timeline(r.stdout) == ["(none in this run)"], r
+    r = ctx.ward("show", "last", "--syscall", "openat", "--denied")
+    assert r.code == 0, r
+    assert [l for l in _timeline(r.stdout) if "DENY" in l], r
+
+    for bad in (["--summary", "--json"], ["--json", "--denied"], ["--summary", "--syscall", "openat"]):
+        r = ctx.ward("show", "last", *bad)
+        assert r.code == 125 and "ward: show: " in r.stderr, (bad, r)
+
+
+def test_dead_ward_run_is_aborted_by_the_next_run(ctx):
+    marker = f"reap-{os.getpid()}-{time.monotonic_ns()}"
+    p = wardtest.spawn([wardtest.ward_bin(), "run", "--db", ctx.db, "-c",
+                        f"import time  # {marker}\ntime.sleep(60)\n"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ctx.tmp)
+
+    def started():
+        try:
+            return ctx.sql("select count(*) n from processes")[0]["n"] > 0
+        except sqlite3.Error:
+            return False
+    assert wardtest.wait_until(started, 20), "the run and its process were recorded"
+    run = ctx.last_run()
+    assert run["status"] == "running" and run["ward_pid"] == p.pid, run
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        assert run["boot_id"] == f.read().strip()
+    assert run["host"] == os.uname().nodename
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait(10)
+    assert wardtest.wait_until(lambda: not wardtest.pids_matching(marker), 10), \
+        "the code dies with its ward"
+    r = ctx.ward("show", run["id"])
+    assert "status    running (no end recorded" in r.stdout, r
+
+    assert ctx.run("print(1)").code == 0
+    dead = ctx.sql("select * from runs where id=?", run["id"])[0]
+    assert dead["status"] == "aborted", dead
+    assert dead["cause"] == ("ward stopped before the run ended (killed or crashed); "
+                             "the record holds what was written until then"), dead
+    latest = max([dead["started_ns"]] +
+                 [x["t"] for x in ctx.sql("select max(ts_ns) t from events where run_id=?"
+                                          " union all select max(start_ns) from processes"
+                                          " where run_id=?", run["id"], run["id"]) if x["t"]])
+    assert dead["ended_ns"] == latest and dead["ended_ns"] > dead["started_ns"], (dead, latest)
+    assert dead["duration_ms"] == (dead["ended_ns"] - dead["started_ns"]) // 1000000
+    assert dead["exit_code"] is None and dead["processes"] >= 1 and dead["events"] > 0, dead
+    assert ctx.last_run()["status"] == "ok"
+    r = ctx.ward("runs")
+    row = [l for l in r.stdout.splitlines() if l.startswith(run["id"])]
+    assert row and " aborted " in row[0], r
+    r = ctx.ward("show", run["id"], "--summary")
+    assert r.code == 0 and "status    aborted\ncause     ward stopped before the run ended" in r.stdout, r

@@ -8,10 +8,12 @@
 #include <ftw.h>
 #include <grp.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -914,6 +916,278 @@ static void test_reader(void)
 	audit_close(a);
 }
 
+static int collect_count(const struct audit_syscall_count *k, void *arg)
+{
+	struct collect *c = arg;
+	size_t len = strlen(c->text);
+
+	snprintf(c->text + len, sizeof(c->text) - len, "%s:%lld/%lld/%lld/%lld ",
+		 k->syscall, k->allowed, k->denied, k->killed, k->would_deny);
+	c->n++;
+	return 0;
+}
+
+/* Per-syscall counts and the denials of one run (ward show --summary). */
+static void test_counts_and_denials(void)
+{
+	struct audit *a = open_rw(tpath("counts.db"));
+	char id[AUDIT_RUN_ID_LEN + 1], other[AUDIT_RUN_ID_LEN + 1];
+	struct audit_run_info ri = run_info(1);
+	struct audit_event e = event(2, "allow");
+	struct audit_run_end re = { .status = "ok" };
+	struct collect c = { "", 0 };
+
+	if (!ok(a != NULL, "open for counts"))
+		return;
+	audit_run_begin(a, &ri, id);
+	for (int i = 0; i < 3; i++)
+		audit_event(a, &e);             /* seq 1-3: openat allow */
+	e.would_deny = true;
+	audit_event(a, &e);                     /* 4: openat would deny */
+	e = event(3, "deny");
+	audit_event(a, &e);                     /* 5: openat deny */
+	e = event(4, "kill");
+	e.syscall = "ptrace";
+	audit_event(a, &e);                     /* 6: ptrace kill */
+	e = event(5, "allow");
+	e.syscall = "connect";
+	audit_event(a, &e);                     /* 7 */
+	audit_event(a, &e);                     /* 8 */
+	audit_run_end(a, &re);
+	audit_run_begin(a, &ri, other);         /* must not be counted */
+	e = event(6, "deny");
+	audit_event(a, &e);
+	audit_run_end(a, &re);
+
+	is_int(audit_syscall_counts_each(a, id, collect_count, &c), 0,
+	       "syscall_counts_each");
+	is_str(c.text, "openat:4/1/0/1 connect:2/0/0/0 ptrace:0/0/1/0 ",
+	       "... allowed/denied/killed/would_deny per syscall, most "
+	       "frequent first");
+	c = (struct collect){ "", 0 };
+	is_int(audit_denials_each(a, id, count_event, &c), 0, "denials_each");
+	is_str(c.text, "4:allow:0 5:deny:13 6:kill:13 ",
+	       "... deny, kill and would-deny events by seq");
+	audit_close(a);
+}
+
+/* ------------------------------ stale runs ------------------------------ */
+
+#define REAP_CAUSE                                                           \
+	"ward stopped before the run ended (killed or crashed); the record "  \
+	"holds what was written until then"
+
+/* A pid no process has now. */
+static pid_t dead_pid(void)
+{
+	for (pid_t pid = 3000; pid < 4194304; pid++)
+		if (kill(pid, 0) != 0 && errno == ESRCH)
+			return pid;
+	return -1;
+}
+
+static long long self_ticks(void)
+{
+	char buf[1024] = "";
+	long long t = 0;
+	FILE *f = fopen("/proc/self/stat", "r");
+	const char *p;
+
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+	p = strrchr(buf, ')');
+	if (p && sscanf(p + 2, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+			       "%*s %*s %*s %*s %*s %*s %*s %*s %lld", &t) != 1)
+		t = 0;
+	return t;
+}
+
+static void boot_id(char *buf, size_t n)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+	buf[0] = '\0';
+	if (f) {
+		if (fgets(buf, (int)n, f))
+			buf[strcspn(buf, "\n")] = '\0';
+		fclose(f);
+	}
+}
+
+/* A running run written straight into the database. */
+static void insert_stale(sqlite3 *db, const char *id, const char *host,
+			 const char *boot, long long pid, long long ticks)
+{
+	const char *sql = fmt("INSERT INTO runs(id, started_ns, host, boot_id,"
+			      " ward_pid, ward_start_ticks) VALUES ('%s', 5,"
+			      " %s%s%s, %s%s%s, %lld, %lld)", id,
+			      host ? "'" : "", host ? host : "NULL",
+			      host ? "'" : "", boot ? "'" : "",
+			      boot ? boot : "NULL", boot ? "'" : "", pid,
+			      ticks);
+
+	if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		printf("# %s: %s\n", sql, sqlite3_errmsg(db));
+}
+
+static const char *status_of(sqlite3 *db, const char *id)
+{
+	return q_text(db, fmt("SELECT status FROM runs WHERE id = '%s'", id));
+}
+
+static void test_reap(void)
+{
+	const char *path = tpath("reap.db");
+	struct audit *w = open_rw(path), *live = open_rw(path), *ro = NULL;
+	char dead_id[AUDIT_RUN_ID_LEN + 1], live_id[AUDIT_RUN_ID_LEN + 1];
+	char next_id[AUDIT_RUN_ID_LEN + 1], boot[64], err[256];
+	struct audit_run_info ri = run_info(1000000000000LL);
+	struct audit_process p = { .serial = 1, .pid = 7, .tgid = 7, .ppid = 1,
+				   .kind = "process",
+				   .start_ns = 1000001000000LL };
+	struct audit_event allow = event(1000002000000LL, "allow");
+	struct audit_event deny = event(1000004000000LL, "deny");
+	struct audit_run_end re = { .status = "ok" };
+	struct utsname un;
+	long long ticks = self_ticks();
+	pid_t gone = dead_pid();
+	int n = -1;
+	sqlite3 *db;
+
+	boot_id(boot, sizeof(boot));
+	uname(&un);
+	if (!ok(w && live, "open two handles for the reap test") ||
+	    !ok(gone > 0 && ticks > 0 && boot[0],
+		"a dead pid (%d), our start ticks, the boot id", (int)gone)) {
+		audit_close(w);
+		audit_close(live);
+		return;
+	}
+	/* the dead ward's run: begun, some rows committed, never ended */
+	ri.host = NULL;
+	is_int(audit_run_begin(w, &ri, dead_id), 0, "run_begin");
+	audit_process_start(w, &p);
+	audit_event(w, &allow);
+	audit_output(w, 1000005000000LL, AUDIT_STDOUT, "x", 1);
+	audit_event(w, &deny); /* ts 4 ms: earlier than the output */
+	audit_process_exit(w, 1, 1000003000000LL, 0, 0);
+	audit_flush(w);
+	db = peek_open(path);
+	is_str(q_text(db, fmt("SELECT host || ' ' || ward_pid || ' ' || "
+			      "ward_start_ticks || ' ' || boot_id FROM runs "
+			      "WHERE id = '%s'", dead_id)),
+	       fmt("%s %d %lld %s", un.nodename, (int)getpid(), ticks, boot),
+	       "run_begin records host (from uname when not given), pid, "
+	       "start ticks and boot id");
+	sqlite3_exec(db, fmt("UPDATE runs SET ward_pid = %d WHERE id = '%s'",
+			     (int)gone, dead_id), NULL, NULL, NULL);
+
+	/* the other cases, written directly */
+	insert_stale(db, "a000000000000001", un.nodename, boot, getpid(),
+		     ticks + 1); /* pid reused by another process */
+	insert_stale(db, "a000000000000002", un.nodename, "another-boot",
+		     getpid(), ticks); /* an earlier boot */
+	insert_stale(db, "a000000000000003", "elsewhere", boot, gone, ticks);
+	insert_stale(db, "a000000000000004", un.nodename, NULL, gone, ticks);
+	insert_stale(db, "a000000000000005", un.nodename, boot, getpid(),
+		     ticks); /* alive: this very process */
+	insert_stale(db, "a000000000000006", un.nodename, boot, 1, 0);
+
+	is_int(audit_reap_stale(live, &n), 0, "reap_stale");
+	is_int(n, 3, "... closed three runs");
+	is_str(status_of(db, dead_id), "aborted", "dead pid: aborted");
+	is_str(q_text(db, fmt("SELECT cause FROM runs WHERE id = '%s'",
+			      dead_id)), REAP_CAUSE, "... with the cause");
+	is_str(q_text(db, fmt("SELECT ended_ns || ' ' || duration_ms || ' ' || "
+			      "events || ' ' || denials || ' ' || processes || "
+			      "' ' || (exit_code IS NULL) FROM runs WHERE id = "
+			      "'%s'", dead_id)),
+	       "1000005000000 5 2 1 1 1",
+	       "... ended at its latest row, duration, counts, no exit status");
+	is_str(status_of(db, "a000000000000001"), "aborted",
+	       "live pid with another start time (reused): aborted");
+	is_str(status_of(db, "a000000000000002"), "aborted",
+	       "run of another boot on this host: aborted");
+	is_str(q_text(db, "SELECT ended_ns || ' ' || duration_ms FROM runs "
+			  "WHERE id = 'a000000000000002'"),
+	       "5 0", "... a run without rows ends at its start");
+	is_str(status_of(db, "a000000000000003"), "running",
+	       "run of another host: left alone");
+	is_str(status_of(db, "a000000000000004"), "running",
+	       "run without a boot id: left alone");
+	is_str(status_of(db, "a000000000000005"), "running",
+	       "run of a live ward (own pid and start time): left alone");
+	is_str(status_of(db, "a000000000000006"), "running",
+	       "pid 1 (alive, start time unknown): left alone");
+	is_int(audit_reap_stale(live, &n), 0, "reap_stale again");
+	is_int(n, 0, "... closes nothing more");
+
+	/* audit_run_begin reaps, and never its own live run */
+	ri = run_info(2000000000000LL);
+	is_int(audit_run_begin(live, &ri, live_id), 0, "run_begin (live run)");
+	insert_stale(db, "a000000000000007", un.nodename, boot, gone, ticks);
+	is_int(audit_reap_stale(live, &n), 0, "reap with a live run open");
+	is_str(status_of(db, live_id), "running", "... the live run stays");
+	is_int(n, 1, "... the stale one is closed");
+	insert_stale(db, "a000000000000008", un.nodename, boot, gone, ticks);
+	is_int(audit_run_end(live, &re), 0, "run_end");
+	is_int(audit_run_begin(live, &ri, next_id), 0, "next run_begin");
+	is_str(status_of(db, "a000000000000008"), "aborted",
+	       "run_begin closes a dead ward's run");
+	is_int(audit_run_end(live, &re), 0, "run_end");
+	sqlite3_exec(db, "UPDATE runs SET status = 'ok' WHERE id = "
+			 "'a000000000000001'", NULL, NULL, NULL);
+	is_int(audit_open(path, true, &ro, err, sizeof(err)), 0, "open ro");
+	is_int(audit_reap_stale(ro, &n), -EROFS, "readonly handle: -EROFS");
+	audit_close(ro);
+	sqlite3_close(db);
+	audit_close(live);
+	audit_close(w);
+}
+
+/* A v1 file from before the writer's identity was recorded. */
+static void test_prerelease_upgrade(void)
+{
+	const char *path = tpath("prerelease.db");
+	struct audit *a = open_rw(path), *ro = NULL;
+	char id[AUDIT_RUN_ID_LEN + 1], err[256];
+	struct collect c = { "", 0 };
+	sqlite3 *db;
+
+	audit_close(a);
+	db = peek_open(path);
+	sqlite3_exec(db, "DROP INDEX runs_running;"
+			 "ALTER TABLE runs DROP COLUMN ward_pid;"
+			 "ALTER TABLE runs DROP COLUMN ward_start_ticks;"
+			 "ALTER TABLE runs DROP COLUMN boot_id;", NULL, NULL,
+		     NULL);
+	insert_run_row(db, "b000000000000001", 1);
+	is_int(q_int(db, "SELECT count(*) FROM pragma_table_info('runs') "
+			 "WHERE name = 'boot_id'"), 0,
+	       "prerelease: a file without the ward columns");
+	is_int(audit_open(path, true, &ro, err, sizeof(err)), 0,
+	       "prerelease: opens readonly");
+	is_int(audit_run_read(ro, "b000000000000001", collect_run, &c), 0,
+	       "prerelease: readonly read works");
+	is_int(audit_find_run(ro, "last", id), 0, "... and find_run");
+	is_int(q_int(db, "SELECT count(*) FROM pragma_table_info('runs') "
+			 "WHERE name = 'boot_id'"), 0,
+	       "prerelease: readonly leaves the file alone");
+	audit_close(ro);
+	a = open_rw(path);
+	ok(a != NULL, "prerelease: opens read-write");
+	is_int(q_int(db, "SELECT count(*) FROM pragma_table_info('runs') "
+			 "WHERE name IN ('ward_pid', 'ward_start_ticks', "
+			 "'boot_id')"), 3, "... which adds the columns");
+	is_int(q_int(db, "SELECT count(*) FROM sqlite_schema WHERE name = "
+			 "'runs_running'"), 1, "... and the index");
+	audit_close(a);
+	sqlite3_close(db);
+}
+
 /* ------------------------------ refusals ------------------------------ */
 
 static void test_foreign(void)
@@ -1066,6 +1340,9 @@ int main(void)
 	test_two_writers();
 	test_find_run();
 	test_reader();
+	test_counts_and_denials();
+	test_reap();
+	test_prerelease_upgrade();
 	test_foreign();
 	test_not_db();
 	test_readonly_missing();

@@ -1023,6 +1023,15 @@ static void test_invalid(void)
 	ev_fs(R, "usr/lib");
 	verdict_is(p, -EINVAL, POLICY_DENY, EPERM, "invalid-event",
 		   "fs with relative path is invalid");
+	ev_fs(R, "pipe/x");
+	verdict_is(p, -EINVAL, POLICY_DENY, EPERM, "invalid-event",
+		   "relative path that looks like an fd name is invalid");
+	ev_fs(S, "pipe:[4242]");
+	verdict_is(p, 0, POLICY_ALLOW, 0, "fd.anonymous",
+		   "fstat of a pipe (AT_EMPTY_PATH) names no file: allowed");
+	ev_fs(S, "anon_inode:[eventfd]");
+	verdict_is(p, 0, POLICY_ALLOW, 0, "fd.anonymous",
+		   "fstat of an eventfd: allowed");
 	ev_fs(0, "/usr/lib");
 	verdict_is(p, -EINVAL, POLICY_DENY, EPERM, "invalid-event",
 		   "fs without access bits is invalid");
