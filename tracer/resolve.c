@@ -20,6 +20,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -91,6 +93,33 @@ static const char *subst_proc_self(const char *raw, pid_t tid, pid_t tgid,
 	return raw;
 }
 
+/*
+ * The common case, cheaply: an absolute path with no symlink anywhere in
+ * it resolves to its own lexical normal form. openat2(RESOLVE_NO_SYMLINKS)
+ * proves there is none (and that the file exists) without ward reading the
+ * result back from /proc. Returns 0 (out filled), or -errno: the caller
+ * then resolves the slow way (ELOOP: a symlink is on the way).
+ */
+static int resolve_plain(const char *raw, char *out, size_t n)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	size_t len = strlen(raw);
+	int fd;
+
+	if (raw[0] != '/' || len >= n)
+		return -EINVAL;
+	fd = (int)syscall(SYS_openat2, AT_FDCWD, raw, &how, sizeof(how));
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	memcpy(out, raw, len + 1);
+	tracer_normalize(out);
+	return 0;
+}
+
 /* base: an O_PATH fd or AT_FDCWD (only for absolute raw). */
 static int resolve_at(int base, const char *raw, bool follow, char *out,
 		      size_t n, bool *exists, int depth)
@@ -100,6 +129,10 @@ static int resolve_at(int base, const char *raw, bool follow, char *out,
 
 	if (depth > MAX_LINKS)
 		return -ELOOP;
+	if (base == AT_FDCWD && resolve_plain(raw, out, n) == 0) {
+		*exists = true;
+		return 0;
+	}
 	fd = openat(base, raw, flags);
 	if (fd >= 0) {
 		rc = fd_path(fd, out, n);
