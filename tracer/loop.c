@@ -488,9 +488,13 @@ static void on_new_child(struct tracer *t, struct tracee *tc)
 {
 	unsigned long msg = 0;
 
-	if (ptrace(PTRACE_GETEVENTMSG, tc->tid, 0, &msg) == 0 && msg > 0 &&
-	    !tracee_find(t, (pid_t)msg))
-		tracee_add(t, (pid_t)msg);
+	if (ptrace(PTRACE_GETEVENTMSG, tc->tid, 0, &msg) == 0 && msg > 0) {
+		struct tracee *child = tracee_find(t, (pid_t)msg);
+		if (!child)
+			child = tracee_add(t, (pid_t)msg);
+		if (t->pinned && child && child->tgid == tc->tgid)
+			tracer_unpin(t); /* a second thread: parallelism wins */
+	}
 	ptrace(PTRACE_CONT, tc->tid, 0, 0);
 }
 
@@ -772,6 +776,12 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 				 "creating pipes: %s", strerror(-rc));
 		goto out;
 	}
+	rc = tracer_pin_start(t);
+	if (rc < 0) {
+		snprintf(res->setup_error, sizeof(res->setup_error),
+			 "pinning to CPU %d: %s", o->pin_cpu, strerror(-rc));
+		goto out;
+	}
 	pid = start_child(t, filter, &f, sync_w);
 	close_fd(&f.out_w);
 	close_fd(&f.err_w);
@@ -785,6 +795,8 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	t->root = pid;
 	tracee_add(t, pid);
 	rc = tracer_io_start(t);
+	if (rc == 0)
+		tracer_pin_io_thread(t);
 	if (rc < 0) {
 		tracer_stop(t, STOP_AUDIT, "could not start the output thread");
 		snprintf(res->setup_error, sizeof(res->setup_error),
@@ -805,6 +817,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	rc = t->audit_err;
 
 out:
+	tracer_unpin(t);
 	res->duration_ms = mono_ms() - t0;
 	res->status = final_status(t, res);
 	snprintf(res->cause, sizeof(res->cause), "%s", t->stop_cause);

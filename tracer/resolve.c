@@ -97,10 +97,14 @@ static const char *subst_proc_self(const char *raw, pid_t tid, pid_t tgid,
  * The common case, cheaply: an absolute path with no symlink anywhere in
  * it resolves to its own lexical normal form. openat2(RESOLVE_NO_SYMLINKS)
  * proves there is none (and that the file exists) without ward reading the
- * result back from /proc. Returns 0 (out filled), or -errno: the caller
- * then resolves the slow way (ELOOP: a symlink is on the way).
+ * result back from /proc. ENOENT or ENOTDIR prove as much up to the
+ * component that is missing (the walk stops at the first symlink with
+ * ELOOP, before any missing component behind it): the kernel's own call
+ * then fails there too, or creates exactly the lexical path.
+ * Returns 0 (out and *exists filled), or -errno: the caller then resolves
+ * the slow way (ELOOP: a symlink is on the way).
  */
-static int resolve_plain(const char *raw, char *out, size_t n)
+static int resolve_plain(const char *raw, char *out, size_t n, bool *exists)
 {
 	struct open_how how = {
 		.flags = O_PATH | O_CLOEXEC,
@@ -112,9 +116,11 @@ static int resolve_plain(const char *raw, char *out, size_t n)
 	if (raw[0] != '/' || len >= n)
 		return -EINVAL;
 	fd = (int)syscall(SYS_openat2, AT_FDCWD, raw, &how, sizeof(how));
-	if (fd < 0)
+	if (fd < 0 && errno != ENOENT && errno != ENOTDIR)
 		return -errno;
-	close(fd);
+	*exists = fd >= 0;
+	if (fd >= 0)
+		close(fd);
 	memcpy(out, raw, len + 1);
 	tracer_normalize(out);
 	return 0;
@@ -129,10 +135,8 @@ static int resolve_at(int base, const char *raw, bool follow, char *out,
 
 	if (depth > MAX_LINKS)
 		return -ELOOP;
-	if (base == AT_FDCWD && resolve_plain(raw, out, n) == 0) {
-		*exists = true;
+	if (base == AT_FDCWD && resolve_plain(raw, out, n, exists) == 0)
 		return 0;
-	}
 	fd = openat(base, raw, flags);
 	if (fd >= 0) {
 		rc = fd_path(fd, out, n);

@@ -10,6 +10,7 @@
 /* glibc names the kernel struct with a leading __ */
 #define ptrace_syscall_info __ptrace_syscall_info
 #include <pthread.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -149,6 +150,10 @@ struct tracer {
 	size_t q_len;
 	int kick_fd;         /* eventfd: the queue is long, write it now */
 
+	/* CPU pinning (pin.c) */
+	bool pinned;
+	cpu_set_t cpus;      /* ward's CPU set before pinning */
+
 	int audit_err;       /* first audit error (-errno) */
 	struct ward_event ev; /* scratch for the current stop */
 	char bt[4096];       /* scratch for backtraces */
@@ -175,6 +180,13 @@ struct audit_event;
 int evq_push(struct tracer *t, const struct audit_event *e);
 int evq_write_now(struct tracer *t, const struct audit_event *e);
 int evq_drain(struct tracer *t);
+
+/* CPU pinning (pin.c): start before fork (the child inherits it), give
+ * the output thread the other CPUs, undo everywhere when the code goes
+ * multi-threaded. tracer_pin_start returns 0 or -errno. */
+int tracer_pin_start(struct tracer *t);
+void tracer_pin_io_thread(struct tracer *t);
+void tracer_unpin(struct tracer *t);
 
 /* Output thread: start/finish. */
 int tracer_io_start(struct tracer *t);

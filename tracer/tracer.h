@@ -36,6 +36,9 @@ struct tracer_opts {
 	bool passthrough;         /* copy output live to ward's stdout/err */
 	bool print_denials;       /* one line per denial on ward's stderr */
 	bool capture;             /* keep output in memory (for --json) */
+	int pin_cpu;              /* >= 0: share this CPU with the code while
+				   * it has one thread (see tracer/pin.c);
+				   * -1: no pinning */
 };
 
 /* A denial as reported to callers (--json). */
