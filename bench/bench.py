@@ -17,7 +17,9 @@ HOME and, with tmp/, TMPDIR of each native-like run; ward makes its own):
   minitracer_stat  BUILD/bench/minitracer --stat ... (design set + stat family)
   strace           strace -f -qq --seccomp-bpf -e trace=%file,%process,%network
                    -o /dev/null /usr/bin/python3 W
-  native_pin, ward_pin, minitracer_pin: the same under taskset -c 0
+  native_pin, minitracer_pin: the same under taskset -c 0; ward_pin: ward
+  --pin-cpu=0 (ward pins its supervisor thread and the code to CPU 0 and
+  its audit thread to the other CPUs)
 Plus a micro-benchmark (bench/micro_trap.c): ns per trapped openat and per
 allowed getppid, timed inside the process, natively, under minitracer and
 under ward.
@@ -296,9 +298,13 @@ class Bench:
         kind = v[:-4] if v.endswith("_pin") else v
         if kind == "native":
             argv = [PY, base]
+        elif kind == "ward" and pin:
+            # ward pins itself (--pin-cpu): its main thread shares CPU 0
+            # with the code, its audit thread gets the other CPUs.
+            return self.ward_argv(self.dbs["ward_pin"], self.pols.get("design"),
+                                  "--pin-cpu=0", "--workdir", rdir, wpath)
         elif kind == "ward":
-            db = self.dbs["ward_pin" if pin else "ward"]
-            argv = self.ward_argv(db, self.pols.get("design"),
+            argv = self.ward_argv(self.dbs["ward"], self.pols.get("design"),
                                   "--workdir", rdir, wpath)
         elif kind == "ward_stat":
             argv = self.ward_argv(self.dbs["ward_stat"], self.pols.get("stat"),
@@ -427,6 +433,11 @@ class Bench:
                 variants["ward"] = method[1]
         if self.tools["taskset"]:
             for v in list(variants):
+                if v == "ward":  # ward pins itself
+                    w = list(variants[v])
+                    w.insert(w.index("run") + 1, "--pin-cpu=0")
+                    variants["ward_pin"] = w
+                    continue
                 variants[v + "_pin"] = [self.tools["taskset"], "-c", "0"] + \
                     variants[v]
         out, err = (os.path.join(self.tmp, "micro." + s) for s in ("out", "err"))
@@ -602,8 +613,9 @@ def markdown(result):
              f"{result['env']['date']}, {result['env']['host']}")
     L.append("")
     L.append("Cells: median of per-round ratios vs native in the same round "
-             "(Δ = median per-round difference). Pinned (`taskset -c 0`) "
-             "variants are compared with pinned native. Run directories in "
+             "(Δ = median per-round difference). Pinned variants (native and "
+             "minitracer under `taskset -c 0`, ward with `--pin-cpu=0`) "
+             "are compared with pinned native. Run directories in "
              f"{result['env']['run_root']}, audit databases in "
              f"{result['env']['db_dir']}.")
     L.append("")
