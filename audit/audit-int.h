@@ -60,6 +60,7 @@ struct audit {
 	sqlite3 *db;
 	char *path;
 	bool readonly;
+	bool ward_cols; /* runs has ward_pid, ward_start_ticks, boot_id */
 	pthread_mutex_t lock;
 	sqlite3_stmt *st[ST__COUNT];
 
@@ -88,6 +89,20 @@ int audit_errno_of(int rc);
 /* Creates the schema in an empty database, or checks an existing one:
  * 0, -EPROTO (foreign or newer), -EIO (not a database / SQLite error). */
 int audit_schema_setup(struct audit *a);
+
+/* The identity of this ward process, recorded with each run (runs.host,
+ * ward_pid, ward_start_ticks, boot_id) and compared by audit_reap_stale().
+ * What cannot be read is 0 or "". */
+struct audit_self {
+	pid_t pid;
+	long long start_ticks; /* field 22 of /proc/self/stat */
+	char boot_id[64];      /* /proc/sys/kernel/random/boot_id */
+	char host[256];        /* uname() nodename */
+};
+void audit_self_get(struct audit_self *s);
+/* audit_reap_stale() with a->lock held. */
+int audit_reap_locked(struct audit *a, const struct audit_self *me,
+		      int *reaped);
 
 /* Writer internals (writer.c). */
 int audit_writer_prepare(struct audit *a);

@@ -4,7 +4,8 @@
  *
  * Lifecycle (writer):
  *   audit_open()            create/open the database, check the schema
- *   audit_run_begin()       one row in runs; returns the run id
+ *   audit_run_begin()       one row in runs; returns the run id (first
+ *                           closes the runs of dead wards: audit_reap_stale)
  *   audit_process_*(), audit_event(), audit_output()   any order, batched
  *   audit_run_end()         final row update, made durable
  *   audit_close()
@@ -83,7 +84,7 @@ struct audit_run_info {
 	const char *policy_sha256;  /* hex */
 	const char *workdir;
 	const char *limits_json;    /* JSON object */
-	const char *host;           /* hostname */
+	const char *host;           /* uname() nodename; NULL: looked up */
 	const char *kernel;         /* uname -r and -v */
 	const char *ward_version;
 	uid_t uid;                  /* uid the code runs as */
@@ -91,9 +92,34 @@ struct audit_run_info {
 };
 
 /* Insert the run row and commit it. run_id receives a fresh random id
- * (AUDIT_RUN_ID_LEN hex chars). Returns 0 or -errno. */
+ * (AUDIT_RUN_ID_LEN hex chars). The row also records who writes it: the
+ * calling process's pid, its start time (field 22 of /proc/self/stat) and
+ * the boot id (/proc/sys/kernel/random/boot_id), for audit_reap_stale().
+ * Calls audit_reap_stale() first; a failure there is ignored. Returns 0
+ * or -errno. */
 int audit_run_begin(struct audit *a, const struct audit_run_info *ri,
 		    char run_id[AUDIT_RUN_ID_LEN + 1]);
+
+/*
+ * Close the runs whose ward died: a run stays 'running' if the process
+ * that began it was killed or crashed before audit_run_end(). Every run
+ * with status 'running' and runs.host equal to this host's uname()
+ * nodename is judged by its recorded writer: its ward is gone if the run
+ * was recorded on another boot (boot_id differs), or on this boot by a pid
+ * that no longer exists or now belongs to a process with another start
+ * time. Such a run gets status 'aborted', cause "ward stopped before the
+ * run ended (killed or crashed); the record holds what was written until
+ * then", ended_ns = the latest timestamp among its events, outputs and
+ * processes (started_ns if none), duration_ms from those, and events,
+ * denials and processes counted from its rows; its exit status stays
+ * NULL. Left alone: runs of other hosts, runs without a recorded boot id
+ * or pid, and runs whose ward might be alive (a live pid this process may
+ * not signal or whose start time it cannot read). A run whose ward ends it
+ * meanwhile keeps that end.
+ * *reaped (may be NULL) receives the number of runs closed. Returns 0,
+ * -EROFS (readonly handle), -EBUSY, -ENOMEM, -EIO.
+ */
+int audit_reap_stale(struct audit *a, int *reaped);
 
 struct audit_run_end {
 	long long end_ns;
@@ -201,6 +227,9 @@ struct audit_run {
 	int stdout_truncated, stderr_truncated; /* 0, 1, or -1 */
 	long long events, denials, processes;
 	const char *host, *kernel, *ward_version;
+	long long ward_pid;       /* the ward that wrote the run: pid, */
+	long long ward_start_ticks; /* its start time in ticks, */
+	const char *boot_id;      /* and the boot it ran in */
 };
 typedef int (*audit_run_fn)(const struct audit_run *r, void *arg);
 
@@ -244,6 +273,25 @@ int audit_events_each(struct audit *a, const char *run_id,
 int audit_outputs_each(struct audit *a, const char *run_id,
 		       int (*fn)(const struct audit_output_row *, void *),
 		       void *arg);
+
+/* The run's events decided deny or kill, or allowed with would_deny
+ * (audit mode), by seq. */
+int audit_denials_each(struct audit *a, const char *run_id,
+		       int (*fn)(const struct audit_event_row *, void *),
+		       void *arg);
+
+/* How often one syscall was decided each way in a run. */
+struct audit_syscall_count {
+	const char *syscall;
+	long long allowed, denied, killed; /* by decision */
+	long long would_deny;              /* allowed, but would_deny */
+};
+/* One row per syscall name recorded in the run, most frequent first
+ * (then by name). */
+int audit_syscall_counts_each(struct audit *a, const char *run_id,
+			      int (*fn)(const struct audit_syscall_count *,
+					void *),
+			      void *arg);
 
 /*
  * The timeline: process starts, execs and exits, events and output chunks

@@ -10,13 +10,17 @@
 
 #include "audit/audit-int.h"
 
-#define RUN_COLS(code)                                                       \
+#define RUN_COLS(code, ward)                                                 \
 	"SELECT id, started_ns, ended_ns, duration_ms, argv, language,"     \
 	" interpreter, code_name, " code ", length(code), code_sha256,"     \
 	" policy_name, policy_json, policy_sha256, workdir, limits, uid,"   \
 	" exit_code, signal, status, cause, stdout_bytes, stderr_bytes,"    \
 	" stdout_truncated, stderr_truncated, events, denials, processes,"  \
-	" host, kernel, ward_version FROM runs "
+	" host, kernel, ward_version, " ward " FROM runs "
+/* A file from before version 1 was released, opened readonly, may lack
+ * these (see schema.c): they read as NULL then. */
+#define WARD_COLS "ward_pid, ward_start_ticks, boot_id"
+#define NO_WARD_COLS "NULL, NULL, NULL"
 
 #define PROC_COLS                                                            \
 	" serial, parent_serial, pid, tgid, ppid, kind, start_ns,"          \
@@ -155,6 +159,9 @@ static void fill_run(sqlite3_stmt *st, struct audit_run *r)
 	r->host = ctext(st, 28);
 	r->kernel = ctext(st, 29);
 	r->ward_version = ctext(st, 30);
+	r->ward_pid = cint(st, 31, -1);
+	r->ward_start_ticks = cint(st, 32, -1);
+	r->boot_id = ctext(st, 33);
 }
 
 /* Steps st, calling fill + fn per row. Returns fn's nonzero value, 0 at
@@ -180,8 +187,11 @@ int audit_runs_each(struct audit *a, int limit, audit_run_fn fn, void *arg)
 
 	pthread_mutex_lock(&a->lock);
 	_Static_assert(AUDIT_LIST_CODE_MAX == 256, "the SQL below says 256");
-	r = prep(a, RUN_COLS("substr(code, 1, 256)")
-		 "ORDER BY started_ns DESC, rowid DESC LIMIT ?1", &st);
+	r = prep(a, a->ward_cols
+		 ? RUN_COLS("substr(code, 1, 256)", WARD_COLS)
+		   "ORDER BY started_ns DESC, rowid DESC LIMIT ?1"
+		 : RUN_COLS("substr(code, 1, 256)", NO_WARD_COLS)
+		   "ORDER BY started_ns DESC, rowid DESC LIMIT ?1", &st);
 	if (!r) {
 		sqlite3_bind_int64(st, 1, limit > 0 ? limit : -1);
 		r = EACH_ROW(a, st, struct audit_run, fill_run, fn, arg);
@@ -212,7 +222,8 @@ int audit_run_read(struct audit *a, const char *run_id, audit_run_fn fn,
 	int r;
 
 	pthread_mutex_lock(&a->lock);
-	r = prep(a, RUN_COLS("code") "WHERE id = ?1", &st);
+	r = prep(a, a->ward_cols ? RUN_COLS("code", WARD_COLS) "WHERE id = ?1"
+		 : RUN_COLS("code", NO_WARD_COLS) "WHERE id = ?1", &st);
 	if (!r) {
 		sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
 		r = EACH_ROW(a, st, struct audit_run, fill_run, read_one_cb,
@@ -342,6 +353,53 @@ int audit_outputs_each(struct audit *a, const char *run_id,
 	r = prep_run(a, OUTPUT_COLS "ORDER BY seq", run_id, &st);
 	if (!r)
 		r = EACH_ROW(a, st, struct audit_output_row, fill_output, fn,
+			     arg);
+	pthread_mutex_unlock(&a->lock);
+	return r;
+}
+
+int audit_denials_each(struct audit *a, const char *run_id,
+		       int (*fn)(const struct audit_event_row *, void *),
+		       void *arg)
+{
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	pthread_mutex_lock(&a->lock);
+	r = prep_run(a, EVENT_COLS "AND (decision <> 'allow' OR would_deny)"
+		     " ORDER BY seq", run_id, &st);
+	if (!r)
+		r = EACH_ROW(a, st, struct audit_event_row, fill_event, fn,
+			     arg);
+	pthread_mutex_unlock(&a->lock);
+	return r;
+}
+
+static void fill_count(sqlite3_stmt *st, struct audit_syscall_count *c)
+{
+	c->syscall = ctext(st, 0);
+	c->allowed = cint(st, 1, 0);
+	c->denied = cint(st, 2, 0);
+	c->killed = cint(st, 3, 0);
+	c->would_deny = cint(st, 4, 0);
+}
+
+int audit_syscall_counts_each(struct audit *a, const char *run_id,
+			      int (*fn)(const struct audit_syscall_count *,
+					void *),
+			      void *arg)
+{
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	pthread_mutex_lock(&a->lock);
+	r = prep_run(a, "SELECT syscall, sum(decision = 'allow'),"
+		     " sum(decision = 'deny'), sum(decision = 'kill'),"
+		     " sum(decision = 'allow' AND would_deny)"
+		     " FROM events WHERE run_id = ?1 GROUP BY syscall"
+		     " ORDER BY count(*) DESC, syscall", run_id, &st);
+	if (!r)
+		r = EACH_ROW(a, st, struct audit_syscall_count, fill_count, fn,
 			     arg);
 	pthread_mutex_unlock(&a->lock);
 	return r;

@@ -54,9 +54,13 @@ static const char schema_v1[] =
 	"  processes INTEGER,\n"
 	"  host TEXT,\n"
 	"  kernel TEXT,\n"
-	"  ward_version TEXT\n"
+	"  ward_version TEXT,\n"
+	"  ward_pid INTEGER,\n"
+	"  ward_start_ticks INTEGER,\n"
+	"  boot_id TEXT\n"
 	") STRICT;\n"
 	"CREATE INDEX runs_started ON runs(started_ns);\n"
+	"CREATE INDEX runs_running ON runs(status) WHERE status = 'running';\n"
 	"CREATE TABLE processes(\n"
 	"  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
 	"  serial INTEGER NOT NULL CHECK(serial > 0),\n"
@@ -235,6 +239,52 @@ static int init_empty(struct audit *a)
 	return r;
 }
 
+/*
+ * Files written before schema version 1 was released lack the runs columns
+ * that identify a run's ward (ward_pid, ward_start_ticks, boot_id) and the
+ * index runs_running. A writable open adds them: ALTER TABLE ADD COLUMN
+ * leaves every row and every older ward's statements (which name their
+ * columns) working. A readonly open reads those columns as NULL
+ * (a->ward_cols false). Remove once version 1 is released.
+ */
+static const char prerelease_v1_upgrade[] =
+	"ALTER TABLE runs ADD COLUMN ward_pid INTEGER;\n"
+	"ALTER TABLE runs ADD COLUMN ward_start_ticks INTEGER;\n"
+	"ALTER TABLE runs ADD COLUMN boot_id TEXT;\n"
+	"CREATE INDEX IF NOT EXISTS runs_running ON runs(status)"
+	" WHERE status = 'running';\n";
+
+static int has_ward_cols(struct audit *a, bool *has)
+{
+	long long n = 0;
+	int r = query_int(a, "SELECT count(*) FROM pragma_table_info('runs')"
+			     " WHERE name = 'boot_id'", &n);
+
+	*has = n > 0;
+	return r;
+}
+
+static int upgrade_prerelease(struct audit *a)
+{
+	bool has = false;
+	int r = has_ward_cols(a, &has);
+
+	a->ward_cols = has;
+	if (r || has || a->readonly)
+		return r;
+	r = exec_sql(a, "BEGIN IMMEDIATE");
+	if (!r)
+		r = has_ward_cols(a, &has); /* another ward may have done it */
+	if (!r && !has)
+		r = exec_sql(a, prerelease_v1_upgrade);
+	if (!r)
+		r = exec_sql(a, "COMMIT");
+	if (r && !sqlite3_get_autocommit(a->db))
+		sqlite3_exec(a->db, "ROLLBACK", NULL, NULL, NULL);
+	a->ward_cols = !r;
+	return r;
+}
+
 int audit_schema_setup(struct audit *a)
 {
 	struct dbinfo di;
@@ -247,7 +297,8 @@ int audit_schema_setup(struct audit *a)
 			return audit_fail(a, -EPROTO,
 					  "%s: empty file, not a ward audit "
 					  "database", a->path);
-		return init_empty(a);
+		r = init_empty(a);
+		return r ? r : upgrade_prerelease(a);
 	}
 	if (di.app_id != AUDIT_APPLICATION_ID)
 		return audit_fail(a, -EPROTO,
@@ -258,5 +309,7 @@ int audit_schema_setup(struct audit *a)
 	r = check_ward(a, &di);
 	if (!r && !a->readonly)
 		r = exec_sql(a, "PRAGMA journal_mode = WAL");
+	if (!r)
+		r = upgrade_prerelease(a);
 	return r;
 }

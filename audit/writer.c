@@ -29,8 +29,9 @@ static const char *const stmt_sql[ST__COUNT] = {
 		"INSERT INTO runs(id, started_ns, argv, language, interpreter,"
 		" code_name, code, code_sha256, policy_name, policy_json,"
 		" policy_sha256, workdir, limits, uid, host, kernel,"
-		" ward_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
-		" ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+		" ward_version, ward_pid, ward_start_ticks, boot_id) VALUES"
+		" (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
+		" ?15, ?16, ?17, ?18, ?19, ?20)",
 	[ST_RUN_END] =
 		"UPDATE runs SET ended_ns = ?2, duration_ms = ?3,"
 		" exit_code = ?4, signal = ?5, status = ?6, cause = ?7,"
@@ -322,8 +323,9 @@ static int new_run_id(char id[AUDIT_RUN_ID_LEN + 1])
 
 /* Inserts and commits the run row. -EEXIST if the id is taken. */
 static int insert_run(struct audit *a, const struct audit_run_info *ri,
-		      const char *id)
+		      const struct audit_self *me, const char *id)
 {
+	const char *host = ri->host ? ri->host : me->host[0] ? me->host : NULL;
 	const struct audit_val v[] = {
 		vtext(id), vint(ri->start_ns), vtext(ri->argv_json),
 		vtext(ri->language), vtext(ri->interpreter),
@@ -331,8 +333,10 @@ static int insert_run(struct audit *a, const struct audit_run_info *ri,
 		vtext(ri->code_sha256), vtext(ri->policy_name),
 		vtext(ri->policy_json), vtext(ri->policy_sha256),
 		vtext(ri->workdir), vtext(ri->limits_json),
-		vint((long long)ri->uid), vtext(ri->host), vtext(ri->kernel),
-		vtext(ri->ward_version),
+		vint((long long)ri->uid), vtext(host), vtext(ri->kernel),
+		vtext(ri->ward_version), vint(me->pid),
+		me->start_ticks > 0 ? vint(me->start_ticks) : vnull(),
+		me->boot_id[0] ? vtext(me->boot_id) : vnull(),
 	};
 	int rc, r = exec_simple(a, ST_BEGIN);
 
@@ -351,8 +355,10 @@ int audit_run_begin(struct audit *a, const struct audit_run_info *ri,
 		    char run_id[AUDIT_RUN_ID_LEN + 1])
 {
 	char id[AUDIT_RUN_ID_LEN + 1];
+	struct audit_self me;
 	int r;
 
+	audit_self_get(&me);
 	pthread_mutex_lock(&a->lock);
 	if (a->readonly)
 		r = audit_fail(a, -EROFS, "%s: opened read-only", a->path);
@@ -361,6 +367,10 @@ int audit_run_begin(struct audit *a, const struct audit_run_info *ri,
 			       a->run_id);
 	else
 		r = audit_commit_batch(a);
+	/* Closing the runs of dead wards is housekeeping: its failure must
+	 * not stop this run (the next one tries again). */
+	if (!r)
+		audit_reap_locked(a, &me, NULL);
 	/* 64 random bits: a second collision means something else is wrong */
 	for (int tries = 0; !r && tries < 3; tries++) {
 		r = new_run_id(id);
@@ -368,7 +378,7 @@ int audit_run_begin(struct audit *a, const struct audit_run_info *ri,
 			r = audit_fail(a, r, "getrandom: %s", strerror(-r));
 			break;
 		}
-		r = insert_run(a, ri, id);
+		r = insert_run(a, ri, &me, id);
 		if (r != -EEXIST)
 			break;
 	}

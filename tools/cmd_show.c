@@ -13,23 +13,32 @@
 
 #include "../audit/audit.h"
 #include "../common/errnames.h"
+#include "../common/json.h"
 #include "../common/log.h"
 #include "view.h"
 
 static void usage(FILE *f)
 {
 	fputs(
-"usage: ward show RUN [--db PATH] [--json]\n"
+"usage: ward show RUN [--db PATH] [--summary | --json]\n"
+"                     [--denied] [--syscall NAME]...\n"
 "\n"
 "Show one recorded run: RUN is its id, any unique prefix of the id, or\n"
 "`last` (the most recently started run). `ward runs` lists the ids.\n"
 "\n"
 "options:\n"
-"  --db PATH    audit database (default: $WARD_DB, else\n"
-"               $XDG_STATE_HOME/ward/audit.db, else\n"
-"               ~/.local/state/ward/audit.db); opened read-only\n"
-"  --json       print one JSON object instead (below)\n"
-"  -h, --help   this text\n"
+"  --db PATH       audit database (default: $WARD_DB, else\n"
+"                  $XDG_STATE_HOME/ward/audit.db, else\n"
+"                  ~/.local/state/ward/audit.db); opened read-only\n"
+"  --summary       a short audit summary instead (below)\n"
+"  --json          print one JSON object instead (below)\n"
+"  --denied        limit the timeline to syscalls denied or killed, and to\n"
+"                  those audit mode would have denied\n"
+"  --syscall NAME  limit the timeline to decisions on syscall NAME (e.g.\n"
+"                  openat, connect, execve); repeat for several. With\n"
+"                  --denied: both limits apply. Limited timelines show only\n"
+"                  syscall decisions (no process or output lines).\n"
+"  -h, --help      this text\n"
 "\n"
 "Text: a header (id, status, exit status or signal, cause, start and end\n"
 "times, ward's argv, language and interpreter, workdir, uid, policy name\n"
@@ -44,6 +53,17 @@ static void usage(FILE *f)
 "Output lines are prefixed with their stream (stdout| or stderr|). Text\n"
 "from the run is printed safely: control characters, invalid UTF-8 and\n"
 "bidirectional overrides are escaped (\\n, \\xNN, \\u{202e}).\n"
+"\n"
+"Summary (--summary): the run id, status and exit, cause, start time and\n"
+"duration, the code and policy, and the database path; the processes\n"
+"([serial], its parent, exit status or signal, argv shortened, the\n"
+"executable, and how many threads it had); per syscall, how many calls\n"
+"were allowed, denied, killed or would have been denied; then each denial\n"
+"(time, [serial], syscall, target, errno, rule and reason). Long lists are\n"
+"cut, saying how many more there are.\n"
+"\n"
+"A run whose ward was killed or crashed shows as `running` until the next\n"
+"`ward run` on this host finds its ward gone and marks it `aborted`.\n"
 "\n"
 "JSON: {\"run\": {...}, \"processes\": [...], \"events\": [...],\n"
 "\"outputs\": [...]} with the columns of the database (docs/schema.md);\n"
@@ -60,27 +80,49 @@ static void usage(FILE *f)
 
 struct show_opts {
 	const char *db, *run;
-	bool json;
+	bool json, summary, denied;
+	const char **syscalls; /* --syscall names (owned array, borrowed
+				* strings from argv) */
+	int n_syscalls;
 };
 
-/* 0, 1 (--help printed) or -1 (error printed). */
+/* 0, 1 (--help printed) or -1 (error printed). o->syscalls is allocated
+ * in every case; the caller frees it. */
 static int parse_args(int argc, char **argv, struct show_opts *o)
 {
+	enum { O_SUMMARY = 256, O_DENIED, O_SYSCALL };
 	static const struct option opts[] = {
 		{ "db", required_argument, NULL, 'd' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "summary", no_argument, NULL, O_SUMMARY },
+		{ "denied", no_argument, NULL, O_DENIED },
+		{ "syscall", required_argument, NULL, O_SYSCALL },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	int c;
 
 	*o = (struct show_opts){ 0 };
+	o->syscalls = calloc((size_t)argc + 1, sizeof(*o->syscalls));
+	if (!o->syscalls) {
+		warn("show: out of memory");
+		return -1;
+	}
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd': o->db = optarg; break;
 		case 'j': o->json = true; break;
+		case O_SUMMARY: o->summary = true; break;
+		case O_DENIED: o->denied = true; break;
+		case O_SYSCALL:
+			if (!*optarg) {
+				warn("show: --syscall needs a syscall name");
+				return -1;
+			}
+			o->syscalls[o->n_syscalls++] = optarg;
+			break;
 		case 'h': usage(stdout); return 1;
 		case ':':
 			warn("show: %s needs a value (see ward show --help)",
@@ -91,6 +133,16 @@ static int parse_args(int argc, char **argv, struct show_opts *o)
 			     argv[optind - 1]);
 			return -1;
 		}
+	}
+	if (o->json && o->summary) {
+		warn("show: --json and --summary exclude each other");
+		return -1;
+	}
+	if ((o->json || o->summary) && (o->denied || o->n_syscalls)) {
+		warn("show: --denied and --syscall limit the text timeline; "
+		     "they do not go with %s",
+		     o->json ? "--json" : "--summary");
+		return -1;
 	}
 	if (optind >= argc) {
 		warn("show: which run? Give an id, a unique prefix of one, or "
@@ -125,8 +177,8 @@ static void print_status(const struct audit_run *r)
 	else if (r->has_exit)
 		printf(", exit %d", r->exit_code);
 	if (r->status && !strcmp(r->status, "running"))
-		fputs(" (no end recorded: still running, or ward died)",
-		      stdout);
+		fputs(" (no end recorded: still running, or ward died and no "
+		      "`ward run` has closed it since)", stdout);
 	fputc('\n', stdout);
 	if (r->cause) {
 		field("cause");
@@ -215,6 +267,8 @@ static void json_line(const char *name, const char *json)
 
 struct show_ctx {
 	long long t0; /* the run's start, for relative times */
+	const struct show_opts *o; /* the timeline's limits */
+	long long shown; /* timeline items printed */
 };
 
 static int print_header(const struct audit_run *r, void *arg)
@@ -240,6 +294,8 @@ static int print_header(const struct audit_run *r, void *arg)
 	view_str(stdout, r->kernel);
 	fputs(", ward ", stdout);
 	view_str(stdout, r->ward_version);
+	if (r->ward_pid > 0)
+		printf(" (pid %lld)", r->ward_pid);
 	fputc('\n', stdout);
 	print_code(r);
 	return 0;
@@ -406,10 +462,37 @@ static void print_output(const struct show_ctx *ctx,
 	}
 }
 
+static bool limited(const struct show_opts *o)
+{
+	return o->denied || o->n_syscalls;
+}
+
+/* Whether the timeline's limits (--denied, --syscall) let it through. */
+static bool wanted(const struct show_opts *o, const struct audit_item *it)
+{
+	const struct audit_event *e;
+	bool match = false;
+
+	if (!limited(o))
+		return true;
+	if (it->kind != AUDIT_ITEM_EVENT)
+		return false;
+	e = &it->event->e;
+	if (o->denied && !e->would_deny && e->decision &&
+	    !strcmp(e->decision, "allow"))
+		return false;
+	for (int i = 0; i < o->n_syscalls && !match; i++)
+		match = e->syscall && !strcmp(e->syscall, o->syscalls[i]);
+	return match || !o->n_syscalls;
+}
+
 static int print_item(const struct audit_item *it, void *arg)
 {
-	const struct show_ctx *ctx = arg;
+	struct show_ctx *ctx = arg;
 
+	if (!wanted(ctx->o, it))
+		return 0;
+	ctx->shown++;
 	if (it->kind == AUDIT_ITEM_EVENT)
 		print_event(ctx, it);
 	else if (it->kind == AUDIT_ITEM_OUTPUT)
@@ -419,16 +502,34 @@ static int print_item(const struct audit_item *it, void *arg)
 	return 0;
 }
 
-static int show_text(struct audit *a, const char *id)
+/* "only ...": what the limits let through. */
+static void print_limits(const struct show_opts *o)
 {
-	struct show_ctx ctx = { 0 };
+	fputs(o->denied ? "only denied, killed and would-be-denied calls"
+			: "only calls", stdout);
+	for (int i = 0; i < o->n_syscalls; i++) {
+		fputs(i ? ", " : " to ", stdout);
+		view_str(stdout, o->syscalls[i]);
+	}
+	fputc('\n', stdout);
+}
+
+static int show_text(struct audit *a, const char *id,
+		     const struct show_opts *o)
+{
+	struct show_ctx ctx = { .o = o };
 	int r = audit_run_read(a, id, print_header, &ctx);
 
 	if (r)
 		return r;
 	printf("\ntimeline (seconds from the start; [N] is the process "
 	       "serial; !! denied or killed)\n");
-	return audit_timeline_each(a, id, print_item, &ctx);
+	if (limited(o))
+		print_limits(o);
+	r = audit_timeline_each(a, id, print_item, &ctx);
+	if (!r && !ctx.shown && limited(o))
+		puts("(none in this run)");
+	return r;
 }
 
 /* ------------------------------- JSON ------------------------------- */
@@ -495,6 +596,9 @@ static int run_json(const struct audit_run *r, void *arg)
 	S("host", r->host);
 	S("kernel", r->kernel);
 	S("ward_version", r->ward_version);
+	I("ward_pid", r->ward_pid);
+	I("ward_start_ticks", r->ward_start_ticks);
+	S("boot_id", r->boot_id);
 	json_object_set_new(arg, "run", o);
 	return 0;
 }
@@ -589,6 +693,374 @@ static int show_json(struct audit *a, const char *id)
 	return r;
 }
 
+/* ------------------------------ summary ------------------------------ */
+
+#define SUM_PROCS 10     /* process lines shown */
+#define SUM_SYSCALLS 12  /* syscall lines shown */
+#define SUM_DENIALS 10   /* denials shown */
+#define SUM_ARGV 56      /* bytes of a process's argv shown */
+
+struct sum_count {
+	char *syscall; /* owned */
+	long long allowed, denied, killed, would_deny;
+};
+
+struct summary {
+	long long t0;
+	int *threads;       /* threads per parent serial; cap entries */
+	size_t cap;
+	int nproc, nthread, shown;
+	struct sum_count *counts; /* ncounts entries, owned */
+	size_t ncounts;
+	long long ndenials;
+};
+
+static int summary_header(const struct audit_run *r, void *arg)
+{
+	struct summary *s = arg;
+	char t[64], d[32];
+
+	s->t0 = r->started_ns;
+	printf("%-10s%s\n", "run", r->id);
+	print_status(r);
+	view_time(t, sizeof(t), r->started_ns, false);
+	view_duration(d, sizeof(d), r->duration_ms);
+	field("started");
+	printf("%s, %s%s\n", t, r->duration_ms >= 0 ? "duration " : "",
+	       r->duration_ms >= 0 ? d : "no end recorded");
+	field("code");
+	view_str(stdout, r->code_name);
+	fputs(" (", stdout);
+	view_str(stdout, r->language);
+	fputs("), policy ", stdout);
+	view_str(stdout, r->policy_name);
+	fputc('\n', stdout);
+	return 0;
+}
+
+static bool is_thread(const struct audit_proc_row *p)
+{
+	return p->p.kind && !strcmp(p->p.kind, "thread");
+}
+
+/* Pass one over the processes: counts, and threads per parent. */
+static int count_procs(const struct audit_proc_row *p, void *arg)
+{
+	struct summary *s = arg;
+	size_t parent = p->p.parent_serial > 0 ? (size_t)p->p.parent_serial
+					       : 0;
+
+	if (!is_thread(p)) {
+		s->nproc++;
+		return 0;
+	}
+	s->nthread++;
+	if (parent >= s->cap) {
+		size_t cap = parent + 1 > 2 * s->cap ? parent + 1 : 2 * s->cap;
+		int *t = realloc(s->threads, cap * sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		memset(t + s->cap, 0, (cap - s->cap) * sizeof(*t));
+		s->threads = t;
+		s->cap = cap;
+	}
+	s->threads[parent]++;
+	return 0;
+}
+
+/* Whether an argument needs quotes to read back as one word. */
+static bool needs_quotes(const char *a)
+{
+	return !*a || strpbrk(a, " \t\n'\"\\$`;&|<>()*?[]{}~#!") != NULL;
+}
+
+/* argv (JSON array text) as a shell-like line, appended to sb. */
+static void argv_line(struct ward_strbuf *sb, const char *json)
+{
+	json_t *arr = json ? json_loads(json, 0, NULL) : NULL;
+	json_t *v;
+	size_t i;
+
+	if (!json_is_array(arr)) {
+		ward_strbuf_puts(sb, json ? json : "-");
+		json_decref(arr);
+		return;
+	}
+	json_array_foreach(arr, i, v) {
+		const char *a = json_string_value(v);
+
+		if (i)
+			ward_strbuf_puts(sb, " ");
+		if (!a) {
+			ward_strbuf_puts(sb, "?");
+		} else if (!needs_quotes(a)) {
+			ward_strbuf_puts(sb, a);
+		} else {
+			ward_strbuf_puts(sb, "'");
+			for (const char *c = a; *c; c++)
+				ward_strbuf_append(sb, *c == '\'' ? "'\\''" : c,
+						   *c == '\'' ? 4 : 1);
+			ward_strbuf_puts(sb, "'");
+		}
+	}
+	json_decref(arr);
+}
+
+/* The first max bytes of s (len bytes), cut at a UTF-8 boundary and
+ * followed by " ..." if cut; escaped for the terminal. */
+static void print_cut(const char *s, size_t len, size_t max)
+{
+	size_t n = len;
+
+	if (len > max) {
+		n = max;
+		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--;
+	}
+	view_text(stdout, s, n, 0);
+	if (n < len)
+		fputs(" ...", stdout);
+}
+
+static int print_sum_proc(const struct audit_proc_row *p, void *arg)
+{
+	struct summary *s = arg;
+	struct ward_strbuf sb = WARD_STRBUF_INIT;
+	char serial[24], parent[24] = "", ex[32] = "no exit";
+	int serial_no = p->p.serial;
+	int threads = serial_no > 0 && (size_t)serial_no < s->cap
+			      ? s->threads[serial_no] : 0;
+
+	if (is_thread(p) || s->shown++ >= SUM_PROCS)
+		return 0;
+	snprintf(serial, sizeof(serial), "[%d]", serial_no);
+	if (p->p.parent_serial > 0)
+		snprintf(parent, sizeof(parent), "of [%d]", p->p.parent_serial);
+	if (p->exited && p->signal > 0)
+		view_signame(p->signal, ex, sizeof(ex));
+	else if (p->exited)
+		snprintf(ex, sizeof(ex), "exit %d", p->exit_code);
+	printf("  %-5s %-9s %-8s ", serial, parent, ex);
+	if (p->p.argv_json || p->p.exe) {
+		argv_line(&sb, p->p.argv_json ? p->p.argv_json : "[]");
+		print_cut(ward_strbuf_str(&sb), sb.len, SUM_ARGV);
+		fputs("  (", stdout);
+		view_str(stdout, p->p.exe);
+	} else {
+		fputs("(never exec'd", stdout);
+	}
+	if (threads)
+		printf(", %d thread%s", threads, threads == 1 ? "" : "s");
+	fputs(")\n", stdout);
+	ward_strbuf_free(&sb);
+	return 0;
+}
+
+static int print_processes(struct audit *a, const char *id,
+			   struct summary *s)
+{
+	int r = audit_processes_each(a, id, count_procs, s);
+
+	if (r)
+		return r;
+	printf("\nprocesses: %d", s->nproc);
+	if (s->nthread)
+		printf(", and %d thread%s", s->nthread,
+		       s->nthread == 1 ? "" : "s");
+	fputc('\n', stdout);
+	r = audit_processes_each(a, id, print_sum_proc, s);
+	if (!r && s->nproc > SUM_PROCS)
+		printf("  ... and %d more\n", s->nproc - SUM_PROCS);
+	return r;
+}
+
+static int keep_count(const struct audit_syscall_count *c, void *arg)
+{
+	struct summary *s = arg;
+	struct sum_count *n;
+
+	n = realloc(s->counts, (s->ncounts + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	s->counts = n;
+	n = &s->counts[s->ncounts];
+	*n = (struct sum_count){ .allowed = c->allowed, .denied = c->denied,
+				 .killed = c->killed,
+				 .would_deny = c->would_deny };
+	n->syscall = strdup(c->syscall ? c->syscall : "?");
+	if (!n->syscall)
+		return -ENOMEM;
+	s->ncounts++;
+	return 0;
+}
+
+/* "1292 allowed (3 would be denied), 1 denied": the counts that are not
+ * zero, the first right-aligned in width columns. */
+static void print_count_parts(const struct sum_count *c, int width)
+{
+	const long long n[] = { c->allowed, c->denied, c->killed };
+	static const char *const what[] = { "allowed", "denied", "killed" };
+	bool first = true;
+
+	for (int i = 0; i < 3; i++) {
+		if (!n[i])
+			continue;
+		printf("%s%*lld %s", first ? "" : ", ", first ? width : 0,
+		       n[i], what[i]);
+		first = false;
+		if (i == 0 && c->would_deny)
+			printf(" (%lld would be denied)", c->would_deny);
+	}
+}
+
+static int print_syscalls(struct audit *a, const char *id, struct summary *s)
+{
+	struct sum_count all = { 0 };
+	int r = audit_syscall_counts_each(a, id, keep_count, s);
+	int width = 7;
+
+	if (r)
+		return r;
+	for (size_t i = 0; i < s->ncounts; i++) {
+		const struct sum_count *c = &s->counts[i];
+		int len = (int)strlen(c->syscall);
+
+		all.allowed += c->allowed;
+		all.denied += c->denied;
+		all.killed += c->killed;
+		all.would_deny += c->would_deny;
+		if (i < SUM_SYSCALLS && len > width)
+			width = len > 20 ? 20 : len;
+	}
+	printf("\nsyscalls: %lld decided", all.allowed + all.denied +
+	       all.killed);
+	if (s->ncounts) {
+		fputs(", ", stdout);
+		print_count_parts(&all, 0);
+	}
+	fputc('\n', stdout);
+	for (size_t i = 0; i < s->ncounts && i < SUM_SYSCALLS; i++) {
+		const struct sum_count *c = &s->counts[i];
+		int pad = width - (int)strlen(c->syscall);
+
+		fputs("  ", stdout);
+		view_str(stdout, c->syscall);
+		printf("%*s ", pad > 0 ? pad : 0, "");
+		print_count_parts(c, 6);
+		fputc('\n', stdout);
+	}
+	if (s->ncounts > SUM_SYSCALLS)
+		printf("  ... and %zu more syscalls\n",
+		       s->ncounts - SUM_SYSCALLS);
+	return 0;
+}
+
+static const char *denial_word(const struct audit_event *e)
+{
+	if (e->decision && !strcmp(e->decision, "kill"))
+		return "KILL";
+	if (e->decision && !strcmp(e->decision, "deny"))
+		return "DENY";
+	return "would deny"; /* allowed in audit mode */
+}
+
+static int print_sum_denial(const struct audit_event_row *ev, void *arg)
+{
+	struct summary *s = arg;
+	const struct audit_event *e = &ev->e;
+
+	if (s->ndenials++ >= SUM_DENIALS)
+		return 0;
+	printf("  %+.3fs ", (double)(e->ts_ns - s->t0) / 1e9);
+	if (e->proc_serial > 0)
+		printf("[%d] ", e->proc_serial);
+	printf("%s ", denial_word(e));
+	view_str(stdout, e->syscall);
+	fputc(' ', stdout);
+	view_str(stdout, e->target ? e->target : e->raw);
+	if (e->err)
+		printf(" -> %s", ward_errno_name(e->err));
+	fputs(", rule ", stdout);
+	view_str(stdout, e->rule);
+	fputc('\n', stdout);
+	if (e->reason) {
+		fputs("      ", stdout);
+		view_str(stdout, e->reason);
+		fputc('\n', stdout);
+	}
+	return 0;
+}
+
+/* Needs s->counts (print_syscalls) for the title. */
+static int print_denials(struct audit *a, const char *id, struct summary *s)
+{
+	long long n = 0;
+	int r;
+
+	for (size_t i = 0; i < s->ncounts; i++)
+		n += s->counts[i].denied + s->counts[i].killed +
+		     s->counts[i].would_deny;
+	if (n)
+		printf("\ndenials: %lld\n", n);
+	else
+		printf("\ndenials: none\n");
+	r = audit_denials_each(a, id, print_sum_denial, s);
+	if (!r && s->ndenials > SUM_DENIALS)
+		printf("  ... and %lld more\n", s->ndenials - SUM_DENIALS);
+	return r;
+}
+
+/* The commands that show more; with --db if it was given. */
+static void print_more(const char *id, const char *db_opt)
+{
+	static const char *const opt[] = { "         ", " --denied" };
+	static const char *const how[] = {
+		"the whole timeline",
+		"denials with their arguments and backtraces",
+	};
+
+	for (int i = 0; i < 2; i++) {
+		field(i ? "" : "see also");
+		fputs("ward show ", stdout);
+		if (db_opt) {
+			fputs("--db ", stdout);
+			view_str(stdout, db_opt);
+			fputc(' ', stdout);
+		}
+		printf("%s%s   %s\n", id, opt[i], how[i]);
+	}
+}
+
+static int show_summary(struct audit *a, const char *id, const char *path,
+			const char *db_opt)
+{
+	struct summary s = { 0 };
+	char *abs = realpath(path, NULL);
+	int r = audit_run_read(a, id, summary_header, &s);
+
+	if (!r) {
+		field("database");
+		view_str(stdout, abs ? abs : path);
+		fputc('\n', stdout);
+		r = print_processes(a, id, &s);
+	}
+	if (!r)
+		r = print_syscalls(a, id, &s);
+	if (!r)
+		r = print_denials(a, id, &s);
+	if (!r) {
+		fputc('\n', stdout);
+		print_more(id, db_opt);
+	}
+	for (size_t i = 0; i < s.ncounts; i++)
+		free(s.counts[i].syscall);
+	free(s.counts);
+	free(s.threads);
+	free(abs);
+	return r;
+}
+
 /* ------------------------------- main ------------------------------- */
 
 /* The full id for the user's RUN argument, or a message and -1. */
@@ -616,19 +1088,26 @@ int ward_cmd_show(int argc, char **argv)
 	struct audit *a;
 	int r = parse_args(argc, argv, &o);
 
-	if (r)
+	if (r) {
+		free(o.syscalls);
 		return r > 0 ? 0 : WARD_EXIT_INTERNAL;
+	}
 	a = view_open_db(o.db, path, sizeof(path));
-	if (!a)
+	if (!a) {
+		free(o.syscalls);
 		return WARD_EXIT_INTERNAL;
+	}
 	r = resolve(a, path, o.run, id);
 	if (!r) {
-		r = o.json ? show_json(a, id) : show_text(a, id);
+		r = o.json ? show_json(a, id)
+		    : o.summary ? show_summary(a, id, path, o.db)
+		    : show_text(a, id, &o);
 		if (r)
 			warn("show: reading run %s from %s: %s", id, path,
 			     audit_errmsg(a));
 	}
 	audit_close(a);
+	free(o.syscalls);
 	if (fflush(stdout) != 0)
 		r = -EIO;
 	return r ? WARD_EXIT_INTERNAL : 0;

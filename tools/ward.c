@@ -21,7 +21,7 @@ static void usage(FILE *f)
 "commands:\n"
 "  run      run code under supervision        ward run [options] FILE|-c CODE|-\n"
 "  runs     list recorded runs                ward runs [--limit N] [--json]\n"
-"  show     one run as a readable timeline    ward show RUN|last [--json]\n"
+"  show     one run: timeline or summary      ward show RUN|last [--summary]\n"
 "  profiles list the policies shipped with ward\n"
 "  version  print ward's version\n"
 "\n"

@@ -190,7 +190,7 @@ def test_show_summary(ctx):
     assert opens["d"] == 1 and opens["a"] > 3, counts
     want = f"{opens['a']} allowed, 1 denied"
     assert any(l.split() == ["openat"] + want.split() for l in lines), (want, out)
-    assert f"syscalls decided: {run['events']} ({run['events'] - 1} allowed, 1 denied)\n" in out, out
+    assert f"syscalls: {run['events']} decided, {run['events'] - 1} allowed, 1 denied\n" in out, out
     execs = [c for c in counts if c["syscall"] == "execve"][0]
     assert any(l.split() == ["execve", str(execs["a"]), "allowed"] for l in lines), out
     # the denial: syscall, target, errno, rule, reason
@@ -275,10 +275,12 @@ def test_dead_ward_run_is_aborted_by_the_next_run(ctx):
     assert dead["status"] == "aborted", dead
     assert dead["cause"] == ("ward stopped before the run ended (killed or crashed); "
                              "the record holds what was written until then"), dead
-    latest = max([dead["started_ns"]] +
-                 [x["t"] for x in ctx.sql("select max(ts_ns) t from events where run_id=?"
-                                          " union all select max(start_ns) from processes"
-                                          " where run_id=?", run["id"], run["id"]) if x["t"]])
+    stamps = ctx.sql("select ts_ns t from events where run_id=?1"
+                     " union all select ts_ns from outputs where run_id=?1"
+                     " union all select start_ns from processes where run_id=?1"
+                     " union all select exec_ns from processes where run_id=?1"
+                     " union all select exit_ns from processes where run_id=?1", run["id"])
+    latest = max([dead["started_ns"]] + [x["t"] for x in stamps if x["t"]])
     assert dead["ended_ns"] == latest and dead["ended_ns"] > dead["started_ns"], (dead, latest)
     assert dead["duration_ms"] == (dead["ended_ns"] - dead["started_ns"]) // 1000000
     assert dead["exit_code"] is None and dead["processes"] >= 1 and dead["events"] > 0, dead

@@ -921,8 +921,9 @@ static int collect_count(const struct audit_syscall_count *k, void *arg)
 	struct collect *c = arg;
 	size_t len = strlen(c->text);
 
-	snprintf(c->text + len, sizeof(c->text) - len, "%s:%lld/%lld/%lld/%lld ",
-		 k->syscall, k->allowed, k->denied, k->killed, k->would_deny);
+	snprintf(c->text + len, sizeof(c->text) - len,
+		 "%s:%lld/%lld/%lld/%lld ", k->syscall, k->allowed, k->denied,
+		 k->killed, k->would_deny);
 	c->n++;
 	return 0;
 }
