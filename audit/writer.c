@@ -421,8 +421,10 @@ static int queue_run_end(struct audit *a, const struct audit_run_end *re)
 	return r;
 }
 
-/* Commits the queue with synchronous=FULL (the WAL file is synced), then
- * lets SQLite copy the WAL into the database if no reader is in the way. */
+/* Commits the queue with synchronous=FULL: the WAL file is synced, so the
+ * whole run is on disk. Copying the WAL into the database is left to
+ * SQLite's automatic checkpoints (it is not needed for durability and
+ * would cost every run another sync). */
 static int commit_durable(struct audit *a)
 {
 	int r;
@@ -430,10 +432,6 @@ static int commit_durable(struct audit *a)
 	sqlite3_exec(a->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
 	r = audit_commit_batch(a);
 	sqlite3_exec(a->db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
-	if (!r)
-		sqlite3_wal_checkpoint_v2(a->db, NULL,
-					  SQLITE_CHECKPOINT_PASSIVE, NULL,
-					  NULL);
 	return r;
 }
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 int ward_verbose;
@@ -65,11 +66,21 @@ void warn_errno(const char *fmt, ...)
 
 void debug(const char *fmt, ...)
 {
+	static struct timespec t0;
+	struct timespec now;
+	char buf[1024];
 	va_list ap;
 
 	if (ward_verbose <= 0)
 		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (!t0.tv_sec && !t0.tv_nsec)
+		t0 = now;
 	va_start(ap, fmt);
-	vmsg(fmt, ap, 0);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
+	fprintf(stderr, "ward: [%8.3f ms] %s\n",
+		(double)(now.tv_sec - t0.tv_sec) * 1e3 +
+			(double)(now.tv_nsec - t0.tv_nsec) / 1e6,
+		buf);
 }

@@ -10,7 +10,8 @@
 
 #define WARD_EXIT_INTERNAL 125
 
-extern int ward_verbose; /* -v count; debug() prints when > 0 */
+extern int ward_verbose; /* -v count; debug() prints when > 0, with the
+			  * milliseconds since the first debug() call */
 
 __attribute__((format(printf, 1, 2), noreturn)) void die(const char *fmt, ...);
 /* Appends ": strerror(errno)" (errno saved before formatting). */

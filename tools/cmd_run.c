@@ -603,7 +603,9 @@ int ward_cmd_run(int argc, char **argv)
 	parse_args(argc, argv, &a);
 
 	const char *lang = a.lang ? a.lang : lang_from_name(a.file);
+	debug("start");
 	struct policy *pol = load_policy(&a, lang);
+	debug("policy %s loaded", policy_name(pol));
 	const char *interp = a.interp ? a.interp : policy_interpreter(pol, lang);
 	if (!interp)
 		interp = !strcmp(lang, "node") ? "/usr/bin/node"
@@ -682,6 +684,7 @@ int ward_cmd_run(int argc, char **argv)
 		die("no audit database path: set HOME, WARD_DB or pass --db");
 	if (audit_open(db, false, &au, errbuf, sizeof(errbuf)) < 0)
 		die("audit database: %s", errbuf);
+	debug("audit database %s open", db);
 
 	char code_sha[WARD_SHA256_HEX_LEN + 1], pol_sha[WARD_SHA256_HEX_LEN + 1];
 	ward_sha256_hex(code, code_len, code_sha);
@@ -739,7 +742,9 @@ int ward_cmd_run(int argc, char **argv)
 		.pin_cpu = a.pin_cpu,
 	};
 	struct tracer_result r;
+	debug("run %s recorded; starting the code", run_id);
 	int rc = tracer_run(&to, &r);
+	debug("code finished: %s", r.status);
 	int status = exit_status_of(&r);
 	if (r.setup_error[0] || (rc < 0 && rc != -ECHILD))
 		status = WARD_EXIT_INTERNAL;
@@ -761,6 +766,7 @@ int ward_cmd_run(int argc, char **argv)
 		.processes = r.processes,
 	};
 	int arc = audit_run_end(au, &re);
+	debug("end of run recorded");
 
 	if (a.json)
 		print_json(&r, run_id, db, status);
@@ -786,8 +792,10 @@ int ward_cmd_run(int argc, char **argv)
 	else if (temp && !a.json)
 		fprintf(stderr, "ward: workdir kept: %s\n", workdir);
 
+	debug("workdir handled");
 	tracer_result_free(&r);
 	audit_close(au);
+	debug("database closed");
 	policy_free(pol);
 	for (char **e = env; *e; e++)
 		free(*e);

@@ -34,7 +34,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 static int add(scmp_filter_ctx ctx, uint32_t action, const char *name,
 	       unsigned cnt, const struct scmp_arg_cmp *cmp, char *msg,
@@ -67,8 +71,8 @@ static int add(scmp_filter_ctx ctx, uint32_t action, const char *name,
 			goto fail;                                           \
 	} while (0)
 
-int tracer_filter_build(const struct policy *p, scmp_filter_ctx *out,
-			char *msg, size_t n)
+static int filter_ctx(const struct policy *p, scmp_filter_ctx *out,
+		      char *msg, size_t n)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRACE(0));
 	bool stat = policy_trap_stat(p);
@@ -166,3 +170,54 @@ const struct sock_fprog tracer_guard = {
 	.len = sizeof(guard) / sizeof(guard[0]),
 	.filter = guard,
 };
+
+/*
+ * Compile the main filter to BPF in the parent, so that the child only has
+ * to hand the kernel a ready program (no allocation after fork, and the
+ * compile is off the path between fork and exec).
+ */
+int tracer_filter_build(const struct policy *p, struct sock_fprog *out,
+			char *msg, size_t n)
+{
+	scmp_filter_ctx ctx;
+	struct stat st;
+	int fd, rc;
+
+	rc = filter_ctx(p, &ctx, msg, n);
+	if (rc < 0)
+		return rc;
+	fd = memfd_create("ward-filter", MFD_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(msg, n, "memfd_create: %s", strerror(errno));
+		goto out;
+	}
+	rc = seccomp_export_bpf(ctx, fd);
+	if (rc < 0) {
+		snprintf(msg, n, "compiling the seccomp filter: %s", strerror(-rc));
+		goto out;
+	}
+	if (fstat(fd, &st) < 0 || st.st_size <= 0 ||
+	    st.st_size % (off_t)sizeof(struct sock_filter) != 0 ||
+	    st.st_size / (off_t)sizeof(struct sock_filter) > BPF_MAXINSNS) {
+		rc = -EINVAL;
+		snprintf(msg, n, "the compiled seccomp filter has a bad size");
+		goto out;
+	}
+	out->len = (unsigned short)(st.st_size / (off_t)sizeof(struct sock_filter));
+	out->filter = malloc((size_t)st.st_size);
+	if (!out->filter ||
+	    pread(fd, out->filter, (size_t)st.st_size, 0) != st.st_size) {
+		free(out->filter);
+		out->filter = NULL;
+		rc = -EIO;
+		snprintf(msg, n, "reading back the compiled seccomp filter");
+		goto out;
+	}
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	seccomp_release(ctx);
+	return rc;
+}

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/audit.h>
+#include <linux/filter.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -35,6 +36,7 @@
 #include <unistd.h>
 
 #include "../common/errnames.h"
+#include "../common/log.h"
 
 #define X32_SYSCALL_BIT 0x40000000
 #define MAX_DENIAL_LIST 1000
@@ -520,6 +522,7 @@ static void on_exec(struct tracer *t, struct tracee *tc)
 		}
 	}
 	proc_exe_argv(tc->tid, exe, sizeof(exe), argv, sizeof(argv));
+	debug("[%d] exec %s", tc->serial, exe);
 	audit_process_exec(t->o->audit, tc->serial, tracer_now_ns(), exe, argv);
 
 	if (!tc->in_exec || strcmp(exe, tc->exec_path) != 0) {
@@ -703,7 +706,7 @@ static const char *final_status(struct tracer *t, struct tracer_result *r)
 }
 
 /* Start: fork, seize, release. Returns the child's pid or -errno. */
-static pid_t start_child(struct tracer *t, scmp_filter_ctx filter,
+static pid_t start_child(struct tracer *t, const struct sock_fprog *filter,
 			 struct spawn_fds *f, int sync_w)
 {
 	const long opts = PTRACE_O_EXITKILL | PTRACE_O_TRACESECCOMP |
@@ -738,7 +741,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 {
 	struct tracer *t = calloc(1, sizeof(*t));
 	struct spawn_fds f = { -1, -1, -1, -1 };
-	scmp_filter_ctx filter = NULL;
+	struct sock_fprog filter = { 0, NULL };
 	sigset_t sigs, old;
 	int sync_w = -1, rc, status;
 	long long t0 = mono_ms();
@@ -782,7 +785,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 			 "pinning to CPU %d: %s", o->pin_cpu, strerror(-rc));
 		goto out;
 	}
-	pid = start_child(t, filter, &f, sync_w);
+	pid = start_child(t, &filter, &f, sync_w);
 	close_fd(&f.out_w);
 	close_fd(&f.err_w);
 	close_fd(&f.sync_r);
@@ -793,6 +796,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 		goto out;
 	}
 	t->root = pid;
+	debug("child %d seized", (int)pid);
 	tracee_add(t, pid);
 	rc = tracer_io_start(t);
 	if (rc == 0)
@@ -812,8 +816,10 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 		}
 		handle_status(t, w, status);
 	}
+	debug("last tracee gone");
 	tracer_io_finish(t);
 	evq_drain(t);
+	debug("output drained, events recorded");
 	rc = t->audit_err;
 
 out:
@@ -838,8 +844,7 @@ out:
 	close_fd(&f.sync_r);
 	close_fd(&f.err_pipe_w);
 	close_fd(&sync_w);
-	if (filter)
-		seccomp_release(filter);
+	free(filter.filter);
 	for (int b = 0; b < TRACEE_BUCKETS; b++) {
 		while (t->tab[b]) {
 			struct tracee *x = t->tab[b];

@@ -97,7 +97,7 @@ static void reset_signals(void)
 	sigprocmask(SIG_SETMASK, &all, NULL);
 }
 
-void spawn_child(const struct tracer_opts *o, scmp_filter_ctx filter,
+void spawn_child(const struct tracer_opts *o, const struct sock_fprog *filter,
 		 const struct spawn_fds *f)
 {
 	char c;
@@ -138,11 +138,9 @@ void spawn_child(const struct tracer_opts *o, scmp_filter_ctx filter,
 		fail("prctl(PR_SET_NO_NEW_PRIVS)");
 	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &tracer_guard) < 0)
 		fail("loading the guard seccomp filter");
-	int rc = seccomp_load(filter);
-	if (rc < 0) {
-		errno = -rc;
-		fail("seccomp_load");
-	}
+	/* seccomp(2), not prctl: the guard kills prctl(PR_SET_SECCOMP). */
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, filter) < 0)
+		fail("loading the seccomp filter");
 	/* Last, so that nothing of ward's own (allocations in seccomp_load,
 	 * a sanitizer's reserved shadow memory) runs under the code's limit. */
 	set_limit(RLIMIT_AS, o->limits.memory_bytes, 0);

@@ -12,7 +12,7 @@ struct spawn_fds {
 
 /* Runs in the forked child; never returns. */
 __attribute__((noreturn)) void spawn_child(const struct tracer_opts *o,
-					   scmp_filter_ctx filter,
+					   const struct sock_fprog *filter,
 					   const struct spawn_fds *f);
 
 #endif

@@ -52,9 +52,10 @@ extern const char *const tracer_allow_list[];
 
 /* ---- the filter (filter.c) ---- */
 
-/* Build the seccomp filter for this policy. Returns 0 and *out (caller
- * releases with seccomp_release), or -errno with msg filled. */
-int tracer_filter_build(const struct policy *p, scmp_filter_ctx *out,
+/* Build and compile the main seccomp filter for this policy. Returns 0
+ * and *out (caller frees out->filter), or -errno with msg filled. */
+struct sock_fprog;
+int tracer_filter_build(const struct policy *p, struct sock_fprog *out,
 			char *msg, size_t n);
 
 /* The guard filter, loaded before the main one (see filter.c). */
