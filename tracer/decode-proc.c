@@ -27,14 +27,26 @@ static int read_argv(pid_t tid, uint64_t argv, char *buf, size_t n)
 	buf[1] = '\0';
 	if (argv == 0)
 		goto close;
+	uint64_t ptrs[32];
+	size_t have = 0, at = 0;
+
 	for (int i = 0; i < ARGV_MAX; i++) {
 		uint64_t p;
 		char arg[ARG_MAX_LEN];
 		char js[ARG_MAX_LEN * 6 + 3];
-		int rc = umem_read(tid, argv + 8u * (unsigned)i, &p, sizeof(p));
+		int rc;
 
-		if (rc < 0)
-			return rc;
+		if (at == have) {
+			/* the next pointers, up to the end of their page */
+			uint64_t a = argv + 8u * (unsigned)i;
+			size_t room = (4096 - (a & 4095)) / 8;
+			have = room < 32 ? room : 32;
+			at = 0;
+			rc = umem_read(tid, a, ptrs, have * 8);
+			if (rc < 0)
+				return rc;
+		}
+		p = ptrs[at++];
 		if (p == 0)
 			break;
 		rc = umem_read_str(tid, p, arg, sizeof(arg));

@@ -1,9 +1,12 @@
 /*
- * evq.c - allowed events go to the record off the stop path.
+ * evq.c - allowed events and process records go to the record off the
+ * stop path.
  *
- * The main thread copies each allowed event into a queue and continues the
- * tracee at once; the output thread writes the queue into SQLite (every
- * wake-up, at most 50 ms apart, or at once when the queue grows long).
+ * The main thread copies each allowed event, and each process start, exec
+ * and exit, into a queue and continues the tracee at once; the output
+ * thread writes the queue into SQLite (every wake-up, at most 50 ms apart,
+ * or at once when the queue grows long). The main thread never waits on
+ * SQLite for them.
  * Denials and kills are written by the main thread itself, after everything
  * queued before them, so the record keeps the order the events happened
  * in. A writer lock makes "drain, then write" one step for either thread.
@@ -17,9 +20,21 @@
 
 enum { KICK_AT = 512, DRAIN_SELF_AT = 65536 };
 
+enum evkind { EV_EVENT, EV_PSTART, EV_PEXEC, EV_PEXIT };
+
 struct evrec {
 	struct evrec *next;
-	struct audit_event e;
+	enum evkind kind;
+	union {
+		struct audit_event e;     /* EV_EVENT */
+		struct audit_process p;   /* EV_PSTART */
+		struct {                  /* EV_PEXEC, EV_PEXIT */
+			int serial;
+			long long ts_ns;
+			const char *exe, *argv_json;
+			int exit_code, signal;
+		} x;
+	} u;
 	char strings[];
 };
 
@@ -41,6 +56,23 @@ static const char *put(char **at, const char *s)
 	return d;
 }
 
+static int write_one(struct audit *a, const struct evrec *r)
+{
+	switch (r->kind) {
+	case EV_EVENT:
+		return audit_event(a, &r->u.e);
+	case EV_PSTART:
+		return audit_process_start(a, &r->u.p);
+	case EV_PEXEC:
+		return audit_process_exec(a, r->u.x.serial, r->u.x.ts_ns,
+					  r->u.x.exe, r->u.x.argv_json);
+	case EV_PEXIT:
+		return audit_process_exit(a, r->u.x.serial, r->u.x.ts_ns,
+					  r->u.x.exit_code, r->u.x.signal);
+	}
+	return -EINVAL;
+}
+
 /* Write everything queued (caller holds wlock). Returns 0 or -EIO. */
 static int write_queued(struct tracer *t)
 {
@@ -54,7 +86,7 @@ static int write_queued(struct tracer *t)
 	pthread_mutex_unlock(&t->q_lock);
 	while (list) {
 		struct evrec *next = list->next;
-		if (rc == 0 && audit_event(t->o->audit, &list->e) < 0)
+		if (rc == 0 && write_one(t->o->audit, list) < 0)
 			rc = -EIO;
 		free(list);
 		list = next;
@@ -62,7 +94,7 @@ static int write_queued(struct tracer *t)
 	return rc;
 }
 
-static void failed(struct tracer *t)
+void evq_failed(struct tracer *t)
 {
 	if (!t->audit_err)
 		t->audit_err = -EIO;
@@ -77,7 +109,7 @@ int evq_drain(struct tracer *t)
 	rc = write_queued(t);
 	pthread_mutex_unlock(&t->w_lock);
 	if (rc < 0)
-		failed(t);
+		evq_failed(t);
 	return rc;
 }
 
@@ -91,33 +123,17 @@ int evq_write_now(struct tracer *t, const struct audit_event *e)
 		rc = -EIO;
 	pthread_mutex_unlock(&t->w_lock);
 	if (rc < 0)
-		failed(t);
+		evq_failed(t);
 	return rc;
 }
 
-int evq_push(struct tracer *t, const struct audit_event *e)
+/* Appends r (owned by the queue from now on) and wakes the writer when the
+ * queue grows long. */
+static int enqueue(struct tracer *t, struct evrec *r)
 {
-	size_t n = slen(e->syscall) + slen(e->args_json) + slen(e->raw) +
-		   slen(e->target) + slen(e->decision) + slen(e->rule) +
-		   slen(e->reason) + slen(e->backtrace);
-	struct evrec *r = malloc(sizeof(*r) + n);
-	char *at;
 	size_t len;
 
-	if (!r)
-		return evq_write_now(t, e); /* no memory: write it here */
 	r->next = NULL;
-	r->e = *e;
-	at = r->strings;
-	r->e.syscall = put(&at, e->syscall);
-	r->e.args_json = put(&at, e->args_json);
-	r->e.raw = put(&at, e->raw);
-	r->e.target = put(&at, e->target);
-	r->e.decision = put(&at, e->decision);
-	r->e.rule = put(&at, e->rule);
-	r->e.reason = put(&at, e->reason);
-	r->e.backtrace = put(&at, e->backtrace);
-
 	pthread_mutex_lock(&t->q_lock);
 	if (t->q_tail)
 		t->q_tail->next = r;
@@ -135,4 +151,88 @@ int evq_push(struct tracer *t, const struct audit_event *e)
 		(void)w; /* an eventfd counter does not fill up */
 	}
 	return 0;
+}
+
+static struct evrec *rec_new(enum evkind kind, size_t strings)
+{
+	struct evrec *r = malloc(sizeof(*r) + strings);
+
+	if (r)
+		r->kind = kind;
+	return r;
+}
+
+int evq_push(struct tracer *t, const struct audit_event *e)
+{
+	size_t n = slen(e->syscall) + slen(e->args_json) + slen(e->raw) +
+		   slen(e->target) + slen(e->decision) + slen(e->rule) +
+		   slen(e->reason) + slen(e->backtrace);
+	struct evrec *r = rec_new(EV_EVENT, n);
+	char *at;
+
+	if (!r)
+		return evq_write_now(t, e); /* no memory: write it here */
+	r->u.e = *e;
+	at = r->strings;
+	r->u.e.syscall = put(&at, e->syscall);
+	r->u.e.args_json = put(&at, e->args_json);
+	r->u.e.raw = put(&at, e->raw);
+	r->u.e.target = put(&at, e->target);
+	r->u.e.decision = put(&at, e->decision);
+	r->u.e.rule = put(&at, e->rule);
+	r->u.e.reason = put(&at, e->reason);
+	r->u.e.backtrace = put(&at, e->backtrace);
+	return enqueue(t, r);
+}
+
+int evq_process_start(struct tracer *t, const struct audit_process *p)
+{
+	struct evrec *r = rec_new(EV_PSTART, slen(p->kind) + slen(p->exe) +
+						     slen(p->argv_json));
+	char *at;
+
+	if (!r) {
+		evq_failed(t);
+		return -ENOMEM;
+	}
+	r->u.p = *p;
+	at = r->strings;
+	r->u.p.kind = put(&at, p->kind);
+	r->u.p.exe = put(&at, p->exe);
+	r->u.p.argv_json = put(&at, p->argv_json);
+	return enqueue(t, r);
+}
+
+int evq_process_exec(struct tracer *t, int serial, long long ts_ns,
+		     const char *exe, const char *argv_json)
+{
+	struct evrec *r = rec_new(EV_PEXEC, slen(exe) + slen(argv_json));
+	char *at;
+
+	if (!r) {
+		evq_failed(t);
+		return -ENOMEM;
+	}
+	r->u.x.serial = serial;
+	r->u.x.ts_ns = ts_ns;
+	at = r->strings;
+	r->u.x.exe = put(&at, exe);
+	r->u.x.argv_json = put(&at, argv_json);
+	return enqueue(t, r);
+}
+
+int evq_process_exit(struct tracer *t, int serial, long long ts_ns,
+		     int exit_code, int signal)
+{
+	struct evrec *r = rec_new(EV_PEXIT, 0);
+
+	if (!r) {
+		evq_failed(t);
+		return -ENOMEM;
+	}
+	r->u.x.serial = serial;
+	r->u.x.ts_ns = ts_ns;
+	r->u.x.exit_code = exit_code;
+	r->u.x.signal = signal;
+	return enqueue(t, r);
 }

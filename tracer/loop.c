@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -160,20 +161,53 @@ static void proc_exe_argv(pid_t pid, char *exe, size_t en, char *argv,
 	snprintf(argv + used, an - used, "]");
 }
 
-/* A tracee seen for the first time: add it and record it. */
-static struct tracee *tracee_add(struct tracer *t, pid_t tid)
+/*
+ * Who a new tracee is. From the event that announced it when there is one
+ * (by: the thread that forked or cloned it, whose clone flags ward saw):
+ * nothing to read. Otherwise (its first stop came before that event) from
+ * /proc.
+ */
+static void identify(struct tracer *t, struct tracee *x,
+		     const struct tracee *by, struct tracee **parent)
+{
+	char exe[WARD_PATH_MAX], argv[4096];
+
+	if (by) {
+		struct tracee *p = tracee_find(t, by->tgid);
+		bool thread = by->clone_flags & CLONE_THREAD;
+
+		x->tgid = thread ? by->tgid : x->tid;
+		x->ppid = thread || (by->clone_flags & CLONE_PARENT)
+				  ? (p ? p->ppid : 0)
+				  : by->tgid;
+		*parent = thread ? p : tracee_find(t, x->ppid);
+		if (!thread && p && p->exe) {
+			x->exe = strdup(p->exe);
+			x->argv = p->argv ? strdup(p->argv) : NULL;
+		}
+		return;
+	}
+	proc_ids(x->tid, &x->tgid, &x->ppid);
+	*parent = tracee_find(t, x->tgid != x->tid ? x->tgid : x->ppid);
+	if (x->tgid != x->tid)
+		return;
+	proc_exe_argv(x->tid, exe, sizeof(exe), argv, sizeof(argv));
+	x->exe = exe[0] ? strdup(exe) : NULL;
+	x->argv = strdup(argv);
+}
+
+/* A tracee seen for the first time: add it and record it. by: see
+ * identify(); may be NULL. */
+static struct tracee *tracee_add(struct tracer *t, pid_t tid,
+				 const struct tracee *by)
 {
 	struct tracee *x = calloc(1, sizeof(*x));
-	pid_t tgid, ppid;
-	char exe[WARD_PATH_MAX], argv[4096];
+	struct tracee *parent = NULL;
 
 	if (!x)
 		return NULL;
-	proc_ids(tid, &tgid, &ppid);
 	x->tid = tid;
-	x->tgid = tgid;
-
-	struct tracee *parent = tracee_find(t, tgid != tid ? tgid : ppid);
+	identify(t, x, by, &parent);
 	pthread_mutex_lock(&t->lock);
 	x->serial = ++t->next_serial;
 	x->next = t->tab[bucket(tid)];
@@ -182,24 +216,33 @@ static struct tracee *tracee_add(struct tracer *t, pid_t tid)
 	pthread_mutex_unlock(&t->lock);
 	t->res->processes++;
 
-	proc_exe_argv(tgid, exe, sizeof(exe), argv, sizeof(argv));
 	struct audit_process ap = {
 		.serial = x->serial,
 		.parent_serial = parent ? parent->serial : 0,
 		.pid = tid,
-		.tgid = tgid,
-		.ppid = ppid,
-		.kind = tid == tgid ? "process" : "thread",
+		.tgid = x->tgid,
+		.ppid = x->ppid,
+		.kind = tid == x->tgid ? "process" : "thread",
 		.start_ns = tracer_now_ns(),
 		.start_ticks = proc_start_ticks(tid),
-		.exe = exe[0] ? exe : NULL,
-		.argv_json = tid == tgid ? argv : NULL,
+		.exe = x->exe,
+		.argv_json = x->argv,
 	};
-	if (audit_process_start(t->o->audit, &ap) < 0)
-		tracer_stop(t, STOP_AUDIT, "the audit database could not be written");
+	if (tid != x->tgid) {
+		struct tracee *leader = tracee_find(t, x->tgid);
+		ap.exe = leader ? leader->exe : NULL;
+	}
+	evq_process_start(t, &ap);
 	if (atomic_load(&t->stop_reason) != STOP_NONE)
 		kill(tid, SIGKILL); /* born after the run was stopped */
 	return x;
+}
+
+static void tracee_free(struct tracee *x)
+{
+	free(x->exe);
+	free(x->argv);
+	free(x);
 }
 
 static void tracee_remove(struct tracer *t, struct tracee *gone)
@@ -214,7 +257,7 @@ static void tracee_remove(struct tracer *t, struct tracee *gone)
 		}
 	}
 	pthread_mutex_unlock(&t->lock);
-	free(gone);
+	tracee_free(gone);
 }
 
 void tracer_stop(struct tracer *t, enum stop_reason why, const char *cause)
@@ -483,6 +526,8 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 		apply_verdict(t, tc, ev, &v);
 		return;
 	}
+	if (ev->cls == WARD_CLASS_PROC)
+		tc->clone_flags = ev->clone_flags;
 	apply_verdict(t, tc, ev, &v);
 }
 
@@ -493,7 +538,7 @@ static void on_new_child(struct tracer *t, struct tracee *tc)
 	if (ptrace(PTRACE_GETEVENTMSG, tc->tid, 0, &msg) == 0 && msg > 0) {
 		struct tracee *child = tracee_find(t, (pid_t)msg);
 		if (!child)
-			child = tracee_add(t, (pid_t)msg);
+			child = tracee_add(t, (pid_t)msg, tc);
 		if (t->pinned && child && child->tgid == tc->tgid)
 			tracer_unpin(t); /* a second thread: parallelism wins */
 	}
@@ -516,14 +561,17 @@ static void on_exec(struct tracer *t, struct tracee *tc)
 		if (old) {
 			tc->in_exec = old->in_exec;
 			memcpy(tc->exec_path, old->exec_path, sizeof(tc->exec_path));
-			audit_process_exit(t->o->audit, old->serial,
-					   tracer_now_ns(), 0, 0);
+			evq_process_exit(t, old->serial, tracer_now_ns(), 0, 0);
 			tracee_remove(t, old);
 		}
 	}
 	proc_exe_argv(tc->tid, exe, sizeof(exe), argv, sizeof(argv));
 	debug("[%d] exec %s", tc->serial, exe);
-	audit_process_exec(t->o->audit, tc->serial, tracer_now_ns(), exe, argv);
+	free(tc->exe);
+	free(tc->argv);
+	tc->exe = strdup(exe);
+	tc->argv = strdup(argv);
+	evq_process_exec(t, tc->serial, tracer_now_ns(), exe, argv);
 
 	if (!tc->in_exec || strcmp(exe, tc->exec_path) != 0) {
 		struct ward_event *ev = &t->ev;
@@ -564,9 +612,7 @@ static void on_exit_status(struct tracer *t, pid_t pid, int status)
 	}
 	if (!tc)
 		return;
-	if (audit_process_exit(t->o->audit, tc->serial, tracer_now_ns(), code,
-			       sig) < 0)
-		tracer_stop(t, STOP_AUDIT, "the audit database could not be written");
+	evq_process_exit(t, tc->serial, tracer_now_ns(), code, sig);
 	if (sig == SIGXCPU)
 		tracer_stop(t, STOP_LIMIT, "cpu time limit reached");
 	else if (sig == SIGXFSZ)
@@ -592,7 +638,7 @@ static void handle_status(struct tracer *t, pid_t pid, int status)
 	if (!WIFSTOPPED(status))
 		return;
 	tc = tracee_find(t, pid);
-	if (!tc && !(tc = tracee_add(t, pid))) {
+	if (!tc && !(tc = tracee_add(t, pid, NULL))) {
 		tracer_stop(t, STOP_AUDIT, "out of memory");
 		return;
 	}
@@ -797,7 +843,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	}
 	t->root = pid;
 	debug("child %d seized", (int)pid);
-	tracee_add(t, pid);
+	tracee_add(t, pid, NULL);
 	rc = tracer_io_start(t);
 	if (rc == 0)
 		tracer_pin_io_thread(t);
@@ -849,7 +895,7 @@ out:
 		while (t->tab[b]) {
 			struct tracee *x = t->tab[b];
 			t->tab[b] = x->next;
-			free(x);
+			tracee_free(x);
 		}
 	}
 	pthread_mutex_destroy(&t->lock);

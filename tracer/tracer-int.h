@@ -107,7 +107,11 @@ int tracer_backtrace(pid_t tid, char *buf, size_t n);
 struct tracee {
 	pid_t tid;
 	pid_t tgid;
+	pid_t ppid;          /* of the process (its leader's parent) */
 	int serial;          /* audit identity within the run */
+	unsigned long clone_flags; /* of this thread's last allowed clone */
+	char *exe, *argv;    /* leaders: the program and its argv (JSON),
+			      * what a fork child starts with; owned */
 	bool in_exec;        /* an execve was allowed and not yet completed */
 	char exec_path[WARD_PATH_MAX]; /* approved at execve entry */
 	struct tracee *next; /* hash chain */
@@ -180,7 +184,14 @@ struct tracee *tracee_find(struct tracer *t, pid_t tid);
 struct audit_event;
 int evq_push(struct tracer *t, const struct audit_event *e);
 int evq_write_now(struct tracer *t, const struct audit_event *e);
+int evq_process_start(struct tracer *t, const struct audit_process *p);
+int evq_process_exec(struct tracer *t, int serial, long long ts_ns,
+		     const char *exe, const char *argv_json);
+int evq_process_exit(struct tracer *t, int serial, long long ts_ns,
+		     int exit_code, int signal);
 int evq_drain(struct tracer *t);
+/* The record cannot be written: stop the run (nothing runs unrecorded). */
+void evq_failed(struct tracer *t);
 
 /* CPU pinning (pin.c): start before fork (the child inherits it), give
  * the output thread the other CPUs, undo everywhere when the code goes
