@@ -163,3 +163,31 @@ def test_help_says_everything(ctx):
     for opt in ("--lang", "--profile", "--policy", "--db", "--workdir", "--keep", "--timeout",
                 "--cpu", "--memory", "--max-procs", "--max-output", "--json", "--quiet", "--env"):
         assert opt in r.stdout, opt
+
+
+def test_unprivileged_ward(ctx):
+    """ward run by an ordinary user: same supervision, the code keeps that uid."""
+    import shutil
+    import subprocess
+    from wardtest import Skip, ward_bin
+    setpriv = shutil.which("setpriv", path="/usr/bin:/bin")
+    if os.geteuid() != 0 or not setpriv:
+        raise Skip("needs root (to become an ordinary user) and setpriv")
+    home = ctx.path("home")
+    os.mkdir(home)
+    os.chown(home, 65534, 65534)
+    os.chmod(ctx.tmp, 0o755)
+    db = os.path.join(home, "audit.db")
+    code = ("import os\nprint(os.getuid())\n"
+            "try:\n open('/etc/shadow')\nexcept PermissionError as e:\n print('errno', e.errno)\n")
+    p = subprocess.run([setpriv, "--reuid", "65534", "--regid", "65534", "--clear-groups",
+                        "env", "HOME=" + home, ward_bin(), "run", "--db", db, "-c", code],
+                       capture_output=True, text=True, timeout=60, cwd=home)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert p.stdout == "65534\nerrno 13\n", (p.stdout, p.stderr)
+    con = __import__("sqlite3").connect(db)
+    try:
+        rows = con.execute("select target, decision from events where decision='deny'").fetchall()
+    finally:
+        con.close()
+    assert rows == [("/etc/shadow", "deny")], rows
