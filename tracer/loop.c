@@ -41,6 +41,7 @@
 
 #define X32_SYSCALL_BIT 0x40000000
 #define MAX_DENIAL_LIST 1000
+#define MAX_PRINTED_DENIALS 50
 #define NAME_CACHE 1024
 
 static char *name_cache[NAME_CACHE];
@@ -319,10 +320,14 @@ static void note_denial(struct tracer *t, const struct ward_event *ev,
 			     : v->would_deny	       ? "would-deny"
 						       : "deny";
 
-	if (t->o->print_denials)
+	if (t->o->print_denials && r->denials <= MAX_PRINTED_DENIALS)
 		fprintf(stderr, "ward: %s %s %s: rule %s: %s%s%s\n", action,
 			ev->name, target, v->rule, v->reason,
 			v->err ? " -> " : "", v->err ? ward_errno_name(v->err) : "");
+	if (t->o->print_denials && r->denials == MAX_PRINTED_DENIALS + 1)
+		fprintf(stderr, "ward: more than %d denials: the rest are "
+				"recorded, not printed (ward show last --denied)\n",
+			MAX_PRINTED_DENIALS);
 	if (r->n_denials >= MAX_DENIAL_LIST)
 		return;
 	if (r->n_denials % 16 == 0) {

@@ -121,3 +121,17 @@ def test_stat_family_is_a_policy_choice(ctx):
     r = ctx.run(code)
     assert r.code == 0
     assert not ctx.events(ctx.last_run()["id"], "syscall='newfstatat'")
+
+
+def test_many_denials_all_recorded_few_printed(ctx):
+    code = ("for i in range(120):\n"
+            "    try: open('/etc/shadow')\n"
+            "    except PermissionError: pass\n"
+            "print('done')\n")
+    r = ctx.run(code)
+    assert r.code == 0 and r.stdout == "done\n", r
+    lines = [l for l in r.stderr.splitlines() if l.startswith("ward: deny")]
+    assert len(lines) == 50, len(lines)
+    assert "recorded, not printed" in r.stderr
+    run = ctx.last_run()
+    assert run["denials"] == 120 and len(ctx.denials(run["id"])) == 120
