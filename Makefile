@@ -36,6 +36,8 @@ POLICY_SRC := $(wildcard policy/*.c)
 AUDIT_SRC  := $(wildcard audit/*.c)
 TRACER_SRC := $(wildcard tracer/*.c)
 TOOLS_SRC  := $(filter-out tools/embed.c,$(wildcard tools/*.c))
+# tools/ code the unit tests link too (ward links every tools/ object)
+TOOLS_LIB_SRC := tools/symbolize.c
 UNIT_SRC   := $(wildcard tests/unit/test-*.c)
 HELPER_SRC := $(wildcard tests/helpers/*.c)
 PROFILES   := $(sort $(wildcard profiles/*.json))
@@ -46,6 +48,7 @@ LIB_COMMON := $(O)/libcommon.a
 LIB_POLICY := $(O)/libpolicy.a
 LIB_AUDIT  := $(O)/libaudit.a
 LIB_TRACER := $(O)/libtracer.a
+LIB_TOOLS  := $(O)/libtools.a
 MODULE_LIBS := $(LIB_TRACER) $(LIB_AUDIT) $(LIB_POLICY) $(LIB_COMMON)
 
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRC))
@@ -76,13 +79,15 @@ $(LIB_AUDIT): $(call obj,$(AUDIT_SRC))
 	@rm -f $@; ar rcs $@ $^
 $(LIB_TRACER): $(call obj,$(TRACER_SRC))
 	@rm -f $@; ar rcs $@ $^
+$(LIB_TOOLS): $(call obj,$(TOOLS_LIB_SRC))
+	@rm -f $@; ar rcs $@ $^
 
 $(O)/ward: $(call obj,$(TOOLS_SRC)) $(MODULE_LIBS)
 	$(QLD)$(CC) $(ALL_LDFLAGS) -o $@ $(call obj,$(TOOLS_SRC)) $(MODULE_LIBS) $(LIBS)
 
-$(O)/tests/%: $(O)/tests/unit/%.o $(MODULE_LIBS)
+$(O)/tests/%: $(O)/tests/unit/%.o $(LIB_TOOLS) $(MODULE_LIBS)
 	@mkdir -p $(dir $@)
-	$(QLD)$(CC) $(ALL_LDFLAGS) -o $@ $< $(MODULE_LIBS) $(LIBS)
+	$(QLD)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB_TOOLS) $(MODULE_LIBS) $(LIBS)
 
 # Helpers run as the sandboxed code: never sanitized, static where possible.
 $(O)/helpers/%: tests/helpers/%.c

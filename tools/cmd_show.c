@@ -4,9 +4,11 @@
  */
 #include "cmds.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include "../common/errnames.h"
 #include "../common/json.h"
 #include "../common/log.h"
+#include "symbolize.h"
 #include "view.h"
 
 static void usage(FILE *f)
@@ -50,6 +53,12 @@ static void usage(FILE *f)
 "Denied and killed syscalls are marked `!!` with DENY or KILL, the errno the\n"
 "code got, the rule and the reason, their arguments and, when recorded, a\n"
 "backtrace; `?!` marks a call the policy would have denied (audit mode).\n"
+"Backtrace frames read `#0  libc.so.6 __open64+0x51  (MODULE+OFFSET, ip\n"
+"IP)`: the function is looked up when shown, in the ELF symbol table of\n"
+"the module file as it is now (.symtab, else .dynsym: stripped files name\n"
+"only their exported functions; `??` when none covers the frame). If the\n"
+"file changed since the run (an upgrade), the names may be wrong; the\n"
+"header says `backtrace (symbols from the files as they are now):`.\n"
 "Output lines are prefixed with their stream (stdout| or stderr|). Text\n"
 "from the run is printed safely: control characters, invalid UTF-8 and\n"
 "bidirectional overrides are escaped (\\n, \\xNN, \\u{202e}).\n"
@@ -68,11 +77,13 @@ static void usage(FILE *f)
 "JSON: {\"run\": {...}, \"processes\": [...], \"events\": [...],\n"
 "\"outputs\": [...]} with the columns of the database (docs/schema.md);\n"
 "JSON columns (argv, args, limits, policy, backtrace) are embedded parsed.\n"
-"Events carry errno (a number) and errno_name. Bytes the code produced are\n"
-"given as UTF-8 text with invalid sequences replaced by U+FFFD: outputs as\n"
-"\"text\" with \"bytes\" (the exact length); when the text is not exactly\n"
-"the bytes, \"base64\" holds them exactly. The code likewise: \"code\",\n"
-"\"code_bytes\" and, if needed, \"code_base64\".\n"
+"Events carry errno (a number) and errno_name; backtrace frames gain\n"
+"\"symbol\": \"name+0xNN\" when one is found (in the file as it is now, as\n"
+"above). Bytes the code produced are given as UTF-8 text with invalid\n"
+"sequences replaced by U+FFFD: outputs as \"text\" with \"bytes\" (the\n"
+"exact length); when the text is not exactly the bytes, \"base64\" holds\n"
+"them exactly. The code likewise: \"code\", \"code_bytes\" and, if\n"
+"needed, \"code_base64\".\n"
 "\n"
 "exit status: 0, or 125 (bad arguments, missing or unusable database, no\n"
 "such run, an ambiguous prefix).\n", f);
@@ -269,6 +280,7 @@ struct show_ctx {
 	long long t0; /* the run's start, for relative times */
 	const struct show_opts *o; /* the timeline's limits */
 	long long shown; /* timeline items printed */
+	struct sym_cache *syms; /* backtrace symbols; NULL: none */
 };
 
 static int print_header(const struct audit_run *r, void *arg)
@@ -351,39 +363,96 @@ static const char *frame_str(json_t *frame, const char *key)
 	return json_string_value(json_object_get(frame, key));
 }
 
-/* Frames as recorded by the tracer: objects with module, offset, ip and
- * perhaps a symbol; anything else is printed as JSON. */
-static void print_backtrace(const char *text)
+/* A recorded "0x..." offset; false if it is not one. */
+static bool parse_hex(const char *s, uint64_t *v)
+{
+	char *end;
+
+	if (!s || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') ||
+	    !isxdigit((unsigned char)s[2]))
+		return false;
+	errno = 0;
+	*v = strtoull(s + 2, &end, 16);
+	return !errno && !*end;
+}
+
+/*
+ * Adds "symbol" ("name+0xNN", symbolize.h) to each frame of bt (a parsed
+ * backtrace) that has a module and an offset, a symbol covers, and no
+ * symbol yet (a recorded one is kept). Frames after the first are return
+ * addresses. Returns how many were added. syms NULL adds none.
+ */
+static size_t add_symbols(json_t *bt, struct sym_cache *syms)
+{
+	size_t i, added = 0;
+	json_t *f;
+
+	if (!syms || !json_is_array(bt))
+		return 0;
+	json_array_foreach(bt, i, f) {
+		const char *mod = frame_str(f, "module");
+		uint64_t off;
+		char *name;
+
+		if (!json_is_object(f) || json_object_get(f, "symbol") ||
+		    !mod || !parse_hex(frame_str(f, "offset"), &off))
+			continue;
+		if (sym_lookup(syms, mod, off, i ? SYM_RETURN_ADDRESS : 0,
+			       &name))
+			continue;
+		if (!json_object_set_new(f, "symbol", json_string(name)))
+			added++;
+		free(name);
+	}
+	return added;
+}
+
+/*
+ * Frames as recorded by the tracer: objects with module, offset, ip and
+ * perhaps a symbol, printed as "#0  libc.so.6 __open64+0x51  (path+off,
+ * ip 0x...)" ("??" for no symbol); anything else is printed as JSON.
+ * Symbols come from the module files as they are now (add_symbols).
+ */
+static void print_backtrace(const char *text, struct sym_cache *syms)
 {
 	json_t *bt = json_loads(text, 0, NULL);
 	size_t i;
 	json_t *f;
 
-	printf(INDENT "backtrace:\n");
 	if (!json_is_array(bt)) {
-		printf(INDENT "  ");
+		printf(INDENT "backtrace:\n" INDENT "  ");
 		view_str(stdout, text);
 		fputc('\n', stdout);
 		json_decref(bt);
 		return;
 	}
+	if (add_symbols(bt, syms))
+		printf(INDENT "backtrace (symbols from the files as they are "
+		       "now):\n");
+	else
+		printf(INDENT "backtrace:\n");
 	json_array_foreach(bt, i, f) {
 		const char *mod = frame_str(f, "module");
 		const char *off = frame_str(f, "offset");
 		const char *ip = frame_str(f, "ip");
 		const char *sym = frame_str(f, "symbol");
+		const char *base = mod ? strrchr(mod, '/') : NULL;
 		char *raw = mod ? NULL : json_dumps(f, JSON_ENCODE_ANY);
 
 		printf(INDENT "  #%-2zu ", i);
 		if (mod) {
+			view_str(stdout, base && base[1] ? base + 1 : mod);
+			fputc(' ', stdout);
+			view_str(stdout, sym ? sym : "??");
+			fputs("  (", stdout);
 			view_str(stdout, mod);
-			printf("+%s", off ? off : "?");
-			if (ip)
-				printf(" (%s)", ip);
-			if (sym) {
-				fputc(' ', stdout);
-				view_str(stdout, sym);
+			fputc('+', stdout);
+			view_str(stdout, off ? off : "?");
+			if (ip) {
+				fputs(", ip ", stdout);
+				view_str(stdout, ip);
 			}
+			fputc(')', stdout);
 		} else {
 			view_str(stdout, raw);
 		}
@@ -432,7 +501,7 @@ static void print_event(const struct show_ctx *ctx, const struct audit_item *it)
 		fputc('\n', stdout);
 	}
 	if (e->backtrace)
-		print_backtrace(e->backtrace);
+		print_backtrace(e->backtrace, ctx->syms);
 }
 
 /* One line per line of the chunk, "stdout| " before each. */
@@ -517,11 +586,13 @@ static void print_limits(const struct show_opts *o)
 static int show_text(struct audit *a, const char *id,
 		     const struct show_opts *o)
 {
-	struct show_ctx ctx = { .o = o };
+	struct show_ctx ctx = { .o = o, .syms = sym_cache_new() };
 	int r = audit_run_read(a, id, print_header, &ctx);
 
-	if (r)
+	if (r) {
+		sym_cache_free(ctx.syms);
 		return r;
+	}
 	printf("\ntimeline (seconds from the start; [N] is the process "
 	       "serial; !! denied or killed)\n");
 	if (limited(o))
@@ -529,6 +600,7 @@ static int show_text(struct audit *a, const char *id,
 	r = audit_timeline_each(a, id, print_item, &ctx);
 	if (!r && !ctx.shown && limited(o))
 		puts("(none in this run)");
+	sym_cache_free(ctx.syms);
 	return r;
 }
 
@@ -628,8 +700,14 @@ static int proc_json(const struct audit_proc_row *p, void *arg)
 	return json_array_append_new(arg, o) ? -ENOMEM : 0;
 }
 
+struct events_json {
+	json_t *events;
+	struct sym_cache *syms; /* backtrace symbols; NULL: none */
+};
+
 static int event_json(const struct audit_event_row *ev, void *arg)
 {
+	struct events_json *ej = arg;
 	const struct audit_event *e = &ev->e;
 	json_t *o = json_object();
 
@@ -653,7 +731,8 @@ static int event_json(const struct audit_event_row *ev, void *arg)
 				   : json_null());
 	json_object_set_new(o, "would_deny", json_boolean(e->would_deny));
 	P("backtrace", e->backtrace);
-	return json_array_append_new(arg, o) ? -ENOMEM : 0;
+	add_symbols(json_object_get(o, "backtrace"), ej->syms);
+	return json_array_append_new(ej->events, o) ? -ENOMEM : 0;
 }
 
 static int output_json(const struct audit_output_row *out, void *arg)
@@ -676,6 +755,7 @@ static int show_json(struct audit *a, const char *id)
 	json_t *root = json_object();
 	json_t *procs = json_array(), *events = json_array(),
 	       *outputs = json_array();
+	struct events_json ej = { events, sym_cache_new() };
 	int r = audit_run_read(a, id, run_json, root);
 
 	json_object_set_new(root, "processes", procs);
@@ -684,12 +764,13 @@ static int show_json(struct audit *a, const char *id)
 	if (!r)
 		r = audit_processes_each(a, id, proc_json, procs);
 	if (!r)
-		r = audit_events_each(a, id, event_json, events);
+		r = audit_events_each(a, id, event_json, &ej);
 	if (!r)
 		r = audit_outputs_each(a, id, output_json, outputs);
 	if (!r && json_dumpf(root, stdout, 0) == 0)
 		fputc('\n', stdout);
 	json_decref(root);
+	sym_cache_free(ej.syms);
 	return r;
 }
 
