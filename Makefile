@@ -114,7 +114,7 @@ bench: all
 	/usr/bin/python3 bench/bench.py --build $(O)
 
 check-style:
-	clang-format --dry-run --Werror common/*.[ch] policy/*.[ch] audit/*.[ch] tracer/*.[ch] tools/*.[ch]
+	clang-format --dry-run --Werror common/*.[ch] policy/*.[ch] audit/*.[ch] tracer/*.[ch] tools/*.[ch] tests/unit/*.[ch] bench/*.c
 
 clean:
 	rm -rf build build-asan

@@ -19,9 +19,9 @@
 
 #define AUDIT_SCHEMA_VERSION 1
 #define AUDIT_APPLICATION_ID 0x77617264 /* "ward", PRAGMA application_id */
-#define AUDIT_BUSY_MS 10000             /* wait this long for the lock */
-#define AUDIT_BATCH_ROWS 256            /* commit after this many rows */
-#define AUDIT_BATCH_BYTES (1 << 20)     /* ... or this much queued data */
+#define AUDIT_BUSY_MS	     10000	/* wait this long for the lock */
+#define AUDIT_BATCH_ROWS     256	/* commit after this many rows */
+#define AUDIT_BATCH_BYTES    (1 << 20)	/* ... or this much queued data */
 
 /* Prepared statements of a writer handle. */
 enum audit_stmt {
@@ -68,7 +68,7 @@ struct audit {
 	char run_id[AUDIT_RUN_ID_LEN + 1];
 	long long event_seq;  /* last events.seq given out in this run */
 	long long output_seq; /* last outputs.seq given out in this run */
-	bool end_queued; /* the run's end row is in the queue */
+	bool end_queued;      /* the run's end row is in the queue */
 
 	/* the batch not yet written */
 	struct audit_row *head, **tail;
@@ -79,8 +79,8 @@ struct audit {
 };
 
 /* Sets a->errmsg (printf style). Returns err unchanged for chaining. */
-__attribute__((format(printf, 3, 4))) int
-audit_fail(struct audit *a, int err, const char *fmt, ...);
+__attribute__((format(printf, 3, 4))) int audit_fail(struct audit *a, int err,
+						     const char *fmt, ...);
 /* Maps an SQLite result code to -errno and sets a->errmsg to
  * "what: <sqlite message>". */
 int audit_sqlfail(struct audit *a, int rc, const char *what);
@@ -97,7 +97,7 @@ struct audit_self {
 	pid_t pid;
 	long long start_ticks; /* field 22 of /proc/self/stat */
 	char boot_id[64];      /* /proc/sys/kernel/random/boot_id */
-	char host[256];        /* uname() nodename */
+	char host[256];	       /* uname() nodename */
 };
 void audit_self_get(struct audit_self *s);
 /* audit_reap_stale() with a->lock held. */

@@ -72,23 +72,23 @@ const char *audit_path(const struct audit *a);
 /* ---------------------------- writer ---------------------------- */
 
 struct audit_run_info {
-	const char *argv_json;      /* ward's own argv as a JSON array */
-	const char *language;       /* "python", "node", "sh" */
-	const char *interpreter;    /* absolute path */
-	const char *code;           /* the code run (may contain NULs) */
+	const char *argv_json;	 /* ward's own argv as a JSON array */
+	const char *language;	 /* "python", "node", "sh" */
+	const char *interpreter; /* absolute path */
+	const char *code;	 /* the code run (may contain NULs) */
 	size_t code_len;
-	const char *code_sha256;    /* hex */
-	const char *code_name;      /* file name, "-c" or "-" */
+	const char *code_sha256; /* hex */
+	const char *code_name;	 /* file name, "-c" or "-" */
 	const char *policy_name;
 	const char *policy_json;
-	const char *policy_sha256;  /* hex */
+	const char *policy_sha256; /* hex */
 	const char *workdir;
-	const char *limits_json;    /* JSON object */
-	const char *host;           /* uname() nodename; NULL: looked up */
-	const char *kernel;         /* uname -r and -v */
+	const char *limits_json; /* JSON object */
+	const char *host;	 /* uname() nodename; NULL: looked up */
+	const char *kernel;	 /* uname -r and -v */
 	const char *ward_version;
-	uid_t uid;                  /* uid the code runs as */
-	long long start_ns;         /* CLOCK_REALTIME */
+	uid_t uid;	    /* uid the code runs as */
+	long long start_ns; /* CLOCK_REALTIME */
 };
 
 /* Insert the run row and commit it. run_id receives a fresh random id
@@ -124,13 +124,13 @@ int audit_reap_stale(struct audit *a, int *reaped);
 struct audit_run_end {
 	long long end_ns;
 	long long duration_ms;
-	int exit_code;           /* -1 when killed by a signal */
-	int signal;              /* 0 when exited */
-	const char *status;      /* ok|error|timeout|killed|aborted|limit */
-	const char *cause;       /* why the run ended that way, or NULL */
-	long long stdout_bytes;  /* total written by the code */
+	int exit_code;		/* -1 when killed by a signal */
+	int signal;		/* 0 when exited */
+	const char *status;	/* ok|error|timeout|killed|aborted|limit */
+	const char *cause;	/* why the run ended that way, or NULL */
+	long long stdout_bytes; /* total written by the code */
 	long long stderr_bytes;
-	bool stdout_truncated;   /* not all of it was kept */
+	bool stdout_truncated; /* not all of it was kept */
 	bool stderr_truncated;
 	long long events, denials, processes; /* counters */
 };
@@ -138,17 +138,17 @@ struct audit_run_end {
 int audit_run_end(struct audit *a, const struct audit_run_end *re);
 
 struct audit_process {
-	int serial;              /* 1, 2, ... in order of appearance in the run */
-	int parent_serial;       /* 0 for the first process */
-	pid_t pid;               /* tid for threads */
+	int serial;	   /* 1, 2, ... in order of appearance in the run */
+	int parent_serial; /* 0 for the first process */
+	pid_t pid;	   /* tid for threads */
 	pid_t tgid;
 	pid_t ppid;
-	const char *kind;        /* "process" or "thread" */
+	const char *kind; /* "process" or "thread" */
 	long long start_ns;
-	long long start_ticks;   /* /proc/PID/stat starttime: with pid, an
+	long long start_ticks; /* /proc/PID/stat starttime: with pid, an
 				  * identity that survives pid reuse */
-	const char *exe;         /* may be NULL (filled at exec) */
-	const char *argv_json;   /* may be NULL */
+	const char *exe;       /* may be NULL (filled at exec) */
+	const char *argv_json; /* may be NULL */
 };
 int audit_process_start(struct audit *a, const struct audit_process *p);
 int audit_process_exec(struct audit *a, int serial, long long ts_ns,
@@ -163,15 +163,15 @@ struct audit_event {
 	int proc_serial;
 	int nr;
 	const char *syscall;
-	const char *args_json;   /* JSON object text */
-	const char *raw;         /* raw path/target as the code gave it, or NULL */
-	const char *target;      /* resolved path / address, or NULL */
-	const char *decision;    /* "allow", "deny", "kill" */
+	const char *args_json; /* JSON object text */
+	const char *raw;      /* raw path/target as the code gave it, or NULL */
+	const char *target;   /* resolved path / address, or NULL */
+	const char *decision; /* "allow", "deny", "kill" */
 	const char *rule;
 	const char *reason;
-	int err;                 /* errno returned to the code on deny, else 0 */
-	bool would_deny;         /* audit mode: would have been denied */
-	const char *backtrace;   /* JSON array text, or NULL */
+	int err;	       /* errno returned to the code on deny, else 0 */
+	bool would_deny;       /* audit mode: would have been denied */
+	const char *backtrace; /* JSON array text, or NULL */
 };
 /* Appends one event; its seq is 1, 2, ... in call order within the run.
  * deny/kill commit at once. */
@@ -210,26 +210,26 @@ int audit_find_run(struct audit *a, const char *query,
 struct audit_run {
 	char id[AUDIT_RUN_ID_LEN + 1];
 	long long started_ns;
-	long long ended_ns;       /* -1 while running (or if ward died) */
+	long long ended_ns; /* -1 while running (or if ward died) */
 	long long duration_ms;
 	const char *argv_json, *language, *interpreter, *code_name;
-	const void *code;         /* the code, or its first bytes (below) */
-	size_t code_len;          /* bytes at code */
-	size_t code_total;        /* length of the whole code */
+	const void *code;  /* the code, or its first bytes (below) */
+	size_t code_len;   /* bytes at code */
+	size_t code_total; /* length of the whole code */
 	const char *code_sha256, *policy_name, *policy_json, *policy_sha256;
 	const char *workdir, *limits_json;
 	long long uid;
-	bool has_exit;            /* exit_code and signal are recorded */
+	bool has_exit; /* exit_code and signal are recorded */
 	int exit_code, signal;
-	const char *status;       /* running, or as in audit_run_end */
+	const char *status; /* running, or as in audit_run_end */
 	const char *cause;
 	long long stdout_bytes, stderr_bytes;
 	int stdout_truncated, stderr_truncated; /* 0, 1, or -1 */
 	long long events, denials, processes;
 	const char *host, *kernel, *ward_version;
-	long long ward_pid;       /* the ward that wrote the run: pid, */
+	long long ward_pid;	    /* the ward that wrote the run: pid, */
 	long long ward_start_ticks; /* its start time in ticks, */
-	const char *boot_id;      /* and the boot it ran in */
+	const char *boot_id;	    /* and the boot it ran in */
 };
 typedef int (*audit_run_fn)(const struct audit_run *r, void *arg);
 
@@ -243,23 +243,23 @@ int audit_run_read(struct audit *a, const char *run_id, audit_run_fn fn,
 		   void *arg);
 
 struct audit_proc_row {
-	struct audit_process p;   /* as written (parent_serial 0: none) */
-	bool execed;              /* exec_ns is set (last successful exec) */
+	struct audit_process p; /* as written (parent_serial 0: none) */
+	bool execed;		/* exec_ns is set (last successful exec) */
 	long long exec_ns;
-	bool exited;              /* exit_ns, exit_code, signal are set */
+	bool exited; /* exit_ns, exit_code, signal are set */
 	long long exit_ns;
 	int exit_code, signal;
 };
 
 struct audit_event_row {
 	long long seq;
-	struct audit_event e;     /* e.err is the positive errno, or 0 */
+	struct audit_event e; /* e.err is the positive errno, or 0 */
 };
 
 struct audit_output_row {
 	long long seq, ts_ns;
 	enum audit_stream stream;
-	const void *data;         /* len bytes, may contain NULs */
+	const void *data; /* len bytes, may contain NULs */
 	size_t len;
 };
 
@@ -284,7 +284,7 @@ int audit_denials_each(struct audit *a, const char *run_id,
 struct audit_syscall_count {
 	const char *syscall;
 	long long allowed, denied, killed; /* by decision */
-	long long would_deny;              /* allowed, but would_deny */
+	long long would_deny;		   /* allowed, but would_deny */
 };
 /* One row per syscall name recorded in the run, most frequent first
  * (then by name). */

@@ -47,26 +47,18 @@ int audit_fail(struct audit *a, int err, const char *fmt, ...)
 int audit_errno_of(int rc)
 {
 	switch (rc & 0xff) {
-	case SQLITE_OK:
-		return 0;
+	case SQLITE_OK: return 0;
 	case SQLITE_BUSY:
-	case SQLITE_LOCKED:
-		return -EBUSY;
-	case SQLITE_NOMEM:
-		return -ENOMEM;
-	case SQLITE_READONLY:
-		return -EROFS;
+	case SQLITE_LOCKED: return -EBUSY;
+	case SQLITE_NOMEM: return -ENOMEM;
+	case SQLITE_READONLY: return -EROFS;
 	case SQLITE_PERM:
-	case SQLITE_AUTH:
-		return -EACCES;
-	case SQLITE_FULL:
-		return -ENOSPC;
+	case SQLITE_AUTH: return -EACCES;
+	case SQLITE_FULL: return -ENOSPC;
 	case SQLITE_CONSTRAINT:
 	case SQLITE_MISMATCH:
-	case SQLITE_RANGE:
-		return -EINVAL;
-	default: /* IOERR, CORRUPT, NOTADB, CANTOPEN, ... */
-		return -EIO;
+	case SQLITE_RANGE: return -EINVAL;
+	default: /* IOERR, CORRUPT, NOTADB, CANTOPEN, ... */ return -EIO;
 	}
 }
 
@@ -96,9 +88,10 @@ static int make_parents(struct audit *a, const char *path)
 		} else if (errno != EEXIST) {
 			int err = errno;
 
-			return audit_fail(a, -err, "cannot create "
-					  "directory %s for %s: %s", dir, path,
-					  strerror(err));
+			return audit_fail(a, -err,
+					  "cannot create "
+					  "directory %s for %s: %s",
+					  dir, path, strerror(err));
 		}
 		*p = '/';
 	}
@@ -136,8 +129,7 @@ static int create_file(struct audit *a, const char *path)
 
 	if (r)
 		return r;
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY,
-		  0600);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0600);
 	if (fd < 0 && errno == EEXIST)
 		return 0;
 	if (fd < 0) {

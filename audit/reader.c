@@ -10,28 +10,28 @@
 
 #include "audit/audit-int.h"
 
-#define RUN_COLS(code, ward)                                                 \
-	"SELECT id, started_ns, ended_ns, duration_ms, argv, language,"     \
-	" interpreter, code_name, " code ", length(code), code_sha256,"     \
-	" policy_name, policy_json, policy_sha256, workdir, limits, uid,"   \
-	" exit_code, signal, status, cause, stdout_bytes, stderr_bytes,"    \
-	" stdout_truncated, stderr_truncated, events, denials, processes,"  \
+#define RUN_COLS(code, ward)                                                   \
+	"SELECT id, started_ns, ended_ns, duration_ms, argv, language,"        \
+	" interpreter, code_name, " code ", length(code), code_sha256,"        \
+	" policy_name, policy_json, policy_sha256, workdir, limits, uid,"      \
+	" exit_code, signal, status, cause, stdout_bytes, stderr_bytes,"       \
+	" stdout_truncated, stderr_truncated, events, denials, processes,"     \
 	" host, kernel, ward_version, " ward " FROM runs "
 /* A file from before version 1 was released, opened readonly, may lack
  * these (see schema.c): they read as NULL then. */
-#define WARD_COLS "ward_pid, ward_start_ticks, boot_id"
+#define WARD_COLS    "ward_pid, ward_start_ticks, boot_id"
 #define NO_WARD_COLS "NULL, NULL, NULL"
 
-#define PROC_COLS                                                            \
-	" serial, parent_serial, pid, tgid, ppid, kind, start_ns,"          \
+#define PROC_COLS                                                              \
+	" serial, parent_serial, pid, tgid, ppid, kind, start_ns,"             \
 	" start_ticks, exe, argv, exec_ns, exit_ns, exit_code, signal "
 
-#define EVENT_COLS                                                           \
-	"SELECT seq, ts_ns, pid, tid, proc_serial, nr, syscall, args, raw,"  \
-	" target, decision, rule, reason, errno, would_deny, backtrace"     \
+#define EVENT_COLS                                                             \
+	"SELECT seq, ts_ns, pid, tid, proc_serial, nr, syscall, args, raw,"    \
+	" target, decision, rule, reason, errno, would_deny, backtrace"        \
 	" FROM events WHERE run_id = ?1 "
 
-#define OUTPUT_COLS                                                          \
+#define OUTPUT_COLS                                                            \
 	"SELECT seq, ts_ns, stream, data FROM outputs WHERE run_id = ?1 "
 
 static int prep(struct audit *a, const char *sql, sqlite3_stmt **st)
@@ -97,8 +97,10 @@ int audit_find_run(struct audit *a, const char *query,
 
 	if (query && !strcmp(query, "last")) {
 		pthread_mutex_lock(&a->lock);
-		r = one_id(a, "SELECT id FROM runs ORDER BY started_ns DESC,"
-			      " rowid DESC LIMIT 1", NULL, NULL, run_id);
+		r = one_id(a,
+			   "SELECT id FROM runs ORDER BY started_ns DESC,"
+			   " rowid DESC LIMIT 1",
+			   NULL, NULL, run_id);
 		pthread_mutex_unlock(&a->lock);
 		return r;
 	}
@@ -113,8 +115,10 @@ int audit_find_run(struct audit *a, const char *query,
 	/* ids are lowercase hex: those with the prefix are in [lo, lo+"g") */
 	snprintf(hi, sizeof(hi), "%sg", lo);
 	pthread_mutex_lock(&a->lock);
-	r = one_id(a, "SELECT id FROM runs WHERE id >= ?1 AND id < ?2"
-		      " ORDER BY id LIMIT 2", lo, hi, run_id);
+	r = one_id(a,
+		   "SELECT id FROM runs WHERE id >= ?1 AND id < ?2"
+		   " ORDER BY id LIMIT 2",
+		   lo, hi, run_id);
 	pthread_mutex_unlock(&a->lock);
 	return r;
 }
@@ -166,18 +170,18 @@ static void fill_run(sqlite3_stmt *st, struct audit_run *r)
 
 /* Steps st, calling fill + fn per row. Returns fn's nonzero value, 0 at
  * the end, or -errno. Finalizes st. */
-#define EACH_ROW(a, st, rowtype, fill, fn, arg)                              \
-	({                                                                   \
-		int _r = 0, _rc;                                             \
-		rowtype _row;                                                \
-		while (!_r && (_rc = sqlite3_step(st)) == SQLITE_ROW) {      \
-			fill(st, &_row);                                     \
-			_r = fn(&_row, arg);                                 \
-		}                                                            \
-		if (!_r && _rc != SQLITE_DONE)                               \
-			_r = audit_sqlfail(a, _rc, (a)->path);               \
-		sqlite3_finalize(st);                                        \
-		_r;                                                          \
+#define EACH_ROW(a, st, rowtype, fill, fn, arg)                                \
+	({                                                                     \
+		int _r = 0, _rc;                                               \
+		rowtype _row;                                                  \
+		while (!_r && (_rc = sqlite3_step(st)) == SQLITE_ROW) {        \
+			fill(st, &_row);                                       \
+			_r = fn(&_row, arg);                                   \
+		}                                                              \
+		if (!_r && _rc != SQLITE_DONE)                                 \
+			_r = audit_sqlfail(a, _rc, (a)->path);                 \
+		sqlite3_finalize(st);                                          \
+		_r;                                                            \
 	})
 
 int audit_runs_each(struct audit *a, int limit, audit_run_fn fn, void *arg)
@@ -187,11 +191,15 @@ int audit_runs_each(struct audit *a, int limit, audit_run_fn fn, void *arg)
 
 	pthread_mutex_lock(&a->lock);
 	_Static_assert(AUDIT_LIST_CODE_MAX == 256, "the SQL below says 256");
-	r = prep(a, a->ward_cols
-		 ? RUN_COLS("substr(code, 1, 256)", WARD_COLS)
-		   "ORDER BY started_ns DESC, rowid DESC LIMIT ?1"
-		 : RUN_COLS("substr(code, 1, 256)", NO_WARD_COLS)
-		   "ORDER BY started_ns DESC, rowid DESC LIMIT ?1", &st);
+	r = prep(
+		a,
+		a->ward_cols
+			? RUN_COLS("substr(code, 1, 256)",
+				   WARD_COLS) "ORDER BY started_ns DESC, rowid DESC LIMIT ?1"
+			: RUN_COLS(
+				  "substr(code, 1, 256)",
+				  NO_WARD_COLS) "ORDER BY started_ns DESC, rowid DESC LIMIT ?1",
+		&st);
 	if (!r) {
 		sqlite3_bind_int64(st, 1, limit > 0 ? limit : -1);
 		r = EACH_ROW(a, st, struct audit_run, fill_run, fn, arg);
@@ -222,8 +230,10 @@ int audit_run_read(struct audit *a, const char *run_id, audit_run_fn fn,
 	int r;
 
 	pthread_mutex_lock(&a->lock);
-	r = prep(a, a->ward_cols ? RUN_COLS("code", WARD_COLS) "WHERE id = ?1"
-		 : RUN_COLS("code", NO_WARD_COLS) "WHERE id = ?1", &st);
+	r = prep(a,
+		 a->ward_cols ? RUN_COLS("code", WARD_COLS) "WHERE id = ?1"
+			      : RUN_COLS("code", NO_WARD_COLS) "WHERE id = ?1",
+		 &st);
 	if (!r) {
 		sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
 		r = EACH_ROW(a, st, struct audit_run, fill_run, read_one_cb,
@@ -318,8 +328,10 @@ int audit_processes_each(struct audit *a, const char *run_id,
 	int r;
 
 	pthread_mutex_lock(&a->lock);
-	r = prep_run(a, "SELECT" PROC_COLS "FROM processes WHERE run_id = ?1"
-		     " ORDER BY serial", run_id, &st);
+	r = prep_run(a,
+		     "SELECT" PROC_COLS "FROM processes WHERE run_id = ?1"
+		     " ORDER BY serial",
+		     run_id, &st);
 	if (!r)
 		r = EACH_ROW(a, st, struct audit_proc_row, fill_proc, fn, arg);
 	pthread_mutex_unlock(&a->lock);
@@ -366,8 +378,10 @@ int audit_denials_each(struct audit *a, const char *run_id,
 	int r;
 
 	pthread_mutex_lock(&a->lock);
-	r = prep_run(a, EVENT_COLS "AND (decision <> 'allow' OR would_deny)"
-		     " ORDER BY seq", run_id, &st);
+	r = prep_run(a,
+		     EVENT_COLS "AND (decision <> 'allow' OR would_deny)"
+				" ORDER BY seq",
+		     run_id, &st);
 	if (!r)
 		r = EACH_ROW(a, st, struct audit_event_row, fill_event, fn,
 			     arg);
@@ -393,11 +407,13 @@ int audit_syscall_counts_each(struct audit *a, const char *run_id,
 	int r;
 
 	pthread_mutex_lock(&a->lock);
-	r = prep_run(a, "SELECT syscall, sum(decision = 'allow'),"
+	r = prep_run(a,
+		     "SELECT syscall, sum(decision = 'allow'),"
 		     " sum(decision = 'deny'), sum(decision = 'kill'),"
 		     " sum(decision = 'allow' AND would_deny)"
 		     " FROM events WHERE run_id = ?1 GROUP BY syscall"
-		     " ORDER BY count(*) DESC, syscall", run_id, &st);
+		     " ORDER BY count(*) DESC, syscall",
+		     run_id, &st);
 	if (!r)
 		r = EACH_ROW(a, st, struct audit_syscall_count, fill_count, fn,
 			     arg);
@@ -410,8 +426,8 @@ int audit_syscall_counts_each(struct audit *a, const char *run_id,
 /* One sorted source of timeline items and its current row. */
 struct source {
 	sqlite3_stmt *st;
-	bool live;                 /* has a current row */
-	long long ts, rank, seq;   /* merge key */
+	bool live;		 /* has a current row */
+	long long ts, rank, seq; /* merge key */
 	enum audit_item_kind kind;
 	struct audit_proc_row proc;
 	struct audit_event_row event;
@@ -445,8 +461,9 @@ static int source_next(struct audit *a, struct source *s, int which)
 	case SRC_PROC:
 		phase = (int)cint(s->st, 0, 0);
 		fill_proc_at(s->st, 2, &s->proc);
-		s->kind = phase == 0 ? AUDIT_ITEM_START
-			  : phase == 1 ? AUDIT_ITEM_EXEC : AUDIT_ITEM_EXIT;
+		s->kind = phase == 0   ? AUDIT_ITEM_START
+			  : phase == 1 ? AUDIT_ITEM_EXEC
+				       : AUDIT_ITEM_EXIT;
 		s->ts = cint(s->st, 1, 0);
 		s->rank = phase == 2 ? 3 : 0;
 		s->seq = s->proc.p.serial;
@@ -503,8 +520,8 @@ static int merge(struct audit *a, struct source src[SRC_N],
 		struct audit_item it;
 
 		for (int i = 0; i < SRC_N; i++)
-			if (src[i].live && (best < 0 ||
-					    before(&src[i], &src[best])))
+			if (src[i].live &&
+			    (best < 0 || before(&src[i], &src[best])))
 				best = i;
 		if (best < 0)
 			break;
@@ -517,8 +534,7 @@ static int merge(struct audit *a, struct source src[SRC_N],
 }
 
 int audit_timeline_each(struct audit *a, const char *run_id,
-			int (*fn)(const struct audit_item *, void *),
-			void *arg)
+			int (*fn)(const struct audit_item *, void *), void *arg)
 {
 	struct source src[SRC_N];
 	int r = 0;

@@ -176,11 +176,14 @@ static int check_ward(struct audit *a, const struct dbinfo *di)
 				  "this ward understands (%d); use a newer "
 				  "ward or another database",
 				  a->path, di->version, AUDIT_SCHEMA_VERSION);
-	r = query_int(a, "SELECT count(*) FROM sqlite_schema WHERE "
-			 "type = 'table' AND name = 'ward_meta'", &marked);
+	r = query_int(a,
+		      "SELECT count(*) FROM sqlite_schema WHERE "
+		      "type = 'table' AND name = 'ward_meta'",
+		      &marked);
 	if (!r && marked)
-		r = query_int(a, "SELECT count(*) FROM ward_meta WHERE "
-				 "key = 'application' AND value = 'ward'",
+		r = query_int(a,
+			      "SELECT count(*) FROM ward_meta WHERE "
+			      "key = 'application' AND value = 'ward'",
 			      &marked);
 	if (r)
 		return r;
@@ -208,8 +211,8 @@ static int create_schema(struct audit *a)
 		 " ('created_ns', '%lld'), ('created_by', 'ward %s');"
 		 "PRAGMA application_id = %d; PRAGMA user_version = %d;",
 		 AUDIT_SCHEMA_VERSION,
-		 (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec,
-		 WARD_VERSION, AUDIT_APPLICATION_ID, AUDIT_SCHEMA_VERSION);
+		 (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, WARD_VERSION,
+		 AUDIT_APPLICATION_ID, AUDIT_SCHEMA_VERSION);
 	return exec_sql(a, sql);
 }
 
@@ -257,8 +260,10 @@ static const char prerelease_v1_upgrade[] =
 static int has_ward_cols(struct audit *a, bool *has)
 {
 	long long n = 0;
-	int r = query_int(a, "SELECT count(*) FROM pragma_table_info('runs')"
-			     " WHERE name = 'boot_id'", &n);
+	int r = query_int(a,
+			  "SELECT count(*) FROM pragma_table_info('runs')"
+			  " WHERE name = 'boot_id'",
+			  &n);
 
 	*has = n > 0;
 	return r;
@@ -296,7 +301,8 @@ int audit_schema_setup(struct audit *a)
 		if (a->readonly)
 			return audit_fail(a, -EPROTO,
 					  "%s: empty file, not a ward audit "
-					  "database", a->path);
+					  "database",
+					  a->path);
 		r = init_empty(a);
 		return r ? r : upgrade_prerelease(a);
 	}

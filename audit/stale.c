@@ -21,8 +21,8 @@
 
 #include "audit/audit-int.h"
 
-#define REAP_CAUSE                                                           \
-	"ward stopped before the run ended (killed or crashed); the record "  \
+#define REAP_CAUSE                                                             \
+	"ward stopped before the run ended (killed or crashed); the record "   \
 	"holds what was written until then"
 
 /* Reads a small file into buf, NUL-terminated. Bytes read, or -1. */
@@ -56,8 +56,10 @@ static long long start_ticks_of(const char *stat_path)
 	    !(p = strrchr(buf, ')')))
 		return 0;
 	/* p + 2 is field 3 (state); starttime is the 20th field from it */
-	if (sscanf(p + 2, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-			  "%*s %*s %*s %*s %*s %*s %*s %lld", &ticks) != 1)
+	if (sscanf(p + 2,
+		   "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+		   "%*s %*s %*s %*s %*s %*s %*s %lld",
+		   &ticks) != 1)
 		return 0;
 	return ticks;
 }
@@ -177,8 +179,8 @@ static const char reap_sql[] =
 static int mark_aborted(struct audit *a, const struct idlist *l, int *n)
 {
 	sqlite3_stmt *st = NULL;
-	int r = 0, rc = sqlite3_exec(a->db, "BEGIN IMMEDIATE", NULL, NULL,
-				     NULL);
+	int r = 0,
+	    rc = sqlite3_exec(a->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(a->db, reap_sql, -1, &st, NULL);
@@ -204,8 +206,7 @@ static int mark_aborted(struct audit *a, const struct idlist *l, int *n)
 	return r;
 }
 
-int audit_reap_locked(struct audit *a, const struct audit_self *me,
-		      int *reaped)
+int audit_reap_locked(struct audit *a, const struct audit_self *me, int *reaped)
 {
 	struct idlist l = { 0 };
 	int n = 0, r;

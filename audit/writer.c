@@ -42,10 +42,9 @@ static const char *const stmt_sql[ST__COUNT] = {
 		"INSERT INTO processes(run_id, serial, parent_serial, pid,"
 		" tgid, ppid, kind, start_ns, start_ticks, exe, argv)"
 		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-	[ST_PROC_EXEC] =
-		"UPDATE processes SET exe = coalesce(?3, exe),"
-		" argv = coalesce(?4, argv), exec_ns = ?5"
-		" WHERE run_id = ?1 AND serial = ?2",
+	[ST_PROC_EXEC] = "UPDATE processes SET exe = coalesce(?3, exe),"
+			 " argv = coalesce(?4, argv), exec_ns = ?5"
+			 " WHERE run_id = ?1 AND serial = ?2",
 	[ST_PROC_EXIT] =
 		"UPDATE processes SET exit_ns = ?3, exit_code = ?4, signal = ?5"
 		" WHERE run_id = ?1 AND serial = ?2",
@@ -54,9 +53,8 @@ static const char *const stmt_sql[ST__COUNT] = {
 		" nr, syscall, args, raw, target, decision, rule, reason,"
 		" errno, would_deny, backtrace) VALUES (?1, ?2, ?3, ?4, ?5,"
 		" ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-	[ST_OUTPUT] =
-		"INSERT INTO outputs(run_id, seq, ts_ns, stream, data)"
-		" VALUES (?1, ?2, ?3, ?4, ?5)",
+	[ST_OUTPUT] = "INSERT INTO outputs(run_id, seq, ts_ns, stream, data)"
+		      " VALUES (?1, ?2, ?3, ?4, ?5)",
 };
 
 /* For error messages. */
@@ -107,12 +105,8 @@ static int bind_vals(sqlite3_stmt *st, const struct audit_val *v, int n)
 
 	for (int i = 0; i < n && rc == SQLITE_OK; i++) {
 		switch (v[i].t) {
-		case V_NULL:
-			rc = sqlite3_bind_null(st, i + 1);
-			break;
-		case V_INT:
-			rc = sqlite3_bind_int64(st, i + 1, v[i].i);
-			break;
+		case V_NULL: rc = sqlite3_bind_null(st, i + 1); break;
+		case V_INT: rc = sqlite3_bind_int64(st, i + 1, v[i].i); break;
 		case V_TEXT:
 			rc = sqlite3_bind_text64(st, i + 1, v[i].p, v[i].n,
 						 SQLITE_STATIC, SQLITE_UTF8);
@@ -147,11 +141,13 @@ static int exec_vals(struct audit *a, enum audit_stmt id,
 	if ((id == ST_PROC_EXEC || id == ST_PROC_EXIT || id == ST_RUN_END) &&
 	    sqlite3_changes(a->db) != 1)
 		return id == ST_RUN_END
-			       ? audit_fail(a, -ENOENT, "%s: cannot %s: run "
+			       ? audit_fail(a, -ENOENT,
+					    "%s: cannot %s: run "
 					    "%s is not in the database",
 					    a->path, stmt_what[id],
 					    (const char *)v[0].p)
-			       : audit_fail(a, -ENOENT, "%s: cannot %s: no "
+			       : audit_fail(a, -ENOENT,
+					    "%s: cannot %s: no "
 					    "process with serial %lld",
 					    a->path, stmt_what[id], v[1].i);
 	return 0;
@@ -291,7 +287,8 @@ static int check_run(struct audit *a)
 	if (a->readonly)
 		return audit_fail(a, -EROFS, "%s: opened read-only", a->path);
 	if (!a->run_id[0])
-		return audit_fail(a, -EINVAL, "no run in progress "
+		return audit_fail(a, -EINVAL,
+				  "no run in progress "
 				  "(audit_run_begin() first)");
 	return 0;
 }
@@ -327,14 +324,24 @@ static int insert_run(struct audit *a, const struct audit_run_info *ri,
 {
 	const char *host = ri->host ? ri->host : me->host[0] ? me->host : NULL;
 	const struct audit_val v[] = {
-		vtext(id), vint(ri->start_ns), vtext(ri->argv_json),
-		vtext(ri->language), vtext(ri->interpreter),
-		vtext(ri->code_name), vblob(ri->code, ri->code_len),
-		vtext(ri->code_sha256), vtext(ri->policy_name),
-		vtext(ri->policy_json), vtext(ri->policy_sha256),
-		vtext(ri->workdir), vtext(ri->limits_json),
-		vint((long long)ri->uid), vtext(host), vtext(ri->kernel),
-		vtext(ri->ward_version), vint(me->pid),
+		vtext(id),
+		vint(ri->start_ns),
+		vtext(ri->argv_json),
+		vtext(ri->language),
+		vtext(ri->interpreter),
+		vtext(ri->code_name),
+		vblob(ri->code, ri->code_len),
+		vtext(ri->code_sha256),
+		vtext(ri->policy_name),
+		vtext(ri->policy_json),
+		vtext(ri->policy_sha256),
+		vtext(ri->workdir),
+		vtext(ri->limits_json),
+		vint((long long)ri->uid),
+		vtext(host),
+		vtext(ri->kernel),
+		vtext(ri->ward_version),
+		vint(me->pid),
 		me->start_ticks > 0 ? vint(me->start_ticks) : vnull(),
 		me->boot_id[0] ? vtext(me->boot_id) : vnull(),
 	};
@@ -342,8 +349,7 @@ static int insert_run(struct audit *a, const struct audit_run_info *ri,
 
 	if (r)
 		return r;
-	r = exec_vals(a, ST_RUN_BEGIN, v, (int)(sizeof(v) / sizeof(v[0])),
-		      &rc);
+	r = exec_vals(a, ST_RUN_BEGIN, v, (int)(sizeof(v) / sizeof(v[0])), &rc);
 	if (!r)
 		r = exec_simple(a, ST_COMMIT);
 	if (r && !sqlite3_get_autocommit(a->db))
@@ -395,8 +401,8 @@ int audit_run_begin(struct audit *a, const struct audit_run_info *ri,
 
 static bool valid_status(const char *s)
 {
-	static const char *const ok[] = { "ok", "error", "timeout", "killed",
-					  "aborted", "limit" };
+	static const char *const ok[] = { "ok",	    "error",   "timeout",
+					  "killed", "aborted", "limit" };
 
 	for (size_t i = 0; s && i < sizeof(ok) / sizeof(ok[0]); i++)
 		if (!strcmp(s, ok[i]))
@@ -407,12 +413,13 @@ static bool valid_status(const char *s)
 static int queue_run_end(struct audit *a, const struct audit_run_end *re)
 {
 	const struct audit_val v[] = {
-		vtext(a->run_id), vint(re->end_ns), vint(re->duration_ms),
-		vint(re->exit_code), vint(re->signal), vtext(re->status),
-		vtext(re->cause), vint(re->stdout_bytes),
-		vint(re->stderr_bytes), vint(re->stdout_truncated),
+		vtext(a->run_id),	    vint(re->end_ns),
+		vint(re->duration_ms),	    vint(re->exit_code),
+		vint(re->signal),	    vtext(re->status),
+		vtext(re->cause),	    vint(re->stdout_bytes),
+		vint(re->stderr_bytes),	    vint(re->stdout_truncated),
 		vint(re->stderr_truncated), vint(re->events),
-		vint(re->denials), vint(re->processes),
+		vint(re->denials),	    vint(re->processes),
 	};
 	int r = queue_row(a, ST_RUN_END, v, (int)(sizeof(v) / sizeof(v[0])));
 
@@ -465,9 +472,17 @@ int audit_end_unfinished(struct audit *a)
 		const struct audit_val v[] = {
 			vtext(a->run_id),
 			vint((long long)ts.tv_sec * 1000000000LL + ts.tv_nsec),
-			vnull(), vnull(), vnull(), vtext("aborted"),
+			vnull(),
+			vnull(),
+			vnull(),
+			vtext("aborted"),
 			vtext("ward closed the record without ending the run"),
-			vnull(), vnull(), vnull(), vnull(), vnull(), vnull(),
+			vnull(),
+			vnull(),
+			vnull(),
+			vnull(),
+			vnull(),
+			vnull(),
 			vnull(),
 		};
 
@@ -490,15 +505,23 @@ int audit_process_start(struct audit *a, const struct audit_process *p)
 	r = check_run(a);
 	if (!r && (p->serial <= 0 || !p->kind ||
 		   (strcmp(p->kind, "process") && strcmp(p->kind, "thread"))))
-		r = audit_fail(a, -EINVAL, "process serial %d: bad serial "
-			       "or kind", p->serial);
+		r = audit_fail(a, -EINVAL,
+			       "process serial %d: bad serial "
+			       "or kind",
+			       p->serial);
 	if (!r) {
 		const struct audit_val v[] = {
-			vtext(a->run_id), vint(p->serial),
+			vtext(a->run_id),
+			vint(p->serial),
 			p->parent_serial > 0 ? vint(p->parent_serial) : vnull(),
-			vint(p->pid), vint(p->tgid), vint(p->ppid),
-			vtext(p->kind), vint(p->start_ns), vint(p->start_ticks),
-			vtext(p->exe), vtext(p->argv_json),
+			vint(p->pid),
+			vint(p->tgid),
+			vint(p->ppid),
+			vtext(p->kind),
+			vint(p->start_ns),
+			vint(p->start_ticks),
+			vtext(p->exe),
+			vtext(p->argv_json),
 		};
 
 		r = queue_row(a, ST_PROC_START, v,
@@ -542,7 +565,7 @@ int audit_process_exit(struct audit *a, int serial, long long ts_ns,
 	if (!r) {
 		const struct audit_val v[] = {
 			vtext(a->run_id), vint(serial), vint(ts_ns),
-			vint(exit_code), vint(signal),
+			vint(exit_code),  vint(signal),
 		};
 
 		r = queue_row(a, ST_PROC_EXIT, v,
@@ -559,14 +582,23 @@ int audit_process_exit(struct audit *a, int serial, long long ts_ns,
 static int queue_event(struct audit *a, const struct audit_event *e)
 {
 	const struct audit_val v[] = {
-		vtext(a->run_id), vint(++a->event_seq), vint(e->ts_ns),
-		vint(e->pid), vint(e->tid),
+		vtext(a->run_id),
+		vint(++a->event_seq),
+		vint(e->ts_ns),
+		vint(e->pid),
+		vint(e->tid),
 		e->proc_serial > 0 ? vint(e->proc_serial) : vnull(),
-		vint(e->nr), vtext(e->syscall), vtext(e->args_json),
-		vtext(e->raw), vtext(e->target), vtext(e->decision),
-		vtext(e->rule), vtext(e->reason),
+		vint(e->nr),
+		vtext(e->syscall),
+		vtext(e->args_json),
+		vtext(e->raw),
+		vtext(e->target),
+		vtext(e->decision),
+		vtext(e->rule),
+		vtext(e->reason),
 		vint(e->err < 0 ? -(long long)e->err : e->err),
-		vint(e->would_deny), vtext(e->backtrace),
+		vint(e->would_deny),
+		vtext(e->backtrace),
 	};
 
 	return queue_row(a, ST_EVENT, v, (int)(sizeof(v) / sizeof(v[0])));
@@ -582,7 +614,8 @@ int audit_event(struct audit *a, const struct audit_event *e)
 	pthread_mutex_lock(&a->lock);
 	r = check_run(a);
 	if (!r && (!e->syscall || (!allow && !stop)))
-		r = audit_fail(a, -EINVAL, "event: decision must be allow, "
+		r = audit_fail(a, -EINVAL,
+			       "event: decision must be allow, "
 			       "deny or kill and syscall must be set");
 	if (!r)
 		r = queue_event(a, e);
@@ -603,7 +636,9 @@ int audit_output(struct audit *a, long long ts_ns, enum audit_stream s,
 		r = audit_fail(a, -EINVAL, "output: bad stream or data");
 	if (!r && len) {
 		const struct audit_val v[] = {
-			vtext(a->run_id), vint(++a->output_seq), vint(ts_ns),
+			vtext(a->run_id),
+			vint(++a->output_seq),
+			vint(ts_ns),
 			vtext(s == AUDIT_STDOUT ? "stdout" : "stderr"),
 			vblob(data, len),
 		};

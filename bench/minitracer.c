@@ -28,22 +28,65 @@
 #include <unistd.h>
 
 /* Which argument carries the path or address: "name:index". */
-static const char *const design[] = {
-	"open:0", "openat:1", "openat2:1", "creat:0", "unlink:0", "unlinkat:1",
-	"rmdir:0", "mkdir:0", "mkdirat:1", "mknod:0", "mknodat:1", "rename:0",
-	"renameat:1", "renameat2:1", "link:0", "linkat:1", "symlink:0",
-	"symlinkat:0", "chmod:0", "fchmodat:1", "chown:0", "lchown:0",
-	"fchownat:1", "truncate:0", "utime:0", "utimes:0", "utimensat:1",
-	"futimesat:1", "setxattr:0", "lsetxattr:0", "removexattr:0",
-	"lremovexattr:0", "chdir:0", "inotify_add_watch:1", "execve:0",
-	"execveat:1", "socket:-", "connect:1", "bind:1", "listen:-",
-	"sendmsg:-", "sendmmsg:-", "clone:-", "fork:-", "vfork:-", "kill:-",
-	"tkill:-", "tgkill:-", "rt_sigqueueinfo:-", "rt_tgsigqueueinfo:-",
-	"pidfd_send_signal:-", "pidfd_open:-", NULL };
+static const char *const design[] = { "open:0",
+				      "openat:1",
+				      "openat2:1",
+				      "creat:0",
+				      "unlink:0",
+				      "unlinkat:1",
+				      "rmdir:0",
+				      "mkdir:0",
+				      "mkdirat:1",
+				      "mknod:0",
+				      "mknodat:1",
+				      "rename:0",
+				      "renameat:1",
+				      "renameat2:1",
+				      "link:0",
+				      "linkat:1",
+				      "symlink:0",
+				      "symlinkat:0",
+				      "chmod:0",
+				      "fchmodat:1",
+				      "chown:0",
+				      "lchown:0",
+				      "fchownat:1",
+				      "truncate:0",
+				      "utime:0",
+				      "utimes:0",
+				      "utimensat:1",
+				      "futimesat:1",
+				      "setxattr:0",
+				      "lsetxattr:0",
+				      "removexattr:0",
+				      "lremovexattr:0",
+				      "chdir:0",
+				      "inotify_add_watch:1",
+				      "execve:0",
+				      "execveat:1",
+				      "socket:-",
+				      "connect:1",
+				      "bind:1",
+				      "listen:-",
+				      "sendmsg:-",
+				      "sendmmsg:-",
+				      "clone:-",
+				      "fork:-",
+				      "vfork:-",
+				      "kill:-",
+				      "tkill:-",
+				      "tgkill:-",
+				      "rt_sigqueueinfo:-",
+				      "rt_tgsigqueueinfo:-",
+				      "pidfd_send_signal:-",
+				      "pidfd_open:-",
+				      NULL };
 static const char *const statfam[] = {
-	"stat:0", "lstat:0", "newfstatat:1", "statx:1", "access:0",
-	"faccessat:1", "faccessat2:1", "readlink:0", "readlinkat:1",
-	"statfs:0", NULL };
+	"stat:0",	"lstat:0",    "newfstatat:1",
+	"statx:1",	"access:0",   "faccessat:1",
+	"faccessat2:1", "readlink:0", "readlinkat:1",
+	"statfs:0",	NULL
+};
 
 static signed char argpos[1024]; /* -1: no memory argument */
 
@@ -52,11 +95,13 @@ static void add_list(scmp_filter_ctx ctx, const char *const *list)
 	for (; *list; list++) {
 		char name[64];
 		const char *colon = strchr(*list, ':');
-		snprintf(name, sizeof name, "%.*s", (int)(colon - *list), *list);
+		snprintf(name, sizeof name, "%.*s", (int)(colon - *list),
+			 *list);
 		int nr = seccomp_syscall_resolve_name(name);
 		if (nr < 0 || nr >= 1024)
 			continue;
-		argpos[nr] = colon[1] == '-' ? -1 : (signed char)(colon[1] - '0');
+		argpos[nr] = colon[1] == '-' ? -1
+					     : (signed char)(colon[1] - '0');
 		if (seccomp_rule_add(ctx, SCMP_ACT_TRACE(0), nr, 0) < 0)
 			fprintf(stderr, "minitracer: rule %s failed\n", name);
 	}
@@ -89,12 +134,16 @@ int main(int argc, char **argv)
 {
 	int with_stat = 0, verbose = 0, i = 1, p[2];
 	for (; i < argc && argv[i][0] == '-'; i++) {
-		if (!strcmp(argv[i], "--stat")) with_stat = 1;
-		else if (!strcmp(argv[i], "-v")) verbose = 1;
-		else break;
+		if (!strcmp(argv[i], "--stat"))
+			with_stat = 1;
+		else if (!strcmp(argv[i], "-v"))
+			verbose = 1;
+		else
+			break;
 	}
 	if (i >= argc) {
-		fprintf(stderr, "usage: minitracer [-v] [--stat] PROG [ARGS...]\n");
+		fprintf(stderr,
+			"usage: minitracer [-v] [--stat] PROG [ARGS...]\n");
 		return 2;
 	}
 	/* Fill argpos in the parent too (the child's copy is its own). */
@@ -103,19 +152,30 @@ int main(int argc, char **argv)
 	add_list(tmp, statfam);
 	seccomp_release(tmp);
 
-	if (pipe(p) < 0) { perror("minitracer: pipe"); return 125; }
+	if (pipe(p) < 0) {
+		perror("minitracer: pipe");
+		return 125;
+	}
 	pid_t kid = fork();
-	if (kid < 0) { perror("minitracer: fork"); return 125; }
-	if (kid == 0) { close(p[1]); child(p[0], with_stat, argv + i); }
+	if (kid < 0) {
+		perror("minitracer: fork");
+		return 125;
+	}
+	if (kid == 0) {
+		close(p[1]);
+		child(p[0], with_stat, argv + i);
+	}
 	close(p[0]);
-	long opts = PTRACE_O_EXITKILL | PTRACE_O_TRACESECCOMP | PTRACE_O_TRACECLONE |
-		    PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC;
+	long opts = PTRACE_O_EXITKILL | PTRACE_O_TRACESECCOMP |
+		    PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK |
+		    PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC;
 	if (ptrace(PTRACE_SEIZE, kid, 0, (void *)opts) < 0) {
 		perror("minitracer: PTRACE_SEIZE");
 		kill(kid, SIGKILL);
 		return 125;
 	}
-	if (write(p[1], "g", 1) != 1) return 125;
+	if (write(p[1], "g", 1) != 1)
+		return 125;
 	close(p[1]);
 
 	long stops = 0;
@@ -124,31 +184,39 @@ int main(int argc, char **argv)
 	for (;;) {
 		pid_t pid = waitpid(-1, &st, __WALL);
 		if (pid < 0) {
-			if (errno == EINTR) continue;
+			if (errno == EINTR)
+				continue;
 			break; /* ECHILD: the last tracee is gone */
 		}
 		if (WIFEXITED(st) || WIFSIGNALED(st)) {
 			if (pid == kid)
-				rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+				rc = WIFEXITED(st) ? WEXITSTATUS(st)
+						   : 128 + WTERMSIG(st);
 			continue;
 		}
 		int ev = (unsigned)st >> 16, sig = WSTOPSIG(st), inject = 0;
 		if (ev == PTRACE_EVENT_SECCOMP) {
 			struct __ptrace_syscall_info si;
 			stops++;
-			if (ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof si, &si) > 0 &&
-			    si.op == PTRACE_SYSCALL_INFO_SECCOMP && si.seccomp.nr < 1024 &&
+			if (ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof si,
+				   &si) > 0 &&
+			    si.op == PTRACE_SYSCALL_INFO_SECCOMP &&
+			    si.seccomp.nr < 1024 &&
 			    argpos[si.seccomp.nr] >= 0) {
-				uint64_t a = si.seccomp.args[argpos[si.seccomp.nr]];
-				size_t n = 4096 - (a & 4095); /* never cross a page */
-				struct iovec l = { buf, n }, r = { (void *)(uintptr_t)a, n };
+				uint64_t a =
+					si.seccomp.args[argpos[si.seccomp.nr]];
+				size_t n = 4096 -
+					   (a & 4095); /* never cross a page */
+				struct iovec l = { buf, n },
+					     r = { (void *)(uintptr_t)a, n };
 				if (a) /* a policy would inspect buf here */
 					process_vm_readv(pid, &l, 1, &r, 1, 0);
 			}
 		} else if (ev == PTRACE_EVENT_STOP) {
-			if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN ||
-			    sig == SIGTTOU) {
-				ptrace(PTRACE_LISTEN, pid, 0, 0); /* group-stop */
+			if (sig == SIGSTOP || sig == SIGTSTP ||
+			    sig == SIGTTIN || sig == SIGTTOU) {
+				ptrace(PTRACE_LISTEN, pid, 0,
+				       0); /* group-stop */
 				continue;
 			}
 		} else if (ev == 0) {

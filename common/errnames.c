@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <string.h>
 
+/* clang-format off */
 #define E(x) { #x, x }
 
 /*
@@ -35,6 +36,7 @@ static const struct {
 	E(EMEDIUMTYPE), E(ENOKEY), E(EKEYEXPIRED), E(EKEYREVOKED),
 	E(EKEYREJECTED), E(ERFKILL), E(EHWPOISON),
 };
+/* clang-format on */
 
 #undef E
 

@@ -32,9 +32,9 @@ void ward_event_reset(struct ward_event *ev)
 const char *ward_class_name(enum ward_class c)
 {
 	static const char *const names[] = {
-		[WARD_CLASS_NONE] = "none",	[WARD_CLASS_FS] = "fs",
-		[WARD_CLASS_NET] = "net",	[WARD_CLASS_EXEC] = "exec",
-		[WARD_CLASS_PROC] = "proc",	[WARD_CLASS_SIGNAL] = "signal",
+		[WARD_CLASS_NONE] = "none",   [WARD_CLASS_FS] = "fs",
+		[WARD_CLASS_NET] = "net",     [WARD_CLASS_EXEC] = "exec",
+		[WARD_CLASS_PROC] = "proc",   [WARD_CLASS_SIGNAL] = "signal",
 		[WARD_CLASS_OTHER] = "other",
 	};
 

@@ -22,8 +22,8 @@
 /* What kind of thing the syscall touches. */
 enum ward_class {
 	WARD_CLASS_NONE = 0,
-	WARD_CLASS_FS,     /* names a file: access bits + path (+ path2) */
-	WARD_CLASS_NET,    /* socket, connect, bind, listen, sendto/msg */
+	WARD_CLASS_FS,	   /* names a file: access bits + path (+ path2) */
+	WARD_CLASS_NET,	   /* socket, connect, bind, listen, sendto/msg */
 	WARD_CLASS_EXEC,   /* execve, execveat: path is the program */
 	WARD_CLASS_PROC,   /* clone, fork, vfork: clone_flags */
 	WARD_CLASS_SIGNAL, /* kill, tkill, tgkill, rt_sigqueueinfo, ... */
@@ -32,53 +32,54 @@ enum ward_class {
 
 /* File access bits, for WARD_CLASS_FS (and access2). */
 enum {
-	WARD_FS_READ = 1u << 0,   /* open for reading, readdir */
-	WARD_FS_WRITE = 1u << 1,  /* open for writing, truncate, chmod, utime */
-	WARD_FS_CREATE = 1u << 2, /* a new name: O_CREAT, mkdir, link, symlink */
+	WARD_FS_READ = 1u << 0,	 /* open for reading, readdir */
+	WARD_FS_WRITE = 1u << 1, /* open for writing, truncate, chmod, utime */
+	WARD_FS_CREATE = 1u
+			 << 2, /* a new name: O_CREAT, mkdir, link, symlink */
 	WARD_FS_DELETE = 1u << 3, /* unlink, rmdir, rename source */
-	WARD_FS_EXEC = 1u << 4,   /* mapped or run as a program */
-	WARD_FS_STAT = 1u << 5,   /* metadata only: stat family, chdir */
+	WARD_FS_EXEC = 1u << 4,	  /* mapped or run as a program */
+	WARD_FS_STAT = 1u << 5,	  /* metadata only: stat family, chdir */
 };
 
 enum ward_net_op {
 	WARD_NET_NONE = 0,
-	WARD_NET_SOCKET,  /* sock_family/type/proto set; no address */
+	WARD_NET_SOCKET, /* sock_family/type/proto set; no address */
 	WARD_NET_CONNECT,
 	WARD_NET_BIND,
-	WARD_NET_LISTEN,  /* no address; fd only */
-	WARD_NET_SEND,    /* sendto/sendmsg with an explicit address */
+	WARD_NET_LISTEN, /* no address; fd only */
+	WARD_NET_SEND,	 /* sendto/sendmsg with an explicit address */
 };
 
 /* A decoded socket address. */
 struct ward_sockaddr {
-	bool present;     /* an address was given and decoded */
-	int family;       /* AF_INET, AF_INET6, AF_UNIX, or another AF_ */
-	char addr[64];    /* numeric IP text ("127.0.0.1", "::1"); for a
+	bool present;  /* an address was given and decoded */
+	int family;    /* AF_INET, AF_INET6, AF_UNIX, or another AF_ */
+	char addr[64]; /* numeric IP text ("127.0.0.1", "::1"); for a
 			   * v4-mapped v6 address, the IPv4 text */
-	bool v4mapped;    /* AF_INET6 ::ffff:a.b.c.d */
-	int port;         /* host order; -1 when not applicable */
+	bool v4mapped; /* AF_INET6 ::ffff:a.b.c.d */
+	int port;      /* host order; -1 when not applicable */
 	char unix_path[WARD_PATH_MAX]; /* AF_UNIX: the path as given (abstract:
 					* name without the leading NUL, with
 					* embedded NULs shown as \0) */
-	bool abstract;    /* AF_UNIX abstract name */
+	bool abstract;		       /* AF_UNIX abstract name */
 };
 
 struct ward_event {
 	/* who */
-	pid_t pid;        /* thread group id */
-	pid_t tid;        /* thread id */
+	pid_t pid; /* thread group id */
+	pid_t tid; /* thread id */
 
 	/* what */
-	int nr;           /* native syscall number */
+	int nr;		  /* native syscall number */
 	const char *name; /* syscall name (static storage) */
 	enum ward_class cls;
 
 	/* files (WARD_CLASS_FS, WARD_CLASS_EXEC) */
-	unsigned access;            /* WARD_FS_* requested on path */
-	char raw[WARD_PATH_MAX];    /* path argument as the code passed it */
-	char path[WARD_PATH_MAX];   /* absolute, resolved as the kernel would */
-	bool exists;                /* path named an existing file when decoded */
-	bool has_path2;             /* rename/link/symlink: second name */
+	unsigned access;	  /* WARD_FS_* requested on path */
+	char raw[WARD_PATH_MAX];  /* path argument as the code passed it */
+	char path[WARD_PATH_MAX]; /* absolute, resolved as the kernel would */
+	bool exists;		  /* path named an existing file when decoded */
+	bool has_path2;		  /* rename/link/symlink: second name */
 	unsigned access2;
 	char raw2[WARD_PATH_MAX];
 	char path2[WARD_PATH_MAX];
@@ -94,9 +95,9 @@ struct ward_event {
 	unsigned long clone_flags;
 
 	/* signals (WARD_CLASS_SIGNAL) */
-	pid_t sig_target;  /* as passed: >0 pid/tid, 0 own group, <0 group */
-	int sig;           /* 0 is the existence probe */
-	bool sig_in_run;   /* every process the signal can reach is in the run */
+	pid_t sig_target; /* as passed: >0 pid/tid, 0 own group, <0 group */
+	int sig;	  /* 0 is the existence probe */
+	bool sig_in_run;  /* every process the signal can reach is in the run */
 
 	/* all decoded arguments, as one JSON object (for the audit) */
 	char args_json[WARD_ARGS_MAX];

@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <string.h>
 
+/* clang-format off */
 const char *const ward_kill_floor[] = {
 	/* reach into or control other processes, bypassing the tracer */
 	"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd",
@@ -27,6 +28,7 @@ const char *const ward_kill_floor[] = {
 	"iopl", "ioperm", "modify_ldt",
 	NULL,
 };
+/* clang-format on */
 
 bool ward_in_kill_floor(const char *name)
 {

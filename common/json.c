@@ -56,8 +56,8 @@ static size_t escape_one(const uint8_t *s, size_t len, unsigned flags,
 	return n ? n : 1;
 }
 
-size_t ward_json_escape_flags(char *dst, size_t n, const void *src,
-			      size_t len, unsigned flags)
+size_t ward_json_escape_flags(char *dst, size_t n, const void *src, size_t len,
+			      unsigned flags)
 {
 	const uint8_t *s = src;
 	size_t total = 0, out = 0;
@@ -108,7 +108,8 @@ bool ward_utf8_valid(const void *s, size_t len)
 
 void ward_strbuf_init_fixed(struct ward_strbuf *sb, char *buf, size_t size)
 {
-	*sb = (struct ward_strbuf){ .buf = size ? buf : NULL, .cap = size,
+	*sb = (struct ward_strbuf){ .buf = size ? buf : NULL,
+				    .cap = size,
 				    .fixed = true };
 	if (size)
 		buf[0] = '\0';

@@ -36,8 +36,8 @@ enum {
  * iff the result is < n. Never allocates.
  */
 size_t ward_json_escape(char *dst, size_t n, const void *src, size_t len);
-size_t ward_json_escape_flags(char *dst, size_t n, const void *src,
-			      size_t len, unsigned flags);
+size_t ward_json_escape_flags(char *dst, size_t n, const void *src, size_t len,
+			      unsigned flags);
 
 /* True iff len bytes at s are entirely valid UTF-8 (NULs included). */
 bool ward_utf8_valid(const void *s, size_t len);
@@ -57,13 +57,16 @@ bool ward_utf8_valid(const void *s, size_t len);
  */
 struct ward_strbuf {
 	char *buf;
-	size_t len;      /* bytes of text, without the NUL */
-	size_t cap;      /* bytes at buf, including room for the NUL */
-	bool fixed;      /* buf belongs to the caller */
-	bool truncated;  /* some append failed */
+	size_t len;	/* bytes of text, without the NUL */
+	size_t cap;	/* bytes at buf, including room for the NUL */
+	bool fixed;	/* buf belongs to the caller */
+	bool truncated; /* some append failed */
 };
 
-#define WARD_STRBUF_INIT { 0 }
+#define WARD_STRBUF_INIT                                                       \
+	{                                                                      \
+		0                                                              \
+	}
 
 void ward_strbuf_init_fixed(struct ward_strbuf *sb, char *buf, size_t size);
 /* Frees a growable buffer (back to WARD_STRBUF_INIT); empties a fixed one. */

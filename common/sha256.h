@@ -10,14 +10,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WARD_SHA256_LEN 32     /* digest bytes */
+#define WARD_SHA256_LEN	    32 /* digest bytes */
 #define WARD_SHA256_HEX_LEN 64 /* hex characters; buffers need +1 */
 
 struct ward_sha256 {
 	uint32_t h[8];
-	uint64_t total;      /* bytes hashed so far */
-	uint8_t block[64];   /* partial block */
-	size_t used;         /* bytes in block */
+	uint64_t total;	   /* bytes hashed so far */
+	uint8_t block[64]; /* partial block */
+	size_t used;	   /* bytes in block */
 };
 
 void ward_sha256_init(struct ward_sha256 *c);

@@ -29,9 +29,9 @@
 #define CLONE_NEWCGROUP 0x02000000
 #endif
 
-#define CLONE_FLOOR                                                          \
-	(CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC |       \
-	 CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWTIME |       \
+#define CLONE_FLOOR                                                            \
+	(CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC |         \
+	 CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWTIME |         \
 	 CLONE_UNTRACED)
 
 static const char *const access_bit_names[POL_FS_NBITS] = {
@@ -366,10 +366,10 @@ static void check_exec(const struct policy *p, const struct ward_event *ev,
 
 /* The decoded peer of a connect/bind/send, ready to match. */
 struct peer {
-	int family;            /* AF_INET (also v4-mapped), AF_INET6, AF_UNIX */
+	int family; /* AF_INET (also v4-mapped), AF_INET6, AF_UNIX */
 	unsigned char addr[16];
 	int port;
-	const char *path;      /* unix */
+	const char *path; /* unix */
 	size_t path_len;
 	bool abstract;
 };
@@ -416,8 +416,9 @@ static void peer_text(const struct ward_event *ev, const struct peer *pe,
 {
 	if (ev->net_op == WARD_NET_LISTEN)
 		snprintf(buf, n, "a %s socket",
-			 pol_family_name(pe->family) ? pol_family_name(pe->family)
-						     : "?");
+			 pol_family_name(pe->family)
+				 ? pol_family_name(pe->family)
+				 : "?");
 	else if (pe->family == AF_UNIX)
 		snprintf(buf, n, "unix:%s%s", pe->abstract ? "@" : "",
 			 pe->path);
@@ -442,18 +443,16 @@ static bool get_peer(const struct ward_event *ev, struct peer *pe)
 		return true;
 	}
 	pe->family = sa->family == AF_INET6 && sa->v4mapped ? AF_INET
-							     : sa->family;
+							    : sa->family;
 	switch (pe->family) {
 	case AF_INET:
-	case AF_INET6:
-		return inet_pton(pe->family, sa->addr, pe->addr) == 1;
+	case AF_INET6: return inet_pton(pe->family, sa->addr, pe->addr) == 1;
 	case AF_UNIX:
 		pe->path = sa->unix_path;
 		pe->path_len = strlen(sa->unix_path);
 		pe->abstract = sa->abstract;
 		return true;
-	default:
-		return true;
+	default: return true;
 	}
 }
 
@@ -492,7 +491,8 @@ static int check_net_addr(const struct policy *p, const struct ward_event *ev,
 		       r->deny ? "denied" : "allowed", r->id);
 		return 0;
 	}
-	if (outbound && pe.family == AF_UNIX && !ev->sa.abstract && !ev->exists) {
+	if (outbound && pe.family == AF_UNIX && !ev->sa.abstract &&
+	    !ev->exists) {
 		/* Nothing listens there: the caller gets ENOENT from ward
 		 * without the call running, so nothing can appear between. */
 		set(out, POLICY_ALLOW, 0, POL_RULE_NET_UNIX_MISSING);
@@ -521,10 +521,13 @@ static int check_net(const struct policy *p, const struct ward_event *ev,
 	} else {
 		set(out, POLICY_DENY, EAFNOSUPPORT, POL_RULE_DEFAULT);
 		if (fam)
-			reason(out, "socket(%s): family not in net.socket", fam);
+			reason(out, "socket(%s): family not in net.socket",
+			       fam);
 		else
-			reason(out, "socket(family %d): family not in "
-				    "net.socket", f);
+			reason(out,
+			       "socket(family %d): family not in "
+			       "net.socket",
+			       f);
 	}
 	return 0;
 }
@@ -613,10 +616,8 @@ static const char *malformed(const struct ward_event *ev)
 		return NULL;
 	case WARD_CLASS_PROC:
 	case WARD_CLASS_SIGNAL:
-	case WARD_CLASS_OTHER:
-		return NULL;
-	case WARD_CLASS_NONE:
-		break;
+	case WARD_CLASS_OTHER: return NULL;
+	case WARD_CLASS_NONE: break;
 	}
 	return "event without a class";
 }
@@ -637,8 +638,9 @@ static int decide(const struct policy *p, const struct ward_event *ev,
 
 	if (ev->cls == WARD_CLASS_PROC && (ev->clone_flags & CLONE_FLOOR)) {
 		set(out, POLICY_KILL, 0, POL_RULE_CLONE);
-		reason(out, "%s with flags %#lx: namespaces and CLONE_UNTRACED "
-			    "are in ward's floor",
+		reason(out,
+		       "%s with flags %#lx: namespaces and CLONE_UNTRACED "
+		       "are in ward's floor",
 		       name[0] ? name : "clone", ev->clone_flags);
 		*floor = true;
 		return 0;
@@ -647,22 +649,15 @@ static int decide(const struct policy *p, const struct ward_event *ev,
 	if (r && apply_sys_rule(r, ev, out))
 		return 0;
 	switch (ev->cls) {
-	case WARD_CLASS_FS:
-		check_fs(p, ev, out);
-		return 0;
-	case WARD_CLASS_EXEC:
-		check_exec(p, ev, out);
-		return 0;
-	case WARD_CLASS_NET:
-		return check_net(p, ev, out);
+	case WARD_CLASS_FS: check_fs(p, ev, out); return 0;
+	case WARD_CLASS_EXEC: check_exec(p, ev, out); return 0;
+	case WARD_CLASS_NET: return check_net(p, ev, out);
 	case WARD_CLASS_PROC:
 		set(out, POLICY_ALLOW, 0, POL_RULE_PROC);
 		reason(out, "%s: new process or thread in the run",
 		       name[0] ? name : "clone");
 		return 0;
-	case WARD_CLASS_SIGNAL:
-		check_signal(p, ev, out);
-		return 0;
+	case WARD_CLASS_SIGNAL: check_signal(p, ev, out); return 0;
 	default:
 		set(out, POLICY_DENY, ENOSYS, POL_RULE_DEFAULT);
 		reason(out, "%s: not allowed by any rule",

@@ -14,7 +14,7 @@
 
 #include "policy-int.h"
 
-#define JPOS_PATH_MAX 1024
+#define JPOS_PATH_MAX  1024
 #define JPOS_DEPTH_MAX 4096 /* jansson stops at 2048 */
 
 struct scan {
@@ -23,7 +23,7 @@ struct scan {
 	int line, col;
 	char path[JPOS_PATH_MAX];
 	size_t plen;
-	bool overflow;   /* path did not fit: record nothing below it */
+	bool overflow; /* path did not fit: record nothing below it */
 	struct jpos *ix;
 };
 
@@ -75,8 +75,7 @@ static int record(struct scan *sc, int line, int col, int kline, int kcol)
 }
 
 /* Append to the path; returns the old length for path_pop. */
-static size_t path_push(struct scan *sc, const char *piece, size_t n,
-			bool dot)
+static size_t path_push(struct scan *sc, const char *piece, size_t n, bool dot)
 {
 	size_t old = sc->plen;
 	size_t need = n + (dot && sc->plen ? 1 : 0);
@@ -302,13 +301,9 @@ static int scan_value(struct scan *sc, int kline, int kcol, int depth)
 	if (rc)
 		return rc;
 	switch (peek(sc)) {
-	case '{':
-		return scan_object(sc, depth);
-	case '[':
-		return scan_array(sc, depth);
-	case '"':
-		scan_string(sc, NULL, 0, NULL, NULL);
-		return 0;
+	case '{': return scan_object(sc, depth);
+	case '[': return scan_array(sc, depth);
+	case '"': scan_string(sc, NULL, 0, NULL, NULL); return 0;
 	default: /* number, true, false, null */
 		while (sc->i < sc->len && !strchr(",]} \t\r\n", sc->s[sc->i]))
 			adv(sc);

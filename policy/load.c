@@ -20,8 +20,8 @@
 #include "../common/floor.h"
 #include "policy-int.h"
 
-#define VPATH_MAX 1024
-#define ID_MAX 64
+#define VPATH_MAX    1024
+#define ID_MAX	     64
 #define NAME_MAX_LEN 128
 
 struct vctx {
@@ -95,15 +95,18 @@ static const struct named lang_names[] = {
 
 /* Ids ward itself puts in verdict.rule; a policy may not reuse them. */
 static const char *const builtin_ids[] = {
-	POL_RULE_DEFAULT,	POL_RULE_INVALID, POL_RULE_EXEC_MISSING,
-	POL_RULE_NET_UNIX_MISSING, POL_RULE_FD_ANONYMOUS,
-	POL_RULE_NET_SOCKET,	POL_RULE_NET_CONNECTED, POL_RULE_CLONE,
-	POL_RULE_PROC,		POL_RULE_SIGNALS,
+	POL_RULE_DEFAULT,	   POL_RULE_INVALID,	  POL_RULE_EXEC_MISSING,
+	POL_RULE_NET_UNIX_MISSING, POL_RULE_FD_ANONYMOUS, POL_RULE_NET_SOCKET,
+	POL_RULE_NET_CONNECTED,	   POL_RULE_CLONE,	  POL_RULE_PROC,
+	POL_RULE_SIGNALS,
 };
 
 /* Exit paths must always work: no deny/kill rule may name them. */
 static const char *const exit_syscalls[] = {
-	"exit", "exit_group", "rt_sigreturn", "restart_syscall",
+	"exit",
+	"exit_group",
+	"rt_sigreturn",
+	"restart_syscall",
 };
 
 /* ---- paths and errors ---- */
@@ -159,21 +162,14 @@ static __attribute__((format(printf, 2, 3))) int fail(struct vctx *c,
 static const char *type_name(const json_t *v)
 {
 	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "an object";
-	case JSON_ARRAY:
-		return "an array";
-	case JSON_STRING:
-		return "a string";
-	case JSON_INTEGER:
-		return "an integer";
-	case JSON_REAL:
-		return "a number";
+	case JSON_OBJECT: return "an object";
+	case JSON_ARRAY: return "an array";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER: return "an integer";
+	case JSON_REAL: return "a number";
 	case JSON_TRUE:
-	case JSON_FALSE:
-		return "a boolean";
-	case JSON_NULL:
-		return "null";
+	case JSON_FALSE: return "a boolean";
+	case JSON_NULL: return "null";
 	}
 	return "?";
 }
@@ -218,8 +214,7 @@ static const char *join_strs(const char *const *t, char *buf, size_t bufsz)
  * v must be of type t ("what" names it in the message); JSON_TRUE stands
  * for either boolean. Returns 0 or -EINVAL with the error set.
  */
-static int want(struct vctx *c, const json_t *v, json_type t,
-		const char *what)
+static int want(struct vctx *c, const json_t *v, json_type t, const char *what)
 {
 	if (json_typeof(v) == t ||
 	    (t == JSON_TRUE && json_typeof(v) == JSON_FALSE))
@@ -239,8 +234,8 @@ static int get_string(struct vctx *c, const json_t *v, const char **out)
 	return 0;
 }
 
-static int get_int(struct vctx *c, const json_t *v, long long lo,
-		   long long hi, long long *out)
+static int get_int(struct vctx *c, const json_t *v, long long lo, long long hi,
+		   long long *out)
 {
 	long long x;
 
@@ -290,9 +285,9 @@ static int get_enum(struct vctx *c, const json_t *v, const struct named *t,
  * A list of distinct names of the set t, as a mask of 1 << value.
  * An empty list is an error unless allow_empty.
  */
-static int get_enum_list(struct vctx *c, const json_t *v,
-			 const struct named *t, size_t n, const char *noun,
-			 bool allow_empty, uint64_t *out)
+static int get_enum_list(struct vctx *c, const json_t *v, const struct named *t,
+			 size_t n, const char *noun, bool allow_empty,
+			 uint64_t *out)
 {
 	uint64_t mask = 0;
 	size_t i;
@@ -303,7 +298,8 @@ static int get_enum_list(struct vctx *c, const json_t *v,
 		return rc;
 	if (!allow_empty && json_array_size(v) == 0)
 		return fail(c, "must not be empty");
-	json_array_foreach(v, i, e) {
+	json_array_foreach(v, i, e)
+	{
 		size_t old = push_idx(c, i);
 		int x = 0;
 
@@ -329,10 +325,11 @@ static int get_errno(struct vctx *c, const json_t *v, int *out)
 		return rc;
 	*out = ward_errno_from_name(s);
 	if (!*out)
-		return fail(c,
-			    "unknown errno \"%s\"; valid: an errno name such as "
-			    "EACCES, EPERM, ENOENT, ECONNREFUSED",
-			    s);
+		return fail(
+			c,
+			"unknown errno \"%s\"; valid: an errno name such as "
+			"EACCES, EPERM, ENOENT, ECONNREFUSED",
+			s);
 	return 0;
 }
 
@@ -342,7 +339,8 @@ static int check_keys(struct vctx *c, json_t *v, const char *const *keys)
 	const char *k;
 	json_t *m;
 
-	json_object_foreach(v, k, m) {
+	json_object_foreach(v, k, m)
+	{
 		char list[256];
 		int line = 0, col = 0;
 		size_t i, old;
@@ -381,8 +379,10 @@ static int get_rule_path(struct vctx *c, const json_t *v, struct pol_path *out)
 	out->workdir = strncmp(s, "$WORKDIR", 8) == 0;
 	rest = out->workdir ? s + 8 : s;
 	if (out->workdir ? (*rest && *rest != '/') : *rest != '/')
-		return fail(c, "\"%s\": must be an absolute path or start with "
-			       "\"$WORKDIR/\"", s);
+		return fail(c,
+			    "\"%s\": must be an absolute path or start with "
+			    "\"$WORKDIR/\"",
+			    s);
 	n = strlen(s);
 	if (n >= WARD_PATH_MAX)
 		return fail(c, "longer than %d bytes", WARD_PATH_MAX - 1);
@@ -469,8 +469,8 @@ static int get_rule_id(struct vctx *c, json_t *rule, const char *pos,
 
 static int parse_fs_rule(struct vctx *c, json_t *v, size_t idx)
 {
-	static const char *const keys[] = { "id", "path", "allow", "deny",
-					    "errno", NULL };
+	static const char *const keys[] = { "id",   "path",  "allow",
+					    "deny", "errno", NULL };
 	struct pol_fs_rule *r = &c->p->fs[idx];
 	json_t *allow, *deny, *m;
 	char pos[48];
@@ -527,7 +527,8 @@ static int parse_fs(struct vctx *c, json_t *v)
 	c->p->fs = calloc(json_array_size(v) + 1, sizeof(*c->p->fs));
 	if (!c->p->fs)
 		return -ENOMEM;
-	json_array_foreach(v, i, e) {
+	json_array_foreach(v, i, e)
+	{
 		size_t old = push_idx(c, i);
 
 		c->p->nfs = i + 1; /* owned by p from here on */
@@ -552,7 +553,8 @@ static int parse_exec_allow(struct vctx *c, json_t *v)
 	p->exec_ids = calloc(json_array_size(v) + 1, sizeof(char *));
 	if (!p->exec_globs || !p->exec_ids)
 		return -ENOMEM;
-	json_array_foreach(v, i, e) {
+	json_array_foreach(v, i, e)
+	{
 		size_t old = push_idx(c, i);
 		char id[48];
 
@@ -617,7 +619,8 @@ static int parse_cidr(struct vctx *c, const char *s, int family,
 	if (slash) {
 		const char *d = slash + 1;
 
-		if (!*d || strlen(d) > 3 || strspn(d, "0123456789") != strlen(d))
+		if (!*d || strlen(d) > 3 ||
+		    strspn(d, "0123456789") != strlen(d))
 			goto bad;
 		r->prefix = atoi(d);
 		if (r->prefix > max)
@@ -655,8 +658,9 @@ static int parse_port(struct vctx *c, json_t *v, struct pol_net_rule *r)
 				  lo, hi, hi, lo);
 		pop(c, old);
 	} else {
-		return fail(c, "must be a port (0 to 65535) or a range "
-			       "[low, high], not %s",
+		return fail(c,
+			    "must be a port (0 to 65535) or a range "
+			    "[low, high], not %s",
 			    json_is_array(v) ? "an array of that length"
 					     : type_name(v));
 	}
@@ -680,8 +684,9 @@ static int parse_net_target(struct vctx *c, json_t *v, struct pol_net_rule *r)
 
 	if (r->family == AF_UNIX) {
 		if (addr || port)
-			return fail(c, "a unix rule takes \"path\" or "
-				       "\"abstract\", not \"addr\" or \"port\"");
+			return fail(c,
+				    "a unix rule takes \"path\" or "
+				    "\"abstract\", not \"addr\" or \"port\"");
 		if (!path == !abst)
 			return fail(c, "a unix rule needs exactly one of "
 				       "\"path\" and \"abstract\"");
@@ -732,7 +737,8 @@ static int check_listen(struct vctx *c, json_t *v, struct pol_net_rule *r)
 	if (!(r->ops & POL_OP(WARD_NET_LISTEN)) ||
 	    !(r->has_addr || r->has_port || r->has_path || r->has_abstract))
 		return 0;
-	json_array_foreach(ops, i, e) {
+	json_array_foreach(ops, i, e)
+	{
 		if (strcmp(json_string_value(e), "listen") != 0)
 			continue;
 		old = push_key(c, "ops");
@@ -747,8 +753,8 @@ static int check_listen(struct vctx *c, json_t *v, struct pol_net_rule *r)
 
 static int parse_net_rule(struct vctx *c, json_t *v, size_t idx)
 {
-	static const char *const keys[] = { "id",   "ops",	"family",
-					    "addr", "port",	"path",
+	static const char *const keys[] = { "id",	"ops",	  "family",
+					    "addr",	"port",	  "path",
 					    "abstract", "action", "errno",
 					    NULL };
 	struct pol_net_rule *r = &c->p->net[idx];
@@ -814,7 +820,8 @@ static int parse_net_rules(struct vctx *c, json_t *v)
 	c->p->net = calloc(json_array_size(v) + 1, sizeof(*c->p->net));
 	if (!c->p->net)
 		return -ENOMEM;
-	json_array_foreach(v, i, e) {
+	json_array_foreach(v, i, e)
+	{
 		size_t old = push_idx(c, i);
 
 		c->p->nnet = i + 1;
@@ -827,17 +834,28 @@ static int parse_net_rules(struct vctx *c, json_t *v)
 }
 
 static const struct named sock_family_names[] = {
-	{ "unix", AF_UNIX },	   { "inet", AF_INET },
-	{ "inet6", AF_INET6 },	   { "netlink", AF_NETLINK },
-	{ "packet", AF_PACKET },   { "alg", AF_ALG },
-	{ "vsock", AF_VSOCK },	   { "bluetooth", AF_BLUETOOTH },
-	{ "can", AF_CAN },	   { "tipc", AF_TIPC },
-	{ "rds", AF_RDS },	   { "xdp", AF_XDP },
-	{ "key", AF_KEY },	   { "x25", AF_X25 },
-	{ "ax25", AF_AX25 },	   { "ipx", AF_IPX },
-	{ "appletalk", AF_APPLETALK }, { "llc", AF_LLC },
-	{ "nfc", AF_NFC },	   { "kcm", AF_KCM },
-	{ "qipcrtr", AF_QIPCRTR }, { "smc", AF_SMC },
+	{ "unix", AF_UNIX },
+	{ "inet", AF_INET },
+	{ "inet6", AF_INET6 },
+	{ "netlink", AF_NETLINK },
+	{ "packet", AF_PACKET },
+	{ "alg", AF_ALG },
+	{ "vsock", AF_VSOCK },
+	{ "bluetooth", AF_BLUETOOTH },
+	{ "can", AF_CAN },
+	{ "tipc", AF_TIPC },
+	{ "rds", AF_RDS },
+	{ "xdp", AF_XDP },
+	{ "key", AF_KEY },
+	{ "x25", AF_X25 },
+	{ "ax25", AF_AX25 },
+	{ "ipx", AF_IPX },
+	{ "appletalk", AF_APPLETALK },
+	{ "llc", AF_LLC },
+	{ "nfc", AF_NFC },
+	{ "kcm", AF_KCM },
+	{ "qipcrtr", AF_QIPCRTR },
+	{ "smc", AF_SMC },
 	{ "mctp", AF_MCTP },
 };
 
@@ -897,8 +915,8 @@ static int check_syscall_name(struct vctx *c, struct pol_sys_rule *r)
 {
 	const char *n = r->name;
 
-	if (!*n || strspn(n, "abcdefghijklmnopqrstuvwxyz0123456789_") !=
-			   strlen(n))
+	if (!*n ||
+	    strspn(n, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(n))
 		return fail(c, "\"%s\" is not a syscall name", n);
 	if (ward_in_kill_floor(n))
 		return fail(c,
@@ -907,11 +925,14 @@ static int check_syscall_name(struct vctx *c, struct pol_sys_rule *r)
 			    n);
 	r->nr = seccomp_syscall_resolve_name(n);
 	if (r->nr == __NR_SCMP_ERROR || r->nr < 0)
-		return fail(c, "unknown syscall \"%s\" (not a syscall of this "
-			       "architecture)", n);
+		return fail(c,
+			    "unknown syscall \"%s\" (not a syscall of this "
+			    "architecture)",
+			    n);
 	for (size_t i = 0; c->p->sys + i < r; i++)
 		if (strcmp(c->p->sys[i].name, n) == 0)
-			return fail(c, "duplicate rule for \"%s\" (first in %s)",
+			return fail(c,
+				    "duplicate rule for \"%s\" (first in %s)",
 				    n, c->p->sys[i].id);
 	return 0;
 }
@@ -947,14 +968,16 @@ static int parse_sys_rule(struct vctx *c, json_t *v, size_t idx)
 				       NELEM(sys_action_names), list,
 				       sizeof(list)));
 	old = push_key(c, "action");
-	rc = get_enum(c, m, sys_action_names, NELEM(sys_action_names),
-		      "action", &x);
+	rc = get_enum(c, m, sys_action_names, NELEM(sys_action_names), "action",
+		      &x);
 	r->action = (enum pol_sys_action)x;
 	for (size_t i = 0; !rc && i < NELEM(exit_syscalls); i++)
 		if ((x == POL_SYS_DENY || x == POL_SYS_KILL) &&
 		    strcmp(r->name, exit_syscalls[i]) == 0)
-			rc = fail(c, "\"%s\" is an exit path and cannot be "
-				     "denied or killed", r->name);
+			rc = fail(c,
+				  "\"%s\" is an exit path and cannot be "
+				  "denied or killed",
+				  r->name);
 	pop(c, old);
 	if (rc)
 		return rc;
@@ -981,7 +1004,8 @@ static int parse_syscalls(struct vctx *c, json_t *v)
 	c->p->sys = calloc(json_array_size(v) + 1, sizeof(*c->p->sys));
 	if (!c->p->sys)
 		return -ENOMEM;
-	json_array_foreach(v, i, e) {
+	json_array_foreach(v, i, e)
+	{
 		size_t old = push_idx(c, i);
 
 		c->p->nsys = i + 1;
@@ -995,8 +1019,9 @@ static int parse_syscalls(struct vctx *c, json_t *v)
 
 static int parse_limits(struct vctx *c, json_t *v)
 {
-	static const char *const keys[] = { "wall_s",	"cpu_s",  "memory_mb",
-					    "procs",	"fsize_mb", "nofile",
+	static const char *const keys[] = { "wall_s",	    "cpu_s",
+					    "memory_mb",    "procs",
+					    "fsize_mb",	    "nofile",
 					    "output_bytes", NULL };
 	/* key, largest value, scale to the ward_limits unit, field */
 	struct ward_limits *l = &c->p->limits;
@@ -1134,8 +1159,8 @@ static int parse_scalars(struct vctx *c, json_t *root)
 static int parse_backtrace(struct vctx *c, json_t *v)
 {
 	uint64_t bits;
-	int rc = get_enum_list(c, v, bt_names, NELEM(bt_names), "outcome",
-			       true, &bits);
+	int rc = get_enum_list(c, v, bt_names, NELEM(bt_names), "outcome", true,
+			       &bits);
 
 	if (rc)
 		return rc;
@@ -1148,9 +1173,11 @@ static int parse_backtrace(struct vctx *c, json_t *v)
 static int parse_root(struct vctx *c, json_t *root)
 {
 	static const char *const keys[] = {
-		"version", "name",    "description", "mode",	   "errno",
-		"trap_stat", "interpreters", "fs",	"exec",	   "net",
-		"signals", "syscalls", "limits",	"backtrace", NULL
+		"version",	"name",	     "description",
+		"mode",		"errno",     "trap_stat",
+		"interpreters", "fs",	     "exec",
+		"net",		"signals",   "syscalls",
+		"limits",	"backtrace", NULL
 	};
 	static const struct {
 		const char *key;

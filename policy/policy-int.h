@@ -13,18 +13,18 @@
 #include "policy.h"
 
 /* Built-in rule ids (verdict.rule for decisions no policy rule made). */
-#define POL_RULE_DEFAULT "default"
-#define POL_RULE_INVALID "invalid-event"
-#define POL_RULE_EXEC_MISSING "exec.missing"
+#define POL_RULE_DEFAULT	  "default"
+#define POL_RULE_INVALID	  "invalid-event"
+#define POL_RULE_EXEC_MISSING	  "exec.missing"
 #define POL_RULE_NET_UNIX_MISSING "net.unix-missing"
-#define POL_RULE_FD_ANONYMOUS "fd.anonymous"
-#define POL_RULE_NET_SOCKET "net.socket"
-#define POL_RULE_NET_CONNECTED "net.connected"
-#define POL_RULE_CLONE "clone.flags"
-#define POL_RULE_PROC "proc"
-#define POL_RULE_SIGNALS "signals"
+#define POL_RULE_FD_ANONYMOUS	  "fd.anonymous"
+#define POL_RULE_NET_SOCKET	  "net.socket"
+#define POL_RULE_NET_CONNECTED	  "net.connected"
+#define POL_RULE_CLONE		  "clone.flags"
+#define POL_RULE_PROC		  "proc"
+#define POL_RULE_SIGNALS	  "signals"
 
-#define POL_FS_ALL 0x3fu /* every WARD_FS_* bit */
+#define POL_FS_ALL   0x3fu /* every WARD_FS_* bit */
 #define POL_FS_NBITS 6
 
 /* Operations of a net rule (bit per enum ward_net_op). */
@@ -43,36 +43,36 @@ enum {
  * never match (bound == NULL).
  */
 struct pol_path {
-	char *text;      /* as written (normalized: no trailing '/') */
-	bool workdir;    /* text starts with "$WORKDIR" */
-	char *bound;     /* absolute path matched against events, or NULL */
-	size_t len;      /* strlen(bound); 1 for "/" */
+	char *text;   /* as written (normalized: no trailing '/') */
+	bool workdir; /* text starts with "$WORKDIR" */
+	char *bound;  /* absolute path matched against events, or NULL */
+	size_t len;   /* strlen(bound); 1 for "/" */
 };
 
 struct pol_fs_rule {
-	char *id;          /* "fs[3]" or the rule's "id" */
+	char *id; /* "fs[3]" or the rule's "id" */
 	struct pol_path path;
-	unsigned allow;    /* WARD_FS_* bits; exactly one of allow/deny set */
+	unsigned allow; /* WARD_FS_* bits; exactly one of allow/deny set */
 	unsigned deny;
-	int err;           /* errno for deny; 0 = the policy's errno */
+	int err; /* errno for deny; 0 = the policy's errno */
 };
 
 struct pol_net_rule {
-	char *id;          /* "net.rules[2]" or its "id" */
-	unsigned ops;      /* POL_OP(WARD_NET_*) bits */
-	int family;        /* AF_INET, AF_INET6 or AF_UNIX */
+	char *id;     /* "net.rules[2]" or its "id" */
+	unsigned ops; /* POL_OP(WARD_NET_*) bits */
+	int family;   /* AF_INET, AF_INET6 or AF_UNIX */
 	bool has_addr;
 	unsigned char addr[16]; /* network address, masked */
-	int prefix;        /* CIDR prefix length */
+	int prefix;		/* CIDR prefix length */
 	bool has_port;
 	int port_lo, port_hi;
-	bool has_path;     /* unix: path prefix at a component boundary */
+	bool has_path; /* unix: path prefix at a component boundary */
 	struct pol_path path;
 	bool has_abstract; /* unix: abstract name prefix */
 	char *abstract;
 	size_t abstract_len;
-	bool deny;         /* action */
-	int err;           /* errno for deny; 0 = default for the op */
+	bool deny; /* action */
+	int err;   /* errno for deny; 0 = default for the op */
 };
 
 enum pol_sys_action {
@@ -83,22 +83,22 @@ enum pol_sys_action {
 };
 
 struct pol_sys_rule {
-	char *id;          /* "syscalls[1]" or its "id" */
-	char *name;        /* syscall name */
-	int nr;            /* native number (libseccomp) */
+	char *id;   /* "syscalls[1]" or its "id" */
+	char *name; /* syscall name */
+	int nr;	    /* native number (libseccomp) */
 	enum pol_sys_action action;
-	int err;           /* for deny; default EPERM */
+	int err; /* for deny; default EPERM */
 };
 
 enum pol_lang { POL_LANG_PYTHON, POL_LANG_NODE, POL_LANG_SH, POL_NLANGS };
 
 struct policy {
-	char *text;        /* the JSON text as loaded */
+	char *text; /* the JSON text as loaded */
 	char *name;
 	char *description; /* may be NULL */
 	bool audit;
 	bool trap_stat;
-	int err;           /* default errno for fs denials */
+	int err; /* default errno for fs denials */
 	char *interp[POL_NLANGS];
 
 	struct pol_fs_rule *fs;
@@ -113,14 +113,14 @@ struct policy {
 	unsigned fs_bucket[257];
 
 	char **exec_globs;
-	char **exec_ids;   /* "exec.allow[i]" */
+	char **exec_ids; /* "exec.allow[i]" */
 	size_t nexec;
 	int exec_err;
 
 	uint64_t sock_families; /* bit per AF_ value below 64 */
 	struct pol_net_rule *net;
 	size_t nnet;
-	int net_err;       /* connect/send denials */
+	int net_err; /* connect/send denials */
 
 	bool signals_any;
 
@@ -129,7 +129,7 @@ struct policy {
 
 	struct ward_limits limits;
 	unsigned backtrace; /* POL_BT_* */
-	char *workdir;      /* bound $WORKDIR or NULL */
+	char *workdir;	    /* bound $WORKDIR or NULL */
 };
 
 /* ---- JSON position index (jpos.c) ---- */
@@ -142,7 +142,7 @@ struct policy {
  */
 struct jpos_entry {
 	char *path;
-	int line, col;   /* the value */
+	int line, col;	 /* the value */
 	int kline, kcol; /* the member's key, 0 for array elements/root */
 };
 

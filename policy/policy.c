@@ -24,8 +24,10 @@ static void copy_escaped(char *dst, size_t n, const char *src)
 
 	for (; *src && used + 1 < n; src++) {
 		unsigned char ch = (unsigned char)*src;
-		const char *named = ch == '\n' ? "\\n" : ch == '\t' ? "\\t"
-				  : ch == '\r' ? "\\r" : NULL;
+		const char *named = ch == '\n'	 ? "\\n"
+				    : ch == '\t' ? "\\t"
+				    : ch == '\r' ? "\\r"
+						 : NULL;
 		char esc[8];
 		size_t len;
 
@@ -73,8 +75,8 @@ void policy_error_format(const struct policy_error *e, char *buf, size_t n)
 	if (e->file[0])
 		used = snprintf(loc, sizeof(loc), "%s", e->file);
 	if (e->line > 0)
-		used += snprintf(loc + used, sizeof(loc) - (size_t)used,
-				 "%s%d", used ? ":" : "", e->line);
+		used += snprintf(loc + used, sizeof(loc) - (size_t)used, "%s%d",
+				 used ? ":" : "", e->line);
 	if (e->line > 0 && e->col > 0)
 		snprintf(loc + used, sizeof(loc) - (size_t)used, ":%d", e->col);
 	snprintf(buf, n, "%s%s%s%s%s", loc, loc[0] ? ": " : "", e->where,
@@ -104,8 +106,8 @@ static void base_name(const char *path, char *buf, size_t n)
 	snprintf(buf, n, "%.*s", (int)len, b);
 }
 
-int policy_load_string(const char *text, const char *label,
-		       struct policy **out, struct policy_error *err)
+int policy_load_string(const char *text, const char *label, struct policy **out,
+		       struct policy_error *err)
 {
 	char name[128];
 

@@ -22,10 +22,10 @@ struct policy;
 
 /* Where a bad policy is wrong. line/col are 1-based; 0 when unknown. */
 struct policy_error {
-	char file[256];  /* file name, or "profile:NAME", or the caller's label */
+	char file[256]; /* file name, or "profile:NAME", or the caller's label */
 	int line, col;
 	char where[160]; /* JSON path: "fs[3].path", or "" for the document */
-	char msg[320];   /* what is wrong and what would be valid */
+	char msg[320];	 /* what is wrong and what would be valid */
 };
 
 /* Formats "file:line:col: where: msg" (parts omitted when empty/0). */
@@ -39,8 +39,8 @@ void policy_error_format(const struct policy_error *e, char *buf, size_t n);
  */
 int policy_load_file(const char *path, struct policy **out,
 		     struct policy_error *err);
-int policy_load_string(const char *text, const char *label,
-		       struct policy **out, struct policy_error *err);
+int policy_load_string(const char *text, const char *label, struct policy **out,
+		       struct policy_error *err);
 /* Profiles ship inside ward: "default", "node", "sh", "audit". */
 int policy_load_profile(const char *name, struct policy **out,
 			struct policy_error *err);
@@ -57,21 +57,21 @@ int policy_set_workdir(struct policy *p, const char *workdir);
 
 enum policy_action {
 	POLICY_ALLOW = 0,
-	POLICY_DENY,  /* skip the syscall, return -err */
-	POLICY_KILL,  /* end the whole run */
+	POLICY_DENY, /* skip the syscall, return -err */
+	POLICY_KILL, /* end the whole run */
 };
 
 struct policy_verdict {
 	enum policy_action action;
-	int err;           /* errno for POLICY_DENY, else 0 */
-	const char *rule;  /* rule id ("fs[3]", its "id", or "default");
+	int err;	  /* errno for POLICY_DENY, else 0 */
+	const char *rule; /* rule id ("fs[3]", its "id", or "default");
 			    * borrowed until policy_free, never NULL */
-	char reason[192];  /* short, human: "read of /etc/shadow: no fs rule
+	char reason[192]; /* short, human: "read of /etc/shadow: no fs rule
 			    * allows read" */
-	bool would_deny;   /* audit mode: the enforcing verdict was a denial,
+	bool would_deny;  /* audit mode: the enforcing verdict was a denial,
 			    * action was turned into POLICY_ALLOW */
-	bool log;          /* a "log" syscall rule matched */
-	bool backtrace;    /* take a native backtrace for this event */
+	bool log;	  /* a "log" syscall rule matched */
+	bool backtrace;	  /* take a native backtrace for this event */
 };
 
 /*

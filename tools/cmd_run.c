@@ -43,14 +43,14 @@ static const struct ward_limits builtin_limits = {
 
 struct run_args {
 	const char *lang, *profile, *policy_file, *db, *workdir, *interp;
-	const char *code_arg;  /* -c CODE */
-	const char *file;      /* FILE or "-" */
+	const char *code_arg;	/* -c CODE */
+	const char *file;	/* FILE or "-" */
 	struct ward_limits lim; /* command-line overrides; 0 = unset */
 	bool keep, json, quiet, summary;
-	int pin_cpu;     /* -1: none */
+	int pin_cpu; /* -1: none */
 	char **envs;
 	size_t n_envs;
-	char **inputs;   /* --input files copied into the workdir */
+	char **inputs; /* --input files copied into the workdir */
 	size_t n_inputs;
 	char **script_args;
 	int n_script_args;
@@ -59,58 +59,58 @@ struct run_args {
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: ward run [options] (FILE | -c CODE | -) [-- ARGS...]\n"
-"\n"
-"Run code under ward's supervisor: every sensitive syscall is decided by the\n"
-"policy and recorded, with every process and every byte of output, in the\n"
-"audit database. Output passes through as usual; the exit status is the\n"
-"code's own.\n"
-"\n"
-"  FILE              a script; copied into the workdir and run from there\n"
-"  -c CODE           code given on the command line\n"
-"  -                 code read from standard input (the code's own stdin is\n"
-"                    always /dev/null)\n"
-"\n"
-"options:\n"
-"  --lang L          python, node or sh (default: from FILE's extension\n"
-"                    .py/.js/.mjs/.sh, else python)\n"
-"  --profile NAME    a policy shipped with ward: default (python), node, sh,\n"
-"                    audit (learning mode: nothing denied, would-be denials\n"
-"                    recorded). Default: the language's profile\n"
-"  --policy FILE     a policy file (docs/policy.md); overrides --profile\n"
-"  --interpreter P   run this interpreter instead of the policy's\n"
-"  --db PATH         audit database (default: $WARD_DB, else\n"
-"                    $XDG_STATE_HOME/ward/audit.db, else\n"
-"                    ~/.local/state/ward/audit.db)\n"
-"  --workdir DIR     the code's working directory (created if missing);\n"
-"                    default: a fresh temporary directory, removed after\n"
-"                    the run unless --keep\n"
-"  --keep            keep the temporary workdir (its path is printed)\n"
-"  --input FILE     copy FILE into the workdir before the run (repeatable)\n"
-"  --env NAME[=VAL]  pass one variable to the code (repeatable); nothing of\n"
-"                    ward's own environment is passed otherwise\n"
-"  --timeout SEC     wall-clock limit (default: the policy's, else 60)\n"
-"  --cpu SEC         CPU time limit per process\n"
-"  --memory SIZE     address-space limit per process (e.g. 512M, 4G)\n"
-"  --max-procs N     processes and threads alive at once in the run\n"
-"  --max-output SIZE bytes of each stream kept (the rest is counted)\n"
-"  --json            print one JSON object instead of passing output through\n"
-"  --pin-cpu[=N]     run the code and ward's supervisor on one CPU (N, default\n"
-"                    the current one) while the code has a single thread:\n"
-"                    traps get cheaper (no cross-CPU wake-ups); the code sees\n"
-"                    one CPU in its affinity mask until it starts a thread\n"
-"  --summary         after the run, print a short audit summary on stderr\n"
-"  --quiet           no denial lines on stderr\n"
-"  -v                more diagnostics from ward\n"
-"  -h, --help        this text\n"
-"\n"
-"exit status: the code's own; 128+N when it was killed by signal N; 124 on\n"
-"timeout; 125 for ward's own errors (bad arguments, bad policy, unusable\n"
-"database or workdir).\n"
-"\n"
-"The code runs with HOME and TMPDIR inside the workdir, PATH=/usr/local/bin:\n"
-"/usr/bin:/bin and LANG=C.UTF-8. As root, it runs as uid/gid 65534\n"
-"(nobody/nogroup) and the workdir is handed to that user.\n");
+		"usage: ward run [options] (FILE | -c CODE | -) [-- ARGS...]\n"
+		"\n"
+		"Run code under ward's supervisor: every sensitive syscall is decided by the\n"
+		"policy and recorded, with every process and every byte of output, in the\n"
+		"audit database. Output passes through as usual; the exit status is the\n"
+		"code's own.\n"
+		"\n"
+		"  FILE              a script; copied into the workdir and run from there\n"
+		"  -c CODE           code given on the command line\n"
+		"  -                 code read from standard input (the code's own stdin is\n"
+		"                    always /dev/null)\n"
+		"\n"
+		"options:\n"
+		"  --lang L          python, node or sh (default: from FILE's extension\n"
+		"                    .py/.js/.mjs/.sh, else python)\n"
+		"  --profile NAME    a policy shipped with ward: default (python), node, sh,\n"
+		"                    audit (learning mode: nothing denied, would-be denials\n"
+		"                    recorded). Default: the language's profile\n"
+		"  --policy FILE     a policy file (docs/policy.md); overrides --profile\n"
+		"  --interpreter P   run this interpreter instead of the policy's\n"
+		"  --db PATH         audit database (default: $WARD_DB, else\n"
+		"                    $XDG_STATE_HOME/ward/audit.db, else\n"
+		"                    ~/.local/state/ward/audit.db)\n"
+		"  --workdir DIR     the code's working directory (created if missing);\n"
+		"                    default: a fresh temporary directory, removed after\n"
+		"                    the run unless --keep\n"
+		"  --keep            keep the temporary workdir (its path is printed)\n"
+		"  --input FILE      copy FILE into the workdir before the run (repeatable)\n"
+		"  --env NAME[=VAL]  pass one variable to the code (repeatable); nothing of\n"
+		"                    ward's own environment is passed otherwise\n"
+		"  --timeout SEC     wall-clock limit (default: the policy's, else 60)\n"
+		"  --cpu SEC         CPU time limit per process\n"
+		"  --memory SIZE     address-space limit per process (e.g. 512M, 4G)\n"
+		"  --max-procs N     processes and threads alive at once in the run\n"
+		"  --max-output SIZE bytes of each stream kept (the rest is counted)\n"
+		"  --json            print one JSON object instead of passing output through\n"
+		"  --pin-cpu[=N]     run the code and ward's supervisor on one CPU (N, default\n"
+		"                    the current one) while the code has a single thread:\n"
+		"                    traps get cheaper (no cross-CPU wake-ups); the code sees\n"
+		"                    one CPU in its affinity mask until it starts a thread\n"
+		"  --summary         after the run, print a short audit summary on stderr\n"
+		"  --quiet           no denial lines on stderr\n"
+		"  -v                more diagnostics from ward\n"
+		"  -h, --help        this text\n"
+		"\n"
+		"exit status: the code's own; 128+N when it was killed by signal N; 124 on\n"
+		"timeout; 125 for ward's own errors (bad arguments, bad policy, unusable\n"
+		"database or workdir).\n"
+		"\n"
+		"The code runs with HOME and TMPDIR inside the workdir, PATH=/usr/local/bin:\n"
+		"/usr/bin:/bin and LANG=C.UTF-8. As root, it runs as uid/gid 65534\n"
+		"(nobody/nogroup) and the workdir is handed to that user.\n");
 }
 
 /* "512M", "4G", "1024" (bytes). */
@@ -122,19 +122,31 @@ static long long parse_size(const char *opt, const char *s)
 	long long mul = 1;
 
 	if (errno || end == s || v < 0)
-		die("%s: '%s' is not a size (use e.g. 4096, 512K, 64M, 2G)", opt, s);
+		die("%s: '%s' is not a size (use e.g. 4096, 512K, 64M, 2G)",
+		    opt, s);
 	switch (toupper((unsigned char)*end)) {
 	case '\0': break;
-	case 'K': mul = 1LL << 10; end++; break;
-	case 'M': mul = 1LL << 20; end++; break;
-	case 'G': mul = 1LL << 30; end++; break;
+	case 'K':
+		mul = 1LL << 10;
+		end++;
+		break;
+	case 'M':
+		mul = 1LL << 20;
+		end++;
+		break;
+	case 'G':
+		mul = 1LL << 30;
+		end++;
+		break;
 	default:
-		die("%s: '%s' is not a size (use e.g. 4096, 512K, 64M, 2G)", opt, s);
+		die("%s: '%s' is not a size (use e.g. 4096, 512K, 64M, 2G)",
+		    opt, s);
 	}
 	if (*end == 'B' || *end == 'b')
 		end++;
 	if (*end)
-		die("%s: '%s' is not a size (use e.g. 4096, 512K, 64M, 2G)", opt, s);
+		die("%s: '%s' is not a size (use e.g. 4096, 512K, 64M, 2G)",
+		    opt, s);
 	return (long long)(v * (double)mul);
 }
 
@@ -163,9 +175,26 @@ static int parse_cpu(const char *s)
 
 static void parse_args(int argc, char **argv, struct run_args *a)
 {
-	enum { O_LANG = 256, O_PROFILE, O_POLICY, O_DB, O_WORKDIR, O_KEEP,
-	       O_ENV, O_TIMEOUT, O_CPU, O_MEMORY, O_PROCS, O_OUTPUT, O_JSON,
-	       O_QUIET, O_INTERP, O_SUMMARY, O_INPUT, O_PIN };
+	enum {
+		O_LANG = 256,
+		O_PROFILE,
+		O_POLICY,
+		O_DB,
+		O_WORKDIR,
+		O_KEEP,
+		O_ENV,
+		O_TIMEOUT,
+		O_CPU,
+		O_MEMORY,
+		O_PROCS,
+		O_OUTPUT,
+		O_JSON,
+		O_QUIET,
+		O_INTERP,
+		O_SUMMARY,
+		O_INPUT,
+		O_PIN
+	};
 	static const struct option opts[] = {
 		{ "lang", required_argument, 0, O_LANG },
 		{ "profile", required_argument, 0, O_PROFILE },
@@ -209,18 +238,28 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		case O_WORKDIR: a->workdir = optarg; break;
 		case O_KEEP: a->keep = true; break;
 		case O_ENV: a->envs[a->n_envs++] = optarg; break;
-		case O_TIMEOUT: a->lim.wall_ms = parse_num("--timeout", optarg, 1000); break;
+		case O_TIMEOUT:
+			a->lim.wall_ms = parse_num("--timeout", optarg, 1000);
+			break;
 		case O_CPU: a->lim.cpu_s = parse_num("--cpu", optarg, 1); break;
-		case O_MEMORY: a->lim.memory_bytes = parse_size("--memory", optarg); break;
-		case O_PROCS: a->lim.procs = parse_num("--max-procs", optarg, 1); break;
-		case O_OUTPUT: a->lim.output_bytes = parse_size("--max-output", optarg); break;
+		case O_MEMORY:
+			a->lim.memory_bytes = parse_size("--memory", optarg);
+			break;
+		case O_PROCS:
+			a->lim.procs = parse_num("--max-procs", optarg, 1);
+			break;
+		case O_OUTPUT:
+			a->lim.output_bytes =
+				parse_size("--max-output", optarg);
+			break;
 		case O_JSON: a->json = true; break;
 		case O_QUIET: a->quiet = true; break;
 		case O_SUMMARY: a->summary = true; break;
 		case O_INTERP: a->interp = optarg; break;
 		case O_INPUT: a->inputs[a->n_inputs++] = optarg; break;
 		case O_PIN:
-			a->pin_cpu = optarg ? parse_cpu(optarg) : sched_getcpu();
+			a->pin_cpu = optarg ? parse_cpu(optarg)
+					    : sched_getcpu();
 			if (a->pin_cpu < 0)
 				die("--pin-cpu: cannot tell the current CPU");
 			break;
@@ -309,9 +348,11 @@ static struct policy *load_policy(const struct run_args *a, const char *lang)
 	if (rc < 0) {
 		policy_error_format(&err, msg, sizeof(msg));
 		if (rc == -ENOENT && !a->policy_file) {
-			fprintf(stderr, "ward: no profile named '%s'; shipped profiles:",
+			fprintf(stderr,
+				"ward: no profile named '%s'; shipped profiles:",
 				profile);
-			for (const char *const *n = policy_profile_names(); *n; n++)
+			for (const char *const *n = policy_profile_names(); *n;
+			     n++)
 				fprintf(stderr, " %s", *n);
 			fprintf(stderr, "\n");
 			exit(WARD_EXIT_INTERNAL);
@@ -373,13 +414,15 @@ static char *make_workdir(const struct run_args *a, bool drop, bool *temp)
 		/* Every directory above must be searchable by the code. */
 		char up[PATH_MAX];
 		snprintf(up, sizeof(up), "%s", real);
-		for (char *s = strrchr(up, '/'); s && s != up; s = strrchr(up, '/')) {
+		for (char *s = strrchr(up, '/'); s && s != up;
+		     s = strrchr(up, '/')) {
 			*s = '\0';
 			struct stat st;
 			if (stat(up, &st) == 0 && !(st.st_mode & S_IXOTH))
 				die("--workdir %s: %s is not searchable by uid %d "
 				    "(the code runs as nobody): choose a workdir "
-				    "under /tmp or /var/tmp", real, up, SANDBOX_UID);
+				    "under /tmp or /var/tmp",
+				    real, up, SANDBOX_UID);
 		}
 	}
 	return real;
@@ -473,7 +516,8 @@ static char **build_env(const struct run_args *a, const char *workdir)
 			if (asprintf(&env[n++], "%s=%s", e, getenv(e)) < 0)
 				die("out of memory");
 		} else {
-			warn("--env %s: not set in ward's environment; not passed", e);
+			warn("--env %s: not set in ward's environment; not passed",
+			     e);
 		}
 	}
 	for (size_t i = 0; i < n; i++)
@@ -527,9 +571,13 @@ static json_t *json_text(const char *s, size_t len)
 	size_t o = 0;
 	for (size_t i = 0; i < len;) {
 		unsigned char c = (unsigned char)s[i];
-		size_t l = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3
-			   : (c >> 3) == 30 ? 4 : 0;
-		json_t *probe = l && i + l <= len ? json_stringn(s + i, l) : NULL;
+		size_t l = c < 0x80	    ? 1
+			   : (c >> 5) == 6  ? 2
+			   : (c >> 4) == 14 ? 3
+			   : (c >> 3) == 30 ? 4
+					    : 0;
+		json_t *probe = l && i + l <= len ? json_stringn(s + i, l)
+						  : NULL;
 		if (probe) {
 			memcpy(fixed + o, s + i, l);
 			o += l;
@@ -553,24 +601,33 @@ static void print_json(const struct tracer_result *r, const char *run_id,
 
 	for (size_t i = 0; i < r->n_denials; i++) {
 		const struct tracer_denial *d = &r->denial_list[i];
-		json_array_append_new(den, json_pack("{s:s, s:o, s:s, s:s, s:s?}",
-			"syscall", d->syscall, "target", json_text(d->target, strlen(d->target)),
-			"action", d->action, "rule", d->rule,
-			"errno", d->err ? ward_errno_name(d->err) : NULL));
+		json_array_append_new(
+			den,
+			json_pack("{s:s, s:o, s:s, s:s, s:s?}", "syscall",
+				  d->syscall, "target",
+				  json_text(d->target, strlen(d->target)),
+				  "action", d->action, "rule", d->rule, "errno",
+				  d->err ? ward_errno_name(d->err) : NULL));
 	}
 	json_object_set_new(o, "run_id", json_string(run_id));
 	json_object_set_new(o, "exit_code", json_integer(exit_status));
-	json_object_set_new(o, "signal", r->signal ? json_integer(r->signal) : json_null());
+	json_object_set_new(o, "signal",
+			    r->signal ? json_integer(r->signal) : json_null());
 	json_object_set_new(o, "status", json_string(r->status));
-	json_object_set_new(o, "cause", r->cause[0] ? json_text(r->cause, strlen(r->cause)) : json_null());
-	json_object_set_new(o, "timed_out", json_boolean(!strcmp(r->status, "timeout")));
+	json_object_set_new(o, "cause",
+			    r->cause[0] ? json_text(r->cause, strlen(r->cause))
+					: json_null());
+	json_object_set_new(o, "timed_out",
+			    json_boolean(!strcmp(r->status, "timeout")));
 	json_object_set_new(o, "duration_ms", json_integer(r->duration_ms));
 	json_object_set_new(o, "stdout", json_text(r->out[1], r->out_len[1]));
 	json_object_set_new(o, "stderr", json_text(r->out[2], r->out_len[2]));
 	json_object_set_new(o, "stdout_bytes", json_integer(r->out_bytes[1]));
 	json_object_set_new(o, "stderr_bytes", json_integer(r->out_bytes[2]));
-	json_object_set_new(o, "stdout_truncated", json_boolean(r->truncated[1]));
-	json_object_set_new(o, "stderr_truncated", json_boolean(r->truncated[2]));
+	json_object_set_new(o, "stdout_truncated",
+			    json_boolean(r->truncated[1]));
+	json_object_set_new(o, "stderr_truncated",
+			    json_boolean(r->truncated[2]));
 	json_object_set_new(o, "processes", json_integer(r->processes));
 	json_object_set_new(o, "events", json_integer(r->events));
 	json_object_set_new(o, "denied", json_integer((json_int_t)r->denials));
@@ -606,10 +663,12 @@ int ward_cmd_run(int argc, char **argv)
 	debug("start");
 	struct policy *pol = load_policy(&a, lang);
 	debug("policy %s loaded", policy_name(pol));
-	const char *interp = a.interp ? a.interp : policy_interpreter(pol, lang);
+	const char *interp = a.interp ? a.interp
+				      : policy_interpreter(pol, lang);
 	if (!interp)
 		interp = !strcmp(lang, "node") ? "/usr/bin/node"
-			 : !strcmp(lang, "sh") ? "/bin/sh" : "/usr/bin/python3";
+			 : !strcmp(lang, "sh") ? "/bin/sh"
+					       : "/usr/bin/python3";
 	if (interp[0] != '/')
 		die("--interpreter %s: give an absolute path", interp);
 	if (access(interp, X_OK) < 0)
@@ -657,15 +716,18 @@ int ward_cmd_run(int argc, char **argv)
 		if (!strcmp(lang, "sh"))
 			iargv[n++] = (char *)"sh";
 	} else {
-		const char *base = strcmp(a.file, "-") ? strrchr(a.file, '/') : NULL;
+		const char *base = strcmp(a.file, "-") ? strrchr(a.file, '/')
+						       : NULL;
 		char *dst;
 		base = base ? base + 1 : strcmp(a.file, "-") ? a.file : NULL;
 		if (!base)
 			base = !strcmp(lang, "node") ? "main.js"
-			       : !strcmp(lang, "sh") ? "main.sh" : "main.py";
+			       : !strcmp(lang, "sh") ? "main.sh"
+						     : "main.py";
 		if (asprintf(&dst, "%s/%s", workdir, base) < 0)
 			die("out of memory");
-		char *src_real = strcmp(a.file, "-") ? realpath(a.file, NULL) : NULL;
+		char *src_real = strcmp(a.file, "-") ? realpath(a.file, NULL)
+						     : NULL;
 		if (!src_real || strcmp(src_real, dst))
 			write_file(dst, code, code_len, drop);
 		free(src_real);
@@ -686,14 +748,15 @@ int ward_cmd_run(int argc, char **argv)
 		die("audit database: %s", errbuf);
 	debug("audit database %s open", db);
 
-	char code_sha[WARD_SHA256_HEX_LEN + 1], pol_sha[WARD_SHA256_HEX_LEN + 1];
+	char code_sha[WARD_SHA256_HEX_LEN + 1],
+		pol_sha[WARD_SHA256_HEX_LEN + 1];
 	ward_sha256_hex(code, code_len, code_sha);
 	ward_sha256_hex(policy_text(pol), strlen(policy_text(pol)), pol_sha);
 	struct utsname un;
 	char kernel[400] = "", host[256] = "";
 	if (uname(&un) == 0) {
-		snprintf(kernel, sizeof(kernel), "%s %s %s", un.sysname, un.release,
-			 un.version);
+		snprintf(kernel, sizeof(kernel), "%s %s %s", un.sysname,
+			 un.release, un.version);
 		snprintf(host, sizeof(host), "%s", un.nodename);
 	}
 	char *wargv = json_argv(argc, argv);
@@ -773,7 +836,8 @@ int ward_cmd_run(int argc, char **argv)
 	if (r.setup_error[0])
 		warn("the sandbox could not be set up: %s", r.setup_error);
 	else if (rc < 0 && rc != -ECHILD)
-		warn("the run was stopped: %s", r.cause[0] ? r.cause : strerror(-rc));
+		warn("the run was stopped: %s",
+		     r.cause[0] ? r.cause : strerror(-rc));
 	else if (strcmp(r.status, "ok") && strcmp(r.status, "error") && !a.json)
 		warn("run %s: %s: %s", run_id, r.status, r.cause);
 	if (arc < 0) {

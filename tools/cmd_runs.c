@@ -16,43 +16,43 @@
 #include "view.h"
 
 #define DEFAULT_LIMIT 20
-#define CODE_COLUMN 60 /* bytes of code shown */
+#define CODE_COLUMN   60 /* bytes of code shown */
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: ward runs [--db PATH] [--limit N] [--json]\n"
-"\n"
-"List the runs recorded in the audit database, most recently started first.\n"
-"\n"
-"options:\n"
-"  --db PATH       audit database (default: $WARD_DB, else\n"
-"                  $XDG_STATE_HOME/ward/audit.db, else\n"
-"                  ~/.local/state/ward/audit.db); opened read-only\n"
-"  -n, --limit N   at most N runs (default %d; 0 means all)\n"
-"  --json          print a JSON array with one object per run instead\n"
-"  -h, --help      this text\n"
-"\n"
-"columns:\n"
-"  ID       the run id; `ward show` takes it, any unique prefix, or `last`\n"
-"  STARTED  when the run started, local time\n"
-"  STATUS   running (still running, or ward died), ok (exit 0), error (exit\n"
-"           status not 0), timeout, killed (by a signal or the policy),\n"
-"           limit (a resource limit), aborted (ward gave up, or died: the\n"
-"           next `ward run` on this host marks a dead ward's run aborted)\n"
-"  EXIT     the code's exit status, or the signal that ended it (SIGKILL)\n"
-"  TIME     wall-clock duration\n"
-"  LANG     python, node or sh\n"
-"  DENIED   syscalls denied or killed by the policy\n"
-"  CODE     the script's file name, or the first line of code given with\n"
-"           -c or on stdin (non-printable characters escaped)\n"
-"\n"
-"JSON fields: id, started_ns, ended_ns, duration_ms (null while running),\n"
-"status, cause, exit_code, signal, language, interpreter, code_name,\n"
-"code_sha256, code_bytes, code_first_line, policy_name, events, denials,\n"
-"processes. Times are nanoseconds since the epoch.\n"
-"\n"
-"exit status: 0, or 125 (bad arguments, missing or unusable database).\n",
+		"usage: ward runs [--db PATH] [--limit N] [--json]\n"
+		"\n"
+		"List the runs recorded in the audit database, most recently started first.\n"
+		"\n"
+		"options:\n"
+		"  --db PATH       audit database (default: $WARD_DB, else\n"
+		"                  $XDG_STATE_HOME/ward/audit.db, else\n"
+		"                  ~/.local/state/ward/audit.db); opened read-only\n"
+		"  -n, --limit N   at most N runs (default %d; 0 means all)\n"
+		"  --json          print a JSON array with one object per run instead\n"
+		"  -h, --help      this text\n"
+		"\n"
+		"columns:\n"
+		"  ID       the run id; `ward show` takes it, any unique prefix, or `last`\n"
+		"  STARTED  when the run started, local time\n"
+		"  STATUS   running (still running, or ward died), ok (exit 0), error (exit\n"
+		"           status not 0), timeout, killed (by a signal or the policy),\n"
+		"           limit (a resource limit), aborted (ward gave up, or died: the\n"
+		"           next `ward run` on this host marks a dead ward's run aborted)\n"
+		"  EXIT     the code's exit status, or the signal that ended it (SIGKILL)\n"
+		"  TIME     wall-clock duration\n"
+		"  LANG     python, node or sh\n"
+		"  DENIED   syscalls denied or killed by the policy\n"
+		"  CODE     the script's file name, or the first line of code given with\n"
+		"           -c or on stdin (non-printable characters escaped)\n"
+		"\n"
+		"JSON fields: id, started_ns, ended_ns, duration_ms (null while running),\n"
+		"status, cause, exit_code, signal, language, interpreter, code_name,\n"
+		"code_sha256, code_bytes, code_first_line, policy_name, events, denials,\n"
+		"processes. Times are nanoseconds since the epoch.\n"
+		"\n"
+		"exit status: 0, or 125 (bad arguments, missing or unusable database).\n",
 		DEFAULT_LIMIT);
 }
 
@@ -182,10 +182,12 @@ static int append_json(const struct audit_run *r, void *arg)
 	json_object_set_new(o, "duration_ms", nullable_int(r->duration_ms));
 	json_object_set_new(o, "status", view_json_str(r->status));
 	json_object_set_new(o, "cause", view_json_str(r->cause));
-	json_object_set_new(o, "exit_code", r->has_exit
-				? json_integer(r->exit_code) : json_null());
-	json_object_set_new(o, "signal", r->has_exit
-				? json_integer(r->signal) : json_null());
+	json_object_set_new(o, "exit_code",
+			    r->has_exit ? json_integer(r->exit_code)
+					: json_null());
+	json_object_set_new(o, "signal",
+			    r->has_exit ? json_integer(r->signal)
+					: json_null());
 	json_object_set_new(o, "language", view_json_str(r->language));
 	json_object_set_new(o, "interpreter", view_json_str(r->interpreter));
 	json_object_set_new(o, "code_name", view_json_str(r->code_name));

@@ -22,71 +22,71 @@
 
 static void usage(FILE *f)
 {
-	fputs(
-"usage: ward show RUN [--db PATH] [--summary | --json]\n"
-"                     [--denied] [--syscall NAME]...\n"
-"\n"
-"Show one recorded run: RUN is its id, any unique prefix of the id, or\n"
-"`last` (the most recently started run). `ward runs` lists the ids.\n"
-"\n"
-"options:\n"
-"  --db PATH       audit database (default: $WARD_DB, else\n"
-"                  $XDG_STATE_HOME/ward/audit.db, else\n"
-"                  ~/.local/state/ward/audit.db); opened read-only\n"
-"  --summary       a short audit summary instead (below)\n"
-"  --json          print one JSON object instead (below)\n"
-"  --denied        limit the timeline to syscalls denied or killed, and to\n"
-"                  those audit mode would have denied\n"
-"  --syscall NAME  limit the timeline to decisions on syscall NAME (e.g.\n"
-"                  openat, connect, execve); repeat for several. With\n"
-"                  --denied: both limits apply. Limited timelines show only\n"
-"                  syscall decisions (no process or output lines).\n"
-"  -h, --help      this text\n"
-"\n"
-"Text: a header (id, status, exit status or signal, cause, start and end\n"
-"times, ward's argv, language and interpreter, workdir, uid, policy name\n"
-"and sha256, limits, output sizes and whether they were truncated, counts,\n"
-"host, the code's name, size and sha256, and the code itself), then the\n"
-"timeline: every process start, exec and exit, every recorded syscall\n"
-"decision and every chunk of output, in time order. Each line starts with\n"
-"the seconds since the run started and [N], the serial of the process.\n"
-"Denied and killed syscalls are marked `!!` with DENY or KILL, the errno the\n"
-"code got, the rule and the reason, their arguments and, when recorded, a\n"
-"backtrace; `?!` marks a call the policy would have denied (audit mode).\n"
-"Backtrace frames read `#0  libc.so.6 __open64+0x51  (MODULE+OFFSET, ip\n"
-"IP)`: the function is looked up when shown, in the ELF symbol table of\n"
-"the module file as it is now (.symtab, else .dynsym: stripped files name\n"
-"only their exported functions; `??` when none covers the frame). If the\n"
-"file changed since the run (an upgrade), the names may be wrong; the\n"
-"header says `backtrace (symbols from the files as they are now):`.\n"
-"Output lines are prefixed with their stream (stdout| or stderr|). Text\n"
-"from the run is printed safely: control characters, invalid UTF-8 and\n"
-"bidirectional overrides are escaped (\\n, \\xNN, \\u{202e}).\n"
-"\n"
-"Summary (--summary): the run id, status and exit, cause, start time and\n"
-"duration, the code and policy, and the database path; the processes\n"
-"([serial], its parent, exit status or signal, argv shortened, the\n"
-"executable, and how many threads it had); per syscall, how many calls\n"
-"were allowed, denied, killed or would have been denied; then each denial\n"
-"(time, [serial], syscall, target, errno, rule and reason). Long lists are\n"
-"cut, saying how many more there are.\n"
-"\n"
-"A run whose ward was killed or crashed shows as `running` until the next\n"
-"`ward run` on this host finds its ward gone and marks it `aborted`.\n"
-"\n"
-"JSON: {\"run\": {...}, \"processes\": [...], \"events\": [...],\n"
-"\"outputs\": [...]} with the columns of the database (docs/schema.md);\n"
-"JSON columns (argv, args, limits, policy, backtrace) are embedded parsed.\n"
-"Events carry errno (a number) and errno_name; backtrace frames gain\n"
-"\"symbol\": \"name+0xNN\" when one is found (in the file as it is now, as\n"
-"above). Bytes the code produced are given as UTF-8 text with invalid\n"
-"sequences replaced by U+FFFD: outputs as \"text\" with \"bytes\" (the\n"
-"exact length); when the text is not exactly the bytes, \"base64\" holds\n"
-"them exactly. The code likewise: \"code\", \"code_bytes\" and, if\n"
-"needed, \"code_base64\".\n"
-"\n"
-"exit status: 0, or 125 (bad arguments, missing or unusable database, no\n"
-"such run, an ambiguous prefix).\n", f);
+	fputs("usage: ward show RUN [--db PATH] [--summary | --json]\n"
+	      "                     [--denied] [--syscall NAME]...\n"
+	      "\n"
+	      "Show one recorded run: RUN is its id, any unique prefix of the id, or\n"
+	      "`last` (the most recently started run). `ward runs` lists the ids.\n"
+	      "\n"
+	      "options:\n"
+	      "  --db PATH       audit database (default: $WARD_DB, else\n"
+	      "                  $XDG_STATE_HOME/ward/audit.db, else\n"
+	      "                  ~/.local/state/ward/audit.db); opened read-only\n"
+	      "  --summary       a short audit summary instead (below)\n"
+	      "  --json          print one JSON object instead (below)\n"
+	      "  --denied        limit the timeline to syscalls denied or killed, and to\n"
+	      "                  those audit mode would have denied\n"
+	      "  --syscall NAME  limit the timeline to decisions on syscall NAME (e.g.\n"
+	      "                  openat, connect, execve); repeat for several. With\n"
+	      "                  --denied: both limits apply. Limited timelines show only\n"
+	      "                  syscall decisions (no process or output lines).\n"
+	      "  -h, --help      this text\n"
+	      "\n"
+	      "Text: a header (id, status, exit status or signal, cause, start and end\n"
+	      "times, ward's argv, language and interpreter, workdir, uid, policy name\n"
+	      "and sha256, limits, output sizes and whether they were truncated, counts,\n"
+	      "host, the code's name, size and sha256, and the code itself), then the\n"
+	      "timeline: every process start, exec and exit, every recorded syscall\n"
+	      "decision and every chunk of output, in time order. Each line starts with\n"
+	      "the seconds since the run started and [N], the serial of the process.\n"
+	      "Denied and killed syscalls are marked `!!` with DENY or KILL, the errno the\n"
+	      "code got, the rule and the reason, their arguments and, when recorded, a\n"
+	      "backtrace; `?!` marks a call the policy would have denied (audit mode).\n"
+	      "Backtrace frames read `#0  libc.so.6 __open64+0x51  (MODULE+OFFSET, ip\n"
+	      "IP)`: the function is looked up when shown, in the ELF symbol table of\n"
+	      "the module file as it is now (.symtab, else .dynsym: stripped files name\n"
+	      "only their exported functions; `??` when none covers the frame). If the\n"
+	      "file changed since the run (an upgrade), the names may be wrong; the\n"
+	      "header says `backtrace (symbols from the files as they are now):`.\n"
+	      "Output lines are prefixed with their stream (stdout| or stderr|). Text\n"
+	      "from the run is printed safely: control characters, invalid UTF-8 and\n"
+	      "bidirectional overrides are escaped (\\n, \\xNN, \\u{202e}).\n"
+	      "\n"
+	      "Summary (--summary): the run id, status and exit, cause, start time and\n"
+	      "duration, the code and policy, and the database path; the processes\n"
+	      "([serial], its parent, exit status or signal, argv shortened, the\n"
+	      "executable, and how many threads it had); per syscall, how many calls\n"
+	      "were allowed, denied, killed or would have been denied; then each denial\n"
+	      "(time, [serial], syscall, target, errno, rule and reason). Long lists are\n"
+	      "cut, saying how many more there are.\n"
+	      "\n"
+	      "A run whose ward was killed or crashed shows as `running` until the next\n"
+	      "`ward run` on this host finds its ward gone and marks it `aborted`.\n"
+	      "\n"
+	      "JSON: {\"run\": {...}, \"processes\": [...], \"events\": [...],\n"
+	      "\"outputs\": [...]} with the columns of the database (docs/schema.md);\n"
+	      "JSON columns (argv, args, limits, policy, backtrace) are embedded parsed.\n"
+	      "Events carry errno (a number) and errno_name; backtrace frames gain\n"
+	      "\"symbol\": \"name+0xNN\" when one is found (in the file as it is now, as\n"
+	      "above). Bytes the code produced are given as UTF-8 text with invalid\n"
+	      "sequences replaced by U+FFFD: outputs as \"text\" with \"bytes\" (the\n"
+	      "exact length); when the text is not exactly the bytes, \"base64\" holds\n"
+	      "them exactly. The code likewise: \"code\", \"code_bytes\" and, if\n"
+	      "needed, \"code_base64\".\n"
+	      "\n"
+	      "exit status: 0, or 125 (bad arguments, missing or unusable database, no\n"
+	      "such run, an ambiguous prefix).\n",
+	      f);
 }
 
 struct show_opts {
@@ -189,7 +189,8 @@ static void print_status(const struct audit_run *r)
 		printf(", exit %d", r->exit_code);
 	if (r->status && !strcmp(r->status, "running"))
 		fputs(" (no end recorded: still running, or ward died and no "
-		      "`ward run` has closed it since)", stdout);
+		      "`ward run` has closed it since)",
+		      stdout);
 	fputc('\n', stdout);
 	if (r->cause) {
 		field("cause");
@@ -277,10 +278,10 @@ static void json_line(const char *name, const char *json)
 }
 
 struct show_ctx {
-	long long t0; /* the run's start, for relative times */
+	long long t0;		   /* the run's start, for relative times */
 	const struct show_opts *o; /* the timeline's limits */
-	long long shown; /* timeline items printed */
-	struct sym_cache *syms; /* backtrace symbols; NULL: none */
+	long long shown;	   /* timeline items printed */
+	struct sym_cache *syms;	   /* backtrace symbols; NULL: none */
 };
 
 static int print_header(const struct audit_run *r, void *arg)
@@ -389,7 +390,8 @@ static size_t add_symbols(json_t *bt, struct sym_cache *syms)
 
 	if (!syms || !json_is_array(bt))
 		return 0;
-	json_array_foreach(bt, i, f) {
+	json_array_foreach(bt, i, f)
+	{
 		const char *mod = frame_str(f, "module");
 		uint64_t off;
 		char *name;
@@ -428,10 +430,11 @@ static void print_backtrace(const char *text, struct sym_cache *syms)
 	}
 	if (add_symbols(bt, syms))
 		printf(INDENT "backtrace (symbols from the files as they are "
-		       "now):\n");
+			      "now):\n");
 	else
 		printf(INDENT "backtrace:\n");
-	json_array_foreach(bt, i, f) {
+	json_array_foreach(bt, i, f)
+	{
 		const char *mod = frame_str(f, "module");
 		const char *off = frame_str(f, "offset");
 		const char *ip = frame_str(f, "ip");
@@ -468,10 +471,15 @@ static void print_event(const struct show_ctx *ctx, const struct audit_item *it)
 	bool allow = e->decision && !strcmp(e->decision, "allow");
 	bool stop = !allow;
 
-	stamp(ctx, it->ts_ns, stop ? "!!" : e->would_deny ? "?!" : "",
+	stamp(ctx, it->ts_ns,
+	      stop	      ? "!!"
+	      : e->would_deny ? "?!"
+			      : "",
 	      e->proc_serial);
-	printf("%-6s ", !e->decision ? "?" : allow ? "allow"
-			: !strcmp(e->decision, "kill") ? "KILL" : "DENY");
+	printf("%-6s ", !e->decision		       ? "?"
+			: allow			       ? "allow"
+			: !strcmp(e->decision, "kill") ? "KILL"
+						       : "DENY");
 	view_str(stdout, e->syscall);
 	fputc(' ', stdout);
 	view_str(stdout, e->target ? e->target : e->raw);
@@ -575,7 +583,8 @@ static int print_item(const struct audit_item *it, void *arg)
 static void print_limits(const struct show_opts *o)
 {
 	fputs(o->denied ? "only denied, killed and would-be-denied calls"
-			: "only calls", stdout);
+			: "only calls",
+	      stdout);
 	for (int i = 0; i < o->n_syscalls; i++) {
 		fputs(i ? ", " : " to ", stdout);
 		view_str(stdout, o->syscalls[i]);
@@ -583,8 +592,7 @@ static void print_limits(const struct show_opts *o)
 	fputc('\n', stdout);
 }
 
-static int show_text(struct audit *a, const char *id,
-		     const struct show_opts *o)
+static int show_text(struct audit *a, const char *id, const struct show_opts *o)
 {
 	struct show_ctx ctx = { .o = o, .syms = sym_cache_new() };
 	int r = audit_run_read(a, id, print_header, &ctx);
@@ -622,8 +630,8 @@ static void set_bytes(json_t *o, const char *text_key, const char *bytes_key,
 {
 	bool exact;
 
-	json_object_set_new(o, text_key, view_json_text(data ? data : "", len,
-							&exact));
+	json_object_set_new(o, text_key,
+			    view_json_text(data ? data : "", len, &exact));
 	json_object_set_new(o, bytes_key, json_integer((json_int_t)len));
 	if (!exact)
 		json_object_set_new(o, b64_key, view_json_base64(data, len));
@@ -642,10 +650,12 @@ static int run_json(const struct audit_run *r, void *arg)
 	I("duration_ms", r->duration_ms);
 	S("status", r->status);
 	S("cause", r->cause);
-	json_object_set_new(o, "exit_code", r->has_exit
-				? json_integer(r->exit_code) : json_null());
-	json_object_set_new(o, "signal", r->has_exit
-				? json_integer(r->signal) : json_null());
+	json_object_set_new(o, "exit_code",
+			    r->has_exit ? json_integer(r->exit_code)
+					: json_null());
+	json_object_set_new(o, "signal",
+			    r->has_exit ? json_integer(r->signal)
+					: json_null());
 	P("argv", r->argv_json);
 	S("language", r->language);
 	S("interpreter", r->interpreter);
@@ -689,14 +699,15 @@ static int proc_json(const struct audit_proc_row *p, void *arg)
 	I("start_ticks", p->p.start_ticks);
 	S("exe", p->p.exe);
 	P("argv", p->p.argv_json);
-	json_object_set_new(o, "exec_ns", p->execed ? json_integer(p->exec_ns)
-						    : json_null());
-	json_object_set_new(o, "exit_ns", p->exited ? json_integer(p->exit_ns)
-						    : json_null());
-	json_object_set_new(o, "exit_code", p->exited
-				? json_integer(p->exit_code) : json_null());
-	json_object_set_new(o, "signal", p->exited ? json_integer(p->signal)
-						   : json_null());
+	json_object_set_new(o, "exec_ns",
+			    p->execed ? json_integer(p->exec_ns) : json_null());
+	json_object_set_new(o, "exit_ns",
+			    p->exited ? json_integer(p->exit_ns) : json_null());
+	json_object_set_new(o, "exit_code",
+			    p->exited ? json_integer(p->exit_code)
+				      : json_null());
+	json_object_set_new(o, "signal",
+			    p->exited ? json_integer(p->signal) : json_null());
 	return json_array_append_new(arg, o) ? -ENOMEM : 0;
 }
 
@@ -715,8 +726,9 @@ static int event_json(const struct audit_event_row *ev, void *arg)
 	I("ts_ns", e->ts_ns);
 	I("pid", e->pid);
 	I("tid", e->tid);
-	json_object_set_new(o, "proc_serial", e->proc_serial > 0
-				? json_integer(e->proc_serial) : json_null());
+	json_object_set_new(o, "proc_serial",
+			    e->proc_serial > 0 ? json_integer(e->proc_serial)
+					       : json_null());
 	json_object_set_new(o, "nr", json_integer(e->nr));
 	S("syscall", e->syscall);
 	P("args", e->args_json);
@@ -741,8 +753,9 @@ static int output_json(const struct audit_output_row *out, void *arg)
 
 	I("seq", out->seq);
 	I("ts_ns", out->ts_ns);
-	json_object_set_new(o, "stream", json_string(out->stream == AUDIT_STDERR
-						     ? "stderr" : "stdout"));
+	json_object_set_new(
+		o, "stream",
+		json_string(out->stream == AUDIT_STDERR ? "stderr" : "stdout"));
 	set_bytes(o, "text", "bytes", "base64", out->data, out->len);
 	return json_array_append_new(arg, o) ? -ENOMEM : 0;
 }
@@ -776,10 +789,10 @@ static int show_json(struct audit *a, const char *id)
 
 /* ------------------------------ summary ------------------------------ */
 
-#define SUM_PROCS 10     /* process lines shown */
-#define SUM_SYSCALLS 12  /* syscall lines shown */
-#define SUM_DENIALS 10   /* denials shown */
-#define SUM_ARGV 56      /* bytes of a process's argv shown */
+#define SUM_PROCS    10 /* process lines shown */
+#define SUM_SYSCALLS 12 /* syscall lines shown */
+#define SUM_DENIALS  10 /* denials shown */
+#define SUM_ARGV     56 /* bytes of a process's argv shown */
 
 struct sum_count {
 	char *syscall; /* owned */
@@ -788,7 +801,7 @@ struct sum_count {
 
 struct summary {
 	long long t0;
-	int *threads;       /* threads per parent serial; cap entries */
+	int *threads; /* threads per parent serial; cap entries */
 	size_t cap;
 	int nproc, nthread, shown;
 	struct sum_count *counts; /* ncounts entries, owned */
@@ -828,8 +841,7 @@ static bool is_thread(const struct audit_proc_row *p)
 static int count_procs(const struct audit_proc_row *p, void *arg)
 {
 	struct summary *s = arg;
-	size_t parent = p->p.parent_serial > 0 ? (size_t)p->p.parent_serial
-					       : 0;
+	size_t parent = p->p.parent_serial > 0 ? (size_t)p->p.parent_serial : 0;
 
 	if (!is_thread(p)) {
 		s->nproc++;
@@ -868,7 +880,8 @@ static void argv_line(struct ward_strbuf *sb, const char *json)
 		json_decref(arr);
 		return;
 	}
-	json_array_foreach(arr, i, v) {
+	json_array_foreach(arr, i, v)
+	{
 		const char *a = json_string_value(v);
 
 		if (i)
@@ -911,7 +924,8 @@ static int print_sum_proc(const struct audit_proc_row *p, void *arg)
 	char serial[24], parent[24] = "", ex[32] = "no exit";
 	int serial_no = p->p.serial;
 	int threads = serial_no > 0 && (size_t)serial_no < s->cap
-			      ? s->threads[serial_no] : 0;
+			      ? s->threads[serial_no]
+			      : 0;
 
 	if (is_thread(p) || s->shown++ >= SUM_PROCS)
 		return 0;
@@ -938,8 +952,7 @@ static int print_sum_proc(const struct audit_proc_row *p, void *arg)
 	return 0;
 }
 
-static int print_processes(struct audit *a, const char *id,
-			   struct summary *s)
+static int print_processes(struct audit *a, const char *id, struct summary *s)
 {
 	int r = audit_processes_each(a, id, count_procs, s);
 
@@ -966,7 +979,8 @@ static int keep_count(const struct audit_syscall_count *c, void *arg)
 		return -ENOMEM;
 	s->counts = n;
 	n = &s->counts[s->ncounts];
-	*n = (struct sum_count){ .allowed = c->allowed, .denied = c->denied,
+	*n = (struct sum_count){ .allowed = c->allowed,
+				 .denied = c->denied,
 				 .killed = c->killed,
 				 .would_deny = c->would_deny };
 	n->syscall = strdup(c->syscall ? c->syscall : "?");
@@ -987,8 +1001,8 @@ static void print_count_parts(const struct sum_count *c, int width)
 	for (int i = 0; i < 3; i++) {
 		if (!n[i])
 			continue;
-		printf("%s%*lld %s", first ? "" : ", ", first ? width : 0,
-		       n[i], what[i]);
+		printf("%s%*lld %s", first ? "" : ", ", first ? width : 0, n[i],
+		       what[i]);
 		first = false;
 		if (i == 0 && c->would_deny)
 			printf(" (%lld would be denied)", c->would_deny);
@@ -1014,8 +1028,8 @@ static int print_syscalls(struct audit *a, const char *id, struct summary *s)
 		if (i < SUM_SYSCALLS && len > width)
 			width = len > 20 ? 20 : len;
 	}
-	printf("\nsyscalls: %lld decided", all.allowed + all.denied +
-	       all.killed);
+	printf("\nsyscalls: %lld decided",
+	       all.allowed + all.denied + all.killed);
 	if (s->ncounts) {
 		fputs(", ", stdout);
 		print_count_parts(&all, 0);
@@ -1156,7 +1170,8 @@ static int resolve(struct audit *a, const char *path, const char *query,
 		warn("no run matches '%s' in %s", query, path);
 	else if (r == -EINVAL)
 		warn("'%s' matches more than one run in %s; give more of "
-		     "the id", query, path);
+		     "the id",
+		     query, path);
 	else if (r)
 		warn("reading %s: %s", path, audit_errmsg(a));
 	return r ? -1 : 0;
@@ -1180,9 +1195,9 @@ int ward_cmd_show(int argc, char **argv)
 	}
 	r = resolve(a, path, o.run, id);
 	if (!r) {
-		r = o.json ? show_json(a, id)
+		r = o.json	? show_json(a, id)
 		    : o.summary ? show_summary(a, id, path, o.db)
-		    : show_text(a, id, &o);
+				: show_text(a, id, &o);
 		if (r)
 			warn("show: reading run %s from %s: %s", id, path,
 			     audit_errmsg(a));

@@ -32,7 +32,8 @@ struct audit *view_open_db(const char *db_opt, char *path, size_t n)
 	r = audit_open(path, true, &a, err, sizeof(err));
 	if (r == -ENOENT) {
 		warn("no audit database at %s (run `ward run` first, or "
-		     "pass --db)", path);
+		     "pass --db)",
+		     path);
 		return NULL;
 	}
 	if (r) {

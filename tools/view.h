@@ -36,7 +36,7 @@ enum {
 	VIEW_CODE = VIEW_RAW_NL | VIEW_RAW_TAB | VIEW_RAW_BSLASH,
 };
 void view_text(FILE *f, const void *s, size_t len, unsigned flags);
-void view_str(FILE *f, const char *s);  /* NULL prints "-" */
+void view_str(FILE *f, const char *s);	/* NULL prints "-" */
 void view_json(FILE *f, const char *s); /* JSON text; NULL prints "-" */
 
 /* "2025-12-02 11:32:05" (local time); with_ms adds ".123 +0100". */

@@ -12,22 +12,22 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: ward COMMAND [options]\n"
-"\n"
-"ward runs model-written code (Python, Node, sh) under a seccomp + ptrace\n"
-"supervisor: every sensitive syscall is decided by a policy and recorded in\n"
-"SQLite with every process and every byte of output.\n"
-"\n"
-"commands:\n"
-"  run      run code under supervision        ward run [options] FILE|-c CODE|-\n"
-"  runs     list recorded runs                ward runs [--limit N] [--json]\n"
-"  show     one run: timeline or summary      ward show RUN|last [--summary]\n"
-"  profiles list the policies shipped with ward\n"
-"  version  print ward's version\n"
-"\n"
-"`ward COMMAND --help` says everything about a command. Exit status 125\n"
-"means ward itself failed (bad arguments, policy, database); otherwise\n"
-"`ward run` exits with the code's own status.\n");
+		"usage: ward COMMAND [options]\n"
+		"\n"
+		"ward runs model-written code (Python, Node, sh) under a seccomp + ptrace\n"
+		"supervisor: every sensitive syscall is decided by a policy and recorded in\n"
+		"SQLite with every process and every byte of output.\n"
+		"\n"
+		"commands:\n"
+		"  run      run code under supervision        ward run [options] FILE|-c CODE|-\n"
+		"  runs     list recorded runs                ward runs [--limit N] [--json]\n"
+		"  show     one run: timeline or summary      ward show RUN|last [--summary]\n"
+		"  profiles list the policies shipped with ward\n"
+		"  version  print ward's version\n"
+		"\n"
+		"`ward COMMAND --help` says everything about a command. Exit status 125\n"
+		"means ward itself failed (bad arguments, policy, database); otherwise\n"
+		"`ward run` exits with the code's own status.\n");
 }
 
 int main(int argc, char **argv)
@@ -38,7 +38,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return WARD_EXIT_INTERNAL;
 	}
-	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") ||
+	    !strcmp(cmd, "help")) {
 		usage(stdout);
 		return 0;
 	}
@@ -57,6 +58,7 @@ int main(int argc, char **argv)
 			printf("%s\n", *n);
 		return 0;
 	}
-	fprintf(stderr, "ward: unknown command '%s' (try `ward --help`)\n", cmd);
+	fprintf(stderr, "ward: unknown command '%s' (try `ward --help`)\n",
+		cmd);
 	return WARD_EXIT_INTERNAL;
 }

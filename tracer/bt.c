@@ -23,8 +23,7 @@ struct frame {
 };
 
 /* Module path and file offset for ip, from /proc/TID/maps. */
-static int module_of(pid_t tid, uint64_t ip, char *mod, size_t n,
-		     uint64_t *off)
+static int module_of(pid_t tid, uint64_t ip, char *mod, size_t n, uint64_t *off)
 {
 	char path[64], line[4608];
 	FILE *f;
@@ -37,7 +36,8 @@ static int module_of(pid_t tid, uint64_t ip, char *mod, size_t n,
 	while (fgets(line, sizeof(line), f)) {
 		uint64_t lo, hi, pgoff;
 		int pos = 0;
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %*s %n",
+		if (sscanf(line,
+			   "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %*s %n",
 			   &lo, &hi, &pgoff, &pos) < 3)
 			continue;
 		if (ip < lo || ip >= hi)

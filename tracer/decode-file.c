@@ -12,18 +12,22 @@
 #include <stdio.h>
 #include <string.h>
 
-#define XLAT(f) { (unsigned long)(f), #f }
+#define XLAT(f)                                                                \
+	{                                                                      \
+		(unsigned long)(f), #f                                         \
+	}
 struct xlat {
 	unsigned long val;
 	const char *name;
 };
 
 static const struct xlat open_flags[] = {
-	XLAT(O_CREAT),	 XLAT(O_EXCL),	    XLAT(O_NOCTTY),   XLAT(O_TRUNC),
-	XLAT(O_APPEND),	 XLAT(O_NONBLOCK),  XLAT(O_DSYNC),    XLAT(O_DIRECT),
-	XLAT(O_LARGEFILE), XLAT(O_DIRECTORY), XLAT(O_NOFOLLOW), XLAT(O_NOATIME),
-	XLAT(O_CLOEXEC), XLAT(O_SYNC),    XLAT(O_PATH),     XLAT(__O_TMPFILE),
-	XLAT(FASYNC),
+	XLAT(O_CREAT),	   XLAT(O_EXCL),     XLAT(O_NOCTTY),
+	XLAT(O_TRUNC),	   XLAT(O_APPEND),   XLAT(O_NONBLOCK),
+	XLAT(O_DSYNC),	   XLAT(O_DIRECT),   XLAT(O_LARGEFILE),
+	XLAT(O_DIRECTORY), XLAT(O_NOFOLLOW), XLAT(O_NOATIME),
+	XLAT(O_CLOEXEC),   XLAT(O_SYNC),     XLAT(O_PATH),
+	XLAT(__O_TMPFILE), XLAT(FASYNC),
 };
 
 static void flags_str(unsigned long flags, char *buf, size_t n)
@@ -33,7 +37,8 @@ static void flags_str(unsigned long flags, char *buf, size_t n)
 	size_t used = (size_t)snprintf(buf, n, "%s", acc[flags & O_ACCMODE]);
 
 	flags &= ~(unsigned long)O_ACCMODE;
-	for (size_t i = 0; i < sizeof(open_flags) / sizeof(open_flags[0]); i++) {
+	for (size_t i = 0; i < sizeof(open_flags) / sizeof(open_flags[0]);
+	     i++) {
 		if ((flags & open_flags[i].val) != open_flags[i].val)
 			continue;
 		flags &= ~open_flags[i].val;
@@ -46,8 +51,8 @@ static void flags_str(unsigned long flags, char *buf, size_t n)
 }
 
 /* Reads the path at addr, resolves it against dirfd into ev->raw/path. */
-int decode_path(struct tracer *t, struct tracee *tc, int dirfd,
-		uint64_t addr, bool follow, bool second, struct ward_event *ev)
+int decode_path(struct tracer *t, struct tracee *tc, int dirfd, uint64_t addr,
+		bool follow, bool second, struct ward_event *ev)
 {
 	char *raw = second ? ev->raw2 : ev->raw;
 	char *path = second ? ev->path2 : ev->path;
@@ -95,15 +100,9 @@ static unsigned open_access(unsigned long flags, bool exists)
 	if ((flags & __O_TMPFILE) == __O_TMPFILE)
 		return WARD_FS_CREATE | WARD_FS_WRITE;
 	switch (flags & O_ACCMODE) {
-	case O_RDONLY:
-		a = WARD_FS_READ;
-		break;
-	case O_WRONLY:
-		a = WARD_FS_WRITE;
-		break;
-	default:
-		a = WARD_FS_READ | WARD_FS_WRITE;
-		break;
+	case O_RDONLY: a = WARD_FS_READ; break;
+	case O_WRONLY: a = WARD_FS_WRITE; break;
+	default: a = WARD_FS_READ | WARD_FS_WRITE; break;
 	}
 	if (flags & O_TRUNC)
 		a |= WARD_FS_WRITE;
@@ -173,14 +172,14 @@ int dec_openat2(struct tracer *t, struct tracee *tc,
 	rc = open_common(t, tc, ev, as_dirfd(si->seccomp.args[0]),
 			 si->seccomp.args[1], how.flags, how.mode);
 	if (rc == 0 && how.resolve)
-		args_fmt(ev, "resolve", "%#llx", (unsigned long long)how.resolve);
+		args_fmt(ev, "resolve", "%#llx",
+			 (unsigned long long)how.resolve);
 	return rc;
 }
 
 /* One path, fixed access: the shape of most file syscalls. */
-static int one_path(struct tracer *t, struct tracee *tc,
-		    struct ward_event *ev, int dirfd, uint64_t path,
-		    bool follow, unsigned access)
+static int one_path(struct tracer *t, struct tracee *tc, struct ward_event *ev,
+		    int dirfd, uint64_t path, bool follow, unsigned access)
 {
 	int rc;
 
@@ -283,7 +282,8 @@ int dec_mkdir(struct tracer *t, struct tracee *tc,
 	int rc = one_path(t, tc, ev, RESOLVE_CWD, A(0), false, WARD_FS_CREATE);
 
 	if (rc == 0)
-		args_fmt(ev, "mode", "%#llo", (unsigned long long)(A(1) & 07777));
+		args_fmt(ev, "mode", "%#llo",
+			 (unsigned long long)(A(1) & 07777));
 	return rc;
 }
 
@@ -294,7 +294,8 @@ int dec_mkdirat(struct tracer *t, struct tracee *tc,
 			  WARD_FS_CREATE);
 
 	if (rc == 0)
-		args_fmt(ev, "mode", "%#llo", (unsigned long long)(A(2) & 07777));
+		args_fmt(ev, "mode", "%#llo",
+			 (unsigned long long)(A(2) & 07777));
 	return rc;
 }
 
@@ -335,9 +336,8 @@ int dec_write_lpath(struct tracer *t, struct tracee *tc,
 
 /* fchmodat(dirfd, path, mode[, flags]), fchownat(dirfd, path, u, g, flags),
  * utimensat(dirfd, path, times, flags), futimesat(dirfd, path, times) */
-static int write_at(struct tracer *t, struct tracee *tc,
-		    struct ward_event *ev, uint64_t dirfd, uint64_t path,
-		    uint64_t flags)
+static int write_at(struct tracer *t, struct tracee *tc, struct ward_event *ev,
+		    uint64_t dirfd, uint64_t path, uint64_t flags)
 {
 	int fd = as_dirfd(dirfd);
 
@@ -361,7 +361,8 @@ int dec_fchmodat(struct tracer *t, struct tracee *tc,
 	int rc = write_at(t, tc, ev, A(0), A(1), 0);
 
 	if (rc == 0)
-		args_fmt(ev, "mode", "%#llo", (unsigned long long)(A(2) & 07777));
+		args_fmt(ev, "mode", "%#llo",
+			 (unsigned long long)(A(2) & 07777));
 	return rc;
 }
 
@@ -371,7 +372,8 @@ int dec_fchmodat2(struct tracer *t, struct tracee *tc,
 	int rc = write_at(t, tc, ev, A(0), A(1), A(3));
 
 	if (rc == 0)
-		args_fmt(ev, "mode", "%#llo", (unsigned long long)(A(2) & 07777));
+		args_fmt(ev, "mode", "%#llo",
+			 (unsigned long long)(A(2) & 07777));
 	return rc;
 }
 
@@ -401,9 +403,9 @@ int dec_inotify_add_watch(struct tracer *t, struct tracee *tc,
 }
 
 /* Two names: old loses a name (or gains one for link), new gains one. */
-static int two_paths(struct tracer *t, struct tracee *tc,
-		     struct ward_event *ev, int od, uint64_t op, bool ofollow,
-		     unsigned oacc, int nd, uint64_t np, unsigned nacc)
+static int two_paths(struct tracer *t, struct tracee *tc, struct ward_event *ev,
+		     int od, uint64_t op, bool ofollow, unsigned oacc, int nd,
+		     uint64_t np, unsigned nacc)
 {
 	int rc;
 
@@ -431,7 +433,8 @@ static int rename_common(struct tracer *t, struct tracee *tc,
 	char probe[WARD_PATH_MAX];
 	bool exists = false;
 	if (tracer_resolve(tc->tid, tc->tgid, nd, ev->raw2, false, probe,
-			   sizeof(probe), &exists) == 0 && exists)
+			   sizeof(probe), &exists) == 0 &&
+	    exists)
 		ev->access2 |= WARD_FS_DELETE;
 	if (flags & 2 /* RENAME_EXCHANGE */)
 		ev->access |= WARD_FS_CREATE;
@@ -443,7 +446,8 @@ static int rename_common(struct tracer *t, struct tracee *tc,
 int dec_rename(struct tracer *t, struct tracee *tc,
 	       const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return rename_common(t, tc, ev, RESOLVE_CWD, A(0), RESOLVE_CWD, A(1), 0);
+	return rename_common(t, tc, ev, RESOLVE_CWD, A(0), RESOLVE_CWD, A(1),
+			     0);
 }
 
 int dec_renameat(struct tracer *t, struct tracee *tc,

@@ -94,7 +94,8 @@ static int decode_sockaddr(struct tracee *tc, uint64_t addr, uint64_t len,
 		if (un->sun_path[0] == '\0' && plen > 0) {
 			sa->abstract = true;
 			size_t o = 0;
-			for (size_t i = 1; i < plen && o + 3 < sizeof(sa->unix_path); i++) {
+			for (size_t i = 1;
+			     i < plen && o + 3 < sizeof(sa->unix_path); i++) {
 				if (un->sun_path[i] == '\0') {
 					sa->unix_path[o++] = '\\';
 					sa->unix_path[o++] = '0';
@@ -112,8 +113,7 @@ static int decode_sockaddr(struct tracee *tc, uint64_t addr, uint64_t len,
 		}
 		break;
 	}
-	default:
-		break;
+	default: break;
 	}
 	if (sa->addr[0]) {
 		args_str(ev, "addr", sa->addr);
@@ -160,7 +160,8 @@ int dec_socket(struct tracer *t, struct tracee *tc,
 }
 
 static int addr_op(struct tracer *t, struct tracee *tc, struct ward_event *ev,
-		   enum ward_net_op op, uint64_t fd, uint64_t addr, uint64_t len)
+		   enum ward_net_op op, uint64_t fd, uint64_t addr,
+		   uint64_t len)
 {
 	int rc;
 
@@ -248,7 +249,8 @@ int dec_sendmmsg(struct tracer *t, struct tracee *tc,
 		vlen = MAX_MSGS; /* the kernel caps at UIO_MAXIOV; ward at 64 */
 	for (uint64_t i = 0; i < vlen; i++) {
 		struct msghdr64 m;
-		int rc = umem_read(tc->tid, A(1) + i * MMSG_SIZE, &m, sizeof(m));
+		int rc =
+			umem_read(tc->tid, A(1) + i * MMSG_SIZE, &m, sizeof(m));
 		if (rc < 0)
 			return rc;
 		if (!m.name)

@@ -54,12 +54,13 @@ static int read_argv(pid_t tid, uint64_t argv, char *buf, size_t n)
 			return rc;
 		int jl = args_json_string(js, sizeof(js), arg, strlen(arg));
 		if (jl < 0 || used + (size_t)jl + 8 >= n) {
-			snprintf(buf + used, n - used, "%s\"...\"", i ? "," : "");
+			snprintf(buf + used, n - used, "%s\"...\"",
+				 i ? "," : "");
 			used = strlen(buf);
 			break;
 		}
-		used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? "," : "",
-					 js);
+		used += (size_t)snprintf(buf + used, n - used, "%s%s",
+					 i ? "," : "", js);
 	}
 close:
 	if (used + 2 <= n) {
@@ -180,8 +181,8 @@ static bool group_in_run(struct tracer *t, pid_t pgid)
 	return found;
 }
 
-static void signal_common(struct tracer *t, struct ward_event *ev,
-			  pid_t target, int sig, bool in_run)
+static void signal_common(struct tracer *t, struct ward_event *ev, pid_t target,
+			  int sig, bool in_run)
 {
 	(void)t;
 	ev->cls = WARD_CLASS_SIGNAL;
@@ -321,10 +322,12 @@ int dec_other(struct tracer *t, struct tracee *tc,
 	(void)t;
 	(void)tc;
 	ev->cls = WARD_CLASS_OTHER;
-	snprintf(js, sizeof(js), "[\"%#llx\",\"%#llx\",\"%#llx\",\"%#llx\",\"%#llx\",\"%#llx\"]",
-		 (unsigned long long)A(0), (unsigned long long)A(1),
-		 (unsigned long long)A(2), (unsigned long long)A(3),
-		 (unsigned long long)A(4), (unsigned long long)A(5));
+	snprintf(
+		js, sizeof(js),
+		"[\"%#llx\",\"%#llx\",\"%#llx\",\"%#llx\",\"%#llx\",\"%#llx\"]",
+		(unsigned long long)A(0), (unsigned long long)A(1),
+		(unsigned long long)A(2), (unsigned long long)A(3),
+		(unsigned long long)A(4), (unsigned long long)A(5));
 	args_raw(ev, "args", js);
 	return 0;
 }

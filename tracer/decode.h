@@ -7,11 +7,11 @@
 /* Path address meaning "the dirfd itself" (AT_EMPTY_PATH, NULL path). */
 #define PATH_SELF ((uint64_t)-1)
 
-int decode_path(struct tracer *t, struct tracee *tc, int dirfd,
-		uint64_t addr, bool follow, bool second, struct ward_event *ev);
+int decode_path(struct tracer *t, struct tracee *tc, int dirfd, uint64_t addr,
+		bool follow, bool second, struct ward_event *ev);
 
-#define DECODER(name)                                                        \
-	int name(struct tracer *t, struct tracee *tc,                        \
+#define DECODER(name)                                                          \
+	int name(struct tracer *t, struct tracee *tc,                          \
 		 const struct ptrace_syscall_info *si, struct ward_event *ev)
 
 /* files */

@@ -26,9 +26,9 @@ struct evrec {
 	struct evrec *next;
 	enum evkind kind;
 	union {
-		struct audit_event e;     /* EV_EVENT */
-		struct audit_process p;   /* EV_PSTART */
-		struct {                  /* EV_PEXEC, EV_PEXIT */
+		struct audit_event e;	/* EV_EVENT */
+		struct audit_process p; /* EV_PSTART */
+		struct {		/* EV_PEXEC, EV_PEXIT */
 			int serial;
 			long long ts_ns;
 			const char *exe, *argv_json;
@@ -59,10 +59,8 @@ static const char *put(char **at, const char *s)
 static int write_one(struct audit *a, const struct evrec *r)
 {
 	switch (r->kind) {
-	case EV_EVENT:
-		return audit_event(a, &r->u.e);
-	case EV_PSTART:
-		return audit_process_start(a, &r->u.p);
+	case EV_EVENT: return audit_event(a, &r->u.e);
+	case EV_PSTART: return audit_process_start(a, &r->u.p);
 	case EV_PEXEC:
 		return audit_process_exec(a, r->u.x.serial, r->u.x.ts_ns,
 					  r->u.x.exe, r->u.x.argv_json);

@@ -51,28 +51,30 @@ static int add(scmp_filter_ctx ctx, uint32_t action, const char *name,
 		return 0; /* not on this architecture */
 	rc = seccomp_rule_add_array(ctx, action, nr, cnt, cmp);
 	if (rc < 0 && rc != -EEXIST) {
-		snprintf(msg, n, "seccomp rule for %s: %s", name, strerror(-rc));
+		snprintf(msg, n, "seccomp rule for %s: %s", name,
+			 strerror(-rc));
 		return rc;
 	}
 	return 0;
 }
 
-#define ADD(act, name, ...)                                                  \
-	do {                                                                 \
-		const struct scmp_arg_cmp _c[] = { __VA_ARGS__ };            \
-		rc = add(ctx, act, name, sizeof(_c) / sizeof(_c[0]), _c, msg, n); \
-		if (rc < 0)                                                  \
-			goto fail;                                           \
+#define ADD(act, name, ...)                                                    \
+	do {                                                                   \
+		const struct scmp_arg_cmp _c[] = { __VA_ARGS__ };              \
+		rc = add(ctx, act, name, sizeof(_c) / sizeof(_c[0]), _c, msg,  \
+			 n);                                                   \
+		if (rc < 0)                                                    \
+			goto fail;                                             \
 	} while (0)
-#define ADD0(act, name)                                                      \
-	do {                                                                 \
-		rc = add(ctx, act, name, 0, NULL, msg, n);                   \
-		if (rc < 0)                                                  \
-			goto fail;                                           \
+#define ADD0(act, name)                                                        \
+	do {                                                                   \
+		rc = add(ctx, act, name, 0, NULL, msg, n);                     \
+		if (rc < 0)                                                    \
+			goto fail;                                             \
 	} while (0)
 
-static int filter_ctx(const struct policy *p, scmp_filter_ctx *out,
-		      char *msg, size_t n)
+static int filter_ctx(const struct policy *p, scmp_filter_ctx *out, char *msg,
+		      size_t n)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRACE(0));
 	bool stat = policy_trap_stat(p);
@@ -141,6 +143,7 @@ fail:
 	return rc < 0 ? rc : -EINVAL;
 }
 
+/* clang-format off */
 #define LO32(i) (offsetof(struct seccomp_data, args) + 8 * (i))
 #define STMT(code, k) { (unsigned short)(code), 0, 0, (unsigned)(k) }
 #define JEQ(k, jt, jf) { BPF_JMP | BPF_JEQ | BPF_K, jt, jf, (unsigned)(k) }
@@ -165,6 +168,7 @@ static struct sock_filter guard[] = {
 	/* 16 */ STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
 	/* 17 */ STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
 };
+/* clang-format on */
 
 const struct sock_fprog tracer_guard = {
 	.len = sizeof(guard) / sizeof(guard[0]),
@@ -194,7 +198,8 @@ int tracer_filter_build(const struct policy *p, struct sock_fprog *out,
 	}
 	rc = seccomp_export_bpf(ctx, fd);
 	if (rc < 0) {
-		snprintf(msg, n, "compiling the seccomp filter: %s", strerror(-rc));
+		snprintf(msg, n, "compiling the seccomp filter: %s",
+			 strerror(-rc));
 		goto out;
 	}
 	if (fstat(fd, &st) < 0 || st.st_size <= 0 ||
@@ -204,7 +209,8 @@ int tracer_filter_build(const struct policy *p, struct sock_fprog *out,
 		snprintf(msg, n, "the compiled seccomp filter has a bad size");
 		goto out;
 	}
-	out->len = (unsigned short)(st.st_size / (off_t)sizeof(struct sock_filter));
+	out->len = (unsigned short)(st.st_size /
+				    (off_t)sizeof(struct sock_filter));
 	out->filter = malloc((size_t)st.st_size);
 	if (!out->filter ||
 	    pread(fd, out->filter, (size_t)st.st_size, 0) != st.st_size) {

@@ -39,10 +39,10 @@
 #include "../common/errnames.h"
 #include "../common/log.h"
 
-#define X32_SYSCALL_BIT 0x40000000
-#define MAX_DENIAL_LIST 1000
+#define X32_SYSCALL_BIT	    0x40000000
+#define MAX_DENIAL_LIST	    1000
 #define MAX_PRINTED_DENIALS 50
-#define NAME_CACHE 1024
+#define NAME_CACHE	    1024
 
 static char *name_cache[NAME_CACHE];
 
@@ -124,8 +124,9 @@ static long long proc_start_ticks(pid_t tid)
 	const char *f = proc_stat_fields(tid, buf, sizeof(buf));
 	long long ticks = 0;
 
-	if (!f || sscanf(f, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u "
-			    "%*u %*d %*d %*d %*d %*d %*d %llu",
+	if (!f || sscanf(f,
+			 "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u "
+			 "%*u %*d %*d %*d %*d %*d %*d %llu",
 			 &ticks) != 1)
 		return 0;
 	return ticks;
@@ -285,8 +286,10 @@ static void event_target(const struct ward_event *ev, char *buf, size_t n)
 	switch (ev->cls) {
 	case WARD_CLASS_NET:
 		if (!sa->present)
-			snprintf(buf, n, "%s", ev->net_op == WARD_NET_SOCKET
-						       ? "" : "(no address)");
+			snprintf(buf, n, "%s",
+				 ev->net_op == WARD_NET_SOCKET
+					 ? ""
+					 : "(no address)");
 		else if (sa->family == AF_UNIX && sa->abstract)
 			snprintf(buf, n, "unix:@%s", sa->unix_path);
 		else if (sa->family == AF_UNIX)
@@ -306,9 +309,7 @@ static void event_target(const struct ward_event *ev, char *buf, size_t n)
 		else
 			snprintf(buf, n, "%s", ev->path);
 		break;
-	default:
-		snprintf(buf, n, "%s", ev->path);
-		break;
+	default: snprintf(buf, n, "%s", ev->path); break;
 	}
 }
 
@@ -317,16 +318,18 @@ static void note_denial(struct tracer *t, const struct ward_event *ev,
 {
 	struct tracer_result *r = t->res;
 	const char *action = v->action == POLICY_KILL ? "kill"
-			     : v->would_deny	       ? "would-deny"
-						       : "deny";
+			     : v->would_deny	      ? "would-deny"
+						      : "deny";
 
 	if (t->o->print_denials && r->denials <= MAX_PRINTED_DENIALS)
 		fprintf(stderr, "ward: %s %s %s: rule %s: %s%s%s\n", action,
 			ev->name, target, v->rule, v->reason,
-			v->err ? " -> " : "", v->err ? ward_errno_name(v->err) : "");
+			v->err ? " -> " : "",
+			v->err ? ward_errno_name(v->err) : "");
 	if (t->o->print_denials && r->denials == MAX_PRINTED_DENIALS + 1)
-		fprintf(stderr, "ward: more than %d denials: the rest are "
-				"recorded, not printed (ward show last --denied)\n",
+		fprintf(stderr,
+			"ward: more than %d denials: the rest are "
+			"recorded, not printed (ward show last --denied)\n",
 			MAX_PRINTED_DENIALS);
 	if (r->n_denials >= MAX_DENIAL_LIST)
 		return;
@@ -386,7 +389,8 @@ static void record_event(struct tracer *t, struct tracee *tc,
 static int skip_syscall(pid_t tid, int err)
 {
 	if (ptrace(PTRACE_POKEUSER, tid,
-		   offsetof(struct user_regs_struct, orig_rax), (void *)-1L) < 0)
+		   offsetof(struct user_regs_struct, orig_rax),
+		   (void *)-1L) < 0)
 		return -errno;
 	if (ptrace(PTRACE_POKEUSER, tid, offsetof(struct user_regs_struct, rax),
 		   (void *)(long)-err) < 0)
@@ -412,7 +416,8 @@ static void apply_verdict(struct tracer *t, struct tracee *tc,
 	const char *bt = NULL;
 
 	event_target(ev, target, sizeof(target));
-	if (v->backtrace && tracer_backtrace(tc->tid, t->bt, sizeof(t->bt)) == 0)
+	if (v->backtrace &&
+	    tracer_backtrace(tc->tid, t->bt, sizeof(t->bt)) == 0)
 		bt = t->bt;
 
 	switch (v->action) {
@@ -446,8 +451,9 @@ static void apply_verdict(struct tracer *t, struct tracee *tc,
 		note_denial(t, ev, v, target);
 		if (skip_syscall(tc->tid, v->err) < 0) {
 			if (errno != ESRCH)
-				tracer_stop(t, STOP_POLICY,
-					    "a denied syscall could not be skipped");
+				tracer_stop(
+					t, STOP_POLICY,
+					"a denied syscall could not be skipped");
 			return;
 		}
 		ptrace(PTRACE_CONT, tc->tid, 0, 0);
@@ -495,8 +501,8 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 				    "PTRACE_GET_SYSCALL_INFO failed");
 		return;
 	}
-	if (si.op != PTRACE_SYSCALL_INFO_SECCOMP || si.arch != AUDIT_ARCH_X86_64 ||
-	    (si.seccomp.nr & X32_SYSCALL_BIT)) {
+	if (si.op != PTRACE_SYSCALL_INFO_SECCOMP ||
+	    si.arch != AUDIT_ARCH_X86_64 || (si.seccomp.nr & X32_SYSCALL_BIT)) {
 		/* The filter kills foreign ABIs; reaching here is a bug. */
 		tracer_stop(t, STOP_POLICY, "syscall from a foreign ABI");
 		return;
@@ -565,7 +571,8 @@ static void on_exec(struct tracer *t, struct tracee *tc)
 		struct tracee *old = tracee_find(t, (pid_t)former);
 		if (old) {
 			tc->in_exec = old->in_exec;
-			memcpy(tc->exec_path, old->exec_path, sizeof(tc->exec_path));
+			memcpy(tc->exec_path, old->exec_path,
+			       sizeof(tc->exec_path));
 			evq_process_exit(t, old->serial, tracer_now_ns(), 0, 0);
 			tracee_remove(t, old);
 		}
@@ -655,30 +662,22 @@ static void handle_status(struct tracer *t, pid_t pid, int status)
 	sig = WSTOPSIG(status);
 	event = (unsigned)status >> 16;
 	switch (event) {
-	case PTRACE_EVENT_SECCOMP:
-		on_seccomp(t, tc);
-		break;
+	case PTRACE_EVENT_SECCOMP: on_seccomp(t, tc); break;
 	case PTRACE_EVENT_FORK:
 	case PTRACE_EVENT_VFORK:
-	case PTRACE_EVENT_CLONE:
-		on_new_child(t, tc);
-		break;
-	case PTRACE_EVENT_EXEC:
-		on_exec(t, tc);
-		break;
+	case PTRACE_EVENT_CLONE: on_new_child(t, tc); break;
+	case PTRACE_EVENT_EXEC: on_exec(t, tc); break;
 	case PTRACE_EVENT_STOP:
 		if (is_stop_signal(sig))
 			ptrace(PTRACE_LISTEN, pid, 0, 0); /* group-stop */
 		else
-			ptrace(PTRACE_CONT, pid, 0, 0);  /* new tracee */
+			ptrace(PTRACE_CONT, pid, 0, 0); /* new tracee */
 		break;
 	case 0:
 		/* signal-delivery-stop: the signal goes on to the code */
 		ptrace(PTRACE_CONT, pid, 0, (void *)(long)sig);
 		break;
-	default: /* EXIT, VFORK_DONE */
-		ptrace(PTRACE_CONT, pid, 0, 0);
-		break;
+	default: /* EXIT, VFORK_DONE */ ptrace(PTRACE_CONT, pid, 0, 0); break;
 	}
 }
 
@@ -738,18 +737,12 @@ static void close_fd(int *fd)
 static const char *final_status(struct tracer *t, struct tracer_result *r)
 {
 	switch (atomic_load(&t->stop_reason)) {
-	case STOP_TIMEOUT:
-		return "timeout";
-	case STOP_SIGNAL:
-		return "aborted";
-	case STOP_POLICY:
-		return "killed";
-	case STOP_LIMIT:
-		return "limit";
-	case STOP_AUDIT:
-		return "error";
-	default:
-		break;
+	case STOP_TIMEOUT: return "timeout";
+	case STOP_SIGNAL: return "aborted";
+	case STOP_POLICY: return "killed";
+	case STOP_LIMIT: return "limit";
+	case STOP_AUDIT: return "error";
+	default: break;
 	}
 	if (r->setup_error[0])
 		return "error";
@@ -879,8 +872,8 @@ out:
 	res->status = final_status(t, res);
 	snprintf(res->cause, sizeof(res->cause), "%s", t->stop_cause);
 	if (!res->cause[0] && res->setup_error[0])
-		snprintf(res->cause, sizeof(res->cause), "sandbox set-up failed: %s",
-			 res->setup_error);
+		snprintf(res->cause, sizeof(res->cause),
+			 "sandbox set-up failed: %s", res->setup_error);
 	if (res->setup_error[0] && rc == 0)
 		rc = -ECHILD;
 	for (int s = 1; s <= 2; s++)
@@ -935,7 +928,8 @@ int tracer_probe(char *msg, size_t n)
 	if (!v || api < 3) {
 		snprintf(msg, n,
 			 "libseccomp API level %d: ward needs level 3 or later "
-			 "(SECCOMP_RET_KILL_PROCESS, Linux 4.14)", api);
+			 "(SECCOMP_RET_KILL_PROCESS, Linux 4.14)",
+			 api);
 		return -ENOSYS;
 	}
 	return 0;

@@ -67,8 +67,9 @@ static void on_chunk(struct tracer *t, int s, const char *p, size_t n,
 
 	r->out_bytes[s] += (long long)n;
 	if (cap > 0) {
-		size_t room = t->kept[s] >= (size_t)cap ? 0
-							: (size_t)cap - t->kept[s];
+		size_t room = t->kept[s] >= (size_t)cap
+				      ? 0
+				      : (size_t)cap - t->kept[s];
 		if (keep > room)
 			keep = room;
 	}
@@ -87,7 +88,8 @@ static void on_chunk(struct tracer *t, int s, const char *p, size_t n,
 			 s == 1 ? AUDIT_STDOUT : AUDIT_STDERR, p, keep) < 0) {
 		if (!t->audit_err)
 			t->audit_err = -EIO;
-		tracer_stop(t, STOP_AUDIT, "the audit database could not be written");
+		tracer_stop(t, STOP_AUDIT,
+			    "the audit database could not be written");
 	}
 	if (t->o->passthrough)
 		write_all(s, p, keep, pass_ok);
@@ -131,8 +133,9 @@ static void on_signal(struct tracer *t)
 	if (read(t->sig_fd, &si, sizeof(si)) != sizeof(si))
 		return;
 	snprintf(cause, sizeof(cause), "ward received SIG%s",
-		 sigabbrev_np((int)si.ssi_signo) ? sigabbrev_np((int)si.ssi_signo)
-						 : "a signal");
+		 sigabbrev_np((int)si.ssi_signo)
+			 ? sigabbrev_np((int)si.ssi_signo)
+			 : "a signal");
 	t->res->ward_signal = (int)si.ssi_signo;
 	tracer_stop(t, STOP_SIGNAL, cause);
 }
@@ -157,7 +160,8 @@ static void *io_main(void *arg)
 	long long last_flush = tracer_now_ns();
 
 	if (!buf) {
-		tracer_stop(t, STOP_AUDIT, "out of memory in the output thread");
+		tracer_stop(t, STOP_AUDIT,
+			    "out of memory in the output thread");
 		return NULL;
 	}
 	while (t->out_fd[1] >= 0 || t->out_fd[2] >= 0 || !finishing) {
@@ -167,7 +171,8 @@ static void *io_main(void *arg)
 		for (int s = 1; s <= 2; s++)
 			if (t->out_fd[s] >= 0) {
 				idx[np] = s;
-				p[np++] = (struct pollfd){ t->out_fd[s], POLLIN, 0 };
+				p[np++] = (struct pollfd){ t->out_fd[s], POLLIN,
+							   0 };
 			}
 		int fixed[5] = { t->err_fd, finishing ? -1 : t->wake_fd,
 				 t->sig_fd, t->timer_fd, t->kick_fd };

@@ -178,16 +178,19 @@ static int resolve_at(int base, const char *raw, bool follow, char *out,
 		return -ENOENT;
 	if (follow) {
 		char target[WARD_PATH_MAX];
-		ssize_t tl = readlinkat(pfd, lastbuf, target, sizeof(target) - 1);
+		ssize_t tl =
+			readlinkat(pfd, lastbuf, target, sizeof(target) - 1);
 		if (tl >= 0) {
 			target[tl] = '\0';
-			rc = resolve_at(target[0] == '/' ? AT_FDCWD : pfd, target,
-					true, out, n, exists, depth + 1);
+			rc = resolve_at(target[0] == '/' ? AT_FDCWD : pfd,
+					target, true, out, n, exists,
+					depth + 1);
 			if (rc == -ENOENT) {
 				/* The link's target has no parent either: the
 				 * kernel fails; decide on the target, lexically. */
 				char dir[WARD_PATH_MAX];
-				if (target[0] == '/' || fd_path(pfd, dir, sizeof(dir)) < 0)
+				if (target[0] == '/' ||
+				    fd_path(pfd, dir, sizeof(dir)) < 0)
 					dir[0] = '\0';
 				snprintf(out, n, "%s/%s", dir, target);
 				tracer_normalize(out);

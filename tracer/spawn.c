@@ -27,7 +27,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define ERR_FD 3
+#define ERR_FD	3
 #define SYNC_FD 4
 
 __attribute__((noreturn)) static void fail(const char *what)

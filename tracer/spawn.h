@@ -5,9 +5,9 @@
 #include "tracer-int.h"
 
 struct spawn_fds {
-	int out_w, err_w;  /* the code's stdout and stderr */
-	int sync_r;        /* one byte arrives once ward has seized us */
-	int err_pipe_w;    /* set-up failures, as text */
+	int out_w, err_w; /* the code's stdout and stderr */
+	int sync_r;	  /* one byte arrives once ward has seized us */
+	int err_pipe_w;	  /* set-up failures, as text */
 };
 
 /* Runs in the forked child; never returns. */

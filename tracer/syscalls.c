@@ -25,6 +25,7 @@
 #define __NR_fchmodat2 452 /* Linux 6.6; older headers lack it */
 #endif
 
+/* clang-format off */
 #define ROW(n, dec, kind) [__NR_##n] = { #n, dec, kind }
 
 static const struct syscall_desc table[] = {
@@ -106,6 +107,7 @@ static const struct syscall_desc table[] = {
 	ROW(pidfd_open, dec_pidfd_open, TRAP_ALWAYS),
 	ROW(prlimit64, dec_prlimit64, TRAP_ALWAYS), /* only pid != 0 */
 };
+/* clang-format on */
 
 #define TABLE_LEN ((long)(sizeof(table) / sizeof(table[0])))
 
@@ -118,6 +120,7 @@ const struct syscall_desc *tracer_syscall_desc(long nr)
 
 /* Blocks ordered from the hottest. None names a path, an address, a
  * program or another process. */
+/* clang-format off */
 const char *const tracer_allow_list[] = {
 	/* I/O on existing fds */
 	"read", "write", "readv", "writev", "pread64", "pwrite64", "preadv",
@@ -167,3 +170,4 @@ const char *const tracer_allow_list[] = {
 	"exit", "exit_group",
 	NULL,
 };
+/* clang-format on */

@@ -107,14 +107,14 @@ int tracer_backtrace(pid_t tid, char *buf, size_t n);
 struct tracee {
 	pid_t tid;
 	pid_t tgid;
-	pid_t ppid;          /* of the process (its leader's parent) */
-	int serial;          /* audit identity within the run */
+	pid_t ppid;		   /* of the process (its leader's parent) */
+	int serial;		   /* audit identity within the run */
 	unsigned long clone_flags; /* of this thread's last allowed clone */
-	char *exe, *argv;    /* leaders: the program and its argv (JSON),
+	char *exe, *argv;	   /* leaders: the program and its argv (JSON),
 			      * what a fork child starts with; owned */
-	bool in_exec;        /* an execve was allowed and not yet completed */
+	bool in_exec; /* an execve was allowed and not yet completed */
 	char exec_path[WARD_PATH_MAX]; /* approved at execve entry */
-	struct tracee *next; /* hash chain */
+	struct tracee *next;	       /* hash chain */
 };
 
 #define TRACEE_BUCKETS 1024
@@ -122,14 +122,14 @@ struct tracee {
 struct tracer {
 	const struct tracer_opts *o;
 	struct tracer_result *res;
-	pid_t root;          /* the first process (session leader) */
-	pid_t self_pid;      /* ward's pid, to undo /proc/self in resolution */
+	pid_t root;	/* the first process (session leader) */
+	pid_t self_pid; /* ward's pid, to undo /proc/self in resolution */
 
 	/* tracee table: written by the main thread under lock; the output
 	 * thread reads it under lock only to kill everyone */
 	pthread_mutex_t lock;
 	struct tracee *tab[TRACEE_BUCKETS];
-	long long live;      /* tracees alive */
+	long long live; /* tracees alive */
 	int next_serial;
 
 	/* stop requests from the output thread (timeout, signal) or from
@@ -140,37 +140,37 @@ struct tracer {
 	/* output thread */
 	pthread_t io_thread;
 	bool io_started;
-	int out_fd[3];       /* read ends of the code's stdout (1), stderr (2) */
-	int err_fd;          /* read end of the child set-up error pipe */
-	int wake_fd;         /* eventfd: main tells the thread to finish */
-	int sig_fd;          /* signalfd: SIGINT, SIGTERM, SIGHUP */
-	int timer_fd;        /* timerfd: wall time limit */
-	size_t kept[3];      /* output bytes kept (capped by output_bytes) */
-	size_t cap[3];       /* capacity of res->out[] */
+	int out_fd[3];	/* read ends of the code's stdout (1), stderr (2) */
+	int err_fd;	/* read end of the child set-up error pipe */
+	int wake_fd;	/* eventfd: main tells the thread to finish */
+	int sig_fd;	/* signalfd: SIGINT, SIGTERM, SIGHUP */
+	int timer_fd;	/* timerfd: wall time limit */
+	size_t kept[3]; /* output bytes kept (capped by output_bytes) */
+	size_t cap[3];	/* capacity of res->out[] */
 
 	/* allowed events waiting for the output thread to record them */
 	pthread_mutex_t q_lock; /* the queue */
 	pthread_mutex_t w_lock; /* held while writing events: keeps order */
 	struct evrec *q_head, *q_tail;
 	size_t q_len;
-	int kick_fd;         /* eventfd: the queue is long, write it now */
+	int kick_fd; /* eventfd: the queue is long, write it now */
 
 	/* CPU pinning (pin.c) */
 	bool pinned;
-	cpu_set_t cpus;      /* ward's CPU set before pinning */
+	cpu_set_t cpus; /* ward's CPU set before pinning */
 
-	int audit_err;       /* first audit error (-errno) */
+	int audit_err;	      /* first audit error (-errno) */
 	struct ward_event ev; /* scratch for the current stop */
-	char bt[4096];       /* scratch for backtraces */
+	char bt[4096];	      /* scratch for backtraces */
 };
 
 enum stop_reason {
 	STOP_NONE = 0,
 	STOP_TIMEOUT,
-	STOP_SIGNAL,  /* SIGINT/TERM/HUP to ward: aborted */
-	STOP_POLICY,  /* a kill verdict */
-	STOP_LIMIT,   /* a limit (processes, ...) */
-	STOP_AUDIT,   /* the record could not be written */
+	STOP_SIGNAL, /* SIGINT/TERM/HUP to ward: aborted */
+	STOP_POLICY, /* a kill verdict */
+	STOP_LIMIT,  /* a limit (processes, ...) */
+	STOP_AUDIT,  /* the record could not be written */
 };
 
 /* Ask for the whole run to end (idempotent; first reason and cause win);

@@ -23,20 +23,20 @@
 #include "../policy/policy.h"
 
 struct tracer_opts {
-	const char *interpreter;  /* absolute path, executed as is */
-	char *const *argv;        /* argv of the interpreter (argv[0] first) */
-	char *const *envp;        /* the code's whole environment */
-	const char *workdir;      /* absolute; the code's cwd */
-	bool drop_user;           /* run the code as uid/gid below */
+	const char *interpreter; /* absolute path, executed as is */
+	char *const *argv;	 /* argv of the interpreter (argv[0] first) */
+	char *const *envp;	 /* the code's whole environment */
+	const char *workdir;	 /* absolute; the code's cwd */
+	bool drop_user;		 /* run the code as uid/gid below */
 	uid_t uid;
 	gid_t gid;
-	struct ward_limits limits; /* 0 = unlimited for each field */
+	struct ward_limits limits;   /* 0 = unlimited for each field */
 	const struct policy *policy; /* borrowed */
-	struct audit *audit;      /* borrowed; run already begun */
-	bool passthrough;         /* copy output live to ward's stdout/err */
-	bool print_denials;       /* one line per denial on ward's stderr */
-	bool capture;             /* keep output in memory (for --json) */
-	int pin_cpu;              /* >= 0: share this CPU with the code while
+	struct audit *audit;	     /* borrowed; run already begun */
+	bool passthrough;	     /* copy output live to ward's stdout/err */
+	bool print_denials;	     /* one line per denial on ward's stderr */
+	bool capture;		     /* keep output in memory (for --json) */
+	int pin_cpu;		     /* >= 0: share this CPU with the code while
 				   * it has one thread (see tracer/pin.c);
 				   * -1: no pinning */
 };
@@ -51,20 +51,20 @@ struct tracer_denial {
 };
 
 struct tracer_result {
-	int exit_code;           /* the code's exit status; -1 if signalled */
-	int signal;              /* signal that ended the first process, or 0 */
-	int ward_signal;         /* SIGINT/TERM/HUP that aborted the run */
-	const char *status;      /* ok|error|timeout|killed|aborted|limit */
-	char cause[256];         /* why, when not ok/error; else "" */
+	int exit_code;	    /* the code's exit status; -1 if signalled */
+	int signal;	    /* signal that ended the first process, or 0 */
+	int ward_signal;    /* SIGINT/TERM/HUP that aborted the run */
+	const char *status; /* ok|error|timeout|killed|aborted|limit */
+	char cause[256];    /* why, when not ok/error; else "" */
 	long long duration_ms;
-	long long out_bytes[3];  /* [1] stdout, [2] stderr: totals written */
-	bool truncated[3];       /* more was written than kept */
-	char *out[3];            /* captured (opts.capture), NUL-terminated */
+	long long out_bytes[3]; /* [1] stdout, [2] stderr: totals written */
+	bool truncated[3];	/* more was written than kept */
+	char *out[3];		/* captured (opts.capture), NUL-terminated */
 	size_t out_len[3];
 	long long events, denials, processes;
 	struct tracer_denial *denial_list; /* first ones, for --json */
 	size_t n_denials;
-	char setup_error[512];   /* non-empty: the sandbox could not be set up
+	char setup_error[512]; /* non-empty: the sandbox could not be set up
 				  * (ward's error, not the code's) */
 };
 

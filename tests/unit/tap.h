@@ -15,8 +15,8 @@
 
 static int tap_n, tap_failed;
 
-__attribute__((format(printf, 2, 3), unused)) static int ok(int cond,
-							    const char *fmt, ...)
+__attribute__((format(printf, 2, 3), unused)) static int
+ok(int cond, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -32,7 +32,7 @@ __attribute__((format(printf, 2, 3), unused)) static int ok(int cond,
 }
 
 __attribute__((format(printf, 1, 2), unused)) static void skip(const char *fmt,
-								...)
+							       ...)
 {
 	va_list ap;
 
@@ -43,22 +43,22 @@ __attribute__((format(printf, 1, 2), unused)) static void skip(const char *fmt,
 	printf("\n");
 }
 
-#define is_int(a, b, what)                                                   \
-	do {                                                                 \
-		long long _a = (a), _b = (b);                                \
-		if (!ok(_a == _b, "%s", what))                               \
-			printf("# got %lld, want %lld (%s:%d)\n", _a, _b,    \
-			       __FILE__, __LINE__);                          \
+#define is_int(a, b, what)                                                     \
+	do {                                                                   \
+		long long _a = (a), _b = (b);                                  \
+		if (!ok(_a == _b, "%s", what))                                 \
+			printf("# got %lld, want %lld (%s:%d)\n", _a, _b,      \
+			       __FILE__, __LINE__);                            \
 	} while (0)
 
-#define is_str(a, b, what)                                                   \
-	do {                                                                 \
-		const char *_a = (a), *_b = (b);                             \
-		int _eq = _a && _b ? strcmp(_a, _b) == 0 : _a == _b;         \
-		if (!ok(_eq, "%s", what))                                    \
-			printf("# got \"%s\", want \"%s\" (%s:%d)\n",        \
-			       _a ? _a : "(null)", _b ? _b : "(null)",       \
-			       __FILE__, __LINE__);                          \
+#define is_str(a, b, what)                                                     \
+	do {                                                                   \
+		const char *_a = (a), *_b = (b);                               \
+		int _eq = _a && _b ? strcmp(_a, _b) == 0 : _a == _b;           \
+		if (!ok(_eq, "%s", what))                                      \
+			printf("# got \"%s\", want \"%s\" (%s:%d)\n",          \
+			       _a ? _a : "(null)", _b ? _b : "(null)",         \
+			       __FILE__, __LINE__);                            \
 	} while (0)
 
 __attribute__((unused)) static int done_testing(void)

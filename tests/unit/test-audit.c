@@ -91,8 +91,7 @@ static const char *q_text(sqlite3 *db, const char *sql)
 }
 
 /* Whether the blob the query yields equals want[0..len). */
-static int q_blob_eq(sqlite3 *db, const char *sql, const void *want,
-		     size_t len)
+static int q_blob_eq(sqlite3 *db, const char *sql, const void *want, size_t len)
 {
 	sqlite3_stmt *st = NULL;
 	int eq = 0;
@@ -110,8 +109,7 @@ static int q_blob_eq(sqlite3 *db, const char *sql, const void *want,
 	return eq;
 }
 
-__attribute__((format(printf, 1, 2))) static const char *fmt(const char *f,
-								   ...)
+__attribute__((format(printf, 1, 2))) static const char *fmt(const char *f, ...)
 {
 	static char buf[4][1024];
 	static int i;
@@ -267,14 +265,15 @@ static void test_create(void)
 	if (!a)
 		return;
 	is_str(audit_path(a), path, "audit_path");
-	is_int(mode_of(path), 0600, "database file is mode 0600 despite "
+	is_int(mode_of(path), 0600,
+	       "database file is mode 0600 despite "
 	       "umask 0277");
 	is_int(mode_of(tpath("new/state")), 0700,
 	       "created directory is mode 0700");
 	is_int(mode_of(tpath("new")), 0700,
 	       "created parent directory is mode 0700");
 	ok(new_fds_cloexec(fds, &nfds), "every fd the handle opened is "
-	   "close-on-exec");
+					"close-on-exec");
 	ok(nfds >= 3, "... db, wal and shm are open (%d new fds)", nfds);
 	db = peek_open(path);
 	is_str(q_text(db, "PRAGMA journal_mode"), "wal", "journal_mode is WAL");
@@ -282,7 +281,8 @@ static void test_create(void)
 	is_int(q_int(db, "PRAGMA application_id"), 0x77617264,
 	       "application_id is 'ward'");
 	is_str(q_text(db, "SELECT value FROM ward_meta WHERE key = "
-			  "'application'"), "ward", "ward_meta marker");
+			  "'application'"),
+	       "ward", "ward_meta marker");
 	is_int(q_int(db, "SELECT count(*) FROM sqlite_schema WHERE name IN "
 			 "('runs','processes','events','outputs',"
 			 "'events_decision','denials')"),
@@ -309,25 +309,45 @@ static void test_write_read_back(void)
 	char id[AUDIT_RUN_ID_LEN + 1] = "";
 	struct audit_run_info ri = run_info(1000000000000LL);
 	struct audit_process p1 = {
-		.serial = 1, .parent_serial = 0, .pid = 100, .tgid = 100,
-		.ppid = 99, .kind = "process", .start_ns = 1000000000100LL,
-		.start_ticks = 4242, .exe = NULL, .argv_json = NULL,
+		.serial = 1,
+		.parent_serial = 0,
+		.pid = 100,
+		.tgid = 100,
+		.ppid = 99,
+		.kind = "process",
+		.start_ns = 1000000000100LL,
+		.start_ticks = 4242,
+		.exe = NULL,
+		.argv_json = NULL,
 	};
 	struct audit_process p2 = {
-		.serial = 2, .parent_serial = 1, .pid = 102, .tgid = 100,
-		.ppid = 99, .kind = "thread", .start_ns = 1000000000300LL,
-		.start_ticks = 4243, .exe = "/usr/bin/python3",
+		.serial = 2,
+		.parent_serial = 1,
+		.pid = 102,
+		.tgid = 100,
+		.ppid = 99,
+		.kind = "thread",
+		.start_ns = 1000000000300LL,
+		.start_ticks = 4243,
+		.exe = "/usr/bin/python3",
 		.argv_json = "[\"python3\"]",
 	};
 	struct audit_event e1 = event(1000000000200LL, "allow");
 	struct audit_event e2 = event(1000000000400LL, "deny");
 	struct audit_event e3 = event(1000000000600LL, "kill");
 	struct audit_run_end re = {
-		.end_ns = 1000000900000LL, .duration_ms = 900,
-		.exit_code = -1, .signal = 9, .status = "killed",
-		.cause = "policy kill: ptrace", .stdout_bytes = 8,
-		.stderr_bytes = 3, .stdout_truncated = true,
-		.stderr_truncated = false, .events = 3, .denials = 2,
+		.end_ns = 1000000900000LL,
+		.duration_ms = 900,
+		.exit_code = -1,
+		.signal = 9,
+		.status = "killed",
+		.cause = "policy kill: ptrace",
+		.stdout_bytes = 8,
+		.stderr_bytes = 3,
+		.stdout_truncated = true,
+		.stderr_truncated = false,
+		.events = 3,
+		.denials = 2,
 		.processes = 2,
 	};
 	sqlite3 *db;
@@ -340,12 +360,14 @@ static void test_write_read_back(void)
 	   "run id is 16 lowercase hex chars (%s)", id);
 	is_int(audit_process_start(a, &p1), 0, "process_start 1");
 	is_int(audit_process_exec(a, 1, 1000000000150LL, "/usr/bin/python3",
-				  "[\"python3\",\"x.py\"]"), 0, "process_exec");
+				  "[\"python3\",\"x.py\"]"),
+	       0, "process_exec");
 	is_int(audit_event(a, &e1), 0, "event allow");
 	is_int(audit_process_start(a, &p2), 0, "process_start 2 (thread)");
 	is_int(audit_event(a, &e2), 0, "event deny");
 	is_int(audit_output(a, 1000000000500LL, AUDIT_STDOUT, bin,
-			    sizeof(bin) - 1), 0, "output with NUL and 0xff");
+			    sizeof(bin) - 1),
+	       0, "output with NUL and 0xff");
 	is_int(audit_output(a, 1000000000550LL, AUDIT_STDERR, "err", 3), 0,
 	       "stderr output");
 	is_int(audit_output(a, 1000000000560LL, AUDIT_STDERR, "", 0), 0,
@@ -364,8 +386,9 @@ static void test_write_read_back(void)
 	db = peek_open(path);
 	is_int(q_int(db, fmt("SELECT count(*) FROM runs WHERE id = '%s'", id)),
 	       1, "runs: one row");
-#define RUNCOL(col, want)                                                    \
-	is_str(q_text(db, fmt("SELECT " col " FROM runs WHERE id = '%s'", id)), \
+#define RUNCOL(col, want)                                                      \
+	is_str(q_text(db,                                                      \
+		      fmt("SELECT " col " FROM runs WHERE id = '%s'", id)),    \
 	       want, "runs." col)
 	RUNCOL("started_ns", "1000000000000");
 	RUNCOL("ended_ns", "1000000900000");
@@ -401,9 +424,10 @@ static void test_write_read_back(void)
 		     sizeof(code) - 1),
 	   "runs.code: all bytes, NUL included");
 
-#define PCOL(serial, col, want)                                              \
-	is_str(q_text(db, fmt("SELECT " col " FROM processes WHERE run_id = " \
-			      "'%s' AND serial = " #serial, id)),            \
+#define PCOL(serial, col, want)                                                \
+	is_str(q_text(db, fmt("SELECT " col " FROM processes WHERE run_id = "  \
+			      "'%s' AND serial = " #serial,                    \
+			      id)),                                            \
 	       want, "processes[" #serial "]." col)
 	PCOL(1, "parent_serial", "(null)");
 	PCOL(1, "pid", "100");
@@ -428,12 +452,14 @@ static void test_write_read_back(void)
 	PCOL(2, "signal", "0");
 #undef PCOL
 
-#define ECOL(seq, col, want)                                                 \
-	is_str(q_text(db, fmt("SELECT " col " FROM events WHERE run_id = "    \
-			      "'%s' AND seq = " #seq, id)),                  \
+#define ECOL(seq, col, want)                                                   \
+	is_str(q_text(db, fmt("SELECT " col " FROM events WHERE run_id = "     \
+			      "'%s' AND seq = " #seq,                          \
+			      id)),                                            \
 	       want, "events[" #seq "]." col)
 	is_int(q_int(db, fmt("SELECT count(*) FROM events WHERE run_id = '%s'",
-			     id)), 3, "events: three rows");
+			     id)),
+	       3, "events: three rows");
 	ECOL(1, "ts_ns", "1000000000200");
 	ECOL(1, "pid", "100");
 	ECOL(1, "tid", "101");
@@ -456,18 +482,26 @@ static void test_write_read_back(void)
 	ECOL(3, "ts_ns", "1000000000600");
 #undef ECOL
 	is_int(q_int(db, fmt("SELECT count(*) FROM denials WHERE run_id = '%s'",
-			     id)), 2, "denials view: deny and kill");
+			     id)),
+	       2, "denials view: deny and kill");
 
 	is_int(q_int(db, fmt("SELECT count(*) FROM outputs WHERE run_id = '%s'",
-			     id)), 2, "outputs: two rows (empty chunk not stored)");
-	is_str(q_text(db, fmt("SELECT stream || ' ' || seq || ' ' || ts_ns FROM "
-			      "outputs WHERE run_id = '%s' AND seq = 1", id)),
+			     id)),
+	       2, "outputs: two rows (empty chunk not stored)");
+	is_str(q_text(db,
+		      fmt("SELECT stream || ' ' || seq || ' ' || ts_ns FROM "
+			  "outputs WHERE run_id = '%s' AND seq = 1",
+			  id)),
 	       "stdout 1 1000000000500", "outputs[1]: stream, seq, ts_ns");
-	ok(q_blob_eq(db, fmt("SELECT data FROM outputs WHERE run_id = '%s' "
-			     "AND seq = 1", id), bin, sizeof(bin) - 1),
+	ok(q_blob_eq(db,
+		     fmt("SELECT data FROM outputs WHERE run_id = '%s' "
+			 "AND seq = 1",
+			 id),
+		     bin, sizeof(bin) - 1),
 	   "outputs[1].data: exact bytes incl. NUL and 0xff");
 	is_str(q_text(db, fmt("SELECT stream || ' ' || seq || ' ' || data FROM "
-			      "outputs WHERE run_id = '%s' AND seq = 2", id)),
+			      "outputs WHERE run_id = '%s' AND seq = 2",
+			      id)),
 	       "stderr 2 err", "outputs[2]: stderr chunk");
 	sqlite3_close(db);
 	audit_close(a);
@@ -481,8 +515,12 @@ static void test_batching(void)
 	struct audit *a = open_rw(path);
 	char id[AUDIT_RUN_ID_LEN + 1];
 	struct audit_run_info ri = run_info(5);
-	struct audit_process p = { .serial = 1, .pid = 7, .tgid = 7, .ppid = 1,
-				   .kind = "process", .start_ns = 6 };
+	struct audit_process p = { .serial = 1,
+				   .pid = 7,
+				   .tgid = 7,
+				   .ppid = 1,
+				   .kind = "process",
+				   .start_ns = 6 };
 	struct audit_event allow = event(10, "allow"), deny = event(11, "deny");
 	sqlite3 *db;
 
@@ -522,14 +560,17 @@ static void test_batching(void)
 	is_int(audit_flush(a), 0, "flush");
 	is_int(audit_flush(a), 0, "flush with nothing queued");
 	is_str(q_text(db, "SELECT min(seq) || '-' || max(seq) || '/' || "
-			  "count(*) FROM events"), "1-260/260",
+			  "count(*) FROM events"),
+	       "1-260/260",
 	       "events.seq is 1..N without gaps, outputs have their own");
 	audit_event(a, &allow);
 	audit_close(a); /* without run_end */
 	is_int(q_int(db, "SELECT count(*) FROM events"), 261,
 	       "audit_close commits what was queued");
-	is_str(q_text(db, fmt("SELECT status || ' ' || (ended_ns > 0) FROM runs "
-			      "WHERE id = '%s'", id)),
+	is_str(q_text(db,
+		      fmt("SELECT status || ' ' || (ended_ns > 0) FROM runs "
+			  "WHERE id = '%s'",
+			  id)),
 	       "aborted 1", "a run closed without run_end is 'aborted'");
 	is_str(q_text(db, fmt("SELECT cause FROM runs WHERE id = '%s'", id)),
 	       "ward closed the record without ending the run",
@@ -549,7 +590,8 @@ static void test_validation(void)
 
 	if (!ok(a != NULL, "open for validation"))
 		return;
-	is_int(audit_event(a, &ok_ev), -EINVAL, "event before run_begin: -EINVAL");
+	is_int(audit_event(a, &ok_ev), -EINVAL,
+	       "event before run_begin: -EINVAL");
 	ok(strstr(audit_errmsg(a), "no run in progress") != NULL,
 	   "... message: %s", audit_errmsg(a));
 	audit_run_begin(a, &ri, id);
@@ -625,8 +667,10 @@ static int ordered(sqlite3 *db, const char *table, const char *id)
 	long long prev_seq = 0, want_ts = 1;
 	int good = 1;
 
-	snprintf(sql, sizeof(sql), "SELECT seq, ts_ns FROM %s WHERE run_id = "
-		 "'%s' ORDER BY seq", table, id);
+	snprintf(sql, sizeof(sql),
+		 "SELECT seq, ts_ns FROM %s WHERE run_id = "
+		 "'%s' ORDER BY seq",
+		 table, id);
 	sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	while (good && sqlite3_step(st) == SQLITE_ROW) {
 		long long seq = sqlite3_column_int64(st, 0);
@@ -709,14 +753,17 @@ static void test_two_writers(void)
 	is_int(audit_run_end(a, &re), 0, "first writer ends its run");
 	db = peek_open(path);
 	is_int(q_int(db, fmt("SELECT count(*) FROM events WHERE run_id = '%s'",
-			     ida)), 100, "first run: all its events");
+			     ida)),
+	       100, "first run: all its events");
 	is_int(q_int(db, fmt("SELECT count(*) FROM events WHERE run_id = '%s'",
-			     idb)), 1, "second run: its event");
+			     idb)),
+	       1, "second run: its event");
 	sqlite3_exec(db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL);
 	sqlite3_exec(db, fmt("DELETE FROM runs WHERE id = '%s'", ida), NULL,
 		     NULL, NULL);
 	is_int(q_int(db, fmt("SELECT count(*) FROM events WHERE run_id = '%s'",
-			     ida)), 0, "deleting a run deletes its events (cascade)");
+			     ida)),
+	       0, "deleting a run deletes its events (cascade)");
 	sqlite3_close(db);
 	audit_close(a);
 	audit_close(b);
@@ -728,8 +775,10 @@ static void insert_run_row(sqlite3 *db, const char *id, long long started)
 {
 	char sql[256];
 
-	snprintf(sql, sizeof(sql), "INSERT INTO runs(id, started_ns, code) "
-		 "VALUES ('%s', %lld, zeroblob(1000))", id, started);
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO runs(id, started_ns, code) "
+		 "VALUES ('%s', %lld, zeroblob(1000))",
+		 id, started);
 	if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
 		printf("# insert: %s\n", sqlite3_errmsg(db));
 }
@@ -763,10 +812,12 @@ static void test_find_run(void)
 	       "find: case-insensitive");
 	is_int(audit_find_run(ro, "abc", id), -EINVAL,
 	       "find: ambiguous prefix -EINVAL");
-	is_int(audit_find_run(ro, "abc1", id), -ENOENT, "find: no match -ENOENT");
+	is_int(audit_find_run(ro, "abc1", id), -ENOENT,
+	       "find: no match -ENOENT");
 	is_int(audit_find_run(ro, "xyz", id), -ENOENT,
 	       "find: non-hex query -ENOENT");
-	is_int(audit_find_run(ro, "", id), -ENOENT, "find: empty query -ENOENT");
+	is_int(audit_find_run(ro, "", id), -ENOENT,
+	       "find: empty query -ENOENT");
 	is_int(audit_find_run(ro, "abc00000000000010", id), -ENOENT,
 	       "find: longer than an id -ENOENT");
 	is_int(audit_find_run(ro, "last", id), 0, "find: last");
@@ -802,8 +853,9 @@ static int collect_item(const struct audit_item *it, void *arg)
 	size_t len = strlen(c->text);
 	static const char *const k[] = { "start", "exec", "exit", "event",
 					 "output" };
-	long long id = it->proc ? it->proc->p.serial
-		       : it->event ? it->event->seq : it->output->seq;
+	long long id = it->proc	   ? it->proc->p.serial
+		       : it->event ? it->event->seq
+				   : it->output->seq;
 
 	snprintf(c->text + len, sizeof(c->text) - len, "%lld:%s%lld ",
 		 it->ts_ns, k[it->kind], id);
@@ -848,13 +900,22 @@ static void test_reader(void)
 	struct audit *a = open_rw(path);
 	char id[AUDIT_RUN_ID_LEN + 1], id2[AUDIT_RUN_ID_LEN + 1];
 	struct audit_run_info ri = run_info(100);
-	struct audit_process p1 = { .serial = 1, .pid = 5, .tgid = 5, .ppid = 1,
-				    .kind = "process", .start_ns = 110 };
-	struct audit_process p2 = { .serial = 2, .parent_serial = 1, .pid = 6,
-				    .tgid = 6, .ppid = 5, .kind = "process",
+	struct audit_process p1 = { .serial = 1,
+				    .pid = 5,
+				    .tgid = 5,
+				    .ppid = 1,
+				    .kind = "process",
+				    .start_ns = 110 };
+	struct audit_process p2 = { .serial = 2,
+				    .parent_serial = 1,
+				    .pid = 6,
+				    .tgid = 6,
+				    .ppid = 5,
+				    .kind = "process",
 				    .start_ns = 150 };
 	struct audit_event e = event(150, "allow");
-	struct audit_run_end re = { .end_ns = 300, .status = "error",
+	struct audit_run_end re = { .end_ns = 300,
+				    .status = "error",
 				    .exit_code = 1 };
 	struct collect c = { "", 0 };
 	char big[600];
@@ -865,10 +926,10 @@ static void test_reader(void)
 	audit_process_start(a, &p1);
 	audit_process_exec(a, 1, 120, "/bin/sh", "[\"sh\"]");
 	audit_output(a, 150, AUDIT_STDOUT, "hi\n", 3); /* output 1 */
-	audit_event(a, &e);                            /* event 1 */
-	audit_process_start(a, &p2);                   /* ts 150 too */
+	audit_event(a, &e);			       /* event 1 */
+	audit_process_start(a, &p2);		       /* ts 150 too */
 	audit_process_exit(a, 2, 150, 0, 0);
-	audit_output(a, 140, AUDIT_STDERR, "e", 1);    /* output 2, earlier */
+	audit_output(a, 140, AUDIT_STDERR, "e", 1); /* output 2, earlier */
 	audit_process_exit(a, 1, 200, 1, 0);
 	audit_run_end(a, &re);
 
@@ -888,9 +949,10 @@ static void test_reader(void)
 	{
 		char want[256];
 
-		snprintf(want, sizeof(want), "%s:256/600:running %s:16/16:error ",
-			 id2, id);
-		is_str(c.text, want, "runs_each: newest first, code cut to 256");
+		snprintf(want, sizeof(want),
+			 "%s:256/600:running %s:16/16:error ", id2, id);
+		is_str(c.text, want,
+		       "runs_each: newest first, code cut to 256");
 	}
 	c = (struct collect){ "", 0 };
 	audit_runs_each(a, 1, collect_run, &c);
@@ -942,20 +1004,20 @@ static void test_counts_and_denials(void)
 		return;
 	audit_run_begin(a, &ri, id);
 	for (int i = 0; i < 3; i++)
-		audit_event(a, &e);             /* seq 1-3: openat allow */
+		audit_event(a, &e); /* seq 1-3: openat allow */
 	e.would_deny = true;
-	audit_event(a, &e);                     /* 4: openat would deny */
+	audit_event(a, &e); /* 4: openat would deny */
 	e = event(3, "deny");
-	audit_event(a, &e);                     /* 5: openat deny */
+	audit_event(a, &e); /* 5: openat deny */
 	e = event(4, "kill");
 	e.syscall = "ptrace";
-	audit_event(a, &e);                     /* 6: ptrace kill */
+	audit_event(a, &e); /* 6: ptrace kill */
 	e = event(5, "allow");
 	e.syscall = "connect";
-	audit_event(a, &e);                     /* 7 */
-	audit_event(a, &e);                     /* 8 */
+	audit_event(a, &e); /* 7 */
+	audit_event(a, &e); /* 8 */
 	audit_run_end(a, &re);
-	audit_run_begin(a, &ri, other);         /* must not be counted */
+	audit_run_begin(a, &ri, other); /* must not be counted */
 	e = event(6, "deny");
 	audit_event(a, &e);
 	audit_run_end(a, &re);
@@ -974,8 +1036,8 @@ static void test_counts_and_denials(void)
 
 /* ------------------------------ stale runs ------------------------------ */
 
-#define REAP_CAUSE                                                           \
-	"ward stopped before the run ended (killed or crashed); the record "  \
+#define REAP_CAUSE                                                             \
+	"ward stopped before the run ended (killed or crashed); the record "   \
 	"holds what was written until then"
 
 /* A pid no process has now. */
@@ -1000,8 +1062,10 @@ static long long self_ticks(void)
 		fclose(f);
 	}
 	p = strrchr(buf, ')');
-	if (p && sscanf(p + 2, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-			       "%*s %*s %*s %*s %*s %*s %*s %*s %lld", &t) != 1)
+	if (p && sscanf(p + 2,
+			"%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+			"%*s %*s %*s %*s %*s %*s %*s %*s %lld",
+			&t) != 1)
 		t = 0;
 	return t;
 }
@@ -1024,8 +1088,8 @@ static void insert_stale(sqlite3 *db, const char *id, const char *host,
 {
 	const char *sql = fmt("INSERT INTO runs(id, started_ns, host, boot_id,"
 			      " ward_pid, ward_start_ticks) VALUES ('%s', 5,"
-			      " %s%s%s, %s%s%s, %lld, %lld)", id,
-			      host ? "'" : "", host ? host : "NULL",
+			      " %s%s%s, %s%s%s, %lld, %lld)",
+			      id, host ? "'" : "", host ? host : "NULL",
 			      host ? "'" : "", boot ? "'" : "",
 			      boot ? boot : "NULL", boot ? "'" : "", pid,
 			      ticks);
@@ -1046,7 +1110,10 @@ static void test_reap(void)
 	char dead_id[AUDIT_RUN_ID_LEN + 1], live_id[AUDIT_RUN_ID_LEN + 1];
 	char next_id[AUDIT_RUN_ID_LEN + 1], boot[64], err[256];
 	struct audit_run_info ri = run_info(1000000000000LL);
-	struct audit_process p = { .serial = 1, .pid = 7, .tgid = 7, .ppid = 1,
+	struct audit_process p = { .serial = 1,
+				   .pid = 7,
+				   .tgid = 7,
+				   .ppid = 1,
 				   .kind = "process",
 				   .start_ns = 1000001000000LL };
 	struct audit_event allow = event(1000002000000LL, "allow");
@@ -1079,12 +1146,15 @@ static void test_reap(void)
 	db = peek_open(path);
 	is_str(q_text(db, fmt("SELECT host || ' ' || ward_pid || ' ' || "
 			      "ward_start_ticks || ' ' || boot_id FROM runs "
-			      "WHERE id = '%s'", dead_id)),
+			      "WHERE id = '%s'",
+			      dead_id)),
 	       fmt("%s %d %lld %s", un.nodename, (int)getpid(), ticks, boot),
 	       "run_begin records host (from uname when not given), pid, "
 	       "start ticks and boot id");
-	sqlite3_exec(db, fmt("UPDATE runs SET ward_pid = %d WHERE id = '%s'",
-			     (int)gone, dead_id), NULL, NULL, NULL);
+	sqlite3_exec(db,
+		     fmt("UPDATE runs SET ward_pid = %d WHERE id = '%s'",
+			 (int)gone, dead_id),
+		     NULL, NULL, NULL);
 
 	/* the other cases, written directly */
 	insert_stale(db, "a000000000000001", un.nodename, boot, getpid(),
@@ -1100,12 +1170,14 @@ static void test_reap(void)
 	is_int(audit_reap_stale(live, &n), 0, "reap_stale");
 	is_int(n, 3, "... closed three runs");
 	is_str(status_of(db, dead_id), "aborted", "dead pid: aborted");
-	is_str(q_text(db, fmt("SELECT cause FROM runs WHERE id = '%s'",
-			      dead_id)), REAP_CAUSE, "... with the cause");
+	is_str(q_text(db,
+		      fmt("SELECT cause FROM runs WHERE id = '%s'", dead_id)),
+	       REAP_CAUSE, "... with the cause");
 	is_str(q_text(db, fmt("SELECT ended_ns || ' ' || duration_ms || ' ' || "
 			      "events || ' ' || denials || ' ' || processes || "
 			      "' ' || (exit_code IS NULL) FROM runs WHERE id = "
-			      "'%s'", dead_id)),
+			      "'%s'",
+			      dead_id)),
 	       "1000005000000 5 2 1 1 1",
 	       "... ended at its latest row, duration, counts, no exit status");
 	is_str(status_of(db, "a000000000000001"), "aborted",
@@ -1139,8 +1211,10 @@ static void test_reap(void)
 	is_str(status_of(db, "a000000000000008"), "aborted",
 	       "run_begin closes a dead ward's run");
 	is_int(audit_run_end(live, &re), 0, "run_end");
-	sqlite3_exec(db, "UPDATE runs SET status = 'ok' WHERE id = "
-			 "'a000000000000001'", NULL, NULL, NULL);
+	sqlite3_exec(db,
+		     "UPDATE runs SET status = 'ok' WHERE id = "
+		     "'a000000000000001'",
+		     NULL, NULL, NULL);
 	is_int(audit_open(path, true, &ro, err, sizeof(err)), 0, "open ro");
 	is_int(audit_reap_stale(ro, &n), -EROFS, "readonly handle: -EROFS");
 	audit_close(ro);
@@ -1160,31 +1234,34 @@ static void test_prerelease_upgrade(void)
 
 	audit_close(a);
 	db = peek_open(path);
-	sqlite3_exec(db, "DROP INDEX runs_running;"
-			 "ALTER TABLE runs DROP COLUMN ward_pid;"
-			 "ALTER TABLE runs DROP COLUMN ward_start_ticks;"
-			 "ALTER TABLE runs DROP COLUMN boot_id;", NULL, NULL,
-		     NULL);
+	sqlite3_exec(db,
+		     "DROP INDEX runs_running;"
+		     "ALTER TABLE runs DROP COLUMN ward_pid;"
+		     "ALTER TABLE runs DROP COLUMN ward_start_ticks;"
+		     "ALTER TABLE runs DROP COLUMN boot_id;",
+		     NULL, NULL, NULL);
 	insert_run_row(db, "b000000000000001", 1);
 	is_int(q_int(db, "SELECT count(*) FROM pragma_table_info('runs') "
-			 "WHERE name = 'boot_id'"), 0,
-	       "prerelease: a file without the ward columns");
+			 "WHERE name = 'boot_id'"),
+	       0, "prerelease: a file without the ward columns");
 	is_int(audit_open(path, true, &ro, err, sizeof(err)), 0,
 	       "prerelease: opens readonly");
 	is_int(audit_run_read(ro, "b000000000000001", collect_run, &c), 0,
 	       "prerelease: readonly read works");
 	is_int(audit_find_run(ro, "last", id), 0, "... and find_run");
 	is_int(q_int(db, "SELECT count(*) FROM pragma_table_info('runs') "
-			 "WHERE name = 'boot_id'"), 0,
-	       "prerelease: readonly leaves the file alone");
+			 "WHERE name = 'boot_id'"),
+	       0, "prerelease: readonly leaves the file alone");
 	audit_close(ro);
 	a = open_rw(path);
 	ok(a != NULL, "prerelease: opens read-write");
 	is_int(q_int(db, "SELECT count(*) FROM pragma_table_info('runs') "
 			 "WHERE name IN ('ward_pid', 'ward_start_ticks', "
-			 "'boot_id')"), 3, "... which adds the columns");
+			 "'boot_id')"),
+	       3, "... which adds the columns");
 	is_int(q_int(db, "SELECT count(*) FROM sqlite_schema WHERE name = "
-			 "'runs_running'"), 1, "... and the index");
+			 "'runs_running'"),
+	       1, "... and the index");
 	audit_close(a);
 	sqlite3_close(db);
 }
@@ -1200,8 +1277,10 @@ static void test_foreign(void)
 	int r;
 
 	sqlite3_open(path, &db);
-	sqlite3_exec(db, "CREATE TABLE notes(x); INSERT INTO notes VALUES (1);"
-			 "PRAGMA user_version = 7", NULL, NULL, NULL);
+	sqlite3_exec(db,
+		     "CREATE TABLE notes(x); INSERT INTO notes VALUES (1);"
+		     "PRAGMA user_version = 7",
+		     NULL, NULL, NULL);
 	sqlite3_close(db);
 	r = audit_open(path, false, &a, err, sizeof(err));
 	is_int(r, -EPROTO, "foreign SQLite database: -EPROTO");
@@ -1284,8 +1363,8 @@ static int open_as_nobody(const char *path, char *err, size_t errlen)
 		char msg[512] = "";
 
 		close(fds[0]);
-		if (geteuid() == 0 && (setgroups(0, NULL) || setgid(65534) ||
-				       setuid(65534)))
+		if (geteuid() == 0 &&
+		    (setgroups(0, NULL) || setgid(65534) || setuid(65534)))
 			_exit(2);
 		r = audit_open(path, false, &a, msg, sizeof(msg));
 		audit_close(a);

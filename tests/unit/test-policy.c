@@ -81,12 +81,11 @@ static void ev_socket(int family)
 	ev.sock_type = SOCK_STREAM;
 }
 
-static void ev_inet(enum ward_net_op op, int family, const char *addr,
-		    int port)
+static void ev_inet(enum ward_net_op op, int family, const char *addr, int port)
 {
 	static const char *const names[] = {
 		[WARD_NET_CONNECT] = "connect", [WARD_NET_BIND] = "bind",
-		[WARD_NET_SEND] = "sendto",     [WARD_NET_LISTEN] = "listen",
+		[WARD_NET_SEND] = "sendto",	[WARD_NET_LISTEN] = "listen",
 		[WARD_NET_SOCKET] = "socket",	[WARD_NET_NONE] = "?",
 	};
 
@@ -152,15 +151,16 @@ static int verdict_is(const struct policy *p, int rc, enum policy_action a,
 		       "rule=%s\n",
 		       got_rc, action_name(v.action), ward_errno_name(v.err),
 		       v.rule ? v.rule : "(null)",
-		       memchr(v.reason, '\0', sizeof(v.reason)) ? v.reason
-								: "(unterminated)",
+		       memchr(v.reason, '\0', sizeof(v.reason))
+			       ? v.reason
+			       : "(unterminated)",
 		       rc, action_name(a), ward_errno_name(err),
 		       rule ? rule : "(any)");
 	return good;
 }
 
 #define ALLOWS(p, rule, what) verdict_is(p, 0, POLICY_ALLOW, 0, rule, what)
-#define DENIES(p, err, rule, what)                                           \
+#define DENIES(p, err, rule, what)                                             \
 	verdict_is(p, 0, POLICY_DENY, err, rule, what)
 #define KILLS(p, rule, what) verdict_is(p, 0, POLICY_KILL, 0, rule, what)
 
@@ -253,15 +253,42 @@ static void test_errnames(void)
 static void test_floor(void)
 {
 	static const char *const need[] = {
-		"ptrace", "process_vm_readv", "process_vm_writev",
-		"io_uring_setup", "io_uring_enter", "io_uring_register", "bpf",
-		"userfaultfd", "perf_event_open", "mount", "umount2",
-		"pivot_root", "fsopen", "fsconfig", "fsmount", "fspick",
-		"open_tree", "move_mount", "mount_setattr", "unshare", "setns",
-		"kexec_load", "kexec_file_load", "init_module", "finit_module",
-		"delete_module", "keyctl", "add_key", "request_key",
-		"open_by_handle_at", "name_to_handle_at", "seccomp",
-		"pidfd_getfd", "iopl", "ioperm", "modify_ldt",
+		"ptrace",
+		"process_vm_readv",
+		"process_vm_writev",
+		"io_uring_setup",
+		"io_uring_enter",
+		"io_uring_register",
+		"bpf",
+		"userfaultfd",
+		"perf_event_open",
+		"mount",
+		"umount2",
+		"pivot_root",
+		"fsopen",
+		"fsconfig",
+		"fsmount",
+		"fspick",
+		"open_tree",
+		"move_mount",
+		"mount_setattr",
+		"unshare",
+		"setns",
+		"kexec_load",
+		"kexec_file_load",
+		"init_module",
+		"finit_module",
+		"delete_module",
+		"keyctl",
+		"add_key",
+		"request_key",
+		"open_by_handle_at",
+		"name_to_handle_at",
+		"seccomp",
+		"pidfd_getfd",
+		"iopl",
+		"ioperm",
+		"modify_ldt",
 	};
 	size_t n = 0, missing = 0;
 
@@ -331,8 +358,8 @@ static void fixture_bad(const char *name)
 	char *want;
 	int rc;
 
-	snprintf(errfile, sizeof(errfile), "%.*s.err",
-		 (int)(strlen(name) - 5), name);
+	snprintf(errfile, sizeof(errfile), "%.*s.err", (int)(strlen(name) - 5),
+		 name);
 	want = slurp(errfile);
 	rc = policy_load_file(name, &p, &e);
 	policy_error_format(&e, buf, sizeof(buf));
@@ -397,14 +424,18 @@ static void test_load_api(void)
 	policy_error_format(&e, buf, sizeof(buf));
 	is_int(rc, -ENOENT, "missing file is -ENOENT");
 	ok(p == NULL, "missing file: *out is NULL");
-	is_str(buf, "no-such-policy.json: cannot open: No such file or "
-		    "directory", "missing file: message names the file");
+	is_str(buf,
+	       "no-such-policy.json: cannot open: No such file or "
+	       "directory",
+	       "missing file: message names the file");
 
 	rc = policy_load_profile("nope", &p, &e);
 	policy_error_format(&e, buf, sizeof(buf));
 	is_int(rc, -ENOENT, "unknown profile is -ENOENT");
-	is_str(buf, "profile:nope: no such profile; valid: audit, default, "
-		    "node, sh", "unknown profile: message lists the profiles");
+	is_str(buf,
+	       "profile:nope: no such profile; valid: audit, default, "
+	       "node, sh",
+	       "unknown profile: message lists the profiles");
 
 	rc = policy_load_profile("default", &p, &e);
 	is_int(rc, 0, "profile default loads");
@@ -486,10 +517,9 @@ static void test_accessors(void)
 		   policy_interpreter(p, NULL) == NULL,
 	   "unknown language has no interpreter");
 	policy_limits(p, &l);
-	ok(l.wall_ms == 5000 && l.cpu_s == 4 &&
-		   l.memory_bytes == 512LL << 20 && l.procs == 16 &&
-		   l.fsize_bytes == 8LL << 20 && l.nofile == 64 &&
-		   l.output_bytes == 65536,
+	ok(l.wall_ms == 5000 && l.cpu_s == 4 && l.memory_bytes == 512LL << 20 &&
+		   l.procs == 16 && l.fsize_bytes == 8LL << 20 &&
+		   l.nofile == 64 && l.output_bytes == 65536,
 	   "limits converted to ms and bytes");
 	policy_free(p);
 
@@ -525,14 +555,14 @@ static void test_fs_precedence(void)
 {
 	struct policy *p = load(
 		"{\"version\": 1, \"errno\": \"EPERM\", \"fs\": ["
-		"{\"path\": \"/\", \"allow\": [\"stat\"]},"                 /* 0 */
-		"{\"path\": \"/usr\", \"allow\": [\"read\", \"exec\"]},"    /* 1 */
-		"{\"path\": \"/usr/lib/secret\", \"deny\": [\"read\"]},"    /* 2 */
+		"{\"path\": \"/\", \"allow\": [\"stat\"]},"		 /* 0 */
+		"{\"path\": \"/usr\", \"allow\": [\"read\", \"exec\"]}," /* 1 */
+		"{\"path\": \"/usr/lib/secret\", \"deny\": [\"read\"]}," /* 2 */
 		"{\"path\": \"/usr/lib/secret/ok\", \"allow\": [\"read\"]}," /* 3 */
-		"{\"path\": \"/data\", \"allow\": [\"read\", \"write\"]},"  /* 4 */
+		"{\"path\": \"/data\", \"allow\": [\"read\", \"write\"]}," /* 4 */
 		"{\"path\": \"/data\", \"deny\": [\"write\"], \"errno\": \"EROFS\"}," /* 5 */
 		"{\"id\": \"opt\", \"path\": \"/opt/\", \"allow\": [\"read\", \"create\", \"delete\"]}," /* 6 */
-		"{\"path\": \"/usr/lib/secret\", \"allow\": [\"stat\"]},"   /* 7 */
+		"{\"path\": \"/usr/lib/secret\", \"allow\": [\"stat\"]}," /* 7 */
 		"{\"path\": \"/etc/shadow\", \"deny\": [\"read\", \"stat\"], \"errno\": \"EACCES\"}" /* 8 */
 		"]}");
 
@@ -799,8 +829,7 @@ static void test_net(void)
 	ALLOWS(p, "net.rules[5]", "unix path prefix at a boundary");
 	ev_unix(WARD_NET_CONNECT, "/run/x.socket", false);
 	DENIES(p, ENETUNREACH, "default", "unix path is not a string prefix");
-	is_str(v.reason,
-	       "connect to unix:/run/x.socket: no net rule allows it",
+	is_str(v.reason, "connect to unix:/run/x.socket: no net rule allows it",
 	       "unix reason");
 	ev_unix(WARD_NET_CONNECT, "run/x.sock", false);
 	DENIES(p, ENETUNREACH, "default", "relative unix path never matches");
@@ -839,12 +868,13 @@ static void test_net(void)
 		   "unparsable address is an invalid event");
 	policy_free(p);
 
-	p = load("{\"version\": 1, \"net\": {\"rules\": ["
-		 "{\"family\": \"unix\", \"abstract\": \"\"},"
-		 "{\"family\": \"inet\", \"ops\": [\"listen\", \"bind\"]},"
-		 "{\"family\": \"inet\", \"addr\": \"192.168.0.0/23\"},"
-		 "{\"family\": \"inet6\", \"addr\": \"fe80::/10\", \"action\": \"deny\"},"
-		 "{\"family\": \"inet6\"}]}}");
+	p = load(
+		"{\"version\": 1, \"net\": {\"rules\": ["
+		"{\"family\": \"unix\", \"abstract\": \"\"},"
+		"{\"family\": \"inet\", \"ops\": [\"listen\", \"bind\"]},"
+		"{\"family\": \"inet\", \"addr\": \"192.168.0.0/23\"},"
+		"{\"family\": \"inet6\", \"addr\": \"fe80::/10\", \"action\": \"deny\"},"
+		"{\"family\": \"inet6\"}]}}");
 	if (!ok(p != NULL, "second net policy loads"))
 		return;
 	ev_unix(WARD_NET_CONNECT, "anything", true);
@@ -877,9 +907,9 @@ static void test_proc_signals_other(void)
 	struct policy_error e;
 	struct policy *p = NULL;
 	static const unsigned long kill_flags[] = {
-		CLONE_NEWNS,   CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
-		CLONE_NEWUSER, CLONE_NEWPID,	CLONE_NEWNET, CLONE_NEWTIME,
-		CLONE_UNTRACED,
+		CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS,
+		CLONE_NEWIPC, CLONE_NEWUSER,   CLONE_NEWPID,
+		CLONE_NEWNET, CLONE_NEWTIME,   CLONE_UNTRACED,
 	};
 	int killed = 0;
 
@@ -933,10 +963,11 @@ static void test_proc_signals_other(void)
 	ok(!v.log, "another syscall name is not logged");
 	policy_free(p);
 
-	p = load("{\"version\": 1, \"syscalls\": ["
-		 "{\"name\": \"openat\", \"action\": \"deny\", \"errno\": \"ENOENT\"},"
-		 "{\"name\": \"clone\", \"action\": \"allow\"},"
-		 "{\"name\": \"kill\", \"action\": \"allow\"}]}");
+	p = load(
+		"{\"version\": 1, \"syscalls\": ["
+		"{\"name\": \"openat\", \"action\": \"deny\", \"errno\": \"ENOENT\"},"
+		"{\"name\": \"clone\", \"action\": \"allow\"},"
+		"{\"name\": \"kill\", \"action\": \"allow\"}]}");
 	if (!ok(p != NULL, "syscall override policy loads"))
 		return;
 	ev_fs(R, "/usr/lib/x");
@@ -1319,7 +1350,9 @@ static void test_profile_audit(void)
 		case 3: ev_fs(W | C, "/w/out.png"); break;
 		case 4: ev_exec("/bin/sh", true); break;
 		case 5: ev_exec("/usr/bin/uname", true); break;
-		case 6: ev_inet(WARD_NET_CONNECT, AF_INET, "1.1.1.1", 443); break;
+		case 6:
+			ev_inet(WARD_NET_CONNECT, AF_INET, "1.1.1.1", 443);
+			break;
 		case 7: ev_socket(AF_NETLINK); break;
 		case 8: ev_signal(1, SIGKILL, false); break;
 		case 9: ev_base(WARD_CLASS_OTHER, "reboot"); break;
@@ -1342,8 +1375,8 @@ static void test_profile_audit(void)
 		}
 	}
 	ok(mismatch == 0 && denials == 8,
-	   "audit: %d events, same rules as default, %d would-be denials",
-	   n, denials);
+	   "audit: %d events, same rules as default, %d would-be denials", n,
+	   denials);
 out:
 	policy_free(d);
 	policy_free(a);

@@ -54,7 +54,8 @@ static int file_offset(const void *addr, char *path, size_t n, uint64_t *off)
 		int pos = 0;
 
 		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &lo, &hi, &moff,
-			   &pos) < 3 || !pos)
+			   &pos) < 3 ||
+		    !pos)
 			continue;
 		if ((uintptr_t)addr < lo || (uintptr_t)addr >= hi ||
 		    line[pos] != '/')
@@ -74,8 +75,8 @@ static void test_self(void)
 	char path[4096], *name = NULL;
 	uint64_t off;
 
-	if (file_offset((const void *)ward_symtest_global, path,
-			sizeof(path), &off)) {
+	if (file_offset((const void *)ward_symtest_global, path, sizeof(path),
+			&off)) {
 		skip("this binary not found in /proc/self/maps");
 		sym_cache_free(c);
 		return;
@@ -134,11 +135,11 @@ static void test_libc(void)
 
 /* ------------------------- ELF files built here ------------------------ */
 
-#define CODE_OFF 0x1000ul   /* first PT_LOAD: file 0x1000 -> 0x401000 */
-#define CODE_VADDR 0x401000ul
-#define LOAD2_OFF 0x1800ul  /* second: file 0x1800 -> 0x402800 */
+#define CODE_OFF    0x1000ul /* first PT_LOAD: file 0x1000 -> 0x401000 */
+#define CODE_VADDR  0x401000ul
+#define LOAD2_OFF   0x1800ul /* second: file 0x1800 -> 0x402800 */
 #define LOAD2_VADDR 0x402800ul
-#define LOAD_SIZE 0x800ul
+#define LOAD_SIZE   0x800ul
 
 struct sym_spec {
 	const char *name;
@@ -192,8 +193,7 @@ static void pad_to(struct image *im, size_t at)
 	static const unsigned char z[64];
 
 	while (im->len < at)
-		put(im, z, at - im->len > sizeof(z) ? sizeof(z)
-						    : at - im->len);
+		put(im, z, at - im->len > sizeof(z) ? sizeof(z) : at - im->len);
 }
 
 /* A symbol table and its string table; returns the table's offset. */
@@ -254,14 +254,21 @@ static void build_elf(struct image *im, unsigned what)
 	eh.e_phnum = 3;
 	eh.e_shentsize = sizeof(Elf64_Shdr);
 	eh.e_ehsize = sizeof(eh);
-	ph[0] = (Elf64_Phdr){ .p_type = PT_NOTE, .p_offset = 0x100,
+	ph[0] = (Elf64_Phdr){ .p_type = PT_NOTE,
+			      .p_offset = 0x100,
 			      .p_filesz = 0x10 };
-	ph[1] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_offset = CODE_OFF,
-			      .p_vaddr = CODE_VADDR, .p_filesz = LOAD_SIZE,
-			      .p_memsz = LOAD_SIZE, .p_flags = PF_R | PF_X };
-	ph[2] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_offset = LOAD2_OFF,
-			      .p_vaddr = LOAD2_VADDR, .p_filesz = LOAD_SIZE,
-			      .p_memsz = LOAD_SIZE, .p_flags = PF_R | PF_X };
+	ph[1] = (Elf64_Phdr){ .p_type = PT_LOAD,
+			      .p_offset = CODE_OFF,
+			      .p_vaddr = CODE_VADDR,
+			      .p_filesz = LOAD_SIZE,
+			      .p_memsz = LOAD_SIZE,
+			      .p_flags = PF_R | PF_X };
+	ph[2] = (Elf64_Phdr){ .p_type = PT_LOAD,
+			      .p_offset = LOAD2_OFF,
+			      .p_vaddr = LOAD2_VADDR,
+			      .p_filesz = LOAD_SIZE,
+			      .p_memsz = LOAD_SIZE,
+			      .p_flags = PF_R | PF_X };
 	put(im, &eh, sizeof(eh));
 	put(im, ph, sizeof(ph));
 	pad_to(im, LOAD2_OFF + LOAD_SIZE); /* the "code": zeros */
@@ -273,15 +280,21 @@ static void build_elf(struct image *im, unsigned what)
 			  &dstroff, &dstrsz);
 	sh[1] = (Elf64_Shdr){ .sh_type = what & NO_SYMTAB ? SHT_PROGBITS
 							  : SHT_SYMTAB,
-			      .sh_offset = symoff, .sh_size = symsz,
-			      .sh_link = 2, .sh_entsize = sizeof(Elf64_Sym) };
-	sh[2] = (Elf64_Shdr){ .sh_type = SHT_STRTAB, .sh_offset = stroff,
+			      .sh_offset = symoff,
+			      .sh_size = symsz,
+			      .sh_link = 2,
+			      .sh_entsize = sizeof(Elf64_Sym) };
+	sh[2] = (Elf64_Shdr){ .sh_type = SHT_STRTAB,
+			      .sh_offset = stroff,
 			      .sh_size = strsz };
 	sh[3] = (Elf64_Shdr){ .sh_type = what & NO_DYNSYM ? SHT_PROGBITS
 							  : SHT_DYNSYM,
-			      .sh_offset = dynoff, .sh_size = dynsz,
-			      .sh_link = 4, .sh_entsize = sizeof(Elf64_Sym) };
-	sh[4] = (Elf64_Shdr){ .sh_type = SHT_STRTAB, .sh_offset = dstroff,
+			      .sh_offset = dynoff,
+			      .sh_size = dynsz,
+			      .sh_link = 4,
+			      .sh_entsize = sizeof(Elf64_Sym) };
+	sh[4] = (Elf64_Shdr){ .sh_type = SHT_STRTAB,
+			      .sh_offset = dstroff,
 			      .sh_size = dstrsz };
 	pad_to(im, (im->len + 7) & ~7ul);
 	shoff = put(im, sh, sizeof(sh));
@@ -328,7 +341,7 @@ static char *err(int e)
 	return buf[i];
 }
 
-#define F(vaddr) ((vaddr) - CODE_VADDR + CODE_OFF) /* first segment */
+#define F(vaddr) ((vaddr)-CODE_VADDR + CODE_OFF) /* first segment */
 
 static void test_built(void)
 {
@@ -556,8 +569,9 @@ static void test_cache(void)
 static void cleanup(void)
 {
 	static const char *const names[] = {
-		"full.elf", "stripped.elf", "nosyms.elf", "hugesym.elf",
-		"cut.elf", "garbage", "empty", "elf32", "fifo",
+		"full.elf",    "stripped.elf", "nosyms.elf",
+		"hugesym.elf", "cut.elf",      "garbage",
+		"empty",       "elf32",	       "fifo",
 	};
 	char path[64];
 

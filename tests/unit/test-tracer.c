@@ -25,8 +25,12 @@ static void normalize_cases(void)
 	static const struct {
 		const char *in, *out;
 	} cases[] = {
-		{ "/", "/" },	      { "//a//b/", "/a/b" }, { "/a/./b/.", "/a/b" },
-		{ "/a/../b", "/b" },  { "/../../x", "/x" },  { "/a/b/../../..", "/" },
+		{ "/", "/" },
+		{ "//a//b/", "/a/b" },
+		{ "/a/./b/.", "/a/b" },
+		{ "/a/../b", "/b" },
+		{ "/../../x", "/x" },
+		{ "/a/b/../../..", "/" },
 		{ "/a/b/c/../d", "/a/b/d" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -58,44 +62,68 @@ static void resolve_cases(void)
 		abort();
 
 	snprintf(want, sizeof(want), "%s/dir/file", tmp);
-	ok(tracer_resolve(me, me, RESOLVE_CWD, "dir/file", true, out, sizeof(out), &exists) == 0 &&
-		   !strcmp(out, want) && exists, "relative to cwd: %s", out);
-	ok(tracer_resolve(me, me, RESOLVE_CWD, "link", true, out, sizeof(out), &exists) == 0 &&
-		   !strcmp(out, want) && exists, "symlink followed: %s", out);
+	ok(tracer_resolve(me, me, RESOLVE_CWD, "dir/file", true, out,
+			  sizeof(out), &exists) == 0 &&
+		   !strcmp(out, want) && exists,
+	   "relative to cwd: %s", out);
+	ok(tracer_resolve(me, me, RESOLVE_CWD, "link", true, out, sizeof(out),
+			  &exists) == 0 &&
+		   !strcmp(out, want) && exists,
+	   "symlink followed: %s", out);
 	snprintf(want, sizeof(want), "%s/link", tmp);
-	ok(tracer_resolve(me, me, RESOLVE_CWD, "link", false, out, sizeof(out), &exists) == 0 &&
-		   !strcmp(out, want), "symlink not followed (O_NOFOLLOW): %s", out);
-	ok(tracer_resolve(me, me, RESOLVE_CWD, "dangling", true, out, sizeof(out), &exists) == 0 &&
+	ok(tracer_resolve(me, me, RESOLVE_CWD, "link", false, out, sizeof(out),
+			  &exists) == 0 &&
+		   !strcmp(out, want),
+	   "symlink not followed (O_NOFOLLOW): %s", out);
+	ok(tracer_resolve(me, me, RESOLVE_CWD, "dangling", true, out,
+			  sizeof(out), &exists) == 0 &&
 		   !strcmp(out, "/nonexistent-ward-dir/target") && !exists,
 	   "dangling link resolved to where the kernel would create: %s", out);
 	snprintf(want, sizeof(want), "%s/dir/newfile", tmp);
-	ok(tracer_resolve(me, me, RESOLVE_CWD, "dangling2", true, out, sizeof(out), &exists) == 0 &&
-		   !strcmp(out, want) && !exists, "relative dangling link: %s", out);
+	ok(tracer_resolve(me, me, RESOLVE_CWD, "dangling2", true, out,
+			  sizeof(out), &exists) == 0 &&
+		   !strcmp(out, want) && !exists,
+	   "relative dangling link: %s", out);
 	snprintf(want, sizeof(want), "%s/new", tmp);
-	ok(tracer_resolve(me, me, RESOLVE_CWD, "dir/../new", true, out, sizeof(out), &exists) == 0 &&
-		   !strcmp(out, want) && !exists, "new file through ..: %s", out);
+	ok(tracer_resolve(me, me, RESOLVE_CWD, "dir/../new", true, out,
+			  sizeof(out), &exists) == 0 &&
+		   !strcmp(out, want) && !exists,
+	   "new file through ..: %s", out);
 	dfd = open("dir", O_RDONLY | O_DIRECTORY);
 	snprintf(want, sizeof(want), "%s/dir/file", tmp);
-	ok(tracer_resolve(me, me, dfd, "file", true, out, sizeof(out), &exists) == 0 &&
-		   !strcmp(out, want), "relative to a dirfd: %s", out);
-	ok(tracer_resolve(me, me, dfd, "../../../../../../../etc/passwd", true, out, sizeof(out), &exists) == 0 &&
-		   !strcmp(out, "/etc/passwd"), ".. through a dirfd: %s", out);
+	ok(tracer_resolve(me, me, dfd, "file", true, out, sizeof(out),
+			  &exists) == 0 &&
+		   !strcmp(out, want),
+	   "relative to a dirfd: %s", out);
+	ok(tracer_resolve(me, me, dfd, "../../../../../../../etc/passwd", true,
+			  out, sizeof(out), &exists) == 0 &&
+		   !strcmp(out, "/etc/passwd"),
+	   ".. through a dirfd: %s", out);
 	snprintf(want, sizeof(want), "%s/dir", tmp);
-	ok(tracer_resolve(me, me, dfd, "", true, out, sizeof(out), &exists) == 0 &&
-		   !strcmp(out, want), "empty path is the dirfd itself: %s", out);
-	is_int(tracer_resolve(me, me, 987, "x", true, out, sizeof(out), &exists), -EBADF,
-	       "bad dirfd is EBADF");
-	ok(tracer_resolve(me, me, RESOLVE_CWD, "/nonexistent-a/b/../c", true, out, sizeof(out), &exists) == 0 &&
-		   !strcmp(out, "/nonexistent-a/c") && !exists, "missing parent: lexical: %s", out);
+	ok(tracer_resolve(me, me, dfd, "", true, out, sizeof(out), &exists) ==
+			   0 &&
+		   !strcmp(out, want),
+	   "empty path is the dirfd itself: %s", out);
+	is_int(tracer_resolve(me, me, 987, "x", true, out, sizeof(out),
+			      &exists),
+	       -EBADF, "bad dirfd is EBADF");
+	ok(tracer_resolve(me, me, RESOLVE_CWD, "/nonexistent-a/b/../c", true,
+			  out, sizeof(out), &exists) == 0 &&
+		   !strcmp(out, "/nonexistent-a/c") && !exists,
+	   "missing parent: lexical: %s", out);
 	snprintf(want, sizeof(want), "/proc/%d/status", (int)me);
-	ok(tracer_resolve(me, me, RESOLVE_CWD, "/proc/self/status", true, out, sizeof(out), &exists) == 0 &&
-		   !strcmp(out, want), "/proc/self means the tracee: %s", out);
+	ok(tracer_resolve(me, me, RESOLVE_CWD, "/proc/self/status", true, out,
+			  sizeof(out), &exists) == 0 &&
+		   !strcmp(out, want),
+	   "/proc/self means the tracee: %s", out);
 	snprintf(want, sizeof(want), "%s/dir/file", tmp);
 	char fdlink[64];
 	int fd = open("dir/file", O_RDONLY);
 	snprintf(fdlink, sizeof(fdlink), "/proc/self/fd/%d", fd);
-	ok(tracer_resolve(me, me, RESOLVE_CWD, fdlink, true, out, sizeof(out), &exists) == 0 &&
-		   !strcmp(out, want), "magic link /proc/self/fd/N resolved: %s", out);
+	ok(tracer_resolve(me, me, RESOLVE_CWD, fdlink, true, out, sizeof(out),
+			  &exists) == 0 &&
+		   !strcmp(out, want),
+	   "magic link /proc/self/fd/N resolved: %s", out);
 	close(fd);
 	close(dfd);
 }
@@ -111,15 +139,17 @@ static void umem_cases(void)
 	/* a string ending exactly at the end of a page followed by a hole */
 	munmap(m + pg, (size_t)pg);
 	memcpy(m + pg - 6, "abcde", 6);
-	is_int(umem_read_str(me, (uint64_t)(uintptr_t)(m + pg - 6), buf, sizeof(buf)), 0,
-	       "string ending at a page boundary");
+	is_int(umem_read_str(me, (uint64_t)(uintptr_t)(m + pg - 6), buf,
+			     sizeof(buf)),
+	       0, "string ending at a page boundary");
 	is_str(buf, "abcde", "its contents");
 	memcpy(m + pg - 4, "wxyz", 4); /* no NUL before the hole */
-	is_int(umem_read_str(me, (uint64_t)(uintptr_t)(m + pg - 4), buf, sizeof(buf)), -EFAULT,
-	       "unterminated string running into a hole is EFAULT");
+	is_int(umem_read_str(me, (uint64_t)(uintptr_t)(m + pg - 4), buf,
+			     sizeof(buf)),
+	       -EFAULT, "unterminated string running into a hole is EFAULT");
 	memset(m, 'a', (size_t)pg);
-	is_int(umem_read_str(me, (uint64_t)(uintptr_t)m, buf, 16), -ENAMETOOLONG,
-	       "over-long string is ENAMETOOLONG");
+	is_int(umem_read_str(me, (uint64_t)(uintptr_t)m, buf, 16),
+	       -ENAMETOOLONG, "over-long string is ENAMETOOLONG");
 	is_int(umem_read(me, 0, buf, 4), -EFAULT, "NULL is EFAULT");
 	munmap(m, (size_t)pg);
 }
@@ -132,7 +162,8 @@ static void args_cases(void)
 	args_str(ev, "path", "a\"b\\c\n");
 	args_int(ev, "fd", -100);
 	args_raw(ev, "argv", "[\"x\"]");
-	is_str(ev->args_json, "{\"path\":\"a\\\"b\\\\c\\n\",\"fd\":-100,\"argv\":[\"x\"]}",
+	is_str(ev->args_json,
+	       "{\"path\":\"a\\\"b\\\\c\\n\",\"fd\":-100,\"argv\":[\"x\"]}",
 	       "args JSON is escaped and well formed");
 	ward_event_reset(ev);
 	char big[4000];
@@ -141,7 +172,8 @@ static void args_cases(void)
 	args_str(ev, "a", "1");
 	args_str(ev, "big", big);
 	args_str(ev, "after", "2");
-	is_str(ev->args_json, "{\"a\":\"1\",\"...\":true}", "too long: cut at a key, marked");
+	is_str(ev->args_json, "{\"a\":\"1\",\"...\":true}",
+	       "too long: cut at a key, marked");
 	free(ev);
 }
 
@@ -149,19 +181,23 @@ static void table_cases(void)
 {
 	const struct syscall_desc *d = tracer_syscall_desc(SYS_openat);
 
-	ok(d && !strcmp(d->name, "openat") && d->trap == TRAP_ALWAYS, "openat is trapped");
+	ok(d && !strcmp(d->name, "openat") && d->trap == TRAP_ALWAYS,
+	   "openat is trapped");
 	d = tracer_syscall_desc(SYS_newfstatat);
 	ok(d && d->trap == TRAP_STAT, "newfstatat is in the stat family");
 	ok(tracer_syscall_desc(SYS_read) == NULL, "read is not in the table");
-	ok(tracer_syscall_desc(-1) == NULL && tracer_syscall_desc(100000) == NULL,
+	ok(tracer_syscall_desc(-1) == NULL &&
+		   tracer_syscall_desc(100000) == NULL,
 	   "out-of-range numbers are not");
 	bool read_allowed = false, open_allowed = false;
 	for (const char *const *a = tracer_allow_list; *a; a++) {
 		read_allowed |= !strcmp(*a, "read");
-		open_allowed |= !strcmp(*a, "openat") || !strcmp(*a, "execve") ||
+		open_allowed |= !strcmp(*a, "openat") ||
+				!strcmp(*a, "execve") ||
 				!strcmp(*a, "connect") || !strcmp(*a, "ptrace");
 	}
-	ok(read_allowed && !open_allowed, "the allow list has read, no sensitive syscall");
+	ok(read_allowed && !open_allowed,
+	   "the allow list has read, no sensitive syscall");
 }
 
 int main(void)
