@@ -631,6 +631,7 @@ static void print_json(const struct tracer_result *r, const char *run_id,
 	json_object_set_new(o, "processes", json_integer(r->processes));
 	json_object_set_new(o, "events", json_integer(r->events));
 	json_object_set_new(o, "denied", json_integer((json_int_t)r->denials));
+	json_object_set_new(o, "memory_limit_by", json_string(r->memory_by));
 	json_object_set_new(o, "denials", den);
 	json_object_set_new(o, "db", json_string(db));
 	json_dumpf(o, stdout, JSON_COMPACT);
@@ -807,7 +808,7 @@ int ward_cmd_run(int argc, char **argv)
 	struct tracer_result r;
 	debug("run %s recorded; starting the code", run_id);
 	int rc = tracer_run(&to, &r);
-	debug("code finished: %s", r.status);
+	debug("code finished: %s (memory limit by %s)", r.status, r.memory_by);
 	int status = exit_status_of(&r);
 	if (r.setup_error[0] || (rc < 0 && rc != -ECHILD))
 		status = WARD_EXIT_INTERNAL;

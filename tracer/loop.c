@@ -625,6 +625,14 @@ static void on_exit_status(struct tracer *t, pid_t pid, int status)
 	if (!tc)
 		return;
 	evq_process_exit(t, tc->serial, tracer_now_ns(), code, sig);
+	if (sig == SIGKILL && tracer_cgroup_oom_kills(t) > 0) {
+		char cause[160];
+		snprintf(cause, sizeof(cause),
+			 "memory limit of %lld MiB reached (%s): the kernel "
+			 "killed a process of the run",
+			 t->o->limits.memory_bytes >> 20, t->res->memory_by);
+		tracer_stop(t, STOP_LIMIT, cause);
+	}
 	if (sig == SIGXCPU)
 		tracer_stop(t, STOP_LIMIT, "cpu time limit reached");
 	else if (sig == SIGXFSZ)
@@ -773,7 +781,13 @@ static pid_t start_child(struct tracer *t, const struct sock_fprog *filter,
 			 "ptrace(PTRACE_SEIZE): %s", strerror(e));
 		return -e;
 	}
-	if (write(sync_w, "g", 1) != 1) {
+	const char *go = "r";
+	if (t->cg_dir[0] && tracer_cgroup_enter(t, pid) == 0)
+		go = "c";
+	t->res->memory_by = go[0] == 'c' ? (t->cg_v2 ? "cgroup v2" : "cgroup v1")
+			    : t->o->limits.memory_bytes > 0 ? "rlimit"
+							    : "none";
+	if (write(sync_w, go, 1) != 1) {
 		int e = errno;
 		kill(pid, SIGKILL);
 		return -e;
@@ -793,6 +807,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 
 	memset(res, 0, sizeof(*res));
 	res->status = "error";
+	res->memory_by = "none";
 	if (!t)
 		return -ENOMEM;
 	t->o = o;
@@ -823,6 +838,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 				 "creating pipes: %s", strerror(-rc));
 		goto out;
 	}
+	tracer_cgroup_setup(t); /* else the rlimit */
 	rc = tracer_pin_start(t);
 	if (rc < 0) {
 		snprintf(res->setup_error, sizeof(res->setup_error),
@@ -868,6 +884,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 
 out:
 	tracer_unpin(t);
+	tracer_cgroup_remove(t);
 	res->duration_ms = mono_ms() - t0;
 	res->status = final_status(t, res);
 	snprintf(res->cause, sizeof(res->cause), "%s", t->stop_cause);

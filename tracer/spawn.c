@@ -120,6 +120,8 @@ void spawn_child(const struct tracer_opts *o, const struct sock_fprog *filter,
 	if (read(SYNC_FD, &c, 1) != 1)
 		_exit(127); /* ward went away before seizing us */
 	close(SYNC_FD);
+	/* 'c': ward put us in a memory cgroup; else the rlimit is the limit */
+	bool rlimit_as = c != 'c';
 
 	if (setsid() < 0)
 		fail("setsid");
@@ -143,7 +145,8 @@ void spawn_child(const struct tracer_opts *o, const struct sock_fprog *filter,
 		fail("loading the seccomp filter");
 	/* Last, so that nothing of ward's own (allocations in seccomp_load,
 	 * a sanitizer's reserved shadow memory) runs under the code's limit. */
-	set_limit(RLIMIT_AS, o->limits.memory_bytes, 0);
+	if (rlimit_as)
+		set_limit(RLIMIT_AS, o->limits.memory_bytes, 0);
 	execve(o->interpreter, o->argv, o->envp);
 	fail("execve of the interpreter");
 }

@@ -155,6 +155,10 @@ struct tracer {
 	size_t q_len;
 	int kick_fd; /* eventfd: the queue is long, write it now */
 
+	/* the memory limit as a cgroup (cgroup.c); "" when not used */
+	char cg_dir[WARD_PATH_MAX];
+	bool cg_v2;
+
 	/* CPU pinning (pin.c) */
 	bool pinned;
 	cpu_set_t cpus; /* ward's CPU set before pinning */
@@ -192,6 +196,15 @@ int evq_process_exit(struct tracer *t, int serial, long long ts_ns,
 int evq_drain(struct tracer *t);
 /* The record cannot be written: stop the run (nothing runs unrecorded). */
 void evq_failed(struct tracer *t);
+
+/* Memory cgroup (cgroup.c). setup: 0 when a cgroup with the memory limit
+ * exists (else -errno: the rlimit is used); enter: put pid in it; oom_kills:
+ * how many processes the kernel killed there for memory; remove: rmdir
+ * once empty. */
+int tracer_cgroup_setup(struct tracer *t);
+int tracer_cgroup_enter(struct tracer *t, pid_t pid);
+long long tracer_cgroup_oom_kills(struct tracer *t);
+void tracer_cgroup_remove(struct tracer *t);
 
 /* CPU pinning (pin.c): start before fork (the child inherits it), give
  * the output thread the other CPUs, undo everywhere when the code goes

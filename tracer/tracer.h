@@ -64,6 +64,9 @@ struct tracer_result {
 	long long events, denials, processes;
 	struct tracer_denial *denial_list; /* first ones, for --json */
 	size_t n_denials;
+	const char *memory_by; /* how the memory limit was applied:
+				* "cgroup v2", "cgroup v1", "rlimit" or
+				* "none" (static strings) */
 	char setup_error[512]; /* non-empty: the sandbox could not be set up
 				  * (ward's error, not the code's) */
 };

@@ -148,10 +148,26 @@ def test_cpu_limit(ctx):
 
 
 def test_memory_limit(ctx):
-    r = ctx.run("x = bytearray(3 << 30)\nprint('allocated')", "--memory", "512M")
-    assert r.code == 1 and "MemoryError" in r.stderr, r
-    lim = json.loads(ctx.last_run()["limits"])
-    assert lim["memory_bytes"] == 512 << 20
+    """Memory actually used: a cgroup where ward can make one (the run ends
+    with status limit and a cause), else an address-space rlimit
+    (MemoryError in the code)."""
+    code = "x = b'x' * (768 << 20)\nprint('allocated', len(x))"
+    r, j = ctx.run_json(code, "--memory", "256M")
+    run = ctx.last_run()
+    lim = json.loads(run["limits"])
+    assert lim["memory_bytes"] == 256 << 20
+    assert j["memory_limit_by"] in ("cgroup v1", "cgroup v2", "rlimit"), j
+    if j["memory_limit_by"].startswith("cgroup"):
+        assert r.code == 128 + 9 and run["status"] == "limit", (r, run)
+        assert "memory limit of 256 MiB" in run["cause"], run
+        import glob
+        left = glob.glob("/sys/fs/cgroup/**/ward-*-*", recursive=True)
+        assert not left, f"the run's cgroup is removed: {left}"
+    else:
+        assert r.code == 1 and "MemoryError" in j["stderr"], j
+    assert "allocated" not in j["stdout"]
+    r = ctx.run("x = b'x' * (64 << 20)\nprint('fine', len(x) >> 20)", "--memory", "256M")
+    assert r.code == 0 and r.stdout == "fine 64\n", r
 
 
 def test_output_flood_truncated_not_lost_count(ctx):
