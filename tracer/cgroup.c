@@ -12,7 +12,9 @@
  */
 #include "tracer-int.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,12 +75,13 @@ static int own_cgroup(bool v2, char *dir, size_t n)
 		char *sep = strstr(line, " - ");
 		char point[WARD_PATH_MAX], fstype[64];
 
-		if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", point) != 1 ||
+		if (!sep ||
+		    sscanf(line, "%*s %*s %*s %*s %4095s", point) != 1 ||
 		    sscanf(sep + 3, "%63s", fstype) != 1)
 			continue;
 		if (v2 ? !strcmp(fstype, "cgroup2")
 		       : !strcmp(fstype, "cgroup") &&
-				 strstr(sep, ",memory") != NULL) {
+				    strstr(sep, ",memory") != NULL) {
 			snprintf(mnt, sizeof(mnt), "%s", point);
 			break;
 		}
@@ -96,8 +99,7 @@ static int own_cgroup(bool v2, char *dir, size_t n)
 			continue;
 		*b = '\0';
 		b[1 + strcspn(b + 1, "\n")] = '\0';
-		if (v2 ? !strcmp(a + 1, "")
-		       : strstr(a + 1, "memory") != NULL) {
+		if (v2 ? !strcmp(a + 1, "") : strstr(a + 1, "memory") != NULL) {
 			snprintf(rel, sizeof(rel), "%s", b + 1);
 			break;
 		}
@@ -109,6 +111,28 @@ static int own_cgroup(bool v2, char *dir, size_t n)
 	return 0;
 }
 
+/* Removes the (empty) cgroups left by a ward that was killed: siblings
+ * named ward-PID-N whose PID is gone. Errors are ignored. */
+static void reap_left_over(const char *own)
+{
+	DIR *d = opendir(own);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char path[WARD_PATH_MAX];
+		int pid, n;
+
+		if (sscanf(e->d_name, "ward-%d-%d", &pid, &n) != 2 ||
+		    pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", own, e->d_name);
+		rmdir(path);
+	}
+	closedir(d);
+}
+
 /* Makes dir/ward-PID-N with the memory limit. 0 or -errno. */
 static int make_group(struct tracer *t, bool v2)
 {
@@ -117,6 +141,7 @@ static int make_group(struct tracer *t, bool v2)
 
 	if (own_cgroup(v2, own, sizeof(own)) < 0)
 		return -ENOENT;
+	reap_left_over(own);
 	if (v2 && (get(own, "cgroup.subtree_control", ctl, sizeof(ctl)) < 0 ||
 		   !strstr(ctl, "memory")))
 		return -ENOTSUP; /* memory not delegated to our children */

@@ -784,7 +784,8 @@ static pid_t start_child(struct tracer *t, const struct sock_fprog *filter,
 	const char *go = "r";
 	if (t->cg_dir[0] && tracer_cgroup_enter(t, pid) == 0)
 		go = "c";
-	t->res->memory_by = go[0] == 'c' ? (t->cg_v2 ? "cgroup v2" : "cgroup v1")
+	t->res->memory_by = go[0] == 'c'
+				    ? (t->cg_v2 ? "cgroup v2" : "cgroup v1")
 			    : t->o->limits.memory_bytes > 0 ? "rlimit"
 							    : "none";
 	if (write(sync_w, go, 1) != 1) {
