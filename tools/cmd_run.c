@@ -46,7 +46,7 @@ struct run_args {
 	const char *code_arg;	/* -c CODE */
 	const char *file;	/* FILE or "-" */
 	struct ward_limits lim; /* command-line overrides; 0 = unset */
-	bool keep, json, quiet, summary;
+	bool keep, json, quiet, summary, memory_cgroup;
 	int pin_cpu; /* -1: none */
 	char **envs;
 	size_t n_envs;
@@ -91,7 +91,12 @@ static void usage(FILE *f)
 		"                    ward's own environment is passed otherwise\n"
 		"  --timeout SEC     wall-clock limit (default: the policy's, else 60)\n"
 		"  --cpu SEC         CPU time limit per process\n"
-		"  --memory SIZE     address-space limit per process (e.g. 512M, 4G)\n"
+		"  --memory SIZE     memory limit (e.g. 512M, 4G): by default an address-space\n"
+		"                    rlimit per process (allocations fail: MemoryError)\n"
+		"  --memory-cgroup   enforce --memory on the memory the run uses, with a\n"
+		"                    cgroup (as root, where cgroups are usable): the kernel's\n"
+		"                    OOM kill ends the run with status limit and a cause;\n"
+		"                    costs 5-20 ms at start on cgroup v1\n"
 		"  --max-procs N     processes and threads alive at once in the run\n"
 		"  --max-output SIZE bytes of each stream kept (the rest is counted)\n"
 		"  --json            print one JSON object instead of passing output through\n"
@@ -193,7 +198,8 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		O_INTERP,
 		O_SUMMARY,
 		O_INPUT,
-		O_PIN
+		O_PIN,
+		O_MEMCG
 	};
 	static const struct option opts[] = {
 		{ "lang", required_argument, 0, O_LANG },
@@ -214,6 +220,7 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		{ "interpreter", required_argument, 0, O_INTERP },
 		{ "input", required_argument, 0, O_INPUT },
 		{ "pin-cpu", optional_argument, 0, O_PIN },
+		{ "memory-cgroup", no_argument, 0, O_MEMCG },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -257,6 +264,7 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		case O_SUMMARY: a->summary = true; break;
 		case O_INTERP: a->interp = optarg; break;
 		case O_INPUT: a->inputs[a->n_inputs++] = optarg; break;
+		case O_MEMCG: a->memory_cgroup = true; break;
 		case O_PIN:
 			a->pin_cpu = optarg ? parse_cpu(optarg)
 					    : sched_getcpu();
@@ -804,6 +812,7 @@ int ward_cmd_run(int argc, char **argv)
 		.print_denials = !a.json && !a.quiet,
 		.capture = a.json,
 		.pin_cpu = a.pin_cpu,
+		.memory_cgroup = a.memory_cgroup,
 	};
 	struct tracer_result r;
 	debug("run %s recorded; starting the code", run_id);

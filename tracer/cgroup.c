@@ -9,6 +9,17 @@
  * it from before its first instruction, and the kernel's OOM killer ending
  * a process there ends the run with status "limit". Otherwise the rlimit
  * stays, and the run record says which one was used.
+ *
+ * It is asked for (tracer_opts.memory_cgroup), not the default: putting the
+ * child into a cgroup waits for an RCU grace period in the kernel (cgroup
+ * v1 here: 5-20 ms per run), more than the rest of ward's start-up.
+ *
+ * Making and removing a memory cgroup costs several milliseconds each, so
+ * runs reuse them: slots ward-slot-N under ward's own cgroup, each held by
+ * one run at a time with flock() on the slot directory (released by the
+ * kernel if ward dies). A slot is empty between runs; its limit is
+ * rewritten only when it differs; OOM kills are counted from the slot's
+ * counter at the start of the run. Slots stay for the next run.
  */
 #include "tracer-int.h"
 
@@ -19,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -111,66 +123,92 @@ static int own_cgroup(bool v2, char *dir, size_t n)
 	return 0;
 }
 
-/* Removes the (empty) cgroups left by a ward that was killed: siblings
- * named ward-PID-N whose PID is gone. Errors are ignored. */
-static void reap_left_over(const char *own)
+enum { MAX_SLOTS = 64 };
+
+static long long oom_kills(const char *dir, bool v2)
 {
-	DIR *d = opendir(own);
-	struct dirent *e;
+	char buf[1024], *p;
 
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		char path[WARD_PATH_MAX];
-		int pid, n;
-
-		if (sscanf(e->d_name, "ward-%d-%d", &pid, &n) != 2 ||
-		    pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", own, e->d_name);
-		rmdir(path);
-	}
-	closedir(d);
+	if (get(dir, v2 ? "memory.events" : "memory.oom_control", buf,
+		sizeof(buf)) <= 0)
+		return 0;
+	p = strstr(buf, "oom_kill ");
+	return p ? atoll(p + 9) : 0;
 }
 
-/* Makes dir/ward-PID-N with the memory limit. 0 or -errno. */
-static int make_group(struct tracer *t, bool v2)
+/* Sets the slot's limit unless it already has it. 0 or -errno. */
+static int set_limit(const char *dir, bool v2, long long bytes)
 {
-	char own[WARD_PATH_MAX], num[32], ctl[256];
-	static int seq;
+	char want[32], have[64];
+	const char *file = v2 ? "memory.max" : "memory.limit_in_bytes";
+
+	snprintf(want, sizeof(want), "%lld", bytes);
+	if (get(dir, file, have, sizeof(have)) > 0 &&
+	    strtoll(have, NULL, 10) == bytes)
+		return 0;
+	if (put(dir, file, want) < 0)
+		return -EIO;
+	if (v2)
+		put(dir, "memory.swap.max", "0"); /* absent without swap */
+	return 0;
+}
+
+/* Takes slot n under own (creating it): 0 with t->cg_* set, -EBUSY when
+ * another run holds it, else -errno. */
+static int take_slot(struct tracer *t, const char *own, bool v2, int n)
+{
+	char dir[WARD_PATH_MAX], procs[64];
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s/ward-slot-%d", own, n);
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return -EBUSY;
+	}
+	/* A slot whose last run's processes linger is not usable. */
+	if (get(dir, "cgroup.procs", procs, sizeof(procs)) != 0 ||
+	    set_limit(dir, v2, t->o->limits.memory_bytes) < 0) {
+		close(fd);
+		return -EBUSY;
+	}
+	snprintf(t->cg_dir, sizeof(t->cg_dir), "%s", dir);
+	t->cg_fd = fd;
+	t->cg_v2 = v2;
+	t->cg_oom_base = oom_kills(dir, v2);
+	return 0;
+}
+
+static int find_slot(struct tracer *t, bool v2)
+{
+	char own[WARD_PATH_MAX], ctl[256];
 
 	if (own_cgroup(v2, own, sizeof(own)) < 0)
 		return -ENOENT;
-	reap_left_over(own);
 	if (v2 && (get(own, "cgroup.subtree_control", ctl, sizeof(ctl)) < 0 ||
 		   !strstr(ctl, "memory")))
 		return -ENOTSUP; /* memory not delegated to our children */
-	snprintf(t->cg_dir, sizeof(t->cg_dir), "%s/ward-%d-%d", own,
-		 (int)getpid(), ++seq);
-	if (mkdir(t->cg_dir, 0755) < 0) {
-		t->cg_dir[0] = '\0';
-		return -errno;
+	for (int n = 0; n < MAX_SLOTS; n++) {
+		int rc = take_slot(t, own, v2, n);
+		if (rc != -EBUSY)
+			return rc;
 	}
-	snprintf(num, sizeof(num), "%lld", t->o->limits.memory_bytes);
-	if (put(t->cg_dir, v2 ? "memory.max" : "memory.limit_in_bytes", num) <
-		    0 ||
-	    (v2 && put(t->cg_dir, "memory.swap.max", "0") < 0 &&
-	     errno != ENOENT)) {
-		rmdir(t->cg_dir);
-		t->cg_dir[0] = '\0';
-		return -EIO;
-	}
-	t->cg_v2 = v2;
-	return 0;
+	return -EBUSY;
 }
 
 int tracer_cgroup_setup(struct tracer *t)
 {
 	t->cg_dir[0] = '\0';
-	if (t->o->limits.memory_bytes <= 0)
+	t->cg_fd = -1;
+	if (t->o->limits.memory_bytes <= 0 || !t->o->memory_cgroup)
 		return -ENOENT;
-	if (make_group(t, true) == 0 || make_group(t, false) == 0)
+	if (find_slot(t, true) == 0 || find_slot(t, false) == 0)
 		return 0;
+	t->cg_dir[0] = '\0';
 	return -ENOTSUP;
 }
 
@@ -186,23 +224,15 @@ int tracer_cgroup_enter(struct tracer *t, pid_t pid)
 
 long long tracer_cgroup_oom_kills(struct tracer *t)
 {
-	char buf[1024], *p;
-
 	if (!t->cg_dir[0])
 		return 0;
-	if (get(t->cg_dir, t->cg_v2 ? "memory.events" : "memory.oom_control",
-		buf, sizeof(buf)) <= 0)
-		return 0;
-	p = strstr(buf, "oom_kill ");
-	return p ? atoll(p + 9) : 0;
+	return oom_kills(t->cg_dir, t->cg_v2) - t->cg_oom_base;
 }
 
-void tracer_cgroup_remove(struct tracer *t)
+void tracer_cgroup_release(struct tracer *t)
 {
-	if (!t->cg_dir[0])
-		return;
-	/* Empty once the last tracee is reaped; retry briefly otherwise. */
-	for (int i = 0; i < 50 && rmdir(t->cg_dir) < 0 && errno == EBUSY; i++)
-		usleep(2000);
+	if (t->cg_fd >= 0)
+		close(t->cg_fd); /* the slot is free for the next run */
+	t->cg_fd = -1;
 	t->cg_dir[0] = '\0';
 }

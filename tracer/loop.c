@@ -816,6 +816,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	t->self_pid = getpid();
 	t->out_fd[0] = t->out_fd[1] = t->out_fd[2] = -1;
 	t->err_fd = t->wake_fd = t->sig_fd = t->timer_fd = t->kick_fd = -1;
+	t->cg_fd = -1;
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_mutex_init(&t->q_lock, NULL);
 	pthread_mutex_init(&t->w_lock, NULL);
@@ -885,7 +886,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 
 out:
 	tracer_unpin(t);
-	tracer_cgroup_remove(t);
+	tracer_cgroup_release(t);
 	res->duration_ms = mono_ms() - t0;
 	res->status = final_status(t, res);
 	snprintf(res->cause, sizeof(res->cause), "%s", t->stop_cause);

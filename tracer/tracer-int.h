@@ -158,6 +158,8 @@ struct tracer {
 	/* the memory limit as a cgroup (cgroup.c); "" when not used */
 	char cg_dir[WARD_PATH_MAX];
 	bool cg_v2;
+	int cg_fd;	       /* the slot directory, flock()ed for the run */
+	long long cg_oom_base; /* the slot's OOM kill count before the run */
 
 	/* CPU pinning (pin.c) */
 	bool pinned;
@@ -197,14 +199,14 @@ int evq_drain(struct tracer *t);
 /* The record cannot be written: stop the run (nothing runs unrecorded). */
 void evq_failed(struct tracer *t);
 
-/* Memory cgroup (cgroup.c). setup: 0 when a cgroup with the memory limit
- * exists (else -errno: the rlimit is used); enter: put pid in it; oom_kills:
- * how many processes the kernel killed there for memory; remove: rmdir
- * once empty. */
+/* Memory cgroup (cgroup.c). setup: 0 when a cgroup slot with the memory
+ * limit is held for this run (else -errno: the rlimit is used); enter: put
+ * pid in it; oom_kills: processes the kernel killed there for memory during
+ * this run; release: give the slot back (after the last tracee is gone). */
 int tracer_cgroup_setup(struct tracer *t);
 int tracer_cgroup_enter(struct tracer *t, pid_t pid);
 long long tracer_cgroup_oom_kills(struct tracer *t);
-void tracer_cgroup_remove(struct tracer *t);
+void tracer_cgroup_release(struct tracer *t);
 
 /* CPU pinning (pin.c): start before fork (the child inherits it), give
  * the output thread the other CPUs, undo everywhere when the code goes

@@ -36,6 +36,8 @@ struct tracer_opts {
 	bool passthrough;	     /* copy output live to ward's stdout/err */
 	bool print_denials;	     /* one line per denial on ward's stderr */
 	bool capture;		     /* keep output in memory (for --json) */
+	bool memory_cgroup;	     /* enforce the memory limit with a cgroup
+				      * where one can be had (cgroup.c) */
 	int pin_cpu;		     /* >= 0: share this CPU with the code while
 				   * it has one thread (see tracer/pin.c);
 				   * -1: no pinning */
