@@ -87,8 +87,9 @@ def run_integ(path, keyword):
             raise Timeout("test took longer than 240 s")
         signal.signal(signal.SIGALRM, on_alarm)
         signal.alarm(240)
+        ctx = wardtest.Ctx(tmp)
         try:
-            fn(wardtest.Ctx(tmp))
+            fn(ctx)
             record("passed", full)
         except wardtest.Skip as e:
             record("skipped", full, str(e))
@@ -97,6 +98,7 @@ def run_integ(path, keyword):
         finally:
             signal.alarm(0)
             wardtest.cleanup_processes()
+            wardtest.cleanup_workdirs(ctx)
             shutil.rmtree(tmp, ignore_errors=True)
         if os.environ.get("WARD_TEST_TIMES"):
             print(f"     {time.monotonic() - t0:.2f}s")

@@ -454,6 +454,18 @@ static int rm_rf(const char *path)
 	return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS) < 0 ? -errno : 0;
 }
 
+/* The temporary workdir while it exists: removed at exit too, so that
+ * ward's own errors (die) leave nothing behind. */
+static char *temp_workdir;
+
+static void remove_temp_workdir(void)
+{
+	if (temp_workdir) {
+		rm_rf(temp_workdir);
+		temp_workdir = NULL;
+	}
+}
+
 static void write_file(const char *path, const char *data, size_t len,
 		       bool drop)
 {
@@ -710,6 +722,10 @@ int ward_cmd_run(int argc, char **argv)
 	bool drop = geteuid() == 0;
 	bool temp;
 	char *workdir = make_workdir(&a, drop, &temp);
+	if (temp && !a.keep) {
+		temp_workdir = workdir;
+		atexit(remove_temp_workdir);
+	}
 	if (policy_set_workdir(pol, workdir) < 0)
 		die("cannot bind $WORKDIR to %s", workdir);
 
@@ -862,7 +878,7 @@ int ward_cmd_run(int argc, char **argv)
 			run_id, r.status, status, r.duration_ms, r.processes,
 			r.events, r.denials, db);
 	if (temp && !a.keep)
-		rm_rf(workdir);
+		remove_temp_workdir();
 	else if (temp && !a.json)
 		fprintf(stderr, "ward: workdir kept: %s\n", workdir);
 

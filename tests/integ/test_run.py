@@ -133,8 +133,11 @@ def test_unusable_database_means_no_run(ctx):
         code = f"open({marker!r},'w')"
         if os.geteuid() == 0:
             bad = ctx.write("notadb", "this is not sqlite " * 100)
+        import glob
+        before = set(glob.glob("/tmp/ward-*"))
         r = ctx.ward("run", "--db", bad, "-c", code, db=False)
         assert r.code == 125, r
+        assert set(glob.glob("/tmp/ward-*")) <= before, "no workdir left behind"
         assert "audit" in r.stderr and bad in r.stderr, r
         assert not os.path.exists(marker), "the code must not run without a record"
     finally:

@@ -173,6 +173,22 @@ def wait_until(pred, timeout=10.0, step=0.05):
     return pred()
 
 
+def cleanup_workdirs(ctx):
+    """Temporary workdirs of runs whose ward was killed (it could not remove
+    them itself)."""
+    import shutil
+    if not os.path.exists(ctx.db):
+        return
+    try:
+        rows = ctx.sql("select workdir from runs")
+    except Exception:
+        return
+    for r in rows:
+        wd = r.get("workdir") or ""
+        if wd.startswith("/tmp/ward-") and os.path.isdir(wd):
+            shutil.rmtree(wd, ignore_errors=True)
+
+
 def cleanup_processes():
     while _children:
         p = _children.pop()
