@@ -56,19 +56,9 @@ static int put(const char *dir, const char *file, const char *text)
 static ssize_t get(const char *dir, const char *file, char *buf, size_t n)
 {
 	char path[WARD_PATH_MAX];
-	ssize_t got;
-	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	got = read(fd, buf, n - 1);
-	if (got < 0)
-		got = -errno;
-	close(fd);
-	buf[got > 0 ? got : 0] = '\0';
-	return got;
+	return tracer_read_file(path, buf, n);
 }
 
 /*

@@ -90,6 +90,9 @@ void tracer_normalize(char *path);
 
 /* ---- /proc (procfs.c) ---- */
 
+/* Reads a small file (at most n-1 bytes, NUL-terminated). Returns the
+ * length or -errno. */
+ssize_t tracer_read_file(const char *path, char *buf, size_t n);
 /* Reads /proc/PID/WHAT (at most n-1 bytes, NUL-terminated). Returns the
  * length or -errno. */
 ssize_t proc_read(pid_t pid, const char *what, char *buf, size_t n);
