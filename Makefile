@@ -17,7 +17,13 @@ ifneq ($(SANITIZE),)
 SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 endif
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# libseccomp, jansson and SQLite are linked statically when their archives
+# are installed (the -dev packages ship them): fewer relocations at every
+# start of ward, which every run pays.
+STATIC_OK  := $(foreach l,seccomp jansson sqlite3,$(if $(filter /%,$(shell $(CC) -print-file-name=lib$(l).a)),$(l)))
+comma      := ,
+PKG_LIBS   := $(if $(STATIC_OK),-Wl$(comma)-Bstatic $(addprefix -l,$(STATIC_OK)) -Wl$(comma)-Bdynamic) \
+              $(filter-out $(addprefix -l,$(STATIC_OK)),$(shell pkg-config --libs $(PKGS) 2>/dev/null)) -lm -ldl
 ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) -I. -I$(O)/gen -MMD -MP
 ALL_LDFLAGS := $(LDFLAGS) $(SAN_FLAGS)
 LIBS       := $(PKG_LIBS) -lpthread
