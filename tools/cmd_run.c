@@ -729,6 +729,11 @@ int ward_cmd_run(int argc, char **argv)
 	if (policy_set_workdir(pol, workdir) < 0)
 		die("cannot bind $WORKDIR to %s", workdir);
 
+	/* Compile the filter while the rest is set up (the policy is not
+	 * changed from here on). On failure tracer_run compiles it. */
+	struct tracer_prepared *prep = NULL;
+	tracer_prepare(pol, &prep);
+
 	/* The interpreter's argv. */
 	char **iargv = calloc((size_t)a.n_script_args + 6, sizeof(char *));
 	int n = 0;
@@ -829,6 +834,7 @@ int ward_cmd_run(int argc, char **argv)
 		.capture = a.json,
 		.pin_cpu = a.pin_cpu,
 		.memory_cgroup = a.memory_cgroup,
+		.prepared = prep,
 	};
 	struct tracer_result r;
 	debug("run %s recorded; starting the code", run_id);
@@ -884,6 +890,7 @@ int ward_cmd_run(int argc, char **argv)
 
 	debug("workdir handled");
 	tracer_result_free(&r);
+	tracer_prepared_free(prep);
 	audit_close(au);
 	debug("database closed");
 	policy_free(pol);

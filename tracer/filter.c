@@ -227,3 +227,62 @@ out:
 	seccomp_release(ctx);
 	return rc;
 }
+
+struct tracer_prepared {
+	pthread_t thread;
+	const struct policy *policy;
+	struct sock_fprog prog;
+	char msg[256];
+	int rc;
+};
+
+static void *compile_thread(void *arg)
+{
+	struct tracer_prepared *tp = arg;
+
+	tp->rc = tracer_filter_build(tp->policy, &tp->prog, tp->msg,
+				     sizeof(tp->msg));
+	return NULL;
+}
+
+int tracer_prepare(const struct policy *p, struct tracer_prepared **out)
+{
+	struct tracer_prepared *tp = calloc(1, sizeof(*tp));
+	int rc;
+
+	*out = NULL;
+	if (!tp)
+		return -ENOMEM;
+	tp->policy = p;
+	rc = pthread_create(&tp->thread, NULL, compile_thread, tp);
+	if (rc) {
+		free(tp);
+		return -rc;
+	}
+	*out = tp;
+	return 0;
+}
+
+int tracer_prepared_take(struct tracer_prepared *tp, struct sock_fprog *out,
+			 char *msg, size_t n)
+{
+	pthread_join(tp->thread, NULL);
+	tp->thread = 0;
+	if (tp->rc < 0) {
+		snprintf(msg, n, "%s", tp->msg);
+		return tp->rc;
+	}
+	*out = tp->prog;
+	tp->prog.filter = NULL;
+	return 0;
+}
+
+void tracer_prepared_free(struct tracer_prepared *tp)
+{
+	if (!tp)
+		return;
+	if (tp->thread)
+		pthread_join(tp->thread, NULL);
+	free(tp->prog.filter);
+	free(tp);
+}

@@ -828,8 +828,13 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	sigaddset(&sigs, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &sigs, &old);
 
-	rc = tracer_filter_build(o->policy, &filter, res->setup_error,
-				 sizeof(res->setup_error));
+	if (o->prepared)
+		rc = tracer_prepared_take(o->prepared, &filter,
+					  res->setup_error,
+					  sizeof(res->setup_error));
+	else
+		rc = tracer_filter_build(o->policy, &filter, res->setup_error,
+					 sizeof(res->setup_error));
 	if (rc == 0)
 		rc = make_pipes(t, &f, &sync_w);
 	if (rc == 0)

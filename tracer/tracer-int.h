@@ -57,6 +57,10 @@ extern const char *const tracer_allow_list[];
 struct sock_fprog;
 int tracer_filter_build(const struct policy *p, struct sock_fprog *out,
 			char *msg, size_t n);
+/* Waits for a tracer_prepare compile; moves its program into *out (caller
+ * frees out->filter). 0 or the compile's -errno with msg filled. */
+int tracer_prepared_take(struct tracer_prepared *tp, struct sock_fprog *out,
+			 char *msg, size_t n);
 
 /* The guard filter, loaded before the main one (see filter.c). */
 struct sock_fprog;

@@ -36,9 +36,11 @@ struct tracer_opts {
 	bool passthrough;	     /* copy output live to ward's stdout/err */
 	bool print_denials;	     /* one line per denial on ward's stderr */
 	bool capture;		     /* keep output in memory (for --json) */
-	bool memory_cgroup;	     /* enforce the memory limit with a cgroup
+	struct tracer_prepared *prepared; /* from tracer_prepare, or NULL;
+					   * consumed by tracer_run */
+	bool memory_cgroup; /* enforce the memory limit with a cgroup
 				      * where one can be had (cgroup.c) */
-	int pin_cpu;		     /* >= 0: share this CPU with the code while
+	int pin_cpu;	    /* >= 0: share this CPU with the code while
 				   * it has one thread (see tracer/pin.c);
 				   * -1: no pinning */
 };
@@ -72,6 +74,17 @@ struct tracer_result {
 	char setup_error[512]; /* non-empty: the sandbox could not be set up
 				  * (ward's error, not the code's) */
 };
+
+/*
+ * Compiling the seccomp filter takes about a millisecond; a caller may
+ * start it early, in a thread of its own, while it does other set-up, and
+ * hand the result to tracer_run (tracer_opts.prepared). tracer_prepare
+ * returns 0 or -errno (no thread: tracer_run compiles by itself). The
+ * policy is borrowed until tracer_run (or tracer_prepared_free) joins.
+ */
+struct tracer_prepared;
+int tracer_prepare(const struct policy *p, struct tracer_prepared **out);
+void tracer_prepared_free(struct tracer_prepared *tp); /* NULL: no-op */
 
 /*
  * Check that the kernel offers what ward relies on (seccomp filters with
