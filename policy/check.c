@@ -698,3 +698,22 @@ int policy_check(const struct policy *p, const struct ward_event *ev,
 	}
 	return rc;
 }
+
+bool policy_names_fixed(const struct policy *p, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (p->audit || dir[0] != '/' || !strncmp(dir, "/proc", 5))
+		return false; /* audit mode lets the code write anywhere */
+	for (size_t i = 0; i < p->nfs; i++) {
+		const struct pol_fs_rule *r = &p->fs[i];
+
+		if (!(r->allow & (WARD_FS_CREATE | WARD_FS_DELETE)))
+			continue;
+		if (!r->path.bound)
+			return false; /* $WORKDIR not bound: be safe */
+		if (prefix_match(&r->path, dir, n))
+			return false;
+	}
+	return true;
+}

@@ -82,6 +82,15 @@ struct policy_verdict {
 int policy_check(const struct policy *p, const struct ward_event *ev,
 		 struct policy_verdict *out);
 
+/*
+ * True when the code cannot change which file a path through directory dir
+ * names: no rule lets it create or delete a name at dir or above it (so no
+ * symlink or rename can appear on the way), the policy is not in audit
+ * mode, and dir is absolute and outside /proc. The tracer may then cache
+ * how dir resolves. Cheap enough for the first sight of each directory.
+ */
+bool policy_names_fixed(const struct policy *p, const char *dir);
+
 /* ---- what the tracer and the command need from a loaded policy ---- */
 
 const char *policy_name(const struct policy *p);

@@ -845,6 +845,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 				 "creating pipes: %s", strerror(-rc));
 		goto out;
 	}
+	tracer_dircache_init(o->policy);
 	tracer_cgroup_setup(t); /* else the rlimit */
 	rc = tracer_pin_start(t);
 	if (rc < 0) {
@@ -890,6 +891,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	rc = t->audit_err;
 
 out:
+	tracer_dircache_free();
 	tracer_unpin(t);
 	tracer_cgroup_release(t);
 	res->duration_ms = mono_ms() - t0;

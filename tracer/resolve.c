@@ -20,6 +20,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <linux/openat2.h>
 #include <sys/syscall.h>
 #include <stdio.h>
@@ -126,6 +128,159 @@ static int resolve_plain(const char *raw, char *out, size_t n, bool *exists)
 	return 0;
 }
 
+/* ---- directories whose resolution cannot change during the run ---- */
+
+/*
+ * Python opens a thousand files in a few dozen directories. For a
+ * directory the policy does not let the code change names in or above
+ * (policy_names_fixed), ward keeps an O_PATH fd and its canonical path:
+ * a path in it is then resolved by looking up one name in that fd
+ * (fstatat, no walk of the whole path). Only ward's main thread uses it.
+ */
+enum { DIRCACHE_SLOTS = 512, DIRCACHE_MAX = 256 };
+
+struct dircache_entry {
+	char *dir;   /* as the code wrote it (absolute, clean), owned */
+	char *canon; /* what it resolves to, owned */
+	int fd;	     /* O_PATH|O_DIRECTORY of canon */
+};
+
+static struct {
+	const struct policy *policy; /* NULL: no caching */
+	struct dircache_entry slot[DIRCACHE_SLOTS];
+	int used;
+} dc;
+
+void tracer_dircache_init(const struct policy *p)
+{
+	memset(&dc, 0, sizeof(dc));
+	dc.policy = p;
+}
+
+int tracer_dircache_used(void)
+{
+	return dc.used;
+}
+
+void tracer_dircache_free(void)
+{
+	for (int i = 0; i < DIRCACHE_SLOTS; i++) {
+		if (!dc.slot[i].dir)
+			continue;
+		free(dc.slot[i].dir);
+		free(dc.slot[i].canon);
+		close(dc.slot[i].fd);
+	}
+	memset(&dc, 0, sizeof(dc));
+}
+
+static unsigned hash(const char *s, size_t n)
+{
+	unsigned h = 2166136261u;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 16777619u;
+	return h;
+}
+
+/* An absolute path with no ".", "..", empty or trailing component. */
+static bool clean_path(const char *p)
+{
+	if (p[0] != '/')
+		return false;
+	for (const char *c = p; *c; c++) {
+		if (c[0] != '/')
+			continue;
+		if (c[1] == '/' || c[1] == '\0' ||
+		    (c[1] == '.' && (c[2] == '/' || c[2] == '\0' ||
+				     (c[2] == '.' && (c[3] == '/' || !c[3])))))
+			return false;
+	}
+	return true;
+}
+
+static struct dircache_entry *dircache_get(const char *dir, size_t n)
+{
+	unsigned h = hash(dir, n) % DIRCACHE_SLOTS;
+
+	for (int probe = 0; probe < DIRCACHE_SLOTS; probe++) {
+		struct dircache_entry *e =
+			&dc.slot[(h + probe) % DIRCACHE_SLOTS];
+		if (!e->dir)
+			break;
+		if (!strncmp(e->dir, dir, n) && e->dir[n] == '\0')
+			return e;
+	}
+	if (dc.used >= DIRCACHE_MAX)
+		return NULL;
+
+	/* First sight: resolve it; keep it only if nothing can change it. */
+	char buf[WARD_PATH_MAX], canon[WARD_PATH_MAX];
+	memcpy(buf, dir, n);
+	buf[n] = '\0';
+	if (!dc.policy || !policy_names_fixed(dc.policy, buf))
+		return NULL;
+	int fd = open(buf, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (fd_path(fd, canon, sizeof(canon)) < 0 ||
+	    !policy_names_fixed(dc.policy, canon)) {
+		close(fd);
+		return NULL;
+	}
+	for (int probe = 0; probe < DIRCACHE_SLOTS; probe++) {
+		struct dircache_entry *e =
+			&dc.slot[(h + probe) % DIRCACHE_SLOTS];
+		if (e->dir)
+			continue;
+		e->dir = strdup(buf);
+		e->canon = strdup(canon);
+		if (!e->dir || !e->canon) {
+			free(e->dir);
+			free(e->canon);
+			e->dir = e->canon = NULL;
+			break;
+		}
+		e->fd = fd;
+		dc.used++;
+		return e;
+	}
+	close(fd);
+	return NULL;
+}
+
+/*
+ * raw absolute and clean, its directory cached: one name looked up.
+ * Returns 0 (out, *exists filled) or -EAGAIN: resolve the long way (a
+ * final symlink to follow, an odd error).
+ */
+static int resolve_cached(const char *raw, bool follow, char *out, size_t n,
+			  bool *exists)
+{
+	const char *slash = strrchr(raw, '/');
+	struct dircache_entry *e;
+	struct stat st;
+
+	if (!dc.policy || slash == raw || !clean_path(raw))
+		return -EAGAIN;
+	e = dircache_get(raw, (size_t)(slash - raw));
+	if (!e)
+		return -EAGAIN;
+	if (fstatat(e->fd, slash + 1, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (S_ISLNK(st.st_mode) && follow)
+			return -EAGAIN;
+		*exists = true;
+	} else if (errno == ENOENT) {
+		*exists = false;
+	} else {
+		return -EAGAIN;
+	}
+	if ((size_t)snprintf(out, n, "%s%s",
+			     strcmp(e->canon, "/") ? e->canon : "", slash) >= n)
+		return -EAGAIN;
+	return 0;
+}
+
 /* base: an O_PATH fd or AT_FDCWD (only for absolute raw). */
 static int resolve_at(int base, const char *raw, bool follow, char *out,
 		      size_t n, bool *exists, int depth)
@@ -135,7 +290,9 @@ static int resolve_at(int base, const char *raw, bool follow, char *out,
 
 	if (depth > MAX_LINKS)
 		return -ELOOP;
-	if (base == AT_FDCWD && resolve_plain(raw, out, n, exists) == 0)
+	if (base == AT_FDCWD &&
+	    (resolve_cached(raw, follow, out, n, exists) == 0 ||
+	     resolve_plain(raw, out, n, exists) == 0))
 		return 0;
 	fd = openat(base, raw, flags);
 	if (fd >= 0) {

@@ -89,6 +89,11 @@ int umem_read_str(pid_t tid, uint64_t addr, char *buf, size_t n);
  */
 int tracer_resolve(pid_t tid, pid_t tgid, int dirfd, const char *raw,
 		   bool follow, char *out, size_t n, bool *exists);
+/* The resolution cache for directories the policy keeps fixed (resolve.c):
+ * init before the run (NULL: no cache), free after. */
+void tracer_dircache_init(const struct policy *p);
+void tracer_dircache_free(void);
+int tracer_dircache_used(void); /* directories cached (for tests) */
 /* Lexical normalization of an absolute path in place (//, ., ..). */
 void tracer_normalize(char *path);
 

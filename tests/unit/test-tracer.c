@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../../policy/policy.h"
 #include "../../tracer/args.h"
 #include "../../tracer/tracer-int.h"
 #include "tap.h"
@@ -128,6 +129,94 @@ static void resolve_cases(void)
 	close(dfd);
 }
 
+/* The directory cache gives the same answers as the long way, and is
+ * not used where the policy lets the code change names. */
+static void dircache_cases(void)
+{
+	struct policy *p = NULL;
+	struct policy_error err;
+	char path[512], out[WARD_PATH_MAX], want[512], wd[600];
+	bool exists = true;
+	pid_t me = getpid();
+
+	if (policy_load_profile("default", &p, &err) < 0) {
+		ok(0, "load the default profile");
+		return;
+	}
+	snprintf(wd, sizeof(wd), "%s/work", tmp);
+	mkdir(wd, 0700);
+	policy_set_workdir(p, wd);
+	ok(policy_names_fixed(p, "/usr/lib/python3"), "/usr/lib is fixed");
+	ok(policy_names_fixed(p, tmp), "the workdir's parent is fixed");
+	ok(!policy_names_fixed(p, wd), "the workdir is not");
+	snprintf(path, sizeof(path), "%s/sub", wd);
+	ok(!policy_names_fixed(p, path), "below the workdir is not");
+	ok(!policy_names_fixed(p, "/proc/self"), "/proc is not");
+
+	tracer_dircache_init(p);
+	for (int pass = 0; pass < 2; pass++) {
+		snprintf(path, sizeof(path), "%s/dir/file", tmp);
+		ok(tracer_resolve(me, me, RESOLVE_CWD, path, true, out,
+				  sizeof(out), &exists) == 0 &&
+			   !strcmp(out, path) && exists,
+		   "cached dir, pass %d: %s", pass, out);
+		snprintf(path, sizeof(path), "%s/dir/missing", tmp);
+		ok(tracer_resolve(me, me, RESOLVE_CWD, path, true, out,
+				  sizeof(out), &exists) == 0 &&
+			   !strcmp(out, path) && !exists,
+		   "cached dir, missing name, pass %d", pass);
+		snprintf(path, sizeof(path), "%s/link", tmp);
+		snprintf(want, sizeof(want), "%s/dir/file", tmp);
+		ok(tracer_resolve(me, me, RESOLVE_CWD, path, true, out,
+				  sizeof(out), &exists) == 0 &&
+			   !strcmp(out, want),
+		   "a final symlink is still followed, pass %d: %s", pass, out);
+		ok(tracer_resolve(me, me, RESOLVE_CWD, path, false, out,
+				  sizeof(out), &exists) == 0 &&
+			   !strcmp(out, path),
+		   "and not followed with O_NOFOLLOW, pass %d", pass);
+	}
+	ok(tracer_dircache_used() >= 1, "the directory was cached (%d)",
+	   tracer_dircache_used());
+	/* A symlinked directory resolves to its target, cached or not. */
+	snprintf(path, sizeof(path), "%s/dirlink", tmp);
+	snprintf(want, sizeof(want), "%s/dir", tmp);
+	symlink(want, path);
+	snprintf(path, sizeof(path), "%s/dirlink/file", tmp);
+	snprintf(want, sizeof(want), "%s/dir/file", tmp);
+	for (int pass = 0; pass < 2; pass++)
+		ok(tracer_resolve(me, me, RESOLVE_CWD, path, true, out,
+				  sizeof(out), &exists) == 0 &&
+			   !strcmp(out, want),
+		   "through a symlinked dir, pass %d: %s", pass, out);
+	/* In the workdir nothing is cached: a swapped symlink is seen. */
+	char l[600], t1[600], t2[600];
+	snprintf(t1, sizeof(t1), "%s/a", wd);
+	snprintf(t2, sizeof(t2), "%s/b", wd);
+	mkdir(t1, 0700);
+	mkdir(t2, 0700);
+	snprintf(l, sizeof(l), "%s/l", wd);
+	symlink(t1, l);
+	snprintf(path, sizeof(path), "%s/l/x", wd);
+	tracer_resolve(me, me, RESOLVE_CWD, path, true, out, sizeof(out),
+		       &exists);
+	snprintf(want, sizeof(want), "%s/x", t1);
+	is_str(out, want, "workdir symlink, first target");
+	unlink(l);
+	symlink(t2, l);
+	tracer_resolve(me, me, RESOLVE_CWD, path, true, out, sizeof(out),
+		       &exists);
+	snprintf(want, sizeof(want), "%s/x", t2);
+	is_str(out, want, "workdir symlink swapped: the new target");
+	int before = tracer_dircache_used();
+	snprintf(path, sizeof(path), "%s/y", t2);
+	tracer_resolve(me, me, RESOLVE_CWD, path, true, out, sizeof(out),
+		       &exists);
+	is_int(tracer_dircache_used(), before, "workdir dirs are not cached");
+	tracer_dircache_free();
+	policy_free(p);
+}
+
 static void umem_cases(void)
 {
 	char buf[64];
@@ -212,6 +301,7 @@ int main(void)
 	free(real);
 	normalize_cases();
 	resolve_cases();
+	dircache_cases();
 	umem_cases();
 	args_cases();
 	table_cases();
