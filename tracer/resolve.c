@@ -133,7 +133,8 @@ static int resolve_plain(const char *raw, char *out, size_t n, bool *exists)
 /*
  * Python opens a thousand files in a few dozen directories. For a
  * directory the policy does not let the code change names in or above
- * (policy_names_fixed), ward keeps an O_PATH fd and its canonical path:
+ * (policy_names_fixed), and that only root can change (root_only), ward
+ * keeps an O_PATH fd and its canonical path:
  * a path in it is then resolved by looking up one name in that fd
  * (fstatat, no walk of the whole path). Only ward's main thread uses it.
  */
@@ -199,6 +200,32 @@ static bool clean_path(const char *p)
 	return true;
 }
 
+/*
+ * Nobody but root can change names in dir or above it: every directory on
+ * the way is owned by root and writable by no group or other. (The policy
+ * already keeps the code out; this keeps other local users out too, e.g.
+ * of /tmp, so nothing changes under a cached directory.)
+ */
+static bool root_only(const char *dir)
+{
+	char up[WARD_PATH_MAX];
+	struct stat st;
+	size_t n = strlen(dir);
+
+	if (n >= sizeof(up))
+		return false;
+	memcpy(up, dir, n + 1);
+	for (;;) {
+		if (lstat(up[0] ? up : "/", &st) < 0 || st.st_uid != 0 ||
+		    (st.st_mode & (S_IWGRP | S_IWOTH)))
+			return false;
+		char *slash = strrchr(up, '/');
+		if (!slash || !up[0])
+			return true;
+		*slash = '\0';
+	}
+}
+
 static struct dircache_entry *dircache_get(const char *dir, size_t n)
 {
 	unsigned h = hash(dir, n) % DIRCACHE_SLOTS;
@@ -224,7 +251,7 @@ static struct dircache_entry *dircache_get(const char *dir, size_t n)
 	if (fd < 0)
 		return NULL;
 	if (fd_path(fd, canon, sizeof(canon)) < 0 ||
-	    !policy_names_fixed(dc.policy, canon)) {
+	    !policy_names_fixed(dc.policy, canon) || !root_only(canon)) {
 		close(fd);
 		return NULL;
 	}

@@ -176,8 +176,19 @@ static void dircache_cases(void)
 			   !strcmp(out, path),
 		   "and not followed with O_NOFOLLOW, pass %d", pass);
 	}
-	ok(tracer_dircache_used() >= 1, "the directory was cached (%d)",
+	is_int(tracer_dircache_used(), 0,
+	       "nothing under /tmp is cached (others can write there)");
+	for (int pass = 0; pass < 2; pass++)
+		ok(tracer_resolve(me, me, RESOLVE_CWD, "/usr/lib/os-release",
+				  true, out, sizeof(out), &exists) == 0 &&
+			   exists && !strncmp(out, "/usr/lib/", 9),
+		   "a file under /usr/lib, pass %d: %s", pass, out);
+	ok(tracer_dircache_used() == 1, "/usr/lib was cached (%d)",
 	   tracer_dircache_used());
+	ok(tracer_resolve(me, me, RESOLVE_CWD, "/usr/lib/ward-no-such-file",
+			  true, out, sizeof(out), &exists) == 0 &&
+		   !exists && !strcmp(out, "/usr/lib/ward-no-such-file"),
+	   "a missing name in a cached directory");
 	/* A symlinked directory resolves to its target, cached or not. */
 	snprintf(path, sizeof(path), "%s/dirlink", tmp);
 	snprintf(want, sizeof(want), "%s/dir", tmp);
