@@ -660,6 +660,14 @@ static void print_json(const struct tracer_result *r, const char *run_id,
 	json_decref(o);
 }
 
+static long long realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 /* The exit status ward returns for a finished run. */
 static int exit_status_of(const struct tracer_result *r)
 {
@@ -808,11 +816,8 @@ int ward_cmd_run(int argc, char **argv)
 		.kernel = kernel,
 		.ward_version = WARD_VERSION,
 		.uid = drop ? SANDBOX_UID : getuid(),
-		.start_ns = 0,
+		.start_ns = realtime_ns(),
 	};
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ri.start_ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 	char run_id[AUDIT_RUN_ID_LEN + 1];
 	if (audit_run_begin(au, &ri, run_id) < 0)
 		die("audit database %s: cannot record the run: %s", db,
@@ -844,9 +849,8 @@ int ward_cmd_run(int argc, char **argv)
 	if (r.setup_error[0] || (rc < 0 && rc != -ECHILD))
 		status = WARD_EXIT_INTERNAL;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
 	struct audit_run_end re = {
-		.end_ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec,
+		.end_ns = realtime_ns(),
 		.duration_ms = r.duration_ms,
 		.exit_code = r.signal ? -1 : r.exit_code,
 		.signal = r.signal,
