@@ -19,6 +19,8 @@ static int escape(char *dst, size_t n, const char *s, size_t slen)
 	return need < n ? (int)need : -1;
 }
 
+#define CUT "\"...\":true"
+
 static void put(struct ward_event *ev, const char *key, const char *val,
 		bool quote, size_t vlen)
 {
@@ -35,7 +37,9 @@ static void put(struct ward_event *ev, const char *key, const char *val,
 		b[--len] = '\0'; /* reopen */
 		mark = len;
 	}
-	if (len > 0 && (strstr(b, "\"...\":true")))
+	/* Once cut, nothing more is added: the marker is always the last key. */
+	if (len >= sizeof(CUT) - 1 &&
+	    !memcmp(b + len - (sizeof(CUT) - 1), CUT, sizeof(CUT) - 1))
 		goto close;
 	w = snprintf(b + len, n - len, "%s\"%s\":%s", len > 1 ? "," : "", key,
 		     quote ? "\"" : "");
