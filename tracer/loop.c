@@ -778,7 +778,11 @@ static pid_t start_child(struct tracer *t, const struct sock_fprog *filter,
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, __WALL);
 		snprintf(t->res->setup_error, sizeof(t->res->setup_error),
-			 "ptrace(PTRACE_SEIZE): %s", strerror(e));
+			 "ptrace(PTRACE_SEIZE): %s%s", strerror(e),
+			 e == EPERM ? " (is ward itself being traced, or does "
+				      "/proc/sys/kernel/yama/ptrace_scope "
+				      "forbid tracing children?)"
+				    : "");
 		return -e;
 	}
 	const char *go = "r";
