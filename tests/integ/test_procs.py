@@ -97,3 +97,20 @@ def test_vfork_spawn_and_denied_exec_in_child(ctx):
     assert r.stdout == "errno 13\nLinux\n0\n", r
     run = ctx.last_run()
     assert [e["target"] for e in ctx.denials(run["id"])] == ["/usr/bin/dash"]
+
+
+def test_pin_cpu(ctx):
+    """--pin-cpu: the code shares one CPU with ward's supervisor while it has
+    one thread; its second thread gets every CPU back."""
+    if len(os.sched_getaffinity(0)) < 2:
+        from wardtest import Skip
+        raise Skip("needs two CPUs")
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    code = ("import os, threading\n"
+            "print(sorted(os.sched_getaffinity(0)))\n"
+            "t = threading.Thread(target=lambda: None); t.start(); t.join()\n"
+            "print(len(os.sched_getaffinity(0)) > 1)\n")
+    r = ctx.run(code, f"--pin-cpu={cpu}")
+    assert r.code == 0 and r.stdout == f"[{cpu}]\nTrue\n", r
+    r = ctx.run("pass", "--pin-cpu=4096")
+    assert r.code == 125 and "--pin-cpu" in r.stderr, r
