@@ -741,6 +741,7 @@ int ward_cmd_run(int argc, char **argv)
 	 * changed from here on). On failure tracer_run compiles it. */
 	struct tracer_prepared *prep = NULL;
 	tracer_prepare(pol, &prep);
+	debug("workdir %s ready", workdir);
 
 	/* The interpreter's argv. */
 	char **iargv = calloc((size_t)a.n_script_args + 6, sizeof(char *));
