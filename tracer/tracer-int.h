@@ -142,6 +142,7 @@ struct tracer {
 	pthread_mutex_t lock;
 	struct tracee *tab[TRACEE_BUCKETS];
 	long long live; /* tracees alive */
+	int ncpus;	/* CPUs ward may run on (for spinning) */
 	int next_serial;
 
 	/* stop requests from the output thread (timeout, signal) or from
