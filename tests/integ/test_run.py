@@ -101,7 +101,8 @@ def test_no_capabilities_no_new_privs_and_session(ctx):
 
 def test_bad_arguments_exit_125(ctx):
     for args in (["run"], ["run", "--lang", "cobol", "-c", "1"], ["run", "--timeout", "x", "-c", "1"],
-                 ["run", "--memory", "12Q", "-c", "1"], ["run", "--nope", "-c", "1"], ["frobnicate"]):
+                 ["run", "--memory", "12Q", "-c", "1"], ["run", "--nope", "-c", "1"], ["frobnicate"],
+                 ["run", "--spin-us", "-1", "-c", "1"], ["run", "--spin-us", "x", "-c", "1"]):
         r = ctx.ward(*args)
         assert r.code == 125, (args, r)
         assert r.stderr.startswith("ward: "), (args, r)
@@ -164,7 +165,8 @@ def test_help_says_everything(ctx):
     r = ctx.ward("run", "--help")
     assert r.code == 0
     for opt in ("--lang", "--profile", "--policy", "--db", "--workdir", "--keep", "--timeout",
-                "--cpu", "--memory", "--max-procs", "--max-output", "--json", "--quiet", "--env"):
+                "--cpu", "--memory", "--max-procs", "--max-output", "--json", "--quiet", "--env",
+                "--spin-us", "--pin-cpu", "--memory-cgroup", "--input"):
         assert opt in r.stdout, opt
 
 
@@ -194,3 +196,10 @@ def test_unprivileged_ward(ctx):
     finally:
         con.close()
     assert rows == [("/etc/shadow", "deny")], rows
+
+
+def test_spin_off_same_result(ctx):
+    code = "import os\nfor i in range(50): os.stat('/usr')\nopen('f', 'w').write('x')\nprint(open('f').read())"
+    for spin in ("0", "100"):
+        r = ctx.run(code, "--spin-us", spin)
+        assert r.code == 0 and r.stdout == "x\n", (spin, r)
