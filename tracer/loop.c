@@ -708,7 +708,8 @@ static pid_t next_stop(struct tracer *t, int *status)
 {
 	pid_t w;
 
-	if (t->o->spin_us > 0 && t->ncpus > 1) {
+	/* Not while pinned: the code needs the CPU ward would spin on. */
+	if (t->o->spin_us > 0 && t->ncpus > 1 && !t->pinned) {
 		long long until = mono_us() + t->o->spin_us;
 		do {
 			w = waitpid(-1, status, __WALL | WNOHANG);
