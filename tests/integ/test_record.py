@@ -28,7 +28,7 @@ def test_run_row_describes_the_run(ctx):
 def test_every_output_byte_with_timestamp(ctx):
     code = ("import sys, time\n"
             "for i in range(5):\n"
-            "    print('line', i, flush=True); time.sleep(0.02)\n"
+            "    print('line', i, flush=True); time.sleep(0.05)\n"
             "sys.stderr.buffer.write(b'E\\x00\\xff'); sys.stderr.flush()\n"
             "sys.stdout.buffer.write(b'\\x00\\x01\\xfe bin'); sys.stdout.flush()\n")
     r = ctx.ward("run", "-c", code, text=False)
@@ -41,7 +41,7 @@ def test_every_output_byte_with_timestamp(ctx):
     assert err == r.stderr == b"E\x00\xff", (err, r.stderr)
     ts = [x["ts_ns"] for x in rows]
     assert ts == sorted(ts) and ts[0] >= run["started_ns"]
-    assert len([x for x in rows if x["stream"] == "stdout"]) >= 5, "chunks as they came"
+    assert len([x for x in rows if x["stream"] == "stdout"]) >= 3, "chunks as they came (not one blob at exit)"
 
 
 def test_processes_and_their_tree(ctx):
