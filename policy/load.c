@@ -516,10 +516,33 @@ static int parse_fs_rule(struct vctx *c, json_t *v, size_t idx)
 	return rc;
 }
 
-static int parse_fs(struct vctx *c, json_t *v)
+/*
+ * Runs one() on each element of the array v (its JSON path pushed). *count
+ * grows before each call: the element belongs to the policy from then on,
+ * so policy_free releases a partly parsed rule too.
+ */
+static int each_rule(struct vctx *c, json_t *v, size_t *count,
+		     int (*one)(struct vctx *, json_t *, size_t))
 {
 	size_t i;
 	json_t *e;
+	int rc;
+
+	json_array_foreach(v, i, e)
+	{
+		size_t old = push_idx(c, i);
+
+		*count = i + 1;
+		rc = one(c, e, i);
+		pop(c, old);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int parse_fs(struct vctx *c, json_t *v)
+{
 	int rc = want(c, v, JSON_ARRAY, "an array of rules");
 
 	if (rc)
@@ -527,17 +550,7 @@ static int parse_fs(struct vctx *c, json_t *v)
 	c->p->fs = calloc(json_array_size(v) + 1, sizeof(*c->p->fs));
 	if (!c->p->fs)
 		return -ENOMEM;
-	json_array_foreach(v, i, e)
-	{
-		size_t old = push_idx(c, i);
-
-		c->p->nfs = i + 1; /* owned by p from here on */
-		rc = parse_fs_rule(c, e, i);
-		pop(c, old);
-		if (rc)
-			return rc;
-	}
-	return 0;
+	return each_rule(c, v, &c->p->nfs, parse_fs_rule);
 }
 
 static int parse_exec_allow(struct vctx *c, json_t *v)
@@ -811,8 +824,6 @@ static int parse_net_rule(struct vctx *c, json_t *v, size_t idx)
 
 static int parse_net_rules(struct vctx *c, json_t *v)
 {
-	size_t i;
-	json_t *e;
 	int rc = want(c, v, JSON_ARRAY, "an array of rules");
 
 	if (rc)
@@ -820,17 +831,7 @@ static int parse_net_rules(struct vctx *c, json_t *v)
 	c->p->net = calloc(json_array_size(v) + 1, sizeof(*c->p->net));
 	if (!c->p->net)
 		return -ENOMEM;
-	json_array_foreach(v, i, e)
-	{
-		size_t old = push_idx(c, i);
-
-		c->p->nnet = i + 1;
-		rc = parse_net_rule(c, e, i);
-		pop(c, old);
-		if (rc)
-			return rc;
-	}
-	return 0;
+	return each_rule(c, v, &c->p->nnet, parse_net_rule);
 }
 
 static const struct named sock_family_names[] = {
@@ -995,8 +996,6 @@ static int parse_sys_rule(struct vctx *c, json_t *v, size_t idx)
 
 static int parse_syscalls(struct vctx *c, json_t *v)
 {
-	size_t i;
-	json_t *e;
 	int rc = want(c, v, JSON_ARRAY, "an array of rules");
 
 	if (rc)
@@ -1004,17 +1003,7 @@ static int parse_syscalls(struct vctx *c, json_t *v)
 	c->p->sys = calloc(json_array_size(v) + 1, sizeof(*c->p->sys));
 	if (!c->p->sys)
 		return -ENOMEM;
-	json_array_foreach(v, i, e)
-	{
-		size_t old = push_idx(c, i);
-
-		c->p->nsys = i + 1;
-		rc = parse_sys_rule(c, e, i);
-		pop(c, old);
-		if (rc)
-			return rc;
-	}
-	return 0;
+	return each_rule(c, v, &c->p->nsys, parse_sys_rule);
 }
 
 static int parse_limits(struct vctx *c, json_t *v)
