@@ -80,6 +80,7 @@ struct ward_event {
 	char path[WARD_PATH_MAX]; /* absolute, resolved as the kernel would */
 	bool exists;		  /* path named an existing file when decoded */
 	bool has_path2;		  /* rename/link/symlink: second name */
+	bool exists2;		  /* path2 named an existing file */
 	unsigned access2;
 	char raw2[WARD_PATH_MAX];
 	char path2[WARD_PATH_MAX];

@@ -75,6 +75,7 @@ int decode_path(struct tracer *t, struct tracee *tc, int dirfd, uint64_t addr,
 		return rc;
 	if (second) {
 		ev->has_path2 = true;
+		ev->exists2 = exists;
 	} else {
 		ev->exists = exists;
 	}
@@ -430,11 +431,7 @@ static int rename_common(struct tracer *t, struct tracee *tc,
 			   WARD_FS_CREATE);
 	if (rc < 0)
 		return rc;
-	char probe[WARD_PATH_MAX];
-	bool exists = false;
-	if (tracer_resolve(tc->tid, tc->tgid, nd, ev->raw2, false, probe,
-			   sizeof(probe), &exists) == 0 &&
-	    exists)
+	if (ev->exists2) /* the new name replaces a file */
 		ev->access2 |= WARD_FS_DELETE;
 	if (flags & 2 /* RENAME_EXCHANGE */)
 		ev->access |= WARD_FS_CREATE;
