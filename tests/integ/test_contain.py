@@ -300,3 +300,26 @@ def test_unusual_socket_families_refused(ctx):
     assert r.stdout == "errno 97\nerrno 97\n", r
     d = ctx.denials(ctx.last_run()["id"])
     assert [json.loads(e["args"])["family"] for e in d] == ["AF_NETLINK", "AF_PACKET"], d
+
+
+def test_rename_over_a_file_needs_delete(ctx):
+    """Renaming onto an existing name deletes that file: the policy must
+    allow delete there, not only create."""
+    pol = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..", "profiles", "default.json")))
+    for r in pol["fs"]:
+        if r.get("id") == "workdir":
+            r["allow"] = ["read", "write", "create", "stat"]
+    pol["fs"].append({"id": "src", "path": "$WORKDIR/src",
+                      "allow": ["read", "write", "create", "delete", "stat"]})
+    path = ctx.write("p.json", json.dumps(pol))
+    code = ("import os\nos.mkdir('src'); os.mkdir('dst')\n"
+            "open('src/a', 'w').write('a'); open('src/b', 'w').write('b')\n"
+            "open('dst/old', 'w').write('old')\n"
+            "os.rename('src/a', 'dst/new'); print('new ok')\n"
+            "try:\n    os.rename('src/b', 'dst/old'); print('replaced')\n"
+            "except PermissionError as e:\n    print('errno', e.errno)\n")
+    r = ctx.run(code, "--policy", path)
+    assert r.stdout == "new ok\nerrno 13\n", r
+    d = [e for e in ctx.denials(ctx.last_run()["id"]) if e["syscall"] == "rename"]
+    assert len(d) == 1 and "/src/b -> " in d[0]["target"], d
+    assert d[0]["target"].endswith("/dst/old") and "delete" in d[0]["reason"], d
