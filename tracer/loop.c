@@ -286,39 +286,34 @@ void tracer_stop(struct tracer *t, enum stop_reason why, const char *cause)
 /* ------------------------------------------------------------------ */
 /* applying a verdict                                                  */
 
-static void event_target(const struct ward_event *ev, char *buf, size_t n)
+/* The target as recorded: ev->path itself for most events (no copy on
+ * the stop path), else formatted into buf. */
+static const char *event_target(const struct ward_event *ev, char *buf,
+				size_t n)
 {
 	const struct ward_sockaddr *sa = &ev->sa;
 
-	buf[0] = '\0';
-	switch (ev->cls) {
-	case WARD_CLASS_NET:
-		if (!sa->present)
-			snprintf(buf, n, "%s",
-				 ev->net_op == WARD_NET_SOCKET
-					 ? ""
-					 : "(no address)");
-		else if (sa->family == AF_UNIX && sa->abstract)
-			snprintf(buf, n, "unix:@%s", sa->unix_path);
+	if (ev->cls == WARD_CLASS_NET) {
+		if (ev->net_op == WARD_NET_SOCKET)
+			snprintf(buf, n, "family %d", ev->sock_family);
+		else if (!sa->present)
+			snprintf(buf, n, "(no address)");
 		else if (sa->family == AF_UNIX)
-			snprintf(buf, n, "unix:%s", sa->unix_path);
+			snprintf(buf, n, "unix:%s%s", sa->abstract ? "@" : "",
+				 sa->unix_path);
 		else if (sa->family == AF_INET6 && !sa->v4mapped)
 			snprintf(buf, n, "[%s]:%d", sa->addr, sa->port);
 		else if (sa->addr[0])
 			snprintf(buf, n, "%s:%d", sa->addr, sa->port);
 		else
 			snprintf(buf, n, "family %d", sa->family);
-		if (ev->net_op == WARD_NET_SOCKET)
-			snprintf(buf, n, "family %d", ev->sock_family);
-		break;
-	case WARD_CLASS_FS:
-		if (ev->has_path2)
-			snprintf(buf, n, "%s -> %s", ev->path, ev->path2);
-		else
-			snprintf(buf, n, "%s", ev->path);
-		break;
-	default: snprintf(buf, n, "%s", ev->path); break;
+		return buf;
 	}
+	if (ev->cls == WARD_CLASS_FS && ev->has_path2) {
+		snprintf(buf, n, "%s -> %s", ev->path, ev->path2);
+		return buf;
+	}
+	return ev->path;
 }
 
 static void note_denial(struct tracer *t, const struct ward_event *ev,
@@ -420,10 +415,10 @@ static void apply_verdict(struct tracer *t, struct tracee *tc,
 			  const struct ward_event *ev,
 			  const struct policy_verdict *v)
 {
-	char target[WARD_PATH_MAX * 2 + 8];
+	char buf[WARD_PATH_MAX * 2 + 8];
+	const char *target = event_target(ev, buf, sizeof(buf));
 	const char *bt = NULL;
 
-	event_target(ev, target, sizeof(target));
 	if (v->backtrace &&
 	    tracer_backtrace(tc->tid, t->bt, sizeof(t->bt)) == 0)
 		bt = t->bt;
