@@ -17,7 +17,7 @@
 
 #include "audit/audit.h"
 
-#define AUDIT_SCHEMA_VERSION 1
+#define AUDIT_SCHEMA_VERSION 2
 #define AUDIT_APPLICATION_ID 0x77617264 /* "ward", PRAGMA application_id */
 #define AUDIT_BUSY_MS	     10000	/* wait this long for the lock */
 #define AUDIT_BATCH_ROWS     256	/* commit after this many rows */
@@ -60,7 +60,8 @@ struct audit {
 	sqlite3 *db;
 	char *path;
 	bool readonly;
-	bool ward_cols; /* runs has ward_pid, ward_start_ticks, boot_id */
+	bool ward_cols;	 /* runs has ward_pid, ward_start_ticks, boot_id */
+	bool layers_col; /* runs has layers (version 2) */
 	pthread_mutex_t lock;
 	sqlite3_stmt *st[ST__COUNT];
 

@@ -133,6 +133,8 @@ struct audit_run_end {
 	bool stdout_truncated; /* not all of it was kept */
 	bool stderr_truncated;
 	long long events, denials, processes; /* counters */
+	const char *layers_json; /* JSON array of the containment layers
+				  * ({name, active, detail}), or NULL */
 };
 /* Update the run row, commit and sync. Returns 0 or -errno. */
 int audit_run_end(struct audit *a, const struct audit_run_end *re);
@@ -230,6 +232,7 @@ struct audit_run {
 	long long ward_pid;	    /* the ward that wrote the run: pid, */
 	long long ward_start_ticks; /* its start time in ticks, */
 	const char *boot_id;	    /* and the boot it ran in */
+	const char *layers_json;    /* JSON array, NULL if not recorded */
 };
 typedef int (*audit_run_fn)(const struct audit_run *r, void *arg);
 

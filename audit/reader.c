@@ -10,15 +10,18 @@
 
 #include "audit/audit-int.h"
 
-#define RUN_COLS(code, ward)                                                   \
+/* The columns of runs, as a format: the code expression, the ward
+ * columns, the layers column, then what follows FROM (run_sql). */
+#define RUN_COLS_FMT                                                           \
 	"SELECT id, started_ns, ended_ns, duration_ms, argv, language,"        \
-	" interpreter, code_name, " code ", length(code), code_sha256,"        \
+	" interpreter, code_name, %s, length(code), code_sha256,"              \
 	" policy_name, policy_json, policy_sha256, workdir, limits, uid,"      \
 	" exit_code, signal, status, cause, stdout_bytes, stderr_bytes,"       \
 	" stdout_truncated, stderr_truncated, events, denials, processes,"     \
-	" host, kernel, ward_version, " ward " FROM runs "
+	" host, kernel, ward_version, %s, %s FROM runs %s"
 /* A file from before version 1 was released, opened readonly, may lack
- * these (see schema.c): they read as NULL then. */
+ * these (see schema.c): they read as NULL then. Likewise runs.layers in a
+ * version 1 file opened readonly. */
 #define WARD_COLS    "ward_pid, ward_start_ticks, boot_id"
 #define NO_WARD_COLS "NULL, NULL, NULL"
 
@@ -166,6 +169,20 @@ static void fill_run(sqlite3_stmt *st, struct audit_run *r)
 	r->ward_pid = cint(st, 31, -1);
 	r->ward_start_ticks = cint(st, 32, -1);
 	r->boot_id = ctext(st, 33);
+	r->layers_json = ctext(st, 34);
+}
+
+/* The SELECT of runs with the columns this file has; tail follows FROM.
+ * whole_code: the code whole, else its first AUDIT_LIST_CODE_MAX bytes. */
+static const char *run_sql(const struct audit *a, bool whole_code,
+			   const char *tail, char *buf, size_t n)
+{
+	_Static_assert(AUDIT_LIST_CODE_MAX == 256, "the SQL below says 256");
+	snprintf(buf, n, RUN_COLS_FMT,
+		 whole_code ? "code" : "substr(code, 1, 256)",
+		 a->ward_cols ? WARD_COLS : NO_WARD_COLS,
+		 a->layers_col ? "layers" : "NULL", tail);
+	return buf;
 }
 
 /* Steps st, calling fill + fn per row. Returns fn's nonzero value, 0 at
@@ -187,19 +204,15 @@ static void fill_run(sqlite3_stmt *st, struct audit_run *r)
 int audit_runs_each(struct audit *a, int limit, audit_run_fn fn, void *arg)
 {
 	sqlite3_stmt *st = NULL;
+	char sql[1024];
 	int r;
 
 	pthread_mutex_lock(&a->lock);
-	_Static_assert(AUDIT_LIST_CODE_MAX == 256, "the SQL below says 256");
-	r = prep(
-		a,
-		a->ward_cols
-			? RUN_COLS("substr(code, 1, 256)",
-				   WARD_COLS) "ORDER BY started_ns DESC, rowid DESC LIMIT ?1"
-			: RUN_COLS(
-				  "substr(code, 1, 256)",
-				  NO_WARD_COLS) "ORDER BY started_ns DESC, rowid DESC LIMIT ?1",
-		&st);
+	r = prep(a,
+		 run_sql(a, false,
+			 "ORDER BY started_ns DESC, rowid DESC LIMIT ?1", sql,
+			 sizeof(sql)),
+		 &st);
 	if (!r) {
 		sqlite3_bind_int64(st, 1, limit > 0 ? limit : -1);
 		r = EACH_ROW(a, st, struct audit_run, fill_run, fn, arg);
@@ -227,13 +240,11 @@ int audit_run_read(struct audit *a, const char *run_id, audit_run_fn fn,
 {
 	struct read_one ro = { .fn = fn, .arg = arg };
 	sqlite3_stmt *st = NULL;
+	char sql[1024];
 	int r;
 
 	pthread_mutex_lock(&a->lock);
-	r = prep(a,
-		 a->ward_cols ? RUN_COLS("code", WARD_COLS) "WHERE id = ?1"
-			      : RUN_COLS("code", NO_WARD_COLS) "WHERE id = ?1",
-		 &st);
+	r = prep(a, run_sql(a, true, "WHERE id = ?1", sql, sizeof(sql)), &st);
 	if (!r) {
 		sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
 		r = EACH_ROW(a, st, struct audit_run, fill_run, read_one_cb,

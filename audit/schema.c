@@ -17,8 +17,11 @@
 #define WARD_VERSION "unknown"
 #endif
 
-/* Version 1. A change means a new version and a migration step here. */
-static const char schema_v1[] =
+/*
+ * The current version (2), created whole in an empty file. A change means
+ * a new version and a migration step here (migrate_v2 below).
+ */
+static const char schema_sql[] =
 	"CREATE TABLE ward_meta(\n"
 	"  key TEXT PRIMARY KEY NOT NULL,\n"
 	"  value TEXT NOT NULL\n"
@@ -57,7 +60,8 @@ static const char schema_v1[] =
 	"  ward_version TEXT,\n"
 	"  ward_pid INTEGER,\n"
 	"  ward_start_ticks INTEGER,\n"
-	"  boot_id TEXT\n"
+	"  boot_id TEXT,\n"
+	"  layers TEXT\n"
 	") STRICT;\n"
 	"CREATE INDEX runs_started ON runs(started_ns);\n"
 	"CREATE INDEX runs_running ON runs(status) WHERE status = 'running';\n"
@@ -202,7 +206,7 @@ static int create_schema(struct audit *a)
 	int r;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	r = exec_sql(a, schema_v1);
+	r = exec_sql(a, schema_sql);
 	if (r)
 		return r;
 	snprintf(sql, sizeof(sql),
@@ -257,6 +261,17 @@ static const char prerelease_v1_upgrade[] =
 	"CREATE INDEX IF NOT EXISTS runs_running ON runs(status)"
 	" WHERE status = 'running';\n";
 
+/* Ends an upgrade's transaction: COMMIT after success (r == 0), else
+ * ROLLBACK. Returns r, or the COMMIT's error. */
+static int end_upgrade(struct audit *a, int r)
+{
+	if (!r)
+		r = exec_sql(a, "COMMIT");
+	if (r && !sqlite3_get_autocommit(a->db))
+		sqlite3_exec(a->db, "ROLLBACK", NULL, NULL, NULL);
+	return r;
+}
+
 static int has_ward_cols(struct audit *a, bool *has)
 {
 	long long n = 0;
@@ -282,11 +297,37 @@ static int upgrade_prerelease(struct audit *a)
 		r = has_ward_cols(a, &has); /* another ward may have done it */
 	if (!r && !has)
 		r = exec_sql(a, prerelease_v1_upgrade);
-	if (!r)
-		r = exec_sql(a, "COMMIT");
-	if (r && !sqlite3_get_autocommit(a->db))
-		sqlite3_exec(a->db, "ROLLBACK", NULL, NULL, NULL);
+	r = end_upgrade(a, r);
 	a->ward_cols = !r;
+	return r;
+}
+
+/*
+ * Version 1 -> 2: runs.layers, the containment layers of each run. ALTER
+ * TABLE ADD COLUMN keeps every row; older rows read NULL (not recorded).
+ * A readonly open of a version 1 file reads layers as NULL
+ * (a->layers_col false). A ward that knows only version 1 refuses the
+ * migrated file (its version is newer), never misreads it.
+ */
+static const char migrate_v2[] =
+	"ALTER TABLE runs ADD COLUMN layers TEXT;\n"
+	"UPDATE ward_meta SET value = '2' WHERE key = 'schema_version';\n"
+	"PRAGMA user_version = 2;\n";
+
+static int migrate(struct audit *a, long long version)
+{
+	int r;
+
+	a->layers_col = version >= 2;
+	if (a->layers_col || a->readonly)
+		return 0;
+	r = exec_sql(a, "BEGIN IMMEDIATE");
+	if (!r) /* another ward may have done it meanwhile */
+		r = query_int(a, "PRAGMA user_version", &version);
+	if (!r && version < 2)
+		r = exec_sql(a, migrate_v2);
+	r = end_upgrade(a, r);
+	a->layers_col = !r;
 	return r;
 }
 
@@ -304,7 +345,11 @@ int audit_schema_setup(struct audit *a)
 					  "database",
 					  a->path);
 		r = init_empty(a);
-		return r ? r : upgrade_prerelease(a);
+		if (!r)
+			r = upgrade_prerelease(a);
+		if (!r)
+			r = read_info(a, &di);
+		return r ? r : migrate(a, di.version);
 	}
 	if (di.app_id != AUDIT_APPLICATION_ID)
 		return audit_fail(a, -EPROTO,
@@ -317,5 +362,5 @@ int audit_schema_setup(struct audit *a)
 		r = exec_sql(a, "PRAGMA journal_mode = WAL");
 	if (!r)
 		r = upgrade_prerelease(a);
-	return r;
+	return r ? r : migrate(a, di.version);
 }

@@ -33,12 +33,12 @@ static const char *const stmt_sql[ST__COUNT] = {
 		" ward_version, ward_pid, ward_start_ticks, boot_id) VALUES"
 		" (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
 		" ?15, ?16, ?17, ?18, ?19, ?20)",
-	[ST_RUN_END] =
-		"UPDATE runs SET ended_ns = ?2, duration_ms = ?3,"
-		" exit_code = ?4, signal = ?5, status = ?6, cause = ?7,"
-		" stdout_bytes = ?8, stderr_bytes = ?9,"
-		" stdout_truncated = ?10, stderr_truncated = ?11,"
-		" events = ?12, denials = ?13, processes = ?14 WHERE id = ?1",
+	[ST_RUN_END] = "UPDATE runs SET ended_ns = ?2, duration_ms = ?3,"
+		       " exit_code = ?4, signal = ?5, status = ?6, cause = ?7,"
+		       " stdout_bytes = ?8, stderr_bytes = ?9,"
+		       " stdout_truncated = ?10, stderr_truncated = ?11,"
+		       " events = ?12, denials = ?13, processes = ?14,"
+		       " layers = coalesce(?15, layers) WHERE id = ?1",
 	[ST_PROC_START] =
 		"INSERT INTO processes(run_id, serial, parent_serial, pid,"
 		" tgid, ppid, kind, start_ns, start_ticks, exe, argv)"
@@ -421,6 +421,7 @@ static int queue_run_end(struct audit *a, const struct audit_run_end *re)
 		vint(re->stderr_bytes),	    vint(re->stdout_truncated),
 		vint(re->stderr_truncated), vint(re->events),
 		vint(re->denials),	    vint(re->processes),
+		vtext(re->layers_json),
 	};
 	int r = queue_row(a, ST_RUN_END, v, (int)(sizeof(v) / sizeof(v[0])));
 
@@ -499,6 +500,7 @@ int audit_end_unfinished(struct audit *a)
 			vnull(),
 			vtext("aborted"),
 			vtext("ward closed the record without ending the run"),
+			vnull(),
 			vnull(),
 			vnull(),
 			vnull(),

@@ -638,6 +638,24 @@ static json_t *json_text(const char *s, size_t len)
 	return j ? j : json_string("");
 }
 
+/* The run's containment layers as a JSON array (tracer_result.layers). */
+static json_t *layers_json(const struct tracer_result *r)
+{
+	json_t *arr = json_array();
+
+	for (size_t i = 0; arr && i < r->n_layers; i++) {
+		const struct tracer_layer *l = &r->layers[i];
+		json_array_append_new(
+			arr,
+			json_pack("{s:s, s:b, s:o}", "name", l->name, "active",
+				  l->active, "detail",
+				  json_text(l->detail, strlen(l->detail))));
+	}
+	if (!arr)
+		die("out of memory");
+	return arr;
+}
+
 static void print_json(const struct tracer_result *r, const char *run_id,
 		       const char *db, int exit_status)
 {
@@ -676,6 +694,7 @@ static void print_json(const struct tracer_result *r, const char *run_id,
 	json_object_set_new(o, "events", json_integer(r->events));
 	json_object_set_new(o, "denied", json_integer((json_int_t)r->denials));
 	json_object_set_new(o, "memory_limit_by", json_string(r->memory_by));
+	json_object_set_new(o, "layers", layers_json(r));
 	json_object_set_new(o, "denials", den);
 	json_object_set_new(o, "db", json_string(db));
 	json_dumpf(o, stdout, JSON_COMPACT);
@@ -875,6 +894,11 @@ int ward_cmd_run(int argc, char **argv)
 	if (r.setup_error[0] || (rc < 0 && rc != -ECHILD))
 		status = WARD_EXIT_INTERNAL;
 
+	json_t *lj = layers_json(&r);
+	char *layers = json_dumps(lj, JSON_COMPACT);
+	json_decref(lj);
+	if (!layers)
+		die("out of memory");
 	struct audit_run_end re = {
 		.end_ns = realtime_ns(),
 		.duration_ms = r.duration_ms,
@@ -889,8 +913,10 @@ int ward_cmd_run(int argc, char **argv)
 		.events = r.events,
 		.denials = r.denials,
 		.processes = r.processes,
+		.layers_json = layers,
 	};
 	int arc = audit_run_end(au, &re);
+	free(layers);
 	debug("end of run recorded");
 
 	if (a.json)

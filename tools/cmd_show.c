@@ -277,6 +277,37 @@ static void json_line(const char *name, const char *json)
 	fputc('\n', stdout);
 }
 
+/* The run's containment layers (runs.layers), one line each:
+ * "landlock on: ABI 7, ..." or "landlock OFF: why"; "-" when the run has
+ * no record of them (before schema version 2). */
+static void print_layers(const struct audit_run *r)
+{
+	json_t *arr = r->layers_json ? json_loads(r->layers_json, 0, NULL)
+				     : NULL;
+	size_t i;
+	json_t *l;
+
+	field("layers");
+	if (!json_is_array(arr) || !json_array_size(arr)) {
+		fputs(arr ? "(none)\n" : "-\n", stdout);
+		json_decref(arr);
+		return;
+	}
+	for (i = 0; i < json_array_size(arr); i++) {
+		l = json_array_get(arr, i);
+		if (i)
+			field("");
+		view_str(stdout, json_string_value(json_object_get(l, "name")));
+		printf(" %s", json_is_true(json_object_get(l, "active"))
+				      ? "on: "
+				      : "OFF: ");
+		view_str(stdout,
+			 json_string_value(json_object_get(l, "detail")));
+		fputc('\n', stdout);
+	}
+	json_decref(arr);
+}
+
 struct show_ctx {
 	long long t0;		   /* the run's start, for relative times */
 	const struct show_opts *o; /* the timeline's limits */
@@ -300,6 +331,7 @@ static int print_header(const struct audit_run *r, void *arg)
 	line("uid", r->uid >= 0 ? uid : NULL, "", NULL);
 	line("policy", r->policy_name, ", sha256 ", r->policy_sha256);
 	json_line("limits", r->limits_json);
+	print_layers(r);
 	print_counts(r);
 	field("host");
 	view_str(stdout, r->host);
@@ -681,6 +713,7 @@ static int run_json(const struct audit_run *r, void *arg)
 	I("ward_pid", r->ward_pid);
 	I("ward_start_ticks", r->ward_start_ticks);
 	S("boot_id", r->boot_id);
+	P("layers", r->layers_json);
 	json_object_set_new(arg, "run", o);
 	return 0;
 }
@@ -829,6 +862,7 @@ static int summary_header(const struct audit_run *r, void *arg)
 	fputs("), policy ", stdout);
 	view_str(stdout, r->policy_name);
 	fputc('\n', stdout);
+	print_layers(r);
 	return 0;
 }
 

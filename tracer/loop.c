@@ -783,6 +783,25 @@ static const char *final_status(struct tracer *t, struct tracer_result *r)
 	return r->exit_code == 0 && r->signal == 0 ? "ok" : "error";
 }
 
+/* The layers every run has once the child is seized: the child loads the
+ * filters before its execve, or the run fails with a set-up error. */
+static void record_core_layers(struct tracer *t, const struct sock_fprog *f)
+{
+	char d[200];
+
+	snprintf(d, sizeof(d),
+		 "guard filter and the policy's filter (%u instructions): "
+		 "kill list, native architecture only",
+		 (unsigned)f->len);
+	tracer_layer_add(t->res, "seccomp", true, d);
+	snprintf(d, sizeof(d), "%s: policy %s",
+		 policy_audit_mode(t->o->policy)
+			 ? "audit mode, would-be denials recorded, none made"
+			 : "every sensitive syscall decided",
+		 policy_name(t->o->policy));
+	tracer_layer_add(t->res, "ptrace", true, d);
+}
+
 /* Start: fork, seize, release. Returns the child's pid or -errno. */
 static pid_t start_child(struct tracer *t, const struct sock_fprog *filter,
 			 struct spawn_fds *f, int sync_w)
@@ -901,6 +920,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	}
 	t->root = pid;
 	debug("child %d seized", (int)pid);
+	record_core_layers(t, &filter);
 	tracee_add(t, pid, NULL);
 	rc = tracer_io_start(t);
 	if (rc == 0)

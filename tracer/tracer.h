@@ -56,6 +56,19 @@ struct tracer_denial {
 	int err;
 };
 
+/*
+ * One containment layer of the run (seccomp, ptrace, landlock,
+ * namespaces, cgroup-memory, rlimits, ...) and whether it is in force.
+ * The list is the run's record of what contained it (runs.layers).
+ */
+struct tracer_layer {
+	char name[24];	  /* short and stable: "landlock", "seccomp" */
+	bool active;	  /* in force for the run */
+	char detail[200]; /* what it covers, or why it is missing */
+};
+
+#define TRACER_LAYERS_MAX 16
+
 struct tracer_result {
 	int exit_code;	    /* the code's exit status; -1 if signalled */
 	int signal;	    /* signal that ended the first process, or 0 */
@@ -75,7 +88,23 @@ struct tracer_result {
 				* "none" (static strings) */
 	char setup_error[512]; /* non-empty: the sandbox could not be set up
 				  * (ward's error, not the code's) */
+	struct tracer_layer layers[TRACER_LAYERS_MAX]; /* tracer_layer_add */
+	size_t n_layers;
 };
+
+/*
+ * Record a layer in res (tracer_run empties the list when it starts; add
+ * from there on). A second call with the same name replaces the entry, so a
+ * layer can be declared missing first and made active once it is in place.
+ * detail may be NULL; longer text is cut. Not thread-safe: call from the
+ * thread that runs tracer_run. Returns 0, -EINVAL (empty or too long name)
+ * or -ENOSPC (TRACER_LAYERS_MAX layers already).
+ */
+int tracer_layer_add(struct tracer_result *res, const char *name, bool active,
+		     const char *detail);
+/* The layer named name in res, or NULL. */
+const struct tracer_layer *tracer_layer_find(const struct tracer_result *res,
+					     const char *name);
 
 /*
  * Compiling the seccomp filter takes about a millisecond; a caller may

@@ -277,7 +277,7 @@ static void test_create(void)
 	ok(nfds >= 3, "... db, wal and shm are open (%d new fds)", nfds);
 	db = peek_open(path);
 	is_str(q_text(db, "PRAGMA journal_mode"), "wal", "journal_mode is WAL");
-	is_int(q_int(db, "PRAGMA user_version"), 1, "user_version is 1");
+	is_int(q_int(db, "PRAGMA user_version"), 2, "user_version is 2");
 	is_int(q_int(db, "PRAGMA application_id"), 0x77617264,
 	       "application_id is 'ward'");
 	is_str(q_text(db, "SELECT value FROM ward_meta WHERE key = "
@@ -1266,6 +1266,58 @@ static void test_prerelease_upgrade(void)
 	sqlite3_close(db);
 }
 
+static int get_layers(const struct audit_run *r, void *arg)
+{
+	snprintf(arg, 256, "%s", r->layers_json ? r->layers_json : "NULL");
+	return 0;
+}
+
+/* A version 1 file (no runs.layers): read as is, migrated when written. */
+static void test_v1_migration(void)
+{
+	const char *path = tpath("v1.db");
+	struct audit *a = open_rw(path), *ro = NULL;
+	struct audit_run_info ri = run_info(1000);
+	struct audit_run_end re = { .status = "ok",
+				    .layers_json = "[{\"name\":\"x\"}]" };
+	char id[AUDIT_RUN_ID_LEN + 1], err[256], got[256] = "";
+	sqlite3 *db;
+
+	audit_close(a);
+	db = peek_open(path);
+	sqlite3_exec(db,
+		     "ALTER TABLE runs DROP COLUMN layers;"
+		     "PRAGMA user_version = 1;",
+		     NULL, NULL, NULL);
+	insert_run_row(db, "c000000000000001", 1);
+	is_int(audit_open(path, true, &ro, err, sizeof(err)), 0,
+	       "v1: opens readonly");
+	is_int(audit_run_read(ro, "c000000000000001", get_layers, got), 0,
+	       "v1: readonly read works");
+	is_str(got, "NULL", "... layers read as NULL");
+	audit_close(ro);
+	is_int(q_int(db, "PRAGMA user_version"), 1,
+	       "v1: readonly leaves the version alone");
+	a = open_rw(path);
+	ok(a != NULL, "v1: opens read-write");
+	is_int(q_int(db, "PRAGMA user_version"), 2, "... which migrates to 2");
+	is_int(q_int(db, "SELECT count(*) FROM pragma_table_info('runs') "
+			 "WHERE name = 'layers'"),
+	       1, "... adding runs.layers");
+	is_str(q_text(db, "SELECT value FROM ward_meta WHERE key = "
+			  "'schema_version'"),
+	       "2", "... and ward_meta says 2");
+	is_int(audit_run_begin(a, &ri, id), 0, "v1 migrated: run_begin");
+	is_int(audit_run_end(a, &re), 0, "... run_end with layers");
+	is_int(audit_run_read(a, id, get_layers, got), 0, "... read back");
+	is_str(got, "[{\"name\":\"x\"}]", "... layers as written");
+	is_int(audit_run_read(a, "c000000000000001", get_layers, got), 0,
+	       "... the old run");
+	is_str(got, "NULL", "... has no layers");
+	audit_close(a);
+	sqlite3_close(db);
+}
+
 /* ------------------------------ refusals ------------------------------ */
 
 static void test_foreign(void)
@@ -1303,10 +1355,10 @@ static void test_foreign(void)
 	a = open_rw(path);
 	audit_close(a);
 	db = peek_open(path);
-	sqlite3_exec(db, "PRAGMA user_version = 2", NULL, NULL, NULL);
+	sqlite3_exec(db, "PRAGMA user_version = 3", NULL, NULL, NULL);
 	sqlite3_close(db);
 	is_int(audit_open(path, false, &a, err, sizeof(err)), -EPROTO,
-	       "schema version 2: -EPROTO");
+	       "schema version 3: -EPROTO");
 	ok(strstr(err, "newer") != NULL, "... message: %s", err);
 }
 
@@ -1423,6 +1475,7 @@ int main(void)
 	test_counts_and_denials();
 	test_reap();
 	test_prerelease_upgrade();
+	test_v1_migration();
 	test_foreign();
 	test_not_db();
 	test_readonly_missing();
