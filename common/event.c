@@ -23,6 +23,7 @@ void ward_event_reset(struct ward_event *ev)
 	ev->sa.unix_path[0] = '\0';
 	ev->sa.abstract = false;
 	ev->clone_flags = 0;
+	memset(ev->raw_args, 0, sizeof(ev->raw_args));
 	ev->sig_target = 0;
 	ev->sig = 0;
 	ev->sig_in_run = false;

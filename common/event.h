@@ -95,6 +95,10 @@ struct ward_event {
 	/* processes (WARD_CLASS_PROC) */
 	unsigned long clone_flags;
 
+	/* WARD_CLASS_OTHER: the six argument registers as the code passed
+	 * them (for the argument floor, common/floor.h) */
+	unsigned long long raw_args[6];
+
 	/* signals (WARD_CLASS_SIGNAL) */
 	pid_t sig_target; /* as passed: >0 pid/tid, 0 own group, <0 group */
 	int sig;	  /* 0 is the existence probe */

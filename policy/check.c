@@ -5,7 +5,9 @@
  * compiled policy and the event only, never allocates, and matches paths
  * with precomputed lengths and memcmp. Order of decision:
  *   1. malformed event -> deny "invalid-event" (-EINVAL)
- *   2. clone flags of ward's floor (CLONE_NEW*, CLONE_UNTRACED) -> kill
+ *   2. ward's floor: clone flags CLONE_NEW* and CLONE_UNTRACED -> kill;
+ *      prctl options, personality values and ioctl requests outside the
+ *      argument floor (common/floor.h) -> deny EPERM
  *   3. a "syscalls" rule naming the syscall
  *   4. the rules of the event's class
  * then audit mode turns denials into allows with would_deny set.
@@ -22,17 +24,7 @@
 
 #include "policy-int.h"
 
-#ifndef CLONE_NEWTIME
-#define CLONE_NEWTIME 0x00000080
-#endif
-#ifndef CLONE_NEWCGROUP
-#define CLONE_NEWCGROUP 0x02000000
-#endif
-
-#define CLONE_FLOOR                                                            \
-	(CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC |         \
-	 CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWTIME |         \
-	 CLONE_UNTRACED)
+#include "../common/floor.h"
 
 static const char *const access_bit_names[POL_FS_NBITS] = {
 	"read", "write", "create", "delete", "exec", "stat",
@@ -635,13 +627,24 @@ static int decide(const struct policy *p, const struct ward_event *ev,
 {
 	const char *name = ev->name ? ev->name : "";
 	const struct pol_sys_rule *r;
+	const char *floor_why;
+	unsigned floor_val = 0;
 
-	if (ev->cls == WARD_CLASS_PROC && (ev->clone_flags & CLONE_FLOOR)) {
+	if (ev->cls == WARD_CLASS_PROC &&
+	    ((unsigned)ev->clone_flags & WARD_CLONE_FLOOR)) {
 		set(out, POLICY_KILL, 0, POL_RULE_CLONE);
 		reason(out,
 		       "%s with flags %#lx: namespaces and CLONE_UNTRACED "
 		       "are in ward's floor",
 		       name[0] ? name : "clone", ev->clone_flags);
+		*floor = true;
+		return 0;
+	}
+	if (ev->cls == WARD_CLASS_OTHER &&
+	    (floor_why = ward_arg_floor(name, ev->raw_args, &floor_val))) {
+		set(out, POLICY_DENY, EPERM, POL_RULE_ARG_FLOOR);
+		reason(out, "%s %#x: %s (ward's floor)", name, floor_val,
+		       floor_why);
 		*floor = true;
 		return 0;
 	}

@@ -21,6 +21,7 @@
 #define POL_RULE_NET_SOCKET	  "net.socket"
 #define POL_RULE_NET_CONNECTED	  "net.connected"
 #define POL_RULE_CLONE		  "clone.flags"
+#define POL_RULE_ARG_FLOOR	  "floor.args"
 #define POL_RULE_PROC		  "proc"
 #define POL_RULE_SIGNALS	  "signals"
 

@@ -322,6 +322,8 @@ int dec_other(struct tracer *t, struct tracee *tc,
 	(void)t;
 	(void)tc;
 	ev->cls = WARD_CLASS_OTHER;
+	for (int i = 0; i < 6; i++)
+		ev->raw_args[i] = A(i);
 	snprintf(
 		js, sizeof(js),
 		"[\"%#llx\",\"%#llx\",\"%#llx\",\"%#llx\",\"%#llx\",\"%#llx\"]",

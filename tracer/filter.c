@@ -3,12 +3,15 @@
  *
  * Two filters. The guard (raw BPF, loaded first) checks what libseccomp
  * 2.5 cannot express safely, on the low 32 bits of int arguments as the
- * kernel reads them: a foreign architecture or an x32 number kills the
- * process; prctl(PR_SET_SECCOMP) kills; prctl(PR_SET_DUMPABLE) fails with
- * EPERM (a non-dumpable tracee would hide its memory from ward);
- * ioctl(TIOCSTI/TIOCLINUX) fails with EPERM (no typing into a terminal).
- * The kernel runs every filter and the strictest action wins, so the
- * guard's KILL and ERRNO beat the main filter's ALLOW.
+ * kernel reads them (tables in common/floor.h): a foreign architecture or
+ * an x32 number kills the process; prctl(PR_SET_SECCOMP) kills; clone with
+ * CLONE_NEW* or CLONE_UNTRACED kills before it ever reaches a stop; a prctl
+ * option off the allowlist, a personality other than PER_LINUX and
+ * ioctl(TIOCSTI/TIOCLINUX) stop at ward (TRACE), whose policy denies them
+ * with EPERM and records them (rule "floor.args", every profile). With no
+ * tracer attached, TRACE fails the call: fail-closed. The kernel runs
+ * every filter and the strictest action wins, so the guard's KILL and
+ * TRACE beat the main filter's ALLOW.
  *
  * The main filter (libseccomp). Default action: TRACE (stop at ward), so a syscall nobody thought about
  * is decided and recorded, never silently allowed. On top:
@@ -118,7 +121,7 @@ static int filter_ctx(const struct policy *p, scmp_filter_ctx *out, char *msg,
 	}
 
 	ADD0(SCMP_ACT_ERRNO(ENOSYS), "clone3");
-	/* prctl and ioctl: the guard filter refuses the dangerous values. */
+	/* prctl and ioctl: the guard sends the dangerous values to ward. */
 	if (!ruled[__NR_prctl])
 		ADD0(SCMP_ACT_ALLOW, "prctl");
 	if (!ruled[__NR_ioctl])
@@ -130,11 +133,9 @@ static int filter_ctx(const struct policy *p, scmp_filter_ctx *out, char *msg,
 	if (!ruled[__NR_sched_setaffinity])
 		ADD(SCMP_ACT_ALLOW, "sched_setaffinity",
 		    SCMP_A0_32(SCMP_CMP_EQ, 0));
-	if (!ruled[__NR_personality]) {
-		ADD(SCMP_ACT_ALLOW, "personality", SCMP_A0_32(SCMP_CMP_EQ, 0));
-		ADD(SCMP_ACT_ALLOW, "personality",
-		    SCMP_A0_32(SCMP_CMP_EQ, 0xffffffffu));
-	}
+	/* The guard sends personality other than PER_LINUX to ward. */
+	if (!ruled[__NR_personality])
+		ADD0(SCMP_ACT_ALLOW, "personality");
 	/* Everything else in syscalls.c and the rest: the default, TRACE. */
 	*out = ctx;
 	return 0;
@@ -143,37 +144,122 @@ fail:
 	return rc < 0 ? rc : -EINVAL;
 }
 
-/* clang-format off */
+/*
+ * The guard is built once, before main (a constructor: the child only
+ * reads it after fork), from the tables of common/floor.h, so the kernel
+ * and the policy check the same values. Jumps name labels; emit_done()
+ * turns them into the offsets BPF wants. If the program did not fit, its
+ * length stays 0 and loading it fails: the child never runs unguarded.
+ */
+enum {
+	L_NEXT,
+	L_ALLOW,
+	L_TRACE,
+	L_KILL,
+	L_PRCTL,
+	L_PERS,
+	L_IOCTL,
+	L_CLONE,
+	L_COUNT
+};
+#define GUARD_MAX 96
+
+static struct sock_filter guard[GUARD_MAX];
+struct sock_fprog tracer_guard = { .len = 0, .filter = guard };
+
+struct emitter {
+	unsigned n;
+	bool overflow;
+	unsigned char jt[GUARD_MAX], jf[GUARD_MAX]; /* label ids, L_NEXT: 0 */
+	int at[L_COUNT];			    /* label positions */
+};
+
+static void emit(struct emitter *e, unsigned short code, unsigned k,
+		 unsigned char jt, unsigned char jf)
+{
+	if (e->n >= GUARD_MAX) {
+		e->overflow = true;
+		return;
+	}
+	guard[e->n] = (struct sock_filter){ code, 0, 0, k };
+	e->jt[e->n] = jt;
+	e->jf[e->n] = jf;
+	e->n++;
+}
+
+static void label(struct emitter *e, int l)
+{
+	e->at[l] = (int)e->n;
+}
+
+#define LOAD(e, off) emit(e, BPF_LD | BPF_W | BPF_ABS, (unsigned)(off), 0, 0)
+#define RET(e, act)  emit(e, BPF_RET | BPF_K, (act), 0, 0)
+/* if A == k goto l (else next) */
+#define IFEQ(e, k, l) emit(e, BPF_JMP | BPF_JEQ | BPF_K, (unsigned)(k), l, 0)
+/* the low 32 bits of argument i (little-endian x86-64) */
 #define LO32(i) (offsetof(struct seccomp_data, args) + 8 * (i))
-#define STMT(code, k) { (unsigned short)(code), 0, 0, (unsigned)(k) }
-#define JEQ(k, jt, jf) { BPF_JMP | BPF_JEQ | BPF_K, jt, jf, (unsigned)(k) }
 
-static struct sock_filter guard[] = {
-	/* 0 */ STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-	/* 1 */ JEQ(AUDIT_ARCH_X86_64, 1, 0),
-	/* 2 */ STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-	/* 3 */ STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-	/* 4 */ { BPF_JMP | BPF_JGE | BPF_K, 0, 1, 0x40000000u }, /* x32 */
-	/* 5 */ STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-	/* 6 */ JEQ(__NR_prctl, 0, 4),          /* else -> 11 */
-	/* 7 */ STMT(BPF_LD | BPF_W | BPF_ABS, LO32(0)),
-	/* 8 */ JEQ(PR_SET_SECCOMP, 7, 0),      /* -> 16 kill */
-	/* 9 */ JEQ(PR_SET_DUMPABLE, 7, 0),     /* -> 17 EPERM */
-	/* 10 */ STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	/* 11 */ JEQ(__NR_ioctl, 0, 3),         /* else -> 15 */
-	/* 12 */ STMT(BPF_LD | BPF_W | BPF_ABS, LO32(1)),
-	/* 13 */ JEQ(TIOCSTI, 3, 0),            /* -> 17 EPERM */
-	/* 14 */ JEQ(TIOCLINUX, 2, 0),          /* -> 17 EPERM */
-	/* 15 */ STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	/* 16 */ STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-	/* 17 */ STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-};
-/* clang-format on */
+static int emit_done(struct emitter *e)
+{
+	for (unsigned i = 0; i < e->n && !e->overflow; i++) {
+		int t = e->jt[i] ? e->at[e->jt[i]] - (int)i - 1 : 0;
+		int f = e->jf[i] ? e->at[e->jf[i]] - (int)i - 1 : 0;
+		if (t < 0 || t > 255 || f < 0 || f > 255)
+			return -EINVAL;
+		guard[i].jt = (unsigned char)t;
+		guard[i].jf = (unsigned char)f;
+	}
+	return e->overflow ? -EINVAL : 0;
+}
 
-const struct sock_fprog tracer_guard = {
-	.len = sizeof(guard) / sizeof(guard[0]),
-	.filter = guard,
-};
+__attribute__((constructor)) static void guard_build(void)
+{
+	struct emitter e = { .n = 0 };
+
+	LOAD(&e, offsetof(struct seccomp_data, arch));
+	emit(&e, BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, L_KILL);
+	LOAD(&e, offsetof(struct seccomp_data, nr));
+	emit(&e, BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, L_KILL, 0); /* x32 */
+	IFEQ(&e, __NR_prctl, L_PRCTL);
+	IFEQ(&e, __NR_personality, L_PERS);
+	IFEQ(&e, __NR_ioctl, L_IOCTL);
+	IFEQ(&e, __NR_clone, L_CLONE);
+	RET(&e, SECCOMP_RET_ALLOW);
+
+	/* A new filter from the code could hide its syscalls from ward. */
+	label(&e, L_PRCTL);
+	LOAD(&e, LO32(0));
+	IFEQ(&e, PR_SET_SECCOMP, L_KILL);
+	for (const unsigned *o = ward_prctl_allow; *o; o++)
+		IFEQ(&e, *o, L_ALLOW);
+	RET(&e, SECCOMP_RET_TRACE);
+
+	label(&e, L_PERS);
+	LOAD(&e, LO32(0));
+	for (int i = 0; i < 2; i++)
+		IFEQ(&e, ward_personality_allow[i], L_ALLOW);
+	RET(&e, SECCOMP_RET_TRACE);
+
+	label(&e, L_IOCTL);
+	LOAD(&e, LO32(1));
+	for (int i = 0; i < 2; i++)
+		IFEQ(&e, ward_ioctl_refuse[i], L_TRACE);
+	RET(&e, SECCOMP_RET_ALLOW);
+
+	/* clone(2) reads only the low 32 bits of its flags. */
+	label(&e, L_CLONE);
+	LOAD(&e, LO32(0));
+	emit(&e, BPF_JMP | BPF_JSET | BPF_K, WARD_CLONE_FLOOR, L_KILL, 0);
+	RET(&e, SECCOMP_RET_ALLOW);
+
+	label(&e, L_ALLOW);
+	RET(&e, SECCOMP_RET_ALLOW);
+	label(&e, L_TRACE);
+	RET(&e, SECCOMP_RET_TRACE);
+	label(&e, L_KILL);
+	RET(&e, SECCOMP_RET_KILL_PROCESS);
+	tracer_guard.len = emit_done(&e) == 0 ? (unsigned short)e.n : 0;
+}
 
 /*
  * Compile the main filter to BPF in the parent, so that the child only has

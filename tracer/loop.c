@@ -643,6 +643,21 @@ static void on_exit_status(struct tracer *t, pid_t pid, int status)
 	tracee_remove(t, tc);
 }
 
+/* A kill by the seccomp floor happens in the kernel, without a stop: the
+ * record names it here, from the dying thread's registers (floorkill.c). */
+static void on_exit_stop(struct tracer *t, struct tracee *tc)
+{
+	unsigned long status = 0;
+	struct policy_verdict v;
+
+	if (ptrace(PTRACE_GETEVENTMSG, tc->tid, 0, &status) == 0 &&
+	    tracer_floor_killed(tc->tid, status, &t->ev, &v)) {
+		t->ev.pid = tc->tgid;
+		apply_verdict(t, tc, &t->ev, &v);
+	}
+	ptrace(PTRACE_CONT, tc->tid, 0, 0);
+}
+
 static bool is_stop_signal(int sig)
 {
 	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN ||
@@ -688,7 +703,8 @@ static void handle_status(struct tracer *t, pid_t pid, int status)
 		/* signal-delivery-stop: the signal goes on to the code */
 		ptrace(PTRACE_CONT, pid, 0, (void *)(long)sig);
 		break;
-	default: /* EXIT, VFORK_DONE */ ptrace(PTRACE_CONT, pid, 0, 0); break;
+	case PTRACE_EVENT_EXIT: on_exit_stop(t, tc); break;
+	default: /* VFORK_DONE */ ptrace(PTRACE_CONT, pid, 0, 0); break;
 	}
 }
 

@@ -64,7 +64,14 @@ int tracer_prepared_take(struct tracer_prepared *tp, struct sock_fprog *out,
 
 /* The guard filter, loaded before the main one (see filter.c). */
 struct sock_fprog;
-extern const struct sock_fprog tracer_guard;
+extern struct sock_fprog tracer_guard; /* built before main */
+
+/* At a thread's exit stop (exit_status from PTRACE_GETEVENTMSG): when the
+ * kernel killed it for ward's seccomp floor, fills ev (nr, name, args; the
+ * caller sets pid) and a kill verdict naming the syscall, and returns true
+ * (floorkill.c). */
+bool tracer_floor_killed(pid_t tid, unsigned long exit_status,
+			 struct ward_event *ev, struct policy_verdict *v);
 
 /* ---- tracee memory (umem.c) ---- */
 

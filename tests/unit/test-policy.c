@@ -981,6 +981,67 @@ static void test_proc_signals_other(void)
 	policy_free(p);
 }
 
+/* The argument floor: prctl options, personality, terminal ioctls. It
+ * runs before raw syscall rules and stays in audit mode. */
+static void ev_other(const char *name, unsigned long long a0,
+		     unsigned long long a1)
+{
+	ev_base(WARD_CLASS_OTHER, name);
+	ev.raw_args[0] = a0;
+	ev.raw_args[1] = a1;
+}
+
+static void test_arg_floor(void)
+{
+	const unsigned long long hi = 0xdead000000000000ULL;
+	const char *profiles[] = { "default", "audit" };
+	struct policy *p =
+		load("{\"version\": 1, \"syscalls\": ["
+		     "{\"name\": \"prctl\", \"action\": \"allow\"},"
+		     "{\"name\": \"personality\", \"action\": \"allow\"},"
+		     "{\"name\": \"ioctl\", \"action\": \"allow\"}]}");
+
+	if (!ok(p != NULL, "policy allowing prctl, personality, ioctl loads"))
+		return;
+	ev_other("prctl", 0x59616d61 /* PR_SET_PTRACER */, 0);
+	DENIES(p, EPERM, "floor.args", "PR_SET_PTRACER: floor beats the rule");
+	is_str(v.reason,
+	       "prctl 0x59616d61: option not on ward's prctl allowlist "
+	       "(ward's floor)",
+	       "floor reason names the option");
+	ev_other("prctl", hi | 4 /* PR_SET_DUMPABLE */, 0);
+	DENIES(p, EPERM, "floor.args", "PR_SET_DUMPABLE with high junk");
+	ev_other("prctl", hi | 15 /* PR_SET_NAME */, 0);
+	ALLOWS(p, "syscalls[0]", "PR_SET_NAME (low 32 bits) passes the floor");
+	ev_other("personality", 0x0040000, 0);
+	DENIES(p, EPERM, "floor.args", "personality ADDR_NO_RANDOMIZE");
+	ev_other("personality", hi, 0);
+	ALLOWS(p, "syscalls[1]", "PER_LINUX with high junk passes");
+	ev_other("ioctl", 0, hi | 0x5412 /* TIOCSTI */);
+	DENIES(p, EPERM, "floor.args", "TIOCSTI with high junk");
+	ev_other("ioctl", 0, 0x541C /* TIOCLINUX */);
+	DENIES(p, EPERM, "floor.args", "TIOCLINUX");
+	ev_other("ioctl", 0, 0x5401 /* TCGETS */);
+	ALLOWS(p, "syscalls[2]", "TCGETS passes");
+	ev_other("sync", 0x59616d61, 0);
+	DENIES(p, ENOSYS, "default", "other syscalls: not prctl's floor");
+	policy_free(p);
+
+	for (size_t i = 0; i < 2; i++) {
+		char what[64];
+		p = load_profile(profiles[i]);
+		if (!p)
+			return;
+		snprintf(what, sizeof(what), "%s profile: PR_SET_PTRACER",
+			 profiles[i]);
+		ev_other("prctl", 0x59616d61, 0);
+		DENIES(p, EPERM, "floor.args", what);
+		ok(!v.would_deny, "%s profile: a floor denial, not would_deny",
+		   profiles[i]);
+		policy_free(p);
+	}
+}
+
 static void test_audit_backtrace(void)
 {
 	struct policy_error e;
@@ -1410,6 +1471,7 @@ int main(void)
 	test_exec();
 	test_net();
 	test_proc_signals_other();
+	test_arg_floor();
 	test_audit_backtrace();
 	test_invalid();
 	test_profile_default();

@@ -1,11 +1,21 @@
 /*
  * test-tracer.c - the tracer's pure parts, run against this very process:
  * lexical normalization, path resolution (cwd, dirfd, symlinks, dangling
- * links, /proc/self), bounded memory reads, the args JSON builder and the
- * syscall table.
+ * links, /proc/self), bounded memory reads, the args JSON builder, the
+ * syscall table, and the guard seccomp filter (evaluated here and loaded
+ * into a child).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +24,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../../common/floor.h"
 #include "../../policy/policy.h"
 #include "../../tracer/args.h"
 #include "../../tracer/tracer-int.h"
@@ -300,6 +311,176 @@ static void table_cases(void)
 	   "the allow list has read, no sensitive syscall");
 }
 
+/* A classic-BPF evaluator for what the guard uses: the guard's answer for
+ * one syscall, without the kernel. */
+static unsigned guard_eval(int nr, unsigned arch, const uint64_t args[6])
+{
+	struct seccomp_data d = { .nr = nr, .arch = arch };
+	unsigned a = 0;
+
+	memcpy(d.args, args, sizeof(d.args));
+	for (unsigned pc = 0; pc < tracer_guard.len; pc++) {
+		const struct sock_filter *f = &tracer_guard.filter[pc];
+		unsigned k = f->k;
+		bool jump;
+
+		switch (f->code) {
+		case BPF_LD | BPF_W | BPF_ABS:
+			if (k + 4 > sizeof(d))
+				return 0xdead;
+			memcpy(&a, (const char *)&d + k, 4);
+			continue;
+		case BPF_RET | BPF_K: return k;
+		case BPF_JMP | BPF_JEQ | BPF_K: jump = a == k; break;
+		case BPF_JMP | BPF_JGE | BPF_K: jump = a >= k; break;
+		case BPF_JMP | BPF_JSET | BPF_K: jump = (a & k) != 0; break;
+		default: return 0xdead;
+		}
+		pc += jump ? f->jt : f->jf;
+	}
+	return 0xdead; /* fell off the end */
+}
+
+#define HI 0xdead000000000000ULL /* junk in the high half */
+
+static void guard_cases(void)
+{
+	const uint64_t hi = HI;
+	uint64_t a[6] = { 0 };
+	int agree = 0, n = 0;
+
+	ok(tracer_guard.len > 0, "the guard was built (%u instructions)",
+	   tracer_guard.len);
+	is_int(guard_eval(SYS_read, AUDIT_ARCH_I386, a),
+	       SECCOMP_RET_KILL_PROCESS, "guard: i386 kills");
+	is_int(guard_eval(SYS_read | 0x40000000, AUDIT_ARCH_X86_64, a),
+	       SECCOMP_RET_KILL_PROCESS, "guard: x32 numbers kill");
+	is_int(guard_eval(SYS_read, AUDIT_ARCH_X86_64, a), SECCOMP_RET_ALLOW,
+	       "guard: read passes");
+	/* Every prctl option 0..127 and the named big ones, with and without
+	 * junk in the high half: the guard and the policy's floor agree. */
+	for (unsigned o = 0; o < 132; o++) {
+		unsigned opt = o < 128 ? o
+				       : (unsigned[]){ 0x59616d61, 0x53564d41,
+						       0x41555856,
+						       0xffffffffu }[o - 128];
+		for (int h = 0; h < 2; h++) {
+			unsigned long long ra[6] = { (h ? hi : 0) | opt };
+			unsigned val, want;
+			a[0] = ra[0];
+			want = opt == PR_SET_SECCOMP ? SECCOMP_RET_KILL_PROCESS
+			       : ward_arg_floor("prctl", ra, &val)
+				       ? SECCOMP_RET_TRACE
+				       : SECCOMP_RET_ALLOW;
+			agree += guard_eval(SYS_prctl, AUDIT_ARCH_X86_64, a) ==
+				 want;
+			n++;
+		}
+	}
+	is_int(agree, n, "guard: prctl options as the floor says, low 32 bits");
+	/* clang-format off */
+	static const struct {
+		int nr;
+		uint64_t a0, a1;
+		unsigned want;
+		const char *what;
+	} cases[] = {
+		{ SYS_prctl, HI | PR_SET_NAME, 0, SECCOMP_RET_ALLOW,
+		  "PR_SET_NAME with high junk passes" },
+		{ SYS_prctl, PR_SET_DUMPABLE, 0, SECCOMP_RET_TRACE,
+		  "PR_SET_DUMPABLE goes to ward" },
+		{ SYS_prctl, HI | PR_SET_SECCOMP, 0, SECCOMP_RET_KILL_PROCESS,
+		  "PR_SET_SECCOMP kills" },
+		{ SYS_personality, 0xffffffffu, 0, SECCOMP_RET_ALLOW,
+		  "personality query passes" },
+		{ SYS_personality, HI, 0, SECCOMP_RET_ALLOW,
+		  "PER_LINUX with high junk passes" },
+		{ SYS_personality, 0x0040000, 0, SECCOMP_RET_TRACE,
+		  "ADDR_NO_RANDOMIZE goes to ward" },
+		{ SYS_ioctl, 0, HI | TIOCSTI, SECCOMP_RET_TRACE,
+		  "TIOCSTI with high junk goes to ward" },
+		{ SYS_ioctl, 0, TIOCLINUX, SECCOMP_RET_TRACE,
+		  "TIOCLINUX goes to ward" },
+		{ SYS_ioctl, 0, TCGETS, SECCOMP_RET_ALLOW, "TCGETS passes" },
+		{ SYS_clone, SIGCHLD | CLONE_VM | CLONE_THREAD | CLONE_SIGHAND,
+		  0, SECCOMP_RET_ALLOW,
+		  "thread clone passes (ward traps it next)" },
+	};
+	/* clang-format on */
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char what[96];
+		uint64_t c[6] = { cases[i].a0, cases[i].a1 };
+		snprintf(what, sizeof(what), "guard: %s", cases[i].what);
+		is_int(guard_eval(cases[i].nr, AUDIT_ARCH_X86_64, c),
+		       cases[i].want, what);
+	}
+	n = agree = 0;
+	for (int bit = 0; bit < 32; bit++) {
+		a[0] = hi | SIGCHLD | (1ULL << bit);
+		bool floor = (1u << bit) & WARD_CLONE_FLOOR;
+		agree += guard_eval(SYS_clone, AUDIT_ARCH_X86_64, a) ==
+			 (floor ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ALLOW);
+		n += floor;
+	}
+	is_int(agree, 32, "guard: clone kills on exactly the floor's flags");
+	is_int(n, 9, "the clone floor: 8 namespaces and CLONE_UNTRACED");
+}
+
+/* In a child with only the guard loaded (no tracer: TRACE fails the call
+ * with ENOSYS): what the kernel really does. Exit status = failed checks. */
+static int guard_child(void)
+{
+	char name[16];
+	int bad = 0;
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &tracer_guard) < 0)
+		return 100;
+	bad += syscall(SYS_prctl, 0xdead000000000000ULL | PR_GET_NAME, name, 0,
+		       0, 0) != 0;
+	errno = 0;
+	bad += !(syscall(SYS_prctl, PR_SET_PTRACER, -1L, 0, 0, 0) < 0 &&
+		 errno == ENOSYS);
+	errno = 0;
+	bad += !(syscall(SYS_personality, 0x0040000) < 0 && errno == ENOSYS);
+	errno = 0;
+	bad += !(syscall(SYS_ioctl, 0, 0xffffffff00000000ULL | TIOCSTI, "x") <
+			 0 &&
+		 errno == ENOSYS);
+	bad += syscall(SYS_personality, 0xffffffffUL) < 0;
+	return bad;
+}
+
+static void guard_kernel_cases(void)
+{
+	int st = -1;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(guard_child());
+	waitpid(pid, &st, 0);
+	ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	   "kernel: the guard passes allowed values, stops the others "
+	   "(status %#x)",
+	   st);
+	pid = fork();
+	if (pid == 0) {
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+		    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0,
+			    &tracer_guard) < 0)
+			_exit(100);
+		syscall(SYS_clone,
+			0xdead000000000000ULL | CLONE_NEWUSER | SIGCHLD, 0, 0,
+			0, 0);
+		_exit(0); /* both parent and a child would get here */
+	}
+	waitpid(pid, &st, 0);
+	ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS,
+	   "kernel: clone(CLONE_NEWUSER) with high junk is killed (status "
+	   "%#x)",
+	   st);
+}
+
 int main(void)
 {
 	char cwd[512];
@@ -316,6 +497,8 @@ int main(void)
 	umem_cases();
 	args_cases();
 	table_cases();
+	guard_cases();
+	guard_kernel_cases();
 	if (chdir(cwd) < 0)
 		return 99;
 	char cmd[300];
