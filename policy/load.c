@@ -72,6 +72,17 @@ static const struct named sys_action_names[] = {
 	{ "log", POL_SYS_LOG },
 };
 
+/* Containment layers "require" may name: bit value of p->require. */
+static const struct named layer_names[] = {
+	{ "seccomp", 0 },    { "ptrace", 1 },	     { "landlock", 2 },
+	{ "namespaces", 3 }, { "cgroup-memory", 4 }, { "rlimits", 5 },
+};
+
+const char *policy_layer_name(unsigned i)
+{
+	return i < NELEM(layer_names) ? layer_names[i].name : NULL;
+}
+
 static const struct named mode_names[] = {
 	{ "enforce", 0 },
 	{ "audit", 1 },
@@ -1159,14 +1170,23 @@ static int parse_backtrace(struct vctx *c, json_t *v)
 	return 0;
 }
 
+static int parse_require(struct vctx *c, json_t *v)
+{
+	uint64_t bits = 0;
+	int rc = get_enum_list(c, v, layer_names, NELEM(layer_names), "layer",
+			       true, &bits);
+
+	c->p->require = bits;
+	return rc;
+}
+
 static int parse_root(struct vctx *c, json_t *root)
 {
 	static const char *const keys[] = {
-		"version",	"name",	     "description",
-		"mode",		"errno",     "trap_stat",
-		"interpreters", "fs",	     "exec",
-		"net",		"signals",   "syscalls",
-		"limits",	"backtrace", NULL
+		"version", "name",	"description",	"mode",
+		"errno",   "trap_stat", "interpreters", "fs",
+		"exec",	   "net",	"signals",	"syscalls",
+		"limits",  "backtrace", "require",	NULL
 	};
 	static const struct {
 		const char *key;
@@ -1179,6 +1199,7 @@ static int parse_root(struct vctx *c, json_t *root)
 		{ "syscalls", parse_syscalls },
 		{ "limits", parse_limits },
 		{ "backtrace", parse_backtrace },
+		{ "require", parse_require },
 	};
 	json_t *m;
 	size_t old;

@@ -22,6 +22,7 @@
 #define POL_RULE_NET_CONNECTED	  "net.connected"
 #define POL_RULE_CLONE		  "clone.flags"
 #define POL_RULE_ARG_FLOOR	  "floor.args"
+#define POL_RULE_PROC_MEM	  "proc.mem"
 #define POL_RULE_PROC		  "proc"
 #define POL_RULE_SIGNALS	  "signals"
 
@@ -129,8 +130,9 @@ struct policy {
 	size_t nsys;
 
 	struct ward_limits limits;
-	unsigned backtrace; /* POL_BT_* */
-	char *workdir;	    /* bound $WORKDIR or NULL */
+	unsigned long long require; /* bit per policy_layer_name() */
+	unsigned backtrace;	    /* POL_BT_* */
+	char *workdir;		    /* bound $WORKDIR or NULL */
 };
 
 /* ---- JSON position index (jpos.c) ---- */

@@ -100,11 +100,64 @@ bool policy_audit_mode(const struct policy *p);
 /* Trap the stat family (stat, lstat, newfstatat, statx, access,
  * faccessat(2), readlink(at), statfs, getxattr family)? */
 bool policy_trap_stat(const struct policy *p);
+/* Can the code reach IPv4/IPv6 peers beyond loopback (a connect, send
+ * or bind allow rule for other addresses, or audit mode)? Without that, ward
+ * gives the run a network namespace of its own with only loopback. */
+bool policy_net_beyond_loopback(const struct policy *p);
 /* Syscall names that have a raw "syscalls" rule (so the filter traps them). */
 size_t policy_syscall_rule_count(const struct policy *p);
 const char *policy_syscall_rule_name(const struct policy *p, size_t i);
 /* Interpreter path for "python", "node", "sh"; NULL if the policy has none. */
 const char *policy_interpreter(const struct policy *p, const char *lang);
+
+/*
+ * The most any rule of the policy may grant (bound.c): an upper bound for
+ * kernel floors that can only allow, such as Landlock. Paths are the
+ * rules' paths ($WORKDIR bound), not checked against the file system.
+ */
+/* A tree bit beyond WARD_FS_*: unix sockets may be bound at or below it. */
+#define POLICY_TREE_SOCK (1u << 8)
+
+struct policy_tree {
+	char *path;	 /* absolute; owned */
+	unsigned access; /* WARD_FS_READ/WRITE/CREATE/DELETE/EXEC and
+			  * POLICY_TREE_SOCK at or below path */
+};
+
+struct policy_port_range {
+	int lo, hi; /* inclusive */
+};
+
+struct policy_bound {
+	/* non-empty: no bound exists (audit mode, a "syscalls" allow
+	 * rule); says why */
+	char unbounded[192];
+	struct policy_tree *trees; /* one per distinct path */
+	size_t ntrees;
+	bool connect_any, bind_any; /* TCP connect (send) / bind: some rule
+				     * allows any port */
+	struct policy_port_range *connect, *bind; /* else: these ports */
+	size_t nconnect, nbind;
+	bool scope_signal;   /* signals only within the run */
+	bool scope_abstract; /* no abstract unix peer is ever allowed */
+};
+
+/* Fills *b (free with policy_bound_free). Bind $WORKDIR first. decided(nr)
+ * tells whether a "syscalls" allow rule for syscall nr overrides what the
+ * fs/exec/net/signal rules decide (NULL: assume every one does). Returns 0
+ * or -ENOMEM (then *b is empty). */
+int policy_bound(const struct policy *p, bool (*decided)(int nr),
+		 struct policy_bound *b);
+void policy_bound_free(struct policy_bound *b); /* NULL: no-op */
+
+/*
+ * Containment layers a run may require ("require" key, ward run
+ * --require): index i names bit i of policy_required_layers(). NULL past
+ * the last.
+ */
+const char *policy_layer_name(unsigned i);
+/* The policy's "require" list as bits (see policy_layer_name). */
+unsigned long long policy_required_layers(const struct policy *p);
 
 /* Limits; 0 means "not set" (the command applies its defaults). */
 struct ward_limits {

@@ -46,9 +46,10 @@ struct run_args {
 	const char *code_arg;	/* -c CODE */
 	const char *file;	/* FILE or "-" */
 	struct ward_limits lim; /* command-line overrides; 0 = unset */
-	bool keep, json, quiet, summary, memory_cgroup;
+	bool keep, json, quiet, summary, no_cgroup;
 	int pin_cpu; /* -1: none */
 	int spin_us;
+	unsigned long long require; /* --require: policy_layer_name() bits */
 	char **envs;
 	size_t n_envs;
 	char **inputs; /* --input files copied into the workdir */
@@ -92,13 +93,17 @@ static void usage(FILE *f)
 		"                    ward's own environment is passed otherwise\n"
 		"  --timeout SEC     wall-clock limit (default: the policy's, else 60)\n"
 		"  --cpu SEC         CPU time limit per process\n"
-		"  --memory SIZE     memory limit (e.g. 512M, 4G): by default an address-space\n"
-		"                    rlimit per process (allocations fail: MemoryError)\n"
-		"  --memory-cgroup   enforce --memory on the memory the run uses, with a\n"
-		"                    cgroup (as root, where cgroups are usable): the kernel's\n"
-		"                    OOM kill ends the run with status limit and a cause;\n"
-		"                    costs 5-20 ms at start on cgroup v1\n"
-		"  --max-procs N     processes and threads alive at once in the run\n"
+		"  --memory SIZE     memory limit (e.g. 512M, 4G) on the memory the run uses,\n"
+		"                    in a cgroup where one can be made (as root, or a\n"
+		"                    delegated cgroup v2 subtree): the kernel's OOM kill\n"
+		"                    ends the run with status limit; elsewhere an\n"
+		"                    address-space rlimit per process (MemoryError)\n"
+		"  --max-procs N     processes and threads alive at once in the run; also\n"
+		"                    a pids cgroup where one can be made (a fork it refuses\n"
+		"                    ends the run with status limit)\n"
+		"  --no-cgroup       no cgroups: rlimits and ward's own count only (saves\n"
+		"                    about 1-12 ms at start on cgroup v1)\n"
+		"  --memory-cgroup   accepted for old scripts: cgroups are the default\n"
 		"  --max-output SIZE bytes of each stream kept (the rest is counted)\n"
 		"  --json            print one JSON object instead of passing output through\n"
 		"  --spin-us N       after continuing the code, poll this many microseconds\n"
@@ -108,6 +113,11 @@ static void usage(FILE *f)
 		"                    the current one) while the code has a single thread:\n"
 		"                    traps get cheaper (no cross-CPU wake-ups); the code sees\n"
 		"                    one CPU in its affinity mask until it starts a thread\n"
+		"  --require LAYER[,LAYER]  refuse to run (exit 125) unless each layer is\n"
+		"                    active: landlock, namespaces, cgroup-memory, rlimits,\n"
+		"                    seccomp, ptrace (also the policy's \"require\" key).\n"
+		"                    Without it a missing layer is said on stderr, recorded,\n"
+		"                    and the run goes on\n"
 		"  --summary         after the run, print a short audit summary on stderr\n"
 		"  --quiet           no denial lines on stderr\n"
 		"  -v                more diagnostics from ward\n"
@@ -184,6 +194,34 @@ static long parse_count(const char *opt, const char *s)
 	return v;
 }
 
+/* "landlock,namespaces" -> policy_layer_name() bits. */
+static unsigned long long parse_layers(const char *s)
+{
+	unsigned long long bits = 0;
+	char valid[256] = "";
+	const char *name;
+
+	for (unsigned i = 0; (name = policy_layer_name(i)); i++)
+		snprintf(valid + strlen(valid), sizeof(valid) - strlen(valid),
+			 "%s%s", i ? ", " : "", name);
+	while (*s) {
+		size_t n = strcspn(s, ",");
+		unsigned i;
+
+		for (i = 0; (name = policy_layer_name(i)); i++)
+			if (strlen(name) == n && !strncmp(name, s, n))
+				break;
+		if (!name)
+			die("--require: unknown layer '%.*s'; valid: %s",
+			    (int)n, s, valid);
+		bits |= 1ULL << i;
+		s += n + (s[n] == ',');
+	}
+	if (!bits)
+		die("--require: name a layer (valid: %s)", valid);
+	return bits;
+}
+
 static int parse_cpu(const char *s)
 {
 	char *end;
@@ -218,7 +256,9 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		O_INPUT,
 		O_PIN,
 		O_MEMCG,
-		O_SPIN
+		O_NOCG,
+		O_SPIN,
+		O_REQUIRE
 	};
 	static const struct option opts[] = {
 		{ "lang", required_argument, 0, O_LANG },
@@ -240,7 +280,9 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		{ "input", required_argument, 0, O_INPUT },
 		{ "pin-cpu", optional_argument, 0, O_PIN },
 		{ "memory-cgroup", no_argument, 0, O_MEMCG },
+		{ "no-cgroup", no_argument, 0, O_NOCG },
 		{ "spin-us", required_argument, 0, O_SPIN },
+		{ "require", required_argument, 0, O_REQUIRE },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -288,7 +330,9 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		case O_SPIN:
 			a->spin_us = (int)parse_count("--spin-us", optarg);
 			break;
-		case O_MEMCG: a->memory_cgroup = true; break;
+		case O_MEMCG: a->no_cgroup = false; break;
+		case O_NOCG: a->no_cgroup = true; break;
+		case O_REQUIRE: a->require |= parse_layers(optarg); break;
 		case O_PIN:
 			a->pin_cpu = optarg ? parse_cpu(optarg)
 					    : sched_getcpu();
@@ -883,7 +927,8 @@ int ward_cmd_run(int argc, char **argv)
 		.capture = a.json,
 		.pin_cpu = a.pin_cpu,
 		.spin_us = a.spin_us,
-		.memory_cgroup = a.memory_cgroup,
+		.no_cgroup = a.no_cgroup,
+		.require_layers = a.require | policy_required_layers(pol),
 		.prepared = prep,
 	};
 	struct tracer_result r;

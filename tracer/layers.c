@@ -1,7 +1,7 @@
 /*
  * layers.c - the record of which containment layers a run had.
  */
-#include "tracer.h"
+#include "tracer-int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -35,4 +35,40 @@ const struct tracer_layer *tracer_layer_find(const struct tracer_result *res,
 		if (!strcmp(res->layers[i].name, name))
 			return &res->layers[i];
 	return NULL;
+}
+
+int tracer_layers_required(struct tracer_result *res,
+			   unsigned long long require)
+{
+	const char *name;
+
+	for (unsigned i = 0; (name = policy_layer_name(i)); i++) {
+		const struct tracer_layer *l;
+
+		if (!(require & (1ULL << i)))
+			continue;
+		l = tracer_layer_find(res, name);
+		if (l && l->active)
+			continue;
+		snprintf(res->setup_error, sizeof(res->setup_error),
+			 "required layer %s is not active: %s (drop it from "
+			 "--require or the policy's \"require\" to run "
+			 "without it)",
+			 name,
+			 !l		? "this ward does not set it up here"
+			 : l->detail[0] ? l->detail
+					: "not set up");
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+bool tracer_requires(const struct tracer_opts *o, const char *layer)
+{
+	const char *name;
+
+	for (unsigned i = 0; (name = policy_layer_name(i)); i++)
+		if (!strcmp(name, layer))
+			return o->require_layers & (1ULL << i);
+	return false;
 }

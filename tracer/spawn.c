@@ -4,9 +4,9 @@
  * The child blocks on a pipe until ward has PTRACE_SEIZEd it, so not one
  * syscall of the code runs unwatched. It then sets up, in this order: a new
  * session, stdio on ward's pipes and /dev/null, every other fd closed,
- * rlimits, the unprivileged uid/gid (when ward runs as root) with every
- * capability gone, the workdir as cwd, no_new_privs, the seccomp filter,
- * and execve. A failure is written as text to the set-up error pipe (fd 3,
+ * rlimits, the Landlock ruleset built, the unprivileged uid/gid (when ward
+ * runs as root) with every capability gone, the workdir as cwd,
+ * no_new_privs, Landlock applied, the seccomp filter, and execve. A failure is written as text to the set-up error pipe (fd 3,
  * CLOEXEC, so a successful execve closes it) and the child exits 127.
  */
 #include "tracer-int.h"
@@ -41,6 +41,11 @@ __attribute__((noreturn)) static void fail(const char *what)
 		(void)w;
 	}
 	_exit(127);
+}
+
+void spawn_fail(const char *what)
+{
+	fail(what);
 }
 
 static void set_limit(int res, long long v, long long hard_extra)
@@ -123,6 +128,10 @@ void spawn_child(const struct tracer_opts *o, const struct sock_fprog *filter,
 	/* 'c': ward put us in a memory cgroup; else the rlimit is the limit */
 	bool rlimit_as = c != 'c';
 
+	/* In new namespaces: set them up; from here on we are the code's
+	 * process, the init's child (ns.c). */
+	tracer_ns_child(o, f);
+
 	if (setsid() < 0)
 		fail("setsid");
 	set_limit(RLIMIT_CPU, o->limits.cpu_s, 1);
@@ -131,6 +140,19 @@ void spawn_child(const struct tracer_opts *o, const struct sock_fprog *filter,
 	set_limit(RLIMIT_CORE, 0, 0);
 	struct rlimit nocore = { 0, 0 };
 	setrlimit(RLIMIT_CORE, &nocore);
+	/* Landlock's rules name files as this process sees them (its own
+	 * mounts, once it has them), opened while it may still open any
+	 * path; the ruleset is applied after no_new_privs (landlock.c). */
+	int landlock = -1;
+	if (f->landlock && f->landlock->active) {
+		const char *what = "landlock";
+
+		landlock = tracer_landlock_build(f->landlock, &what);
+		if (landlock < 0) {
+			errno = -landlock;
+			fail(what);
+		}
+	}
 	if (o->drop_user)
 		become_user(o);
 	drop_caps();
@@ -138,6 +160,11 @@ void spawn_child(const struct tracer_opts *o, const struct sock_fprog *filter,
 		fail("chdir to the workdir");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		fail("prctl(PR_SET_NO_NEW_PRIVS)");
+	if (landlock >= 0) {
+		if (syscall(SYS_landlock_restrict_self, landlock, 0) < 0)
+			fail("landlock_restrict_self");
+		close(landlock);
+	}
 	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &tracer_guard) < 0)
 		fail("loading the guard seccomp filter");
 	/* seccomp(2), not prctl: the guard kills prctl(PR_SET_SECCOMP). */

@@ -698,7 +698,7 @@ static void test_proc_self(void)
 	struct policy *p = load(
 		"{\"version\": 1, \"fs\": ["
 		"{\"path\": \"/proc/self\", \"allow\": [\"read\"]},"
-		"{\"path\": \"/proc/self/mem\", \"deny\": [\"read\", \"write\"]},"
+		"{\"path\": \"/proc/self/environ\", \"deny\": [\"read\", \"write\"]},"
 		"{\"path\": \"/proc/thread-self/comm\", \"allow\": [\"write\"]},"
 		"{\"path\": \"/proc/cpuinfo\", \"allow\": [\"read\"]}]}");
 
@@ -710,8 +710,16 @@ static void test_proc_self(void)
 	ALLOWS(p, "fs[0]", "/proc/PID is /proc/self");
 	ev_fs(R, "/proc/self/maps");
 	ALLOWS(p, "fs[0]", "a literal /proc/self path matches");
+	ev_fs(R, "/proc/4242/environ");
+	DENIES(p, EACCES, "fs[1]",
+	       "/proc/PID/environ denied via /proc/self/environ");
 	ev_fs(R, "/proc/4242/mem");
-	DENIES(p, EACCES, "fs[1]", "/proc/PID/mem denied via /proc/self/mem");
+	DENIES(p, EACCES, "proc.mem",
+	       "/proc/PID/mem: the floor, though /proc/self is allowed");
+	ev_fs(R, "/proc/self/task/4242/mem");
+	DENIES(p, EACCES, "proc.mem", "/proc/self/task/TID/mem: the floor");
+	ev_fs(R, "/proc/4242/memory");
+	ALLOWS(p, "fs[0]", "/proc/PID/memory is not a mem file");
 	ev_fs(R, "/proc/4243/status");
 	DENIES(p, EACCES, "default", "another process's /proc denied");
 	ev_fs(R, "/proc/42420/status");
@@ -1225,12 +1233,11 @@ static void test_profile_default(void)
 	ev_fs(R, "/proc/4242/status");
 	ALLOWS(p, "proc-self", "default: own /proc status");
 	ev_fs(R, "/proc/4242/mem");
-	DENIES(p, EACCES, "proc-self-mem", "default: own /proc mem denied");
+	DENIES(p, EACCES, "proc.mem", "default: own /proc mem denied");
 	ev_fs(W, "/proc/4242/mem");
-	DENIES(p, EACCES, "proc-self-mem", "default: /proc mem write denied");
+	DENIES(p, EACCES, "proc.mem", "default: /proc mem write denied");
 	ev_fs(R, "/proc/4242/task/4242/mem");
-	DENIES(p, EACCES, "proc-thread-self-mem",
-	       "default: thread mem denied by the longer thread-self rule");
+	DENIES(p, EACCES, "proc.mem", "default: thread mem denied (floor)");
 	ev_fs(R, "/proc/1/environ");
 	DENIES(p, EACCES, "default", "default: init's environ denied");
 	ev_fs(R, "/proc/cpuinfo");
@@ -1425,6 +1432,13 @@ static void test_profile_audit(void)
 		n++;
 		if (vd.action == POLICY_DENY)
 			denials++;
+		if (k == 10) {
+			/* ward's floor: denied in audit mode too */
+			if (v.action != POLICY_DENY || v.would_deny ||
+			    strcmp(v.rule, "proc.mem") != 0)
+				mismatch++;
+			continue;
+		}
 		if (v.action != POLICY_ALLOW ||
 		    v.would_deny != (vd.action == POLICY_DENY) ||
 		    strcmp(v.rule, vd.rule) != 0 ||
@@ -1455,6 +1469,157 @@ static int enter_data_dir(void)
 	return -1;
 }
 
+/* ---- the upper bound for kernel floors (policy_bound) ---- */
+
+/* The access bits of the bound's tree at path; -1 when it has none. */
+static int tree(const struct policy_bound *b, const char *path)
+{
+	for (size_t i = 0; i < b->ntrees; i++)
+		if (!strcmp(b->trees[i].path, path))
+			return (int)b->trees[i].access;
+	return -1;
+}
+
+static bool no_sync(int nr)
+{
+	(void)nr;
+	return false; /* as if no syscall had a class decision */
+}
+
+static void test_bound_default(void)
+{
+	struct policy *p = load_profile("default");
+	struct policy_bound b;
+
+	if (!ok(p != NULL, "bound: default profile loads"))
+		return;
+	policy_set_workdir(p, "/w");
+	is_int(policy_bound(p, NULL, &b), 0, "bound: built");
+	is_str(b.unbounded, "", "... the default profile has a bound");
+	is_int(tree(&b, "/usr"), R | X, "... /usr: read, exec (stat dropped)");
+	is_int(tree(&b, "/w"), R | W | C | D,
+	       "... $WORKDIR bound: read, "
+	       "write, create, delete");
+	is_int(tree(&b, "/dev/null"), R | W, "... /dev/null: read, write");
+	is_int(tree(&b, "/proc"), R,
+	       "... /proc/self and /proc/thread-self stand for /proc");
+	is_int(tree(&b, "/proc/self"), -1, "... not for /proc/self itself");
+	is_int(tree(&b, "/proc/cpuinfo"), R, "... other /proc files as named");
+	is_int(tree(&b, "/usr/bin"), R | X,
+	       "... exec glob /usr/bin/python3.[0-9]: its directory");
+	is_int(tree(&b, "/usr/bin/uname"), R | X,
+	       "... exec of a plain path: the file itself");
+	is_int(tree(&b, "/etc/shadow"), -1, "... deny rules are left out");
+	is_int(tree(&b, "/"), -1, "... stat-only rules are left out");
+	ok(!b.connect_any && !b.nconnect && !b.bind_any && !b.nbind,
+	   "... TCP: no port for connect or bind");
+	ok(b.scope_signal && b.scope_abstract,
+	   "... signals and abstract sockets stay within the run");
+	policy_bound_free(&b);
+	is_int((int)b.ntrees, 0, "bound_free empties it");
+	policy_bound_free(NULL);
+	policy_free(p);
+}
+
+static void test_bound_rules(void)
+{
+	struct policy *p = load(
+		"{\"version\": 1, \"signals\": \"any\","
+		" \"fs\": [{\"path\": \"/data\", \"allow\": [\"read\"]},"
+		"  {\"path\": \"/data\", \"allow\": [\"write\"]},"
+		"  {\"path\": \"/proc/thread-self/fd\", \"allow\": [\"stat\", "
+		"\"read\"]}],"
+		" \"exec\": {\"allow\": [\"/opt/*/bin/tool\", \"/*\"]},"
+		" \"net\": {\"socket\": [\"inet\", \"inet6\", \"unix\"],"
+		"  \"rules\": [{\"family\": \"inet\", \"port\": 443},"
+		"   {\"family\": \"inet\", \"port\": 1, \"action\": \"deny\"},"
+		"   {\"family\": \"inet6\", \"port\": [80, 81]},"
+		"   {\"family\": \"inet\", \"ops\": [\"bind\"], \"port\": "
+		"8000},"
+		"   {\"family\": \"unix\", \"ops\": [\"bind\"], \"path\": "
+		"\"/tmp/s\"},"
+		"   {\"family\": \"unix\", \"abstract\": \"x\"}]}}");
+	struct policy_bound b;
+
+	if (!ok(p != NULL, "bound: a policy with every kind of rule loads"))
+		return;
+	is_int(policy_bound(p, NULL, &b), 0, "bound: built");
+	is_int(tree(&b, "/data"), R | W, "... one tree per path, bits merged");
+	is_int(tree(&b, "/proc"), R, "... /proc/thread-self/fd: all of /proc");
+	is_int(tree(&b, "/opt"), R | X,
+	       "... exec glob /opt/*/bin/tool: /opt (fixed part)");
+	is_int(tree(&b, "/"), R | X, "... exec glob /*: the root");
+	is_int(tree(&b, "/tmp/s"), POLICY_TREE_SOCK,
+	       "... unix bind path: sockets may be created there");
+	ok(!b.connect_any && b.nconnect == 2, "... connect: two port ranges");
+	ok(b.nconnect == 2 && b.connect[0].lo == 443 &&
+		   b.connect[0].hi == 443 && b.connect[1].lo == 80 &&
+		   b.connect[1].hi == 81,
+	   "... 443 and 80-81, the deny rule left out");
+	ok(!b.bind_any && b.nbind == 1 && b.bind[0].lo == 8000,
+	   "... bind: port 8000");
+	ok(!b.scope_signal, "... signals \"any\": no signal scoping");
+	ok(!b.scope_abstract, "... an abstract peer allowed: no scoping");
+	policy_bound_free(&b);
+	policy_free(p);
+
+	p = load("{\"version\": 1, \"net\": {\"socket\": [\"inet\"], "
+		 "\"rules\": [{\"family\": \"inet\", \"port\": [1, 2000]},"
+		 " {\"family\": \"inet\", \"ops\": [\"bind\"]}]}}");
+	is_int(policy_bound(p, NULL, &b), 0, "bound: wide port rules");
+	ok(b.connect_any && b.bind_any,
+	   "... more than 1024 ports, or no port: left unrestricted");
+	policy_bound_free(&b);
+	policy_free(p);
+}
+
+static void test_bound_none(void)
+{
+	struct policy *p = load("{\"version\": 1, \"mode\": \"audit\"}");
+	struct policy_bound b;
+
+	is_int(policy_bound(p, NULL, &b), 0, "bound: audit mode");
+	ok(strstr(b.unbounded, "audit mode") != NULL, "... has none: %s",
+	   b.unbounded);
+	policy_free(p);
+	p = load("{\"version\": 1, \"syscalls\": [{\"name\": \"openat\","
+		 " \"action\": \"allow\"}]}");
+	is_int(policy_bound(p, NULL, &b), 0, "bound: a syscalls allow rule");
+	ok(strstr(b.unbounded, "syscalls[0] allows openat") != NULL,
+	   "... has none: %s", b.unbounded);
+	is_int(policy_bound(p, no_sync, &b), 0,
+	       "bound: the same rule for a syscall no class decides");
+	is_str(b.unbounded, "", "... has a bound");
+	policy_bound_free(&b);
+	policy_free(p);
+	p = load("{\"version\": 1, \"syscalls\": [{\"name\": \"openat\","
+		 " \"action\": \"deny\"}]}");
+	is_int(policy_bound(p, NULL, &b), 0, "bound: a syscalls deny rule");
+	is_str(b.unbounded, "", "... has a bound");
+	policy_bound_free(&b);
+	policy_free(p);
+}
+
+static void test_require(void)
+{
+	struct policy *p = load("{\"version\": 1, \"require\": "
+				"[\"landlock\", \"rlimits\"]}");
+	unsigned long long want = 0;
+
+	for (unsigned i = 0; policy_layer_name(i); i++)
+		if (!strcmp(policy_layer_name(i), "landlock") ||
+		    !strcmp(policy_layer_name(i), "rlimits"))
+			want |= 1ULL << i;
+	ok(p && want && policy_required_layers(p) == want,
+	   "require: the named layers' bits");
+	policy_free(p);
+	p = load("{\"version\": 1}");
+	ok(p && policy_required_layers(p) == 0, "require: none by default");
+	policy_free(p);
+	is_str(policy_layer_name(0), "seccomp", "layer names: seccomp first");
+	ok(policy_layer_name(63) == NULL, "layer names: NULL past the end");
+}
+
 int main(void)
 {
 	test_errnames();
@@ -1478,5 +1643,9 @@ int main(void)
 	test_profile_default_limits();
 	test_profile_node_sh();
 	test_profile_audit();
+	test_bound_default();
+	test_bound_rules();
+	test_bound_none();
+	test_require();
 	return done_testing();
 }
