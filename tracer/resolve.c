@@ -14,6 +14,19 @@
  * symlink to /proc/self) they resolve to ward's own /proc entry, which no
  * rule about the tracee matches: such a path is denied, never confused
  * with the tracee's own.
+ *
+ * With a mount namespace the code's files are not ward's: its /tmp,
+ * /dev/shm and /proc are its own. Every open is then made within the
+ * run's root (openat2 RESOLVE_IN_ROOT on /proc/INIT/root: absolute
+ * symlinks and ".." stay inside, as for the code), relative paths joined
+ * to the path of their directory as the code sees it. /proc is the
+ * exception: ward is not in the run's pid namespace, so that /proc has no
+ * "self" for ward, and RESOLVE_IN_ROOT refuses magic links. Paths in /proc
+ * are therefore opened in ward's own /proc with the code's pids (and
+ * self, thread-self) translated to ward's; a pid that is no process of
+ * the run stays untranslated and unresolved (the policy has no rule for
+ * it). Inside, paths are kept as the code sees them; the result names
+ * /proc/PID with ward's pid, as the policy and the record expect.
  */
 #include "tracer-int.h"
 
@@ -29,6 +42,96 @@
 #include <unistd.h>
 
 #define MAX_LINKS 40
+
+/* The run's mount namespace (tracer_resolve_ns); ns.t NULL: ward's own. */
+static struct {
+	struct tracer *t;
+	int root;	 /* O_PATH of the run's root directory */
+	dev_t host_proc; /* st_dev of ward's /proc */
+	pid_t tid, tgid; /* whom the current resolution is for (host) */
+} ns = { NULL, -1, 0, 0, 0 };
+
+void tracer_resolve_ns(struct tracer *t, int root_fd)
+{
+	struct stat st;
+
+	if (ns.root >= 0)
+		close(ns.root);
+	ns.root = root_fd;
+	ns.t = t;
+	ns.host_proc = stat("/proc", &st) == 0 ? st.st_dev : 0;
+}
+
+/* Parses a decimal pid at s ending at '/' or NUL: its length, 0 if none. */
+static size_t num_at(const char *s, long *v)
+{
+	size_t i = 0;
+
+	*v = 0;
+	while (s[i] >= '0' && s[i] <= '9' && i < 10)
+		*v = *v * 10 + (s[i++] - '0');
+	return i && (s[i] == '/' || !s[i]) ? i : 0;
+}
+
+static bool comp_is(const char *s, const char *name)
+{
+	size_t l = strlen(name);
+
+	return !strncmp(s, name, l) && (s[l] == '/' || !s[l]);
+}
+
+static pid_t map_pid(long v, bool to_host)
+{
+	return to_host ? tracer_ns_host_pid(ns.t, (pid_t)v)
+		       : tracer_ns_pid(ns.t, (pid_t)v);
+}
+
+/*
+ * "/proc/N..." and "/proc/N/task/M..." translated from the code's pid
+ * namespace to ward's (to_host; also /proc/self, thread-self, and net and
+ * mounts, which are links to self) or back. Returns 1 with out filled, 0
+ * when in is no such path, -ENOENT when a number is no process of the run.
+ */
+static int proc_map(const char *in, char *out, size_t n, bool to_host)
+{
+	const char *p = in + 6, *rest;
+	char head[64];
+	long a, b;
+	size_t k;
+
+	if (strncmp(in, "/proc/", 6) != 0)
+		return 0;
+	if (to_host && comp_is(p, "thread-self")) {
+		snprintf(head, sizeof(head), "/proc/%d/task/%d", (int)ns.tgid,
+			 (int)ns.tid);
+		rest = p + 11;
+	} else if (to_host && comp_is(p, "self")) {
+		snprintf(head, sizeof(head), "/proc/%d", (int)ns.tgid);
+		rest = p + 4;
+	} else if (to_host && (comp_is(p, "net") || comp_is(p, "mounts"))) {
+		snprintf(head, sizeof(head), "/proc/%d/", (int)ns.tgid);
+		rest = p;
+	} else if ((k = num_at(p, &a))) {
+		pid_t m = map_pid(a, to_host), mb;
+		if (!m)
+			return -ENOENT;
+		rest = p + k;
+		if (!strncmp(rest, "/task/", 6) && (k = num_at(rest + 6, &b))) {
+			if (!(mb = map_pid(b, to_host)))
+				return -ENOENT;
+			snprintf(head, sizeof(head), "/proc/%d/task/%d", (int)m,
+				 (int)mb);
+			rest += 6 + k;
+		} else {
+			snprintf(head, sizeof(head), "/proc/%d", (int)m);
+		}
+	} else {
+		return 0;
+	}
+	if ((size_t)snprintf(out, n, "%s%s", head, rest) >= n)
+		return -ENAMETOOLONG;
+	return 1;
+}
 
 void tracer_normalize(char *path)
 {
@@ -72,7 +175,84 @@ static int fd_path(int fd, char *out, size_t n)
 	if ((size_t)len >= n - 1)
 		return -ENAMETOOLONG;
 	out[len] = '\0';
+	if (ns.t && !strncmp(out, "/proc/", 6)) {
+		/* In ward's /proc: back to the code's pids (an entry of no
+		 * process of the run has no name the code could use). */
+		char buf[WARD_PATH_MAX];
+		struct stat st;
+		if (fstat(fd, &st) < 0)
+			return -errno;
+		if (st.st_dev == ns.host_proc) {
+			int r = proc_map(out, buf, sizeof(buf), false);
+			if (r < 0)
+				return r;
+			if (r > 0)
+				snprintf(out, n, "%s", buf);
+		}
+	}
 	return 0;
+}
+
+/* Open an absolute path as the code's kernel would (see the top). */
+static int open_abs(const char *path, int flags)
+{
+	char host[WARD_PATH_MAX + 64];
+	struct open_how how = { .flags = (uint64_t)flags,
+				.resolve = RESOLVE_IN_ROOT };
+	int r;
+
+	if (!ns.t)
+		return openat(AT_FDCWD, path, flags);
+	r = proc_map(path, host, sizeof(host), true);
+	if (r < 0) {
+		errno = -r;
+		return -1;
+	}
+	if (r > 0)
+		return openat(AT_FDCWD, host, flags);
+	if (comp_is(path, "/proc"))
+		return openat(AT_FDCWD, path, flags); /* the same for all */
+	return (int)syscall(SYS_openat2, ns.root, path, &how, sizeof(how));
+}
+
+/* openat(base, path, flags) as the code's kernel would. */
+static int open_in(int base, const char *path, int flags)
+{
+	char full[WARD_PATH_MAX * 2];
+	size_t l;
+	int rc;
+
+	if (!ns.t || path[0] == '/')
+		return ns.t ? open_abs(path, flags) : openat(base, path, flags);
+	rc = base == AT_FDCWD ? -EINVAL : fd_path(base, full, sizeof(full));
+	if (rc == 0 && full[0] != '/')
+		rc = -ENOTDIR; /* a pipe, a socket, ... */
+	if (rc < 0) {
+		errno = -rc;
+		return -1;
+	}
+	l = strlen(full);
+	if ((size_t)snprintf(full + l, sizeof(full) - l, "%s%s",
+			     l > 1 ? "/" : "", path) >= sizeof(full) - l) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return open_abs(full, flags);
+}
+
+/* lstat of an absolute path as the code sees it. */
+static int lstat_in(const char *path, struct stat *st)
+{
+	int fd, rc;
+
+	if (!ns.t)
+		return lstat(path, st);
+	fd = open_abs(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	rc = fstat(fd, st);
+	close(fd);
+	return rc;
 }
 
 /* Textual /proc/self -> /proc/TGID before ward opens anything. */
@@ -113,11 +293,17 @@ static int resolve_plain(const char *raw, char *out, size_t n, bool *exists)
 		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
 	};
 	size_t len = strlen(raw);
-	int fd;
+	int fd, dir = AT_FDCWD;
 
 	if (raw[0] != '/' || len >= n)
 		return -EINVAL;
-	fd = (int)syscall(SYS_openat2, AT_FDCWD, raw, &how, sizeof(how));
+	if (ns.t) {
+		if (comp_is(raw, "/proc"))
+			return -EAGAIN; /* translated the slow way */
+		dir = ns.root;
+		how.resolve |= RESOLVE_IN_ROOT;
+	}
+	fd = (int)syscall(SYS_openat2, dir, raw, &how, sizeof(how));
 	if (fd < 0 && errno != ENOENT && errno != ENOTDIR)
 		return -errno;
 	*exists = fd >= 0;
@@ -173,6 +359,10 @@ void tracer_dircache_free(void)
 		close(dc.slot[i].fd);
 	}
 	memset(&dc, 0, sizeof(dc));
+	if (ns.root >= 0)
+		close(ns.root);
+	ns.root = -1;
+	ns.t = NULL;
 }
 
 static unsigned hash(const char *s, size_t n)
@@ -216,7 +406,7 @@ static bool root_only(const char *dir)
 		return false;
 	memcpy(up, dir, n + 1);
 	for (;;) {
-		if (lstat(up[0] ? up : "/", &st) < 0 || st.st_uid != 0 ||
+		if (lstat_in(up[0] ? up : "/", &st) < 0 || st.st_uid != 0 ||
 		    (st.st_mode & (S_IWGRP | S_IWOTH)))
 			return false;
 		char *slash = strrchr(up, '/');
@@ -247,7 +437,7 @@ static struct dircache_entry *dircache_get(const char *dir, size_t n)
 	buf[n] = '\0';
 	if (!dc.policy || !policy_names_fixed(dc.policy, buf))
 		return NULL;
-	int fd = open(buf, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd = open_abs(buf, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
 	if (fd_path(fd, canon, sizeof(canon)) < 0 ||
@@ -321,7 +511,7 @@ static int resolve_at(int base, const char *raw, bool follow, char *out,
 	    (resolve_cached(raw, follow, out, n, exists) == 0 ||
 	     resolve_plain(raw, out, n, exists) == 0))
 		return 0;
-	fd = openat(base, raw, flags);
+	fd = open_in(base, raw, flags);
 	if (fd >= 0) {
 		rc = fd_path(fd, out, n);
 		close(fd);
@@ -357,7 +547,17 @@ static int resolve_at(int base, const char *raw, bool follow, char *out,
 	if (!lastbuf[0] || !strcmp(lastbuf, ".") || !strcmp(lastbuf, ".."))
 		return -ENOENT;
 
-	int pfd = openat(base, parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int pfd = open_in(base, parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0 && ns.t) {
+		/* A link on the way into /proc (openat2 stops there, see the
+		 * top): resolve the parent piece by piece. */
+		char canon[WARD_PATH_MAX];
+		bool ex = false;
+		if (resolve_at(base, parent, true, canon, sizeof(canon), &ex,
+			       depth + 1) == 0 &&
+		    ex)
+			pfd = open_abs(canon, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	}
 	if (pfd < 0)
 		return -ENOENT;
 	if (follow) {
@@ -384,6 +584,13 @@ static int resolve_at(int base, const char *raw, bool follow, char *out,
 			close(pfd);
 			return rc;
 		}
+	}
+	if (ns.t) {
+		/* reached through the parent: does the file exist? */
+		fd = openat(pfd, lastbuf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		*exists = fd >= 0;
+		if (fd >= 0)
+			close(fd);
 	}
 	rc = fd_path(pfd, out, n);
 	close(pfd);
@@ -422,7 +629,10 @@ int tracer_resolve(pid_t tid, pid_t tgid, int dirfd, const char *raw,
 	char subst[WARD_PATH_MAX + 64];
 	int base, rc;
 
-	raw = subst_proc_self(raw, tid, tgid, subst, sizeof(subst));
+	ns.tid = tid;
+	ns.tgid = tgid;
+	if (!ns.t) /* else open_abs translates /proc/self itself */
+		raw = subst_proc_self(raw, tid, tgid, subst, sizeof(subst));
 	rc = open_base(tid, dirfd, raw, &base);
 	if (rc < 0)
 		return rc;
@@ -448,5 +658,7 @@ int tracer_resolve(pid_t tid, pid_t tgid, int dirfd, const char *raw,
 	}
 	if (base >= 0)
 		close(base);
+	if (rc == 0 && ns.t && proc_map(out, subst, sizeof(subst), true) > 0)
+		snprintf(out, n, "%s", subst); /* ward's pids, for the policy */
 	return rc;
 }

@@ -22,8 +22,12 @@ def test_layers_recorded_everywhere(ctx):
     assert s.code == 0 and s.json()["run"]["layers"] == j["layers"], s
     for opts in ((), ("--summary",)):
         t = ctx.ward("show", "last", *opts)
-        lines = [x for x in t.stdout.splitlines() if "seccomp on:" in x]
-        assert t.code == 0 and lines and lines[0].startswith("layers"), t
+        # one line per layer under the "layers" heading, outermost first
+        out = t.stdout.splitlines()
+        head = [i for i, x in enumerate(out) if x.startswith("layers")]
+        assert t.code == 0 and head, t
+        block = out[head[0]:head[0] + len(j["layers"])]
+        assert any("seccomp on:" in x for x in block), t
         assert any(x.split()[:2] == ["ptrace", "on:"]
                    for x in t.stdout.splitlines()), t
 

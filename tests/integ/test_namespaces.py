@@ -1,0 +1,222 @@
+"""Namespaces as a kernel floor: the run has its own pid (and /proc),
+mount, net, ipc and uts namespaces (and a user namespace when ward is not
+root). Each test shows the floor holding on its own: with the audit profile
+(the supervisor denies nothing) wherever the policy could have stopped the
+code instead."""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+
+from wardtest import Skip, listener, ward_bin
+
+
+def ns_layer(j):
+    found = [l for l in j["layers"] if l["name"] == "namespaces"]
+    assert len(found) == 1, j["layers"]
+    return found[0]
+
+
+def test_layer_recorded(ctx):
+    r, j = ctx.run_json("print(1)")
+    assert r.code == 0, r
+    l = ns_layer(j)
+    assert l["active"] is True, l
+    for part in ("pid", "mount", "net (loopback only)", "ipc", "uts"):
+        assert part in l["detail"], l
+    assert json.loads(ctx.last_run()["layers"]) == j["layers"]
+
+
+def test_pid_namespace_hides_host_processes(ctx):
+    me = os.getpid()
+    code = ("import os\n"
+            "print(os.getpid(), os.getppid())\n"
+            f"print(os.path.exists('/proc/{me}'))\n"
+            "print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))\n")
+    r = ctx.run(code, "--profile", "audit")
+    assert r.code == 0, r
+    pid, ppid = r.stdout.splitlines()[0].split()
+    # pid 1 is ward's init; the code is its first child
+    assert (pid, ppid) == ("2", "1"), r
+    assert r.stdout.splitlines()[1:] == ["False", "[1, 2]"], r
+    # the init is ward's, not the code's: one process recorded
+    procs = ctx.sql("select * from processes where run_id=?", ctx.last_run()["id"])
+    assert len(procs) == 1 and procs[0]["exe"].startswith("/usr/bin/python3"), procs
+
+
+def test_sigterm_to_self_as_native(ctx):
+    code = ("import os, signal, sys\nprint('before', flush=True)\n"
+            "os.kill(os.getpid(), signal.SIGTERM)\nprint('after')\n")
+    native = ctx.native(["/usr/bin/python3", "-c", code])
+    r = ctx.run(code)
+    assert native.code == -signal.SIGTERM and native.stdout == "before\n", native
+    assert r.code == 128 + signal.SIGTERM and r.stdout == "before\n", r
+    run = ctx.last_run()
+    assert run["signal"] == signal.SIGTERM, run
+    kills = ctx.events(run["id"], "syscall='kill'")
+    assert kills and kills[0]["decision"] == "allow", kills
+    args = json.loads(kills[0]["args"])
+    # the code's pid 2 and ward's number for it are both recorded
+    assert args["pid"] == 2 and args["host_pid"] > 2, args
+
+
+def test_signal_to_host_process_fails(ctx):
+    me = os.getpid()
+    code = ("import os\n"
+            f"try:\n os.kill({me}, 0); print('REACHED')\n"
+            "except OSError as e: print(type(e).__name__)\n")
+    # the policy says no...
+    r = ctx.run(code)
+    assert r.code == 0 and r.stdout == "PermissionError\n", r
+    d = [e for e in ctx.denials(ctx.last_run()["id"]) if e["syscall"] == "kill"]
+    assert d and json.loads(d[0]["args"])["pid"] == me, d
+    # ...and without the policy the kernel cannot find the pid at all
+    r = ctx.run(code, "--profile", "audit")
+    assert r.code == 0 and r.stdout == "ProcessLookupError\n", r
+
+
+def test_hostname_is_the_runs_own(ctx):
+    code = ("import socket, os\nprint(socket.gethostname())\n"
+            "try:\n socket.sethostname('pwned'); print('SET')\n"
+            "except OSError as e: print(e.errno)\n")
+    r = ctx.run(code, "--profile", "audit")
+    assert r.code == 0, r
+    lines = r.stdout.splitlines()
+    assert lines[0] == "ward" and lines[0] != socket.gethostname(), r
+    assert lines[1] != "SET" and socket.gethostname() != "pwned", r
+
+
+def test_ipc_and_net_namespaces_differ(ctx):
+    code = ("import os\n"
+            "for n in ('ipc', 'uts', 'net', 'pid', 'mnt'):\n"
+            " print(n, os.readlink('/proc/self/ns/' + n))\n")
+    r = ctx.run(code, "--profile", "audit")
+    assert r.code == 0, r
+    inside = dict(l.split() for l in r.stdout.splitlines())
+    for n in ("ipc", "uts", "pid", "mnt"):
+        assert inside[n] != os.readlink(f"/proc/self/ns/{n}"), (n, inside)
+    # audit mode lets the code reach any peer: the host's network stays
+    assert inside["net"] == os.readlink("/proc/self/ns/net"), inside
+
+
+def loopback_policy(ctx):
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "profiles",
+                           "default.json")) as f:
+        p = json.load(f)
+    p["name"] = "loopback"
+    p["net"]["rules"] = [{"id": "lo", "ops": ["connect", "send", "bind"],
+                          "family": "inet", "addr": "127.0.0.0/8"}]
+    return ctx.write("loopback.json", json.dumps(p))
+
+
+def test_host_loopback_unreachable_even_if_allowed(ctx):
+    port, state, stop = listener()
+    try:
+        code = ("import socket\n"
+                "u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                "u.bind(('127.0.0.1', 0)); u.sendto(b'ping', u.getsockname())\n"
+                "if u.recv(4) == b'ping': print('own lo ok')\n"
+                "s = socket.socket()\n"
+                f"try:\n s.connect(('127.0.0.1', {port})); print('CONNECTED')\n"
+                "except OSError as e: print(e.errno)\n")
+        r, j = ctx.run_json(code, "--policy", loopback_policy(ctx))
+        assert r.code == 0 and j["stdout"] == "own lo ok\n111\n", j
+        assert "net (loopback only)" in ns_layer(j)["detail"], j["layers"]
+        # the policy allowed the connect: the namespace refused it
+        ev = [e for e in ctx.events(j["run_id"], "syscall='connect'")
+              if e["target"] == f"127.0.0.1:{port}"]
+        assert ev and ev[0]["decision"] == "allow", ev
+    finally:
+        stop()
+    assert state["accepted"] == 0
+
+
+def test_tmp_is_private(ctx):
+    name = f"ward-ns-test-{os.getpid()}-{os.urandom(4).hex()}"
+    host_marker = tempfile.mkdtemp(prefix="ward-ns-host-", dir="/tmp")
+    try:
+        code = (f"open('/tmp/{name}', 'w').write('x')\n"
+                f"open('/dev/shm/{name}', 'w').write('x')\n"
+                "import os\n"
+                f"print('{name}' in os.listdir('/tmp'), '{name}' in os.listdir('/dev/shm'))\n"
+                f"print(os.path.exists({host_marker!r}))\n")
+        r = ctx.run(code, "--profile", "audit")
+        assert r.code == 0 and r.stdout == "True True\nFalse\n", r
+    finally:
+        os.rmdir(host_marker)
+    assert not os.path.exists(f"/tmp/{name}") and not os.path.exists(f"/dev/shm/{name}")
+
+
+def test_host_files_read_only_even_in_audit_mode(ctx):
+    d = tempfile.mkdtemp(prefix="ward-ns-test-", dir="/var/tmp")
+    try:
+        os.chmod(d, 0o777)
+        canary = os.path.join(d, "canary")
+        with open(canary, "w") as f:
+            f.write("original")
+        os.chmod(canary, 0o666)
+        code = ("import os\n"
+                f"for p in ({canary!r}, {os.path.join(d, 'new')!r}):\n"
+                " try:\n  open(p, 'a').write('pwned'); print('WROTE')\n"
+                " except OSError as e: print(e.errno)\n"
+                "open('in-workdir', 'w').write('ok'); print('workdir ok')\n")
+        r, j = ctx.run_json(code, "--profile", "audit")
+        assert r.code == 0 and j["stdout"] == "30\n30\nworkdir ok\n", j
+        assert open(canary).read() == "original"
+        assert os.listdir(d) == ["canary"]
+        # ptrace let it through (audit mode): the mount namespace stopped it
+        ev = ctx.events(j["run_id"], "target=?", canary)
+        assert ev and all(e["decision"] == "allow" for e in ev), ev
+    finally:
+        shutil.rmtree(d)
+
+
+def test_symlink_into_proc_resolved_as_the_code_sees_it(ctx):
+    # /proc/self reached through a link made by the code is its own
+    # /proc/self, as the kernel will open it: the mem rule holds
+    code = ("import os\nos.symlink('/proc/self', 'me')\n"
+            "try:\n open('me/mem', 'rb'); print('OPENED')\n"
+            "except OSError as e: print(e.errno)\n"
+            "print(open('me/status').read().split()[1])\n"
+            "try:\n open('/dev/stdout', 'w')\n"
+            "except OSError as e: print(e.errno)\n")
+    r = ctx.run(code)
+    # /dev/stdout is the pipe ward made (root's, mode 0600: the kernel
+    # refuses uid nobody; ward allowed what it resolved: the pipe)
+    assert r.code == 0 and r.stdout.splitlines() == ["13", "python3", "13"], r
+    run = ctx.last_run()
+    ev = ctx.events(run["id"], "raw='/dev/stdout'")
+    assert ev and ev[0]["target"].startswith("pipe:[") and ev[0]["decision"] == "allow", ev
+    d = [e for e in ctx.denials(run["id"]) if e["raw"] == "me/mem"]
+    assert d and d[0]["decision"] == "deny", d
+    assert d[0]["target"].startswith("/proc/") and d[0]["target"].endswith("/mem")
+
+
+def test_unprivileged_ward_gets_a_user_namespace(ctx):
+    nobody = 65534
+    home = ctx.path("nobody")
+    os.mkdir(home)
+    os.chown(home, nobody, nobody)
+    os.chmod(ctx.tmp, 0o711)
+    code = ("import os\nprint(os.getpid(), os.getuid(), os.getgid())\n"
+            "open('f', 'w').write('x'); print(sorted(os.listdir('.')))\n")
+
+    def drop():
+        os.setgroups([])
+        os.setgid(nobody)
+        os.setuid(nobody)
+    p = subprocess.run([ward_bin(), "run", "--json", "--db", os.path.join(home, "a.db"),
+                        "--workdir", os.path.join(home, "wd"), "-c", code],
+                       preexec_fn=drop, capture_output=True, text=True, timeout=120,
+                       cwd=home, env={"HOME": home, "PATH": "/usr/bin:/bin"})
+    if "namespaces are not available" in p.stderr:
+        raise Skip("the kernel refuses user namespaces to ordinary users: " + p.stderr.strip())
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    j = json.loads(p.stdout)
+    assert j["stdout"] == f"2 {nobody} {nobody}\n['f', 'tmp']\n", j
+    l = ns_layer(j)
+    assert l["active"] and "user" in l["detail"], l
+    assert os.stat(os.path.join(home, "wd", "f")).st_uid == nobody

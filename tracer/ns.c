@@ -1,0 +1,378 @@
+/*
+ * ns.c - namespaces as a kernel floor for the run, and the run's init.
+ *
+ * ward clones its first child with CLONE_NEWPID, NEWNS, NEWIPC, NEWUTS,
+ * NEWNET (unless the policy lets the code reach peers beyond loopback:
+ * then the host's network stays and the connect rules decide) and, when
+ * ward is not root, NEWUSER (the invoking uid and gid mapped to
+ * themselves). That child is pid 1 of the new pid namespace: ward's own
+ * code, no exec, no seccomp filter. It must not run the code: pid 1
+ * ignores every signal it has no handler for, even one it sends itself,
+ * so a script that kills itself with SIGTERM would not die as it does
+ * natively. So the child is the run's init:
+ *
+ *   ward --clone(NEW*)--> init (pid 1) --fork--> the code (pid 2) --exec
+ *
+ * How the code is seized before it runs: ward PTRACE_SEIZEs the init with
+ * the usual options (TRACEFORK among them) before releasing it through the
+ * sync pipe. The init sets up the namespaces and forks; the kernel attaches
+ * the new process to ward inside that fork, before it runs one
+ * instruction, with the init's options (EXITKILL, TRACESECCOMP, ...): the
+ * same state as the first child had before namespaces. At the init's fork
+ * event ward takes the new pid as the run's root process and detaches the
+ * init: it makes no trapped syscall (no filter), is not part of the code,
+ * and is neither recorded as a process nor counted. Untraced, it is also
+ * protected by the kernel like any pid 1: signals from the code do nothing.
+ *
+ * The init dies with ward (PR_SET_PDEATHSIG SIGKILL; the code's processes
+ * have PTRACE_O_EXITKILL), and when the init dies the kernel kills every
+ * process of the namespace. It reaps until no child is left, so the run
+ * ends when the code's tree is gone, as before.
+ *
+ * Mounts (in the init, before the fork): everything propagation-private;
+ * the whole tree made read-only with one recursive mount_setattr, so
+ * nothing of the host is writable whatever the supervisor decides; a fresh
+ * /proc for the new pid namespace; tmpfs on /tmp and /dev/shm; the workdir
+ * (cloned with open_tree before the tree became read-only) attached back
+ * writable at the same path. No pivot_root: every path keeps its name, so
+ * the policy's rules mean the same inside.
+ */
+#include "tracer-int.h"
+#include "spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+
+#define NS_HOSTNAME "ward"
+
+/* ------------------------------------------------------------------ */
+/* ward's side                                                         */
+
+static int ns_plan(const struct tracer *t)
+{
+	int f = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS;
+
+	if (!policy_net_beyond_loopback(t->o->policy))
+		f |= CLONE_NEWNET;
+	if (geteuid() != 0)
+		f |= CLONE_NEWUSER;
+	return f;
+}
+
+static void record_layer(struct tracer *t, int f, int err)
+{
+	char d[200];
+
+	if (!f) {
+		snprintf(d, sizeof(d),
+			 "the kernel refused them (clone: %s); the run has "
+			 "the host's pid, mount, net, ipc and uts namespaces",
+			 strerror(err));
+		tracer_layer_add(t->res, "namespaces", false, d);
+		return;
+	}
+	snprintf(d, sizeof(d),
+		 "pid (own /proc), mount (host read-only but the workdir, "
+		 "own /tmp, /dev/shm), %s, ipc, uts%s",
+		 f & CLONE_NEWNET ? "net (loopback only)"
+				  : "net: the host's (the policy allows peers "
+				    "beyond loopback)",
+		 f & CLONE_NEWUSER ? ", user (ward's uid and gid mapped)" : "");
+	tracer_layer_add(t->res, "namespaces", true, d);
+}
+
+pid_t tracer_ns_fork(struct tracer *t, struct spawn_fds *f)
+{
+	int want = ns_plan(t);
+	pid_t pid;
+
+	f->ns_flags = 0;
+	f->ns_uid = geteuid();
+	f->ns_gid = getegid();
+	/*
+	 * A raw clone, like fork(): the child goes on from here on a copy of
+	 * this stack. ward is single-threaded here (the filter's compile
+	 * thread was joined, the output thread starts later), and the child
+	 * takes no lock before its execve or its own fork().
+	 */
+	pid = (pid_t)syscall(SYS_clone, (unsigned long)(want | SIGCHLD), NULL,
+			     NULL, NULL, 0UL);
+	if (pid == 0) {
+		f->ns_flags = want;
+		/* Die with ward's thread that made us (it lives to the end
+		 * of the run); the code's processes have EXITKILL. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		return 0;
+	}
+	if (pid > 0) {
+		t->ns.flags = want;
+		t->ns.init = pid;
+		record_layer(t, want, 0);
+		return pid;
+	}
+	int e = errno;
+	warn("namespaces are not available (clone: %s): the run goes on "
+	     "without them",
+	     strerror(e));
+	record_layer(t, 0, e);
+	return fork();
+}
+
+/*
+ * A stop of the init (it is traced from its seize to its fork). At the
+ * fork event the new process is the code: the run's root from now on;
+ * the init is let go. Returns true when pid is the init.
+ */
+bool tracer_ns_init_stop(struct tracer *t, pid_t pid, int status)
+{
+	int event = (unsigned)status >> 16;
+	unsigned long msg = 0;
+	char root[64];
+
+	if (!t->ns.init || pid != t->ns.init)
+		return false;
+	if (event != PTRACE_EVENT_FORK) {
+		int sig = event == 0 ? WSTOPSIG(status) : 0;
+		ptrace(PTRACE_CONT, pid, 0, (void *)(long)sig);
+		return true;
+	}
+	if (ptrace(PTRACE_GETEVENTMSG, pid, 0, &msg) == 0 && msg > 0)
+		t->root = (pid_t)msg;
+	/* The run's root directory, for resolving paths as the code's
+	 * kernel will (resolve.c): its mounts are all in place now. */
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
+	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && t->ns.flags & CLONE_NEWNS)
+		tracer_stop(t, STOP_POLICY,
+			    "the run's root directory cannot be opened");
+	else if (t->ns.flags & CLONE_NEWNS)
+		tracer_resolve_ns(t, fd);
+	else if (fd >= 0)
+		close(fd);
+	debug("init %d forked the code: %d", (int)pid, (int)t->root);
+	ptrace(PTRACE_DETACH, pid, 0, 0);
+	return true;
+}
+
+/* The last number on line key ("NSpid:") of /proc/PID/status; 0 if none. */
+static pid_t status_last(pid_t pid, const char *key)
+{
+	char buf[2048];
+	const char *p, *end;
+	long v = 0;
+
+	if (proc_read(pid, "status", buf, sizeof(buf)) <= 0)
+		return 0;
+	p = strstr(buf, key);
+	if (!p)
+		return 0;
+	p += strlen(key);
+	end = strchr(p, '\n');
+	if (!end)
+		end = p + strlen(p);
+	while (p < end) {
+		char *q;
+		long x = strtol(p, &q, 10);
+		if (q == p)
+			break;
+		v = x;
+		p = q;
+	}
+	return (pid_t)v;
+}
+
+/* The tracee's pid in the code's namespace (cached: it never changes). */
+static pid_t tracee_nspid(struct tracee *x)
+{
+	if (!x->nspid)
+		x->nspid = status_last(x->tid, "NSpid:");
+	return x->nspid;
+}
+
+pid_t tracer_ns_host_pid(struct tracer *t, pid_t nspid)
+{
+	pid_t host = 0;
+
+	if (nspid <= 0)
+		return 0;
+	if (!(t->ns.flags & CLONE_NEWPID))
+		return tracee_find(t, nspid) ? nspid : 0;
+	pthread_mutex_lock(&t->lock);
+	for (int b = 0; b < TRACEE_BUCKETS && !host; b++)
+		for (struct tracee *x = t->tab[b]; x && !host; x = x->next)
+			if (tracee_nspid(x) == nspid)
+				host = x->tid;
+	pthread_mutex_unlock(&t->lock);
+	return host;
+}
+
+pid_t tracer_ns_pid(struct tracer *t, pid_t host)
+{
+	struct tracee *x;
+
+	if (!(t->ns.flags & CLONE_NEWPID))
+		return host;
+	x = tracee_find(t, host);
+	return x ? tracee_nspid(x) : 0;
+}
+
+pid_t tracer_ns_pgrp(pid_t host)
+{
+	return status_last(host, "NSpgid:");
+}
+
+/* ------------------------------------------------------------------ */
+/* the init's side (runs in the cloned child; never returns to ward)   */
+
+static void write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		spawn_fail(path);
+	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		spawn_fail(path);
+	close(fd);
+}
+
+/* Map ward's uid and gid to themselves: the code sees who it is. */
+static void map_ids(const struct spawn_fds *f)
+{
+	char m[64];
+
+	write_file("/proc/self/setgroups", "deny");
+	snprintf(m, sizeof(m), "%u %u 1\n", (unsigned)f->ns_uid,
+		 (unsigned)f->ns_uid);
+	write_file("/proc/self/uid_map", m);
+	snprintf(m, sizeof(m), "%u %u 1\n", (unsigned)f->ns_gid,
+		 (unsigned)f->ns_gid);
+	write_file("/proc/self/gid_map", m);
+}
+
+static void loopback_up(void)
+{
+	struct ifreq ifr;
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (s < 0)
+		spawn_fail("socket (to bring loopback up)");
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+		spawn_fail("SIOCGIFFLAGS lo");
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+		spawn_fail("SIOCSIFFLAGS lo (bring loopback up)");
+	close(s);
+}
+
+/* mkdir -p inside the run's tmpfs (the workdir's mount point). */
+static void make_dirs(const char *path)
+{
+	char p[WARD_PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s", path);
+	for (char *s = p + 1;; s++) {
+		if (*s != '/' && *s)
+			continue;
+		char c = *s;
+		*s = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			spawn_fail("creating the workdir's mount point");
+		if (!c)
+			return;
+		*s = c;
+	}
+}
+
+static void tmpfs_at(const char *dir, long long size)
+{
+	char opts[64];
+
+	if (size > 0)
+		snprintf(opts, sizeof(opts), "mode=1777,size=%lld", size);
+	else
+		snprintf(opts, sizeof(opts), "mode=1777");
+	if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		spawn_fail(dir[1] == 't' ? "mounting a tmpfs on /tmp"
+					 : "mounting a tmpfs on /dev/shm");
+}
+
+static void mounts(const struct tracer_opts *o, int flags)
+{
+	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
+	int wd;
+
+	/* Nothing done here may reach the host's mount namespace. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		spawn_fail("making the run's mounts private");
+	wd = open_tree(AT_FDCWD, o->workdir,
+		       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (wd < 0)
+		spawn_fail("open_tree of the workdir");
+	if (mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof(ro)) < 0)
+		spawn_fail("making the host's file tree read-only");
+	if (flags & CLONE_NEWPID &&
+	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  NULL) < 0)
+		spawn_fail("mounting /proc for the run's pid namespace");
+	/* Private and bounded like the code's memory (tmpfs pages are
+	 * memory; the memory cgroup charges them too). */
+	tmpfs_at("/tmp", o->limits.memory_bytes);
+	tmpfs_at("/dev/shm", o->limits.memory_bytes);
+	make_dirs(o->workdir);
+	if (move_mount(wd, "", AT_FDCWD, o->workdir, MOVE_MOUNT_F_EMPTY_PATH) <
+	    0)
+		spawn_fail("attaching the workdir");
+	close(wd);
+}
+
+__attribute__((noreturn)) static void init_reap(void)
+{
+	/* Hold nothing of ward's: the output pipes end when the code's
+	 * processes close them. */
+	syscall(SYS_close_range, 0U, ~0U, 0);
+	for (;;) {
+		if (wait(NULL) < 0 && errno != EINTR)
+			_exit(0); /* ECHILD: the code's tree is gone */
+	}
+}
+
+void tracer_ns_child(const struct tracer_opts *o, const struct spawn_fds *f)
+{
+	pid_t pid;
+
+	if (!f->ns_flags)
+		return;
+	if (f->ns_flags & CLONE_NEWUSER)
+		map_ids(f);
+	if (f->ns_flags & CLONE_NEWUTS &&
+	    sethostname(NS_HOSTNAME, strlen(NS_HOSTNAME)) < 0)
+		spawn_fail("sethostname in the run's uts namespace");
+	if (f->ns_flags & CLONE_NEWNET)
+		loopback_up();
+	if (f->ns_flags & CLONE_NEWNS)
+		mounts(o, f->ns_flags);
+	if (!(f->ns_flags & CLONE_NEWPID))
+		return;
+	pid = fork();
+	if (pid < 0)
+		spawn_fail("fork of the code's process");
+	if (pid > 0)
+		init_reap();
+}
