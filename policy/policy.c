@@ -3,6 +3,8 @@
  * accessors the tracer and the command read.
  */
 #include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -366,6 +368,41 @@ const char *policy_text(const struct policy *p)
 bool policy_audit_mode(const struct policy *p)
 {
 	return p->audit;
+}
+
+/* An allow rule for IPv4/IPv6 whose peers are all loopback addresses. */
+static bool rule_loopback_only(const struct pol_net_rule *r)
+{
+	static const unsigned char v6_lo[16] = { [15] = 1 };
+	static const unsigned char v4m_lo[13] = {
+		[10] = 0xff, [11] = 0xff, [12] = 127
+	};
+
+	if (!r->has_addr)
+		return false;
+	if (r->family == AF_INET)
+		return r->prefix >= 8 && r->addr[0] == 127;
+	return (r->prefix == 128 && !memcmp(r->addr, v6_lo, 16)) ||
+	       (r->prefix >= 104 && !memcmp(r->addr, v4m_lo, 13));
+}
+
+bool policy_net_beyond_loopback(const struct policy *p)
+{
+	if (p->audit)
+		return true; /* audit mode allows every peer */
+	for (size_t i = 0; i < p->nnet; i++) {
+		const struct pol_net_rule *r = &p->net[i];
+
+		if (r->deny || (r->family != AF_INET && r->family != AF_INET6))
+			continue;
+		/* listen takes the bound address: bind rules decide that */
+		if (!(r->ops & (POL_OP(WARD_NET_CONNECT) |
+				POL_OP(WARD_NET_SEND) | POL_OP(WARD_NET_BIND))))
+			continue;
+		if (!rule_loopback_only(r))
+			return true;
+	}
+	return false;
 }
 
 bool policy_trap_stat(const struct policy *p)

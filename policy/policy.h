@@ -100,6 +100,10 @@ bool policy_audit_mode(const struct policy *p);
 /* Trap the stat family (stat, lstat, newfstatat, statx, access,
  * faccessat(2), readlink(at), statfs, getxattr family)? */
 bool policy_trap_stat(const struct policy *p);
+/* Can the code reach IPv4/IPv6 peers beyond loopback (a connect, send
+ * or bind allow rule for other addresses, or audit mode)? Without that, ward
+ * gives the run a network namespace of its own with only loopback. */
+bool policy_net_beyond_loopback(const struct policy *p);
 /* Syscall names that have a raw "syscalls" rule (so the filter traps them). */
 size_t policy_syscall_rule_count(const struct policy *p);
 const char *policy_syscall_rule_name(const struct policy *p, size_t i);

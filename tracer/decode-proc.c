@@ -150,17 +150,19 @@ int dec_vfork(struct tracer *t, struct tracee *tc,
 	return 0;
 }
 
-/* Process group of a process, from /proc; -1 if unknown. */
-static pid_t pgrp_of(pid_t pid)
+/*
+ * Pids the code passes are of its own pid namespace (ns.c): in_run says
+ * whether one names a tracee, and ward's number goes to the record when
+ * it differs.
+ */
+static bool in_run(struct tracer *t, struct ward_event *ev, const char *key,
+		   pid_t pid)
 {
-	char buf[512];
-	const char *f = proc_stat_fields(pid, buf, sizeof(buf));
-	int ppid, pgrp;
-	char state;
+	pid_t host = tracer_ns_host_pid(t, pid);
 
-	if (!f || sscanf(f, "%c %d %d", &state, &ppid, &pgrp) != 3)
-		return -1;
-	return pgrp;
+	if (host && host != pid)
+		args_int(ev, key, host);
+	return host > 0;
 }
 
 /* Is every process in group pgid part of the run? A group whose leader is
@@ -170,12 +172,12 @@ static bool group_in_run(struct tracer *t, pid_t pgid)
 {
 	bool found = false;
 
-	if (tracee_find(t, pgid))
+	if (tracer_ns_host_pid(t, pgid))
 		return true;
 	pthread_mutex_lock(&t->lock);
 	for (int b = 0; b < TRACEE_BUCKETS && !found; b++)
 		for (struct tracee *x = t->tab[b]; x && !found; x = x->next)
-			if (x->tid == x->tgid && pgrp_of(x->tid) == pgid)
+			if (x->tid == x->tgid && tracer_ns_pgrp(x->tid) == pgid)
 				found = true;
 	pthread_mutex_unlock(&t->lock);
 	return found;
@@ -202,7 +204,7 @@ int dec_kill(struct tracer *t, struct tracee *tc,
 
 	(void)tc;
 	if (pid > 0)
-		in = tracee_find(t, pid) != NULL;
+		in = in_run(t, ev, "host_pid", pid);
 	else if (pid == 0)
 		in = true; /* own group: inside the run's session */
 	else if (pid == -1)
@@ -220,15 +222,18 @@ int dec_tkill(struct tracer *t, struct tracee *tc,
 
 	(void)tc;
 	signal_common(t, ev, tid, (int)(int32_t)A(1),
-		      tid > 0 && tracee_find(t, tid));
+		      in_run(t, ev, "host_tid", tid));
 	return 0;
 }
 
-static bool thread_in_run(struct tracer *t, pid_t tgid, pid_t tid)
+static bool thread_in_run(struct tracer *t, struct ward_event *ev, pid_t tgid,
+			  pid_t tid)
 {
-	struct tracee *x = tid > 0 ? tracee_find(t, tid) : NULL;
+	pid_t host = in_run(t, ev, "host_tid", tid) ? tracer_ns_host_pid(t, tid)
+						    : 0;
+	struct tracee *x = host ? tracee_find(t, host) : NULL;
 
-	return x && x->tgid == tgid;
+	return x && x->tgid == tracer_ns_host_pid(t, tgid);
 }
 
 int dec_tgkill(struct tracer *t, struct tracee *tc,
@@ -238,7 +243,7 @@ int dec_tgkill(struct tracer *t, struct tracee *tc,
 
 	(void)tc;
 	signal_common(t, ev, tid, (int)(int32_t)A(2),
-		      thread_in_run(t, tgid, tid));
+		      thread_in_run(t, ev, tgid, tid));
 	args_int(ev, "tgid", tgid);
 	return 0;
 }
@@ -251,7 +256,7 @@ int dec_rt_sigqueueinfo(struct tracer *t, struct tracee *tc,
 
 	(void)tc;
 	signal_common(t, ev, pid, (int)(int32_t)A(1),
-		      pid > 0 && tracee_find(t, pid));
+		      in_run(t, ev, "host_pid", pid));
 	return 0;
 }
 
@@ -263,7 +268,7 @@ int dec_rt_tgsigqueueinfo(struct tracer *t, struct tracee *tc,
 
 	(void)tc;
 	signal_common(t, ev, tid, (int)(int32_t)A(2),
-		      thread_in_run(t, tgid, tid));
+		      thread_in_run(t, ev, tgid, tid));
 	return 0;
 }
 
@@ -298,7 +303,7 @@ int dec_pidfd_open(struct tracer *t, struct tracee *tc,
 	pid_t pid = (pid_t)(int32_t)A(0);
 
 	(void)tc;
-	signal_common(t, ev, pid, 0, pid > 0 && tracee_find(t, pid));
+	signal_common(t, ev, pid, 0, in_run(t, ev, "host_pid", pid));
 	return 0;
 }
 
@@ -309,7 +314,7 @@ int dec_prlimit64(struct tracer *t, struct tracee *tc,
 	pid_t pid = (pid_t)(int32_t)A(0);
 
 	(void)tc;
-	signal_common(t, ev, pid, 0, pid > 0 && tracee_find(t, pid));
+	signal_common(t, ev, pid, 0, in_run(t, ev, "host_pid", pid));
 	args_int(ev, "resource", (int)(int32_t)A(1));
 	return 0;
 }

@@ -673,7 +673,7 @@ static void handle_status(struct tracer *t, pid_t pid, int status)
 		on_exit_status(t, pid, status);
 		return;
 	}
-	if (!WIFSTOPPED(status))
+	if (!WIFSTOPPED(status) || tracer_ns_init_stop(t, pid, status))
 		return;
 	tc = tracee_find(t, pid);
 	if (!tc && !(tc = tracee_add(t, pid, NULL))) {
@@ -826,7 +826,7 @@ static pid_t start_child(struct tracer *t, const struct sock_fprog *filter,
 			  PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK |
 			  PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC |
 			  PTRACE_O_TRACEEXIT;
-	pid_t pid = fork();
+	pid_t pid = tracer_ns_fork(t, f); /* the run's init, or the code */
 
 	if (pid < 0)
 		return -errno;
@@ -950,7 +950,8 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	}
 	t->root = pid;
 	debug("child %d seized", (int)pid);
-	tracee_add(t, pid, NULL);
+	if (!t->ns.init)
+		tracee_add(t, pid, NULL); /* else its child, at its fork */
 	rc = tracer_io_start(t);
 	if (rc == 0)
 		tracer_pin_io_thread(t);

@@ -43,6 +43,11 @@ __attribute__((noreturn)) static void fail(const char *what)
 	_exit(127);
 }
 
+void spawn_fail(const char *what)
+{
+	fail(what);
+}
+
 static void set_limit(int res, long long v, long long hard_extra)
 {
 	struct rlimit rl;
@@ -122,6 +127,10 @@ void spawn_child(const struct tracer_opts *o, const struct sock_fprog *filter,
 	close(SYNC_FD);
 	/* 'c': ward put us in a memory cgroup; else the rlimit is the limit */
 	bool rlimit_as = c != 'c';
+
+	/* In new namespaces: set them up; from here on we are the code's
+	 * process, the init's child (ns.c). */
+	tracer_ns_child(o, f);
 
 	if (setsid() < 0)
 		fail("setsid");

@@ -9,11 +9,26 @@ struct spawn_fds {
 	int sync_r;	  /* one byte arrives once ward has seized us */
 	int err_pipe_w;	  /* set-up failures, as text */
 	const struct tracer_landlock *landlock; /* the plan; NULL: none */
+	int ns_flags; /* CLONE_NEW* the child was cloned with (ns.c) */
+	uid_t ns_uid; /* ward's euid and egid, for the user namespace */
+	gid_t ns_gid;
 };
 
 /* Runs in the forked child; never returns. */
 __attribute__((noreturn)) void spawn_child(const struct tracer_opts *o,
 					   const struct sock_fprog *filter,
 					   const struct spawn_fds *f);
+
+/* Report a set-up failure (what: strerror(errno)) to ward and exit 127.
+ * For the child side only. */
+__attribute__((noreturn)) void spawn_fail(const char *what);
+
+/* Namespaces (ns.c). ward's side: clone the first child into new
+ * namespaces (plain fork when the kernel refuses them: said on stderr and
+ * recorded); returns like fork. The child's side, after ward released it:
+ * set the namespaces up and fork the code's process; returns only in that
+ * process (the init never returns). */
+pid_t tracer_ns_fork(struct tracer *t, struct spawn_fds *f);
+void tracer_ns_child(const struct tracer_opts *o, const struct spawn_fds *f);
 
 #endif

@@ -105,6 +105,23 @@ int tracer_dircache_used(void); /* directories cached (for tests) */
 /* Lexical normalization of an absolute path in place (//, ., ..). */
 void tracer_normalize(char *path);
 
+/* ---- namespaces (ns.c; the fork and the child's side in spawn.h) ---- */
+
+/* A stop of the run's init: handled (true), or pid is not the init. */
+bool tracer_ns_init_stop(struct tracer *t, pid_t pid, int status);
+/* The host pid of the tracee the code calls nspid (a pid or tid of its
+ * own pid namespace), or 0 when no tracee has it. Without a pid namespace
+ * the same number, if it is a tracee's. */
+pid_t tracer_ns_host_pid(struct tracer *t, pid_t nspid);
+/* The reverse: the code's number for tracee host, or 0. */
+pid_t tracer_ns_pid(struct tracer *t, pid_t host);
+/* The process group of host as the code sees it (0 if unknown). */
+pid_t tracer_ns_pgrp(pid_t host);
+/* Resolve paths in the run's mount namespace from now on (resolve.c):
+ * root_fd is an O_PATH fd of the run's root directory, owned by the
+ * resolver until tracer_dircache_free. */
+void tracer_resolve_ns(struct tracer *t, int root_fd);
+
 /* ---- /proc (procfs.c) ---- */
 
 /* Reads a small file (at most n-1 bytes, NUL-terminated). Returns the
@@ -148,7 +165,8 @@ struct tracee {
 			      * what a fork child starts with; owned */
 	bool in_exec; /* an execve was allowed and not yet completed */
 	char exec_path[WARD_PATH_MAX]; /* approved at execve entry */
-	struct tracee *next;	       /* hash chain */
+	pid_t nspid; /* its pid in the code's pid namespace; 0: not read yet */
+	struct tracee *next; /* hash chain */
 };
 
 #define TRACEE_BUCKETS 1024
@@ -158,6 +176,10 @@ struct tracer {
 	struct tracer_result *res;
 	pid_t root;	/* the first process (session leader) */
 	pid_t self_pid; /* ward's pid, to undo /proc/self in resolution */
+	struct {
+		int flags;  /* CLONE_NEW* the run has (0: none) */
+		pid_t init; /* the run's init (pid 1 inside), or 0 */
+	} ns;		    /* namespaces (ns.c) */
 
 	/* tracee table: written by the main thread under lock; the output
 	 * thread reads it under lock only to kill everyone */

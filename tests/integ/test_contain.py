@@ -262,11 +262,15 @@ def test_clone3_answers_enosys_and_threads_still_work(ctx):
 
 def test_unix_sockets_outside_denied(ctx):
     import socket as pysock
-    path = ctx.path("outside.sock")
+    import shutil
+    import tempfile
+    # not in /tmp: the run has its own (mount namespace)
+    sockdir = tempfile.mkdtemp(prefix="ward-test-", dir="/var/tmp")
+    path = os.path.join(sockdir, "outside.sock")
     srv = pysock.socket(pysock.AF_UNIX)
     srv.bind(path)
     os.chmod(path, 0o777)
-    os.chmod(ctx.tmp, 0o777)
+    os.chmod(sockdir, 0o777)
     srv.listen(4)
     name = "ward-test-abstract-%d" % os.getpid()
     asrv = pysock.socket(pysock.AF_UNIX)
@@ -288,6 +292,7 @@ def test_unix_sockets_outside_denied(ctx):
     finally:
         srv.close()
         asrv.close()
+        shutil.rmtree(sockdir)
 
 
 def test_unusual_socket_families_refused(ctx):
