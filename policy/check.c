@@ -6,6 +6,10 @@
  * with precomputed lengths and memcmp. Order of decision:
  *   1. malformed event -> deny "invalid-event" (-EINVAL)
  *   2. ward's floor: clone flags CLONE_NEW* and CLONE_UNTRACED -> kill;
+ *      opening a process's memory file (/proc/PID/mem) -> deny EACCES:
+ *      a tracee writing there could change the argument copies ward
+ *      makes in its read-only scratch area (FOLL_FORCE ignores the
+ *      protection), so no policy, not even audit, allows it;
  *      prctl options, personality values and ioctl requests outside the
  *      argument floor (common/floor.h) -> deny EPERM
  *   3. a "syscalls" rule naming the syscall
@@ -614,6 +618,35 @@ static const char *malformed(const struct ward_event *ev)
 	return "event without a class";
 }
 
+/* "/proc/PID/mem" or "/proc/PID/task/TID/mem" (self and thread-self are
+ * resolved to numbers before the policy sees the path; they are matched
+ * too for paths that were not). */
+static bool proc_mem_file(const char *path)
+{
+	const char *s = path;
+	long id;
+	size_t n;
+
+	if (strncmp(s, "/proc/", 6) != 0)
+		return false;
+	s += 6;
+	if (strncmp(s, "self/", 5) == 0)
+		s += 5;
+	else if (strncmp(s, "thread-self/", 12) == 0)
+		s += 12;
+	else if ((n = pid_at(s, &id)) > 0 && s[n] == '/')
+		s += n + 1;
+	else
+		return false;
+	if (strncmp(s, "task/", 5) == 0) {
+		s += 5;
+		if ((n = pid_at(s, &id)) == 0 || s[n] != '/')
+			return false;
+		s += n + 1;
+	}
+	return strcmp(s, "mem") == 0;
+}
+
 static int invalid(struct policy_verdict *out, const char *why)
 {
 	set(out, POLICY_DENY, EPERM, POL_RULE_INVALID);
@@ -637,6 +670,15 @@ static int decide(const struct policy *p, const struct ward_event *ev,
 		       "%s with flags %#lx: namespaces and CLONE_UNTRACED "
 		       "are in ward's floor",
 		       name[0] ? name : "clone", ev->clone_flags);
+		*floor = true;
+		return 0;
+	}
+	if ((ev->cls == WARD_CLASS_FS || ev->cls == WARD_CLASS_EXEC) &&
+	    (proc_mem_file(ev->path) ||
+	     (ev->has_path2 && proc_mem_file(ev->path2)))) {
+		set(out, POLICY_DENY, EACCES, POL_RULE_PROC_MEM);
+		reason(out, "%s of a process's memory file is in ward's floor",
+		       name[0] ? name : "access");
 		*floor = true;
 		return 0;
 	}

@@ -22,6 +22,7 @@
 #define POL_RULE_NET_CONNECTED	  "net.connected"
 #define POL_RULE_CLONE		  "clone.flags"
 #define POL_RULE_ARG_FLOOR	  "floor.args"
+#define POL_RULE_PROC_MEM	  "proc.mem"
 #define POL_RULE_PROC		  "proc"
 #define POL_RULE_SIGNALS	  "signals"
 

@@ -50,24 +50,36 @@ static void flags_str(unsigned long flags, char *buf, size_t n)
 		snprintf(buf + used, n - used, "|%#lx", flags);
 }
 
-/* Reads the path at addr, resolves it against dirfd into ev->raw/path. */
-int decode_path(struct tracer *t, struct tracee *tc, int dirfd, uint64_t addr,
-		bool follow, bool second, struct ward_event *ev)
+/* Reads path argument argi, resolves it against dirfd into ev->raw/path
+ * and keeps the bytes read as the copy the kernel will get. */
+int decode_path(struct tracer *t, struct tracee *tc, int dirfd,
+		const struct ptrace_syscall_info *si, int argi, bool follow,
+		bool second, struct ward_event *ev)
 {
 	char *raw = second ? ev->raw2 : ev->raw;
 	char *path = second ? ev->path2 : ev->path;
 	bool exists = false;
 	int rc;
 
-	(void)t;
-	if (addr == PATH_SELF) {
-		raw[0] = '\0'; /* AT_EMPTY_PATH and friends: the fd itself */
+	if (argi == PATH_NONE) {
+		raw[0] = '\0'; /* a NULL path: the fd itself */
+	} else if (argi & PATH_EMPTY) {
+		/* AT_EMPTY_PATH with "": the fd itself. The "" is copied
+		 * too: a name written there later must not be used. */
+		raw[0] = '\0';
+		rc = copy_arg(&t->cp, argi & ~PATH_EMPTY, "", 1);
+		if (rc < 0)
+			return rc;
 	} else {
-		rc = umem_read_str(tc->tid, addr, raw, WARD_PATH_MAX);
+		rc = umem_read_str(tc->tid, si->seccomp.args[argi], raw,
+				   WARD_PATH_MAX);
 		if (rc < 0)
 			return rc;
 		if (!raw[0])
 			return -ENOENT; /* the kernel's answer for "" */
+		rc = copy_arg(&t->cp, argi, raw, strlen(raw) + 1);
+		if (rc < 0)
+			return rc;
 	}
 	rc = tracer_resolve(tc->tid, tc->tgid, dirfd, raw, follow, path,
 			    WARD_PATH_MAX, &exists);
@@ -113,7 +125,8 @@ static unsigned open_access(unsigned long flags, bool exists)
 }
 
 static int open_common(struct tracer *t, struct tracee *tc,
-		       struct ward_event *ev, int dirfd, uint64_t path,
+		       struct ward_event *ev, int dirfd,
+		       const struct ptrace_syscall_info *si, int pathi,
 		       unsigned long flags, unsigned long mode)
 {
 	char fs[256];
@@ -123,7 +136,7 @@ static int open_common(struct tracer *t, struct tracee *tc,
 	int rc;
 
 	ev->cls = WARD_CLASS_FS;
-	rc = decode_path(t, tc, dirfd, path, follow, false, ev);
+	rc = decode_path(t, tc, dirfd, si, pathi, follow, false, ev);
 	if (rc < 0)
 		return rc;
 	ev->access = open_access(flags, ev->exists);
@@ -137,23 +150,22 @@ static int open_common(struct tracer *t, struct tracee *tc,
 int dec_open(struct tracer *t, struct tracee *tc,
 	     const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return open_common(t, tc, ev, RESOLVE_CWD, si->seccomp.args[0],
-			   si->seccomp.args[1], si->seccomp.args[2]);
+	return open_common(t, tc, ev, RESOLVE_CWD, si, 0, si->seccomp.args[1],
+			   si->seccomp.args[2]);
 }
 
 int dec_creat(struct tracer *t, struct tracee *tc,
 	      const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return open_common(t, tc, ev, RESOLVE_CWD, si->seccomp.args[0],
+	return open_common(t, tc, ev, RESOLVE_CWD, si, 0,
 			   O_CREAT | O_WRONLY | O_TRUNC, si->seccomp.args[1]);
 }
 
 int dec_openat(struct tracer *t, struct tracee *tc,
 	       const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return open_common(t, tc, ev, as_dirfd(si->seccomp.args[0]),
-			   si->seccomp.args[1], si->seccomp.args[2],
-			   si->seccomp.args[3]);
+	return open_common(t, tc, ev, as_dirfd(si->seccomp.args[0]), si, 1,
+			   si->seccomp.args[2], si->seccomp.args[3]);
 }
 
 int dec_openat2(struct tracer *t, struct tracee *tc,
@@ -165,13 +177,33 @@ int dec_openat2(struct tracer *t, struct tracee *tc,
 
 	if (size < 24 /* OPEN_HOW_SIZE_VER0 */)
 		return -EINVAL;
+	if (size > 4096)
+		return -E2BIG; /* the kernel's limit (a page) */
 	memset(&how, 0, sizeof(how));
 	rc = umem_read(tc->tid, si->seccomp.args[2], &how,
 		       size < sizeof(how) ? size : sizeof(how));
 	if (rc < 0)
 		return rc;
-	rc = open_common(t, tc, ev, as_dirfd(si->seccomp.args[0]),
-			 si->seccomp.args[1], how.flags, how.mode);
+	if (size > sizeof(how)) {
+		/* A larger struct from newer headers: the kernel accepts it
+		 * when the part it does not know is zero. ward passes on only
+		 * the part it checked. */
+		unsigned char rest[4096];
+		size_t n = size - sizeof(how);
+		rc = umem_read(tc->tid, si->seccomp.args[2] + sizeof(how), rest,
+			       n);
+		if (rc < 0)
+			return rc;
+		for (size_t i = 0; i < n; i++)
+			if (rest[i])
+				return -E2BIG;
+	}
+	rc = copy_arg(&t->cp, 2, &how, sizeof(how));
+	if (rc < 0)
+		return rc;
+	copy_arg_val(&t->cp, 3, sizeof(how));
+	rc = open_common(t, tc, ev, as_dirfd(si->seccomp.args[0]), si, 1,
+			 how.flags, how.mode);
 	if (rc == 0 && how.resolve)
 		args_fmt(ev, "resolve", "%#llx",
 			 (unsigned long long)how.resolve);
@@ -180,12 +212,13 @@ int dec_openat2(struct tracer *t, struct tracee *tc,
 
 /* One path, fixed access: the shape of most file syscalls. */
 static int one_path(struct tracer *t, struct tracee *tc, struct ward_event *ev,
-		    int dirfd, uint64_t path, bool follow, unsigned access)
+		    int dirfd, const struct ptrace_syscall_info *si, int pathi,
+		    bool follow, unsigned access)
 {
 	int rc;
 
 	ev->cls = WARD_CLASS_FS;
-	rc = decode_path(t, tc, dirfd, path, follow, false, ev);
+	rc = decode_path(t, tc, dirfd, si, pathi, follow, false, ev);
 	if (rc == 0)
 		ev->access = access;
 	return rc;
@@ -196,80 +229,81 @@ static int one_path(struct tracer *t, struct tracee *tc, struct ward_event *ev,
 int dec_stat(struct tracer *t, struct tracee *tc,
 	     const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return one_path(t, tc, ev, RESOLVE_CWD, A(0), true, WARD_FS_STAT);
+	return one_path(t, tc, ev, RESOLVE_CWD, si, 0, true, WARD_FS_STAT);
 }
 
 int dec_lstat(struct tracer *t, struct tracee *tc,
 	      const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return one_path(t, tc, ev, RESOLVE_CWD, A(0), false, WARD_FS_STAT);
+	return one_path(t, tc, ev, RESOLVE_CWD, si, 0, false, WARD_FS_STAT);
 }
 
 /* newfstatat(dirfd, path, buf, flags), statx(dirfd, path, flags, ...) */
 static int at_stat(struct tracer *t, struct tracee *tc, struct ward_event *ev,
-		   uint64_t dirfd, uint64_t path, uint64_t flags)
+		   const struct ptrace_syscall_info *si, int pathi,
+		   uint64_t flags)
 {
-	int fd = as_dirfd(dirfd);
+	int fd = as_dirfd(A(0));
 	bool follow = !(flags & AT_SYMLINK_NOFOLLOW);
 
-	if ((flags & AT_EMPTY_PATH) && path) {
+	if ((flags & AT_EMPTY_PATH) && A(pathi)) {
 		char c = 0;
-		if (umem_read(tc->tid, path, &c, 1) == 0 && c == '\0') {
+		if (umem_read(tc->tid, A(pathi), &c, 1) == 0 && c == '\0') {
 			ev->cls = WARD_CLASS_FS;
 			ev->access = WARD_FS_STAT;
-			return decode_path(t, tc, fd, PATH_SELF, true, false,
-					   ev);
+			return decode_path(t, tc, fd, si, pathi | PATH_EMPTY,
+					   true, false, ev);
 		}
 	}
-	return one_path(t, tc, ev, fd, path, follow, WARD_FS_STAT);
+	return one_path(t, tc, ev, fd, si, pathi, follow, WARD_FS_STAT);
 }
 
 int dec_newfstatat(struct tracer *t, struct tracee *tc,
 		   const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return at_stat(t, tc, ev, A(0), A(1), A(3));
+	return at_stat(t, tc, ev, si, 1, A(3));
 }
 
 int dec_statx(struct tracer *t, struct tracee *tc,
 	      const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return at_stat(t, tc, ev, A(0), A(1), A(2));
+	return at_stat(t, tc, ev, si, 1, A(2));
 }
 
 int dec_faccessat(struct tracer *t, struct tracee *tc,
 		  const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return one_path(t, tc, ev, as_dirfd(A(0)), A(1), true, WARD_FS_STAT);
+	return one_path(t, tc, ev, as_dirfd(A(0)), si, 1, true, WARD_FS_STAT);
 }
 
 int dec_faccessat2(struct tracer *t, struct tracee *tc,
 		   const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return at_stat(t, tc, ev, A(0), A(1), A(3));
+	return at_stat(t, tc, ev, si, 1, A(3));
 }
 
 int dec_readlinkat(struct tracer *t, struct tracee *tc,
 		   const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return one_path(t, tc, ev, as_dirfd(A(0)), A(1), false, WARD_FS_STAT);
+	return one_path(t, tc, ev, as_dirfd(A(0)), si, 1, false, WARD_FS_STAT);
 }
 
 int dec_chdir(struct tracer *t, struct tracee *tc,
 	      const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return one_path(t, tc, ev, RESOLVE_CWD, A(0), true, WARD_FS_STAT);
+	return one_path(t, tc, ev, RESOLVE_CWD, si, 0, true, WARD_FS_STAT);
 }
 
 int dec_unlink(struct tracer *t, struct tracee *tc,
 	       const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return one_path(t, tc, ev, RESOLVE_CWD, A(0), false, WARD_FS_DELETE);
+	return one_path(t, tc, ev, RESOLVE_CWD, si, 0, false, WARD_FS_DELETE);
 }
 
 int dec_unlinkat(struct tracer *t, struct tracee *tc,
 		 const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	int rc = one_path(t, tc, ev, as_dirfd(A(0)), A(1), false,
+	int rc = one_path(t, tc, ev, as_dirfd(A(0)), si, 1, false,
 			  WARD_FS_DELETE);
 
 	if (rc == 0 && (A(2) & AT_REMOVEDIR))
@@ -280,7 +314,7 @@ int dec_unlinkat(struct tracer *t, struct tracee *tc,
 int dec_mkdir(struct tracer *t, struct tracee *tc,
 	      const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	int rc = one_path(t, tc, ev, RESOLVE_CWD, A(0), false, WARD_FS_CREATE);
+	int rc = one_path(t, tc, ev, RESOLVE_CWD, si, 0, false, WARD_FS_CREATE);
 
 	if (rc == 0)
 		args_fmt(ev, "mode", "%#llo",
@@ -291,7 +325,7 @@ int dec_mkdir(struct tracer *t, struct tracee *tc,
 int dec_mkdirat(struct tracer *t, struct tracee *tc,
 		const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	int rc = one_path(t, tc, ev, as_dirfd(A(0)), A(1), false,
+	int rc = one_path(t, tc, ev, as_dirfd(A(0)), si, 1, false,
 			  WARD_FS_CREATE);
 
 	if (rc == 0)
@@ -303,7 +337,7 @@ int dec_mkdirat(struct tracer *t, struct tracee *tc,
 int dec_mknod(struct tracer *t, struct tracee *tc,
 	      const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	int rc = one_path(t, tc, ev, RESOLVE_CWD, A(0), false, WARD_FS_CREATE);
+	int rc = one_path(t, tc, ev, RESOLVE_CWD, si, 0, false, WARD_FS_CREATE);
 
 	if (rc == 0)
 		args_fmt(ev, "mode", "%#llo", (unsigned long long)A(1));
@@ -313,7 +347,7 @@ int dec_mknod(struct tracer *t, struct tracee *tc,
 int dec_mknodat(struct tracer *t, struct tracee *tc,
 		const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	int rc = one_path(t, tc, ev, as_dirfd(A(0)), A(1), false,
+	int rc = one_path(t, tc, ev, as_dirfd(A(0)), si, 1, false,
 			  WARD_FS_CREATE);
 
 	if (rc == 0)
@@ -326,40 +360,47 @@ int dec_mknodat(struct tracer *t, struct tracee *tc,
 int dec_write_path(struct tracer *t, struct tracee *tc,
 		   const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return one_path(t, tc, ev, RESOLVE_CWD, A(0), true, WARD_FS_WRITE);
+	return one_path(t, tc, ev, RESOLVE_CWD, si, 0, true, WARD_FS_WRITE);
 }
 
 int dec_write_lpath(struct tracer *t, struct tracee *tc,
 		    const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return one_path(t, tc, ev, RESOLVE_CWD, A(0), false, WARD_FS_WRITE);
+	return one_path(t, tc, ev, RESOLVE_CWD, si, 0, false, WARD_FS_WRITE);
 }
 
 /* fchmodat(dirfd, path, mode[, flags]), fchownat(dirfd, path, u, g, flags),
  * utimensat(dirfd, path, times, flags), futimesat(dirfd, path, times) */
 static int write_at(struct tracer *t, struct tracee *tc, struct ward_event *ev,
-		    uint64_t dirfd, uint64_t path, uint64_t flags)
+		    const struct ptrace_syscall_info *si, uint64_t flags)
 {
-	int fd = as_dirfd(dirfd);
+	int fd = as_dirfd(A(0));
 
-	if (path == 0 || (flags & AT_EMPTY_PATH)) {
+	if (A(1) == 0 || (flags & AT_EMPTY_PATH)) {
 		char c = 1;
-		if (path == 0 ||
-		    (umem_read(tc->tid, path, &c, 1) == 0 && c == '\0')) {
+		if (A(1) == 0) {
+			/* utimensat(fd, NULL, ...): the fd itself; a NULL
+			 * in a register cannot change */
 			ev->cls = WARD_CLASS_FS;
 			ev->access = WARD_FS_WRITE;
-			return decode_path(t, tc, fd, PATH_SELF, true, false,
-					   ev);
+			return decode_path(t, tc, fd, si, PATH_NONE, true,
+					   false, ev);
+		}
+		if (umem_read(tc->tid, A(1), &c, 1) == 0 && c == '\0') {
+			ev->cls = WARD_CLASS_FS;
+			ev->access = WARD_FS_WRITE;
+			return decode_path(t, tc, fd, si, 1 | PATH_EMPTY, true,
+					   false, ev);
 		}
 	}
-	return one_path(t, tc, ev, fd, path, !(flags & AT_SYMLINK_NOFOLLOW),
+	return one_path(t, tc, ev, fd, si, 1, !(flags & AT_SYMLINK_NOFOLLOW),
 			WARD_FS_WRITE);
 }
 
 int dec_fchmodat(struct tracer *t, struct tracee *tc,
 		 const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	int rc = write_at(t, tc, ev, A(0), A(1), 0);
+	int rc = write_at(t, tc, ev, si, 0);
 
 	if (rc == 0)
 		args_fmt(ev, "mode", "%#llo",
@@ -370,7 +411,7 @@ int dec_fchmodat(struct tracer *t, struct tracee *tc,
 int dec_fchmodat2(struct tracer *t, struct tracee *tc,
 		  const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	int rc = write_at(t, tc, ev, A(0), A(1), A(3));
+	int rc = write_at(t, tc, ev, si, A(3));
 
 	if (rc == 0)
 		args_fmt(ev, "mode", "%#llo",
@@ -381,41 +422,41 @@ int dec_fchmodat2(struct tracer *t, struct tracee *tc,
 int dec_fchownat(struct tracer *t, struct tracee *tc,
 		 const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return write_at(t, tc, ev, A(0), A(1), A(4));
+	return write_at(t, tc, ev, si, A(4));
 }
 
 int dec_utimensat(struct tracer *t, struct tracee *tc,
 		  const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return write_at(t, tc, ev, A(0), A(1), A(3));
+	return write_at(t, tc, ev, si, A(3));
 }
 
 int dec_futimesat(struct tracer *t, struct tracee *tc,
 		  const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return write_at(t, tc, ev, A(0), A(1), 0);
+	return write_at(t, tc, ev, si, 0);
 }
 
 int dec_inotify_add_watch(struct tracer *t, struct tracee *tc,
 			  const struct ptrace_syscall_info *si,
 			  struct ward_event *ev)
 {
-	return one_path(t, tc, ev, RESOLVE_CWD, A(1), true, WARD_FS_STAT);
+	return one_path(t, tc, ev, RESOLVE_CWD, si, 1, true, WARD_FS_STAT);
 }
 
 /* Two names: old loses a name (or gains one for link), new gains one. */
 static int two_paths(struct tracer *t, struct tracee *tc, struct ward_event *ev,
-		     int od, uint64_t op, bool ofollow, unsigned oacc, int nd,
-		     uint64_t np, unsigned nacc)
+		     const struct ptrace_syscall_info *si, int od, int op,
+		     bool ofollow, unsigned oacc, int nd, int np, unsigned nacc)
 {
 	int rc;
 
 	ev->cls = WARD_CLASS_FS;
-	rc = decode_path(t, tc, od, op, ofollow, false, ev);
+	rc = decode_path(t, tc, od, si, op, ofollow, false, ev);
 	if (rc < 0)
 		return rc;
 	ev->access = oacc;
-	rc = decode_path(t, tc, nd, np, false, true, ev);
+	rc = decode_path(t, tc, nd, si, np, false, true, ev);
 	if (rc < 0)
 		return rc;
 	ev->access2 = nacc;
@@ -424,10 +465,11 @@ static int two_paths(struct tracer *t, struct tracee *tc, struct ward_event *ev,
 
 /* Renaming over an existing file also deletes it. */
 static int rename_common(struct tracer *t, struct tracee *tc,
-			 struct ward_event *ev, int od, uint64_t op, int nd,
-			 uint64_t np, unsigned long flags)
+			 struct ward_event *ev,
+			 const struct ptrace_syscall_info *si, int od, int op,
+			 int nd, int np, unsigned long flags)
 {
-	int rc = two_paths(t, tc, ev, od, op, false, WARD_FS_DELETE, nd, np,
+	int rc = two_paths(t, tc, ev, si, od, op, false, WARD_FS_DELETE, nd, np,
 			   WARD_FS_CREATE);
 	if (rc < 0)
 		return rc;
@@ -443,22 +485,21 @@ static int rename_common(struct tracer *t, struct tracee *tc,
 int dec_rename(struct tracer *t, struct tracee *tc,
 	       const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return rename_common(t, tc, ev, RESOLVE_CWD, A(0), RESOLVE_CWD, A(1),
-			     0);
+	return rename_common(t, tc, ev, si, RESOLVE_CWD, 0, RESOLVE_CWD, 1, 0);
 }
 
 int dec_renameat(struct tracer *t, struct tracee *tc,
 		 const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return rename_common(t, tc, ev, as_dirfd(A(0)), A(1), as_dirfd(A(2)),
-			     A(3), 0);
+	return rename_common(t, tc, ev, si, as_dirfd(A(0)), 1, as_dirfd(A(2)),
+			     3, 0);
 }
 
 int dec_renameat2(struct tracer *t, struct tracee *tc,
 		  const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return rename_common(t, tc, ev, as_dirfd(A(0)), A(1), as_dirfd(A(2)),
-			     A(3), A(4));
+	return rename_common(t, tc, ev, si, as_dirfd(A(0)), 1, as_dirfd(A(2)),
+			     3, A(4));
 }
 
 /* A hard link gives the file a name where the policy may allow more than
@@ -466,45 +507,65 @@ int dec_renameat2(struct tracer *t, struct tracee *tc,
 int dec_link(struct tracer *t, struct tracee *tc,
 	     const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return two_paths(t, tc, ev, RESOLVE_CWD, A(0), false,
-			 WARD_FS_READ | WARD_FS_WRITE, RESOLVE_CWD, A(1),
+	return two_paths(t, tc, ev, si, RESOLVE_CWD, 0, false,
+			 WARD_FS_READ | WARD_FS_WRITE, RESOLVE_CWD, 1,
 			 WARD_FS_CREATE);
 }
 
 int dec_linkat(struct tracer *t, struct tracee *tc,
 	       const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	int rc = two_paths(t, tc, ev, as_dirfd(A(0)), A(1),
-			   (A(4) & AT_SYMLINK_FOLLOW) != 0,
-			   WARD_FS_READ | WARD_FS_WRITE, as_dirfd(A(2)), A(3),
-			   WARD_FS_CREATE);
+	int rc;
+
+	if (A(4) & AT_EMPTY_PATH) {
+		/* linkat(fd, "", ...): gives a name to an open file, e.g. an
+		 * O_TMPFILE one; the file needs read and write like any */
+		char c = 1;
+		if (umem_read(tc->tid, A(1), &c, 1) == 0 && c == '\0') {
+			rc = two_paths(t, tc, ev, si, as_dirfd(A(0)),
+				       1 | PATH_EMPTY, true,
+				       WARD_FS_READ | WARD_FS_WRITE,
+				       as_dirfd(A(2)), 3, WARD_FS_CREATE);
+			goto flags;
+		}
+	}
+	rc = two_paths(t, tc, ev, si, as_dirfd(A(0)), 1,
+		       (A(4) & AT_SYMLINK_FOLLOW) != 0,
+		       WARD_FS_READ | WARD_FS_WRITE, as_dirfd(A(2)), 3,
+		       WARD_FS_CREATE);
+flags:
 
 	if (rc == 0 && A(4))
 		args_fmt(ev, "flags", "%#llx", (unsigned long long)A(4));
 	return rc;
 }
 
-/* symlink(target, linkpath): the target text is not accessed now. */
+/* symlink(target, linkpath): the target text is not accessed now, but
+ * the link made is the one recorded. */
 static int symlink_common(struct tracer *t, struct tracee *tc,
-			  struct ward_event *ev, uint64_t target, int nd,
-			  uint64_t linkpath)
+			  struct ward_event *ev,
+			  const struct ptrace_syscall_info *si, int targeti,
+			  int nd, int linki)
 {
-	int rc = umem_read_str(tc->tid, target, ev->raw2, WARD_PATH_MAX);
+	int rc = umem_read_str(tc->tid, A(targeti), ev->raw2, WARD_PATH_MAX);
 
 	if (rc < 0)
 		return rc;
+	rc = copy_arg(&t->cp, targeti, ev->raw2, strlen(ev->raw2) + 1);
+	if (rc < 0)
+		return rc;
 	args_str(ev, "target", ev->raw2);
-	return one_path(t, tc, ev, nd, linkpath, false, WARD_FS_CREATE);
+	return one_path(t, tc, ev, nd, si, linki, false, WARD_FS_CREATE);
 }
 
 int dec_symlink(struct tracer *t, struct tracee *tc,
 		const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return symlink_common(t, tc, ev, A(0), RESOLVE_CWD, A(1));
+	return symlink_common(t, tc, ev, si, 0, RESOLVE_CWD, 1);
 }
 
 int dec_symlinkat(struct tracer *t, struct tracee *tc,
 		  const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return symlink_common(t, tc, ev, A(0), as_dirfd(A(1)), A(2));
+	return symlink_common(t, tc, ev, si, 0, as_dirfd(A(1)), 2);
 }

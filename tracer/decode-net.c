@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 
 #define A(i) (si->seccomp.args[i])
@@ -41,23 +42,27 @@ static void args_family(struct ward_event *ev, const char *key, int f)
 }
 
 /*
- * Decode a sockaddr of len bytes at addr into ev->sa. Returns 0, -EFAULT,
- * -EINVAL (too short for its family, as the kernel would say).
+ * Decode a sockaddr of len bytes at addr into ev->sa, and copy the bytes
+ * for the kernel (*off: their offset in t->cp). Returns 0, -EFAULT,
+ * -EINVAL (too short or too long, as the kernel would say).
  */
-static int decode_sockaddr(struct tracee *tc, uint64_t addr, uint64_t len,
-			   struct ward_event *ev)
+static int decode_sockaddr(struct tracer *t, struct tracee *tc, uint64_t addr,
+			   uint64_t len, struct ward_event *ev, long *off)
 {
 	struct sockaddr_storage ss;
 	struct ward_sockaddr *sa = &ev->sa;
-	size_t n = len > sizeof(ss) ? sizeof(ss) : (size_t)len;
+	size_t n = (size_t)len;
 	int rc;
 
-	if (len < sizeof(sa_family_t) || len > 0x7fffffff)
+	if (len < sizeof(sa_family_t) || len > sizeof(ss))
 		return -EINVAL;
 	memset(&ss, 0, sizeof(ss));
 	rc = umem_read(tc->tid, addr, &ss, n);
 	if (rc < 0)
 		return rc;
+	*off = copy_put(&t->cp, &ss, n, 8);
+	if (*off < 0)
+		return (int)*off;
 	sa->present = true;
 	sa->family = ss.ss_family;
 	sa->port = -1;
@@ -159,37 +164,55 @@ int dec_socket(struct tracer *t, struct tracee *tc,
 	return 0;
 }
 
+/* Decodes the address; *off gets the offset of its copy, or -1 when
+ * there is none (a send on a connected socket). */
 static int addr_op(struct tracer *t, struct tracee *tc, struct ward_event *ev,
 		   enum ward_net_op op, uint64_t fd, uint64_t addr,
-		   uint64_t len)
+		   uint64_t len, long *off)
 {
 	int rc;
 
 	ev->cls = WARD_CLASS_NET;
 	ev->net_op = op;
 	args_int(ev, "fd", (int)(uint32_t)fd);
+	*off = -1;
 	if (addr == 0) {
 		if (op == WARD_NET_SEND)
 			return 0; /* connected socket: no address */
 		return -EFAULT;
 	}
-	rc = decode_sockaddr(tc, addr, len, ev);
+	rc = decode_sockaddr(t, tc, addr, len, ev, off);
 	if (rc < 0)
 		return rc;
 	resolve_unix(t, tc, ev);
 	return 0;
 }
 
+/* connect, bind, sendto: the address and its length in two registers. */
+static int addr_regs(struct tracer *t, struct tracee *tc, struct ward_event *ev,
+		     const struct ptrace_syscall_info *si, enum ward_net_op op,
+		     int addri)
+{
+	long off;
+	int rc = addr_op(t, tc, ev, op, A(0), A(addri), A(addri + 1), &off);
+
+	if (rc == 0 && off >= 0) {
+		copy_arg_at(&t->cp, addri, (uint64_t)off);
+		copy_arg_val(&t->cp, addri + 1, (uint32_t)A(addri + 1));
+	}
+	return rc;
+}
+
 int dec_connect(struct tracer *t, struct tracee *tc,
 		const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return addr_op(t, tc, ev, WARD_NET_CONNECT, A(0), A(1), A(2));
+	return addr_regs(t, tc, ev, si, WARD_NET_CONNECT, 1);
 }
 
 int dec_bind(struct tracer *t, struct tracee *tc,
 	     const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return addr_op(t, tc, ev, WARD_NET_BIND, A(0), A(1), A(2));
+	return addr_regs(t, tc, ev, si, WARD_NET_BIND, 1);
 }
 
 int dec_listen(struct tracer *t, struct tracee *tc,
@@ -207,7 +230,7 @@ int dec_listen(struct tracer *t, struct tracee *tc,
 int dec_sendto(struct tracer *t, struct tracee *tc,
 	       const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	int rc = addr_op(t, tc, ev, WARD_NET_SEND, A(0), A(4), A(5));
+	int rc = addr_regs(t, tc, ev, si, WARD_NET_SEND, 4);
 
 	if (rc == 0)
 		args_int(ev, "len", (long long)A(2));
@@ -224,55 +247,72 @@ struct msghdr64 {
 	uint32_t pad2;
 };
 
-int dec_sendmsg(struct tracer *t, struct tracee *tc,
-		const struct ptrace_syscall_info *si, struct ward_event *ev)
+/*
+ * The msghdr is copied with its name: the kernel reads msg_name from the
+ * msghdr, so a pointer or length changed after the check must not count,
+ * and neither must a name added to a header that had none.
+ */
+static int send_msghdr(struct tracer *t, struct tracee *tc,
+		       struct ward_event *ev, uint64_t fd, uint64_t hdr,
+		       int hdri)
 {
 	struct msghdr64 m;
-	int rc = umem_read(tc->tid, A(1), &m, sizeof(m));
+	long off, at;
+	int rc = umem_read(tc->tid, hdr, &m, sizeof(m));
 
 	if (rc < 0)
 		return rc;
-	return addr_op(t, tc, ev, WARD_NET_SEND, A(0), m.name, m.namelen);
+	rc = addr_op(t, tc, ev, WARD_NET_SEND, fd, m.name, m.namelen, &off);
+	if (rc < 0)
+		return rc;
+	if (off < 0)
+		m.namelen = 0;
+	else
+		m.name = (uint64_t)off;
+	at = copy_put(&t->cp, &m, sizeof(m), 8);
+	if (at < 0)
+		return (int)at;
+	if (off >= 0) {
+		rc = copy_reloc(&t->cp, (size_t)at);
+		if (rc < 0)
+			return rc;
+	}
+	copy_arg_at(&t->cp, hdri, (uint64_t)at);
+	return 0;
 }
 
-/* Every message may carry its own address. ward decides on one: all named
- * messages must name the same address, else the call is refused. */
+int dec_sendmsg(struct tracer *t, struct tracee *tc,
+		const struct ptrace_syscall_info *si, struct ward_event *ev)
+{
+	return send_msghdr(t, tc, ev, A(0), A(1), 1);
+}
+
+/*
+ * sendmmsg(fd, msgvec, vlen, flags): the kernel writes each message's
+ * msg_len back into msgvec, which a read-only copy cannot take. ward sends
+ * the first message as sendmsg(fd, copy, flags) and writes its msg_len and
+ * the count (1) itself at the exit stop (copy.c); a sendmmsg may always
+ * send fewer messages than asked, and callers send the rest again.
+ */
 int dec_sendmmsg(struct tracer *t, struct tracee *tc,
 		 const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	enum { MAX_MSGS = 64, MMSG_SIZE = 64 };
-	uint64_t vlen = (uint32_t)A(2);
-	struct ward_sockaddr first;
-	bool have = false;
+	int rc;
 
-	if (vlen > MAX_MSGS)
-		vlen = MAX_MSGS; /* the kernel caps at UIO_MAXIOV; ward at 64 */
-	for (uint64_t i = 0; i < vlen; i++) {
-		struct msghdr64 m;
-		int rc =
-			umem_read(tc->tid, A(1) + i * MMSG_SIZE, &m, sizeof(m));
-		if (rc < 0)
-			return rc;
-		if (!m.name)
-			continue;
-		ev->args_json[0] = '\0';
-		rc = addr_op(t, tc, ev, WARD_NET_SEND, A(0), m.name, m.namelen);
-		if (rc < 0)
-			return rc;
-		if (!have) {
-			first = ev->sa;
-			have = true;
-		} else if (strcmp(first.addr, ev->sa.addr) ||
-			   first.port != ev->sa.port ||
-			   first.family != ev->sa.family ||
-			   strcmp(first.unix_path, ev->sa.unix_path)) {
-			return -EINVAL;
-		}
+	if ((uint32_t)A(2) == 0) {
+		/* nothing is read or sent */
+		ev->cls = WARD_CLASS_NET;
+		ev->net_op = WARD_NET_SEND;
+		args_int(ev, "fd", (int)(uint32_t)A(0));
+		args_int(ev, "vlen", 0);
+		return 0;
 	}
-	if ((uint32_t)A(2) > MAX_MSGS)
-		return -EINVAL;
-	if (!have)
-		return addr_op(t, tc, ev, WARD_NET_SEND, A(0), 0, 0);
-	args_int(ev, "vlen", (long long)vlen);
+	rc = send_msghdr(t, tc, ev, A(0), A(1), 1);
+	if (rc < 0)
+		return rc;
+	args_int(ev, "vlen", (long long)(uint32_t)A(2));
+	copy_arg_val(&t->cp, 2, A(3)); /* sendmsg's flags */
+	t->cp.nr = __NR_sendmsg;
+	t->cp.mmsg = A(1);
 	return 0;
 }

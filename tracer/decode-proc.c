@@ -70,29 +70,118 @@ close:
 	return 0;
 }
 
+/*
+ * Variables that make the dynamic loader or libc load code or read files
+ * the program did not ask for: never passed to a new program.
+ */
+static bool loader_var(const char *kv)
+{
+	static const char *const names[] = {
+		"LD_PRELOAD=",	    "LD_AUDIT=",	 "LD_LIBRARY_PATH=",
+		"LD_ORIGIN_PATH=",  "LD_PROFILE=",	 "LD_DEBUG_OUTPUT=",
+		"LD_DYNAMIC_WEAK=", "LD_USE_LOAD_BIAS=", "LD_BIND_NOT=",
+		"GCONV_PATH=",	    "GLIBC_TUNABLES=",	 "MALLOC_TRACE=",
+		"LOCPATH=",	    "NLSPATH=",
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strncmp(kv, names[i], strlen(names[i])) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The new program's environment, copied for the kernel (the code cannot
+ * add a variable after the check) without the loader's variables. The
+ * names removed go to the record. The strings go first in the slot, then
+ * the pointer array (made addresses by relocation).
+ */
+static int copy_env(struct tracer *t, struct tracee *tc,
+		    const struct ptrace_syscall_info *si, int envi,
+		    struct ward_event *ev)
+{
+	enum { ENV_MAX = COPY_RELOCS - 1 };
+	static uint64_t offs[COPY_RELOCS];
+	uint64_t envp = A(envi), ptr;
+	char kv[WARD_PATH_MAX];
+	char removed[512] = "[";
+	size_t rlen = 1;
+	int n = 0, rc;
+	long at;
+
+	if (envp == 0)
+		return 0; /* NULL: an empty environment, in a register */
+	for (int i = 0;; i++) {
+		if (i == ENV_MAX)
+			return -E2BIG;
+		rc = umem_read(tc->tid, envp + 8u * (unsigned)i, &ptr, 8);
+		if (rc < 0)
+			return rc;
+		if (ptr == 0)
+			break;
+		rc = umem_read_str(tc->tid, ptr, kv, sizeof(kv));
+		if (rc == -ENAMETOOLONG)
+			return -E2BIG; /* ward copies at most a page each */
+		if (rc < 0)
+			return rc;
+		if (loader_var(kv)) {
+			char js[160];
+			size_t eq = strcspn(kv, "=");
+			int jl = args_json_string(js, sizeof(js), kv,
+						  eq < 64 ? eq : 64);
+			if (jl > 0 && rlen + (size_t)jl + 3 < sizeof(removed))
+				rlen += (size_t)snprintf(
+					removed + rlen, sizeof(removed) - rlen,
+					"%s%s", rlen > 1 ? "," : "", js);
+			continue;
+		}
+		at = copy_put(&t->cp, kv, strlen(kv) + 1, 1);
+		if (at < 0)
+			return (int)at;
+		offs[n++] = (uint64_t)at;
+	}
+	offs[n] = 0;
+	at = copy_put(&t->cp, offs, 8u * (unsigned)(n + 1), 8);
+	if (at < 0)
+		return (int)at;
+	for (int i = 0; i < n; i++) {
+		rc = copy_reloc(&t->cp, (size_t)at + 8u * (unsigned)i);
+		if (rc < 0)
+			return rc;
+	}
+	copy_arg_at(&t->cp, envi, (uint64_t)at);
+	if (rlen > 1) {
+		snprintf(removed + rlen, sizeof(removed) - rlen, "]");
+		args_raw(ev, "env_removed", removed);
+	}
+	return 0;
+}
+
+/* argv is recorded as passed; what runs is read again from the new image
+ * at PTRACE_EVENT_EXEC (loop.c), so a change after the check shows. */
 static int exec_common(struct tracer *t, struct tracee *tc,
-		       struct ward_event *ev, int dirfd, uint64_t path,
-		       uint64_t argv, bool follow)
+		       struct ward_event *ev,
+		       const struct ptrace_syscall_info *si, int dirfd,
+		       int pathi, int argvi, int envi, bool follow)
 {
 	char js[1200];
 	int rc;
 
 	ev->cls = WARD_CLASS_EXEC;
 	ev->access = WARD_FS_EXEC;
-	rc = decode_path(t, tc, dirfd, path, follow, false, ev);
+	rc = decode_path(t, tc, dirfd, si, pathi, follow, false, ev);
 	if (rc < 0)
 		return rc;
-	rc = read_argv(tc->tid, argv, js, sizeof(js));
+	rc = read_argv(tc->tid, A(argvi), js, sizeof(js));
 	if (rc < 0)
 		return rc;
 	args_raw(ev, "argv", js);
-	return 0;
+	return copy_env(t, tc, si, envi, ev);
 }
 
 int dec_execve(struct tracer *t, struct tracee *tc,
 	       const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
-	return exec_common(t, tc, ev, RESOLVE_CWD, A(0), A(1), true);
+	return exec_common(t, tc, ev, si, RESOLVE_CWD, 0, 1, 2, true);
 }
 
 int dec_execveat(struct tracer *t, struct tracee *tc,
@@ -100,16 +189,16 @@ int dec_execveat(struct tracer *t, struct tracee *tc,
 {
 	int dirfd = (int)(uint32_t)A(0) == AT_FDCWD ? RESOLVE_CWD
 						    : (int)(uint32_t)A(0);
-	uint64_t path = A(1);
+	int pathi = 1;
 
 	if (A(4) & AT_EMPTY_PATH) {
 		char c = 1;
-		if (umem_read(tc->tid, path, &c, 1) == 0 && c == '\0')
-			path = PATH_SELF;
+		if (umem_read(tc->tid, A(1), &c, 1) == 0 && c == '\0')
+			pathi = 1 | PATH_EMPTY;
 	}
 	if (A(4))
 		args_fmt(ev, "flags", "%#llx", (unsigned long long)A(4));
-	return exec_common(t, tc, ev, dirfd, path, A(2),
+	return exec_common(t, tc, ev, si, dirfd, pathi, 2, 3,
 			   !(A(4) & AT_SYMLINK_NOFOLLOW));
 }
 

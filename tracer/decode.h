@@ -4,11 +4,18 @@
 
 #include "tracer-int.h"
 
-/* Path address meaning "the dirfd itself" (AT_EMPTY_PATH, NULL path). */
-#define PATH_SELF ((uint64_t)-1)
+/*
+ * A path argument: the index of its register (0-5), PATH_NONE for a NULL
+ * path meaning the dirfd itself, or index | PATH_EMPTY for a pointer to ""
+ * meaning the dirfd itself (AT_EMPTY_PATH). The bytes read are kept in
+ * t->cp: the kernel gets them, not the code's memory.
+ */
+#define PATH_NONE  (-1)
+#define PATH_EMPTY 0x100
 
-int decode_path(struct tracer *t, struct tracee *tc, int dirfd, uint64_t addr,
-		bool follow, bool second, struct ward_event *ev);
+int decode_path(struct tracer *t, struct tracee *tc, int dirfd,
+		const struct ptrace_syscall_info *si, int argi, bool follow,
+		bool second, struct ward_event *ev);
 
 #define DECODER(name)                                                          \
 	int name(struct tracer *t, struct tracee *tc,                          \

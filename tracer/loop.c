@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
@@ -217,6 +218,7 @@ static struct tracee *tracee_add(struct tracer *t, pid_t tid,
 	if (!x)
 		return NULL;
 	x->tid = tid;
+	x->slot = -1;
 	identify(t, x, by, &parent);
 	pthread_mutex_lock(&t->lock);
 	x->serial = ++t->next_serial;
@@ -250,6 +252,7 @@ static struct tracee *tracee_add(struct tracer *t, pid_t tid,
 
 static void tracee_free(struct tracee *x)
 {
+	scratch_detach(x);
 	free(x->exe);
 	free(x->argv);
 	free(x);
@@ -410,6 +413,25 @@ static bool missing_unix_peer(const struct ward_event *ev)
 	       (ev->net_op == WARD_NET_CONNECT || ev->net_op == WARD_NET_SEND);
 }
 
+/* An allowed exec: the program the kernel must run, by name and by file
+ * (looked up in the tracee's own view of the file system). */
+static void exec_approved(struct tracee *tc, const struct ward_event *ev)
+{
+	char where[WARD_PATH_MAX + 32];
+	struct stat st;
+
+	tc->in_exec = true;
+	snprintf(tc->exec_path, sizeof(tc->exec_path), "%s", ev->path);
+	tc->exec_dev = 0;
+	tc->exec_ino = 0;
+	snprintf(where, sizeof(where), "/proc/%d/root%s", (int)tc->tid,
+		 ev->path);
+	if (stat(where, &st) == 0) {
+		tc->exec_dev = st.st_dev;
+		tc->exec_ino = st.st_ino;
+	}
+}
+
 /* The one place where decisions take effect. */
 static void apply_verdict(struct tracer *t, struct tracee *tc,
 			  const struct ward_event *ev,
@@ -418,6 +440,7 @@ static void apply_verdict(struct tracer *t, struct tracee *tc,
 	char buf[WARD_PATH_MAX * 2 + 8];
 	const char *target = event_target(ev, buf, sizeof(buf));
 	const char *bt = NULL;
+	int copied;
 
 	if (v->backtrace &&
 	    tracer_backtrace(tc->tid, t->bt, sizeof(t->bt)) == 0)
@@ -425,11 +448,8 @@ static void apply_verdict(struct tracer *t, struct tracee *tc,
 
 	switch (v->action) {
 	case POLICY_ALLOW:
-		if (ev->cls == WARD_CLASS_EXEC) {
-			tc->in_exec = true;
-			snprintf(tc->exec_path, sizeof(tc->exec_path), "%s",
-				 ev->path);
-		}
+		if (ev->cls == WARD_CLASS_EXEC)
+			exec_approved(tc, ev);
 		if (missing_unix_peer(ev)) {
 			/* Answer for the kernel: a socket appearing there
 			 * between the check and the call must not be reached. */
@@ -440,8 +460,24 @@ static void apply_verdict(struct tracer *t, struct tracee *tc,
 			record_event(t, tc, ev, &a, target, bt);
 			break;
 		}
-		/* The code runs on while ward records. */
-		ptrace(PTRACE_CONT, tc->tid, 0, 0);
+		/* The kernel reads ward's copies of the arguments; the code
+		 * runs on while ward records. */
+		copied = scratch_apply(t, tc);
+		if (copied < 0) {
+			char cause[160];
+			snprintf(cause, sizeof(cause),
+				 "%s: the checked arguments could not be "
+				 "copied (%s)",
+				 ev->name, strerror(-copied));
+			struct policy_verdict k = *v;
+			k.action = POLICY_KILL;
+			k.rule = "copy";
+			snprintf(k.reason, sizeof(k.reason), "%s", cause);
+			record_event(t, tc, ev, &k, target, bt);
+			tracer_stop(t, STOP_POLICY, cause);
+			break;
+		}
+		ptrace(copied ? PTRACE_SYSCALL : PTRACE_CONT, tc->tid, 0, 0);
 		record_event(t, tc, ev, v, target, bt);
 		if (v->would_deny) {
 			t->res->denials++;
@@ -511,6 +547,7 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 		return;
 	}
 	ward_event_reset(ev);
+	copy_reset(&t->cp);
 	ev->pid = tc->tgid;
 	ev->tid = tc->tid;
 	ev->nr = (int)si.seccomp.nr;
@@ -519,6 +556,14 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 	rc = d ? d->decode(t, tc, &si, ev) : dec_other(t, tc, &si, ev);
 	if (rc == -ESRCH)
 		return; /* died under us (SIGKILL) */
+	if (rc == 0 && (t->cp.nregs > 0 || t->cp.nr >= 0)) {
+		/* Copies need the scratch area of this address space. */
+		int p = scratch_prepare(t, tc);
+		if (p > 0)
+			return; /* made first; this syscall stops again */
+		if (p < 0)
+			rc = p;
+	}
 	if (rc < 0) {
 		char why[160];
 		snprintf(why, sizeof(why), "arguments could not be read: %s",
@@ -526,13 +571,15 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 		deny_with(&v, -rc, "decode", why);
 	} else {
 		policy_check(t->o->policy, ev, &v);
+		tracer_landlock_test_fs_off(t, ev, &v); /* TEST ONLY */
 	}
+	/* ward's count, or the pids cgroup (which also counts zombies)
+	 * having refused a fork already: the same limit either way */
 	if (v.action == POLICY_ALLOW && ev->cls == WARD_CLASS_PROC &&
-	    t->o->limits.procs > 0 && t->live >= t->o->limits.procs) {
+	    t->o->limits.procs > 0 &&
+	    (t->live >= t->o->limits.procs || tracer_cgroup_pids_refused(t))) {
 		char cause[128];
-		snprintf(cause, sizeof(cause),
-			 "process limit of %lld processes and threads reached",
-			 t->o->limits.procs);
+		tracer_procs_cause(t, cause, sizeof(cause));
 		/* The run ends here: the clone never happens. */
 		tracer_stop(t, STOP_LIMIT, cause);
 		deny_with(&v, 0, "limits.procs", cause);
@@ -559,6 +606,20 @@ static void on_new_child(struct tracer *t, struct tracee *tc)
 	ptrace(PTRACE_CONT, tc->tid, 0, 0);
 }
 
+/* The running program is the file approved at entry (when it could be
+ * looked up then: a program that is not a named file has only its name). */
+static bool same_file(const struct tracee *tc)
+{
+	char where[64];
+	struct stat st;
+
+	if (!tc->exec_dev && !tc->exec_ino)
+		return true;
+	snprintf(where, sizeof(where), "/proc/%d/exe", (int)tc->tid);
+	return stat(where, &st) == 0 && st.st_dev == tc->exec_dev &&
+	       st.st_ino == tc->exec_ino;
+}
+
 /*
  * After a successful execve: the thread is now the group leader (a
  * non-leader thread that execs takes the leader's tid) running a new image.
@@ -576,10 +637,14 @@ static void on_exec(struct tracer *t, struct tracee *tc)
 			tc->in_exec = old->in_exec;
 			memcpy(tc->exec_path, old->exec_path,
 			       sizeof(tc->exec_path));
+			tc->exec_dev = old->exec_dev;
+			tc->exec_ino = old->exec_ino;
 			evq_process_exit(t, old->serial, tracer_now_ns(), 0, 0);
 			tracee_remove(t, old);
 		}
 	}
+	/* A new image: the old address space and its copies are gone. */
+	scratch_detach(tc);
 	proc_exe_argv(tc->tid, exe, sizeof(exe), argv, sizeof(argv));
 	debug("[%d] exec %s", tc->serial, exe);
 	free(tc->exe);
@@ -588,7 +653,7 @@ static void on_exec(struct tracer *t, struct tracee *tc)
 	tc->argv = strdup(argv);
 	evq_process_exec(t, tc->serial, tracer_now_ns(), exe, argv);
 
-	if (!tc->in_exec || strcmp(exe, tc->exec_path) != 0) {
+	if (!tc->in_exec || strcmp(exe, tc->exec_path) != 0 || !same_file(tc)) {
 		struct ward_event *ev = &t->ev;
 		struct policy_verdict v;
 		ward_event_reset(ev);
@@ -636,6 +701,7 @@ static void on_exit_status(struct tracer *t, pid_t pid, int status)
 			 t->o->limits.memory_bytes >> 20, t->res->memory_by);
 		tracer_stop(t, STOP_LIMIT, cause);
 	}
+	tracer_cgroup_check_pids(t);
 	if (sig == SIGXCPU)
 		tracer_stop(t, STOP_LIMIT, "cpu time limit reached");
 	else if (sig == SIGXFSZ)
@@ -687,6 +753,11 @@ static void handle_status(struct tracer *t, pid_t pid, int status)
 	}
 	sig = WSTOPSIG(status);
 	event = (unsigned)status >> 16;
+	if (sig == (SIGTRAP | 0x80)) {
+		/* syscall-exit stop: asked for by copy.c only */
+		scratch_on_exit(t, tc);
+		return;
+	}
 	switch (event) {
 	case PTRACE_EVENT_SECCOMP: on_seccomp(t, tc); break;
 	case PTRACE_EVENT_FORK:
@@ -823,9 +894,9 @@ static pid_t start_child(struct tracer *t, const struct sock_fprog *filter,
 			 struct spawn_fds *f, int sync_w)
 {
 	const long opts = PTRACE_O_EXITKILL | PTRACE_O_TRACESECCOMP |
-			  PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK |
-			  PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC |
-			  PTRACE_O_TRACEEXIT;
+			  PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACECLONE |
+			  PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
+			  PTRACE_O_TRACEEXEC | PTRACE_O_TRACEEXIT;
 	pid_t pid = tracer_ns_fork(t, f); /* the run's init, or the code */
 
 	if (pid < 0)
@@ -847,7 +918,7 @@ static pid_t start_child(struct tracer *t, const struct sock_fprog *filter,
 		return -e;
 	}
 	const char *go = "r";
-	if (t->cg_dir[0] && tracer_cgroup_enter(t, pid) == 0)
+	if (tracer_cgroup_enter(t, pid) == 0)
 		go = "c";
 	t->res->memory_by = go[0] == 'c'
 				    ? (t->cg_v2 ? "cgroup v2" : "cgroup v1")
@@ -890,7 +961,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	t->self_pid = getpid();
 	t->out_fd[0] = t->out_fd[1] = t->out_fd[2] = -1;
 	t->err_fd = t->wake_fd = t->sig_fd = t->timer_fd = t->kick_fd = -1;
-	t->cg_fd = -1;
+	t->cg_fd = t->cg_pids_fd = t->cg_pids_events = -1;
 	{
 		cpu_set_t cpus;
 		t->ncpus = sched_getaffinity(0, sizeof(cpus), &cpus) == 0

@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <linux/types.h>
+#include <sys/user.h>
 
 #include "tracer.h"
 
@@ -81,6 +82,78 @@ int umem_read(pid_t tid, uint64_t addr, void *buf, size_t len);
 /* Read a NUL-terminated string of at most n-1 bytes. 0, -EFAULT,
  * -ENAMETOOLONG (no NUL within n-1 bytes). */
 int umem_read_str(pid_t tid, uint64_t addr, char *buf, size_t n);
+
+/* ---- argument copies and the scratch area (copy.c) ---- */
+
+/*
+ * What the kernel reads after ward's decision must be what ward decided
+ * on. A decoder that reads an argument from the tracee's memory (a path,
+ * a sockaddr, a msghdr, an open_how, an environment) also puts the bytes
+ * it judged into t->cp; when the syscall is allowed, they are written to
+ * a slot of a scratch area the tracee can read but not write (PROT_READ,
+ * sealed with mseal, writable only through ward's /proc/PID/mem) and the
+ * argument registers are pointed at the copy. At the syscall's exit stop
+ * the registers are restored and the slot is freed.
+ */
+#define COPY_SLOT   (32u * 1024) /* bytes per slot: one syscall's copies */
+#define COPY_SLOTS  64		 /* slots per scratch area */
+#define COPY_RELOCS 1024	 /* pointers inside one slot */
+
+struct argcopy {
+	size_t used;
+	int nregs;
+	struct {
+		int arg;  /* 0..5 */
+		bool mem; /* val is an offset in buf, else a value */
+		uint64_t val;
+	} regs[6];
+	int nrelocs;
+	uint32_t reloc[COPY_RELOCS]; /* offsets of u64 fields in buf that
+				      * hold buf offsets (made addresses) */
+	long nr;		     /* >= 0: run this syscall instead */
+	uint64_t mmsg;		     /* sendmmsg sent as sendmsg: the
+				      * code's mmsghdr[0], for msg_len */
+	unsigned char buf[COPY_SLOT] __attribute__((aligned(8)));
+};
+
+/* One address space (mm) of the run and its scratch area. */
+struct space {
+	int refs;
+	uint64_t base; /* the area in the tracee; 0: not made yet */
+	bool seal_tried, sealed;
+	uint64_t busy; /* slots in use */
+	int mem_fd;    /* /proc/PID/mem of a task using this mm, or -1 */
+};
+
+void copy_reset(struct argcopy *c);
+/* Append len bytes aligned to align; returns the offset or -E2BIG. */
+long copy_put(struct argcopy *c, const void *data, size_t len, size_t align);
+/* Point argument arg at data copied into the slot. 0 or -E2BIG. */
+int copy_arg(struct argcopy *c, int arg, const void *data, size_t len);
+/* Point argument arg at an offset already in the slot. */
+void copy_arg_at(struct argcopy *c, int arg, uint64_t off);
+/* Set argument arg to a value (restored at exit like the others). */
+void copy_arg_val(struct argcopy *c, int arg, uint64_t val);
+/* The u64 at offset at holds a slot offset to be made an address. */
+int copy_reloc(struct argcopy *c, size_t at);
+
+struct tracee;
+/* Before decoding: the tracee's address space needs its scratch area.
+ * Returns 0 when ready, 1 when a syscall was injected to make it (the
+ * stopped syscall runs again afterwards; resume nothing), -errno when it
+ * cannot be made (the syscall is then denied with that errno). */
+int scratch_prepare(struct tracer *t, struct tracee *tc);
+/* An allowed syscall: write t->cp to a slot and point the registers at
+ * it. Returns 1 when copies were made (resume with PTRACE_SYSCALL, expect
+ * the exit stop), 0 when there was nothing to copy, -errno on failure
+ * (the run is stopped: nothing runs on unchecked memory). */
+int scratch_apply(struct tracer *t, struct tracee *tc);
+/* A syscall-exit stop: finish an injection or restore the registers of a
+ * copied syscall. Resumes the tracee. */
+void scratch_on_exit(struct tracer *t, struct tracee *tc);
+/* The tracee runs a new image (exec) or is gone: drop its copies and its
+ * hold on the address space. */
+void scratch_detach(struct tracee *tc);
 
 /* ---- path resolution (resolve.c) ---- */
 
@@ -151,6 +224,7 @@ struct tracer_landlock {
 	char ld_so[256];   /* the interpreter's dynamic loader, or "" */
 	char missing[160]; /* what this ABI lacks that the policy would use */
 	char detail[200];  /* the layer record */
+	bool test_fs_off;  /* TEST ONLY: tracer_landlock_test_fs_off */
 };
 
 /* ---- the run (loop.c, output.c) ---- */
@@ -165,6 +239,14 @@ struct tracee {
 			      * what a fork child starts with; owned */
 	bool in_exec; /* an execve was allowed and not yet completed */
 	char exec_path[WARD_PATH_MAX]; /* approved at execve entry */
+	dev_t exec_dev;		       /* ... and the file it named */
+	ino_t exec_ino;
+	/* argument copies (copy.c) */
+	struct space *sp; /* its address space; NULL until needed */
+	int slot;	  /* slot held by the syscall in flight, or -1 */
+	long inject;	  /* syscall injected, awaiting its exit; 0 none */
+	uint64_t mmsg;	  /* sendmmsg sent as sendmsg (see argcopy) */
+	struct user_regs_struct saved; /* registers before the copy */
 	pid_t nspid; /* its pid in the code's pid namespace; 0: not read yet */
 	struct tracee *next; /* hash chain */
 };
@@ -217,6 +299,13 @@ struct tracer {
 	bool cg_v2;
 	int cg_fd;	       /* the slot directory, flock()ed for the run */
 	long long cg_oom_base; /* the slot's OOM kill count before the run */
+	/* the process limit as a pids cgroup (cgroup.c); "" when not used;
+	 * on v2 the same directory as cg_dir */
+	char cg_pids_dir[WARD_PATH_MAX];
+	bool cg_pids_v2;
+	int cg_pids_fd;		/* v1: its own slot directory, flock()ed */
+	int cg_pids_events;	/* pids.events, read at clones and exits */
+	long long cg_pids_base; /* forks refused there before the run */
 
 	struct tracer_landlock landlock; /* the plan (landlock.c) */
 
@@ -225,6 +314,8 @@ struct tracer {
 	cpu_set_t cpus; /* ward's CPU set before pinning */
 
 	int audit_err;	      /* first audit error (-errno) */
+	bool copy_warned;     /* said once that copies are not sealed */
+	struct argcopy cp;    /* argument copies of the current stop */
 	struct ward_event ev; /* scratch for the current stop */
 	char bt[4096];	      /* scratch for backtraces */
 };
@@ -258,14 +349,27 @@ int evq_drain(struct tracer *t);
 /* The record cannot be written: stop the run (nothing runs unrecorded). */
 void evq_failed(struct tracer *t);
 
-/* Memory cgroup (cgroup.c). setup: 0 when a cgroup slot with the memory
- * limit is held for this run (else -errno: the rlimit is used); enter: put
- * pid in it; oom_kills: processes the kernel killed there for memory during
- * this run; release: give the slot back (after the last tracee is gone). */
+/* Memory and pids cgroups (cgroup.c). setup: 0 when a slot for either is
+ * held for this run (else -errno: the rlimit and ward's count are used);
+ * records the layers and says once on stderr what is missing. enter: put
+ * pid in them; 0 when the memory limit is now a cgroup's. oom_kills:
+ * processes the kernel killed there for memory during this run; release:
+ * give the slots back (after the last tracee is gone). */
 int tracer_cgroup_setup(struct tracer *t);
 int tracer_cgroup_enter(struct tracer *t, pid_t pid);
 long long tracer_cgroup_oom_kills(struct tracer *t);
 void tracer_cgroup_release(struct tracer *t);
+/* The pids cgroup refused a fork during this run (the code saw EAGAIN);
+ * check_pids: then end the run at its process limit (any thread; the
+ * output thread polls cg_pids_events for POLLPRI, the kernel's notice). */
+bool tracer_cgroup_pids_refused(struct tracer *t);
+void tracer_cgroup_check_pids(struct tracer *t);
+/* The cause of a run ended at its process limit, by ward's count or the
+ * kernel's: the same text either way. Returns buf. */
+const char *tracer_procs_cause(const struct tracer *t, char *buf, size_t n);
+/* Give back one controller's slot (a failed enter, or the end). */
+void tracer_cgroup_release_memory(struct tracer *t);
+void tracer_cgroup_release_pids(struct tracer *t);
 
 /* Landlock (landlock.c): the ABI the kernel offers (0: none); a plan for
  * this policy and ABI, made in ward before fork (0 or -ENOMEM); the
@@ -279,6 +383,16 @@ int tracer_landlock_build(const struct tracer_landlock *ll, const char **what);
 /* Plan Landlock for the run and record the layer (warns once on stderr
  * when it is missing or partial). 0, or -errno with setup_error set. */
 int tracer_landlock_setup(struct tracer *t);
+/*
+ * TEST ONLY. With WARD_TEST_SUPERVISOR_FS_OFF=1 in ward's environment and
+ * Landlock active, a file access no policy rule names (rule "default") is
+ * allowed by the supervisor (rule "test.fs-off"), so that tests can show
+ * what the Landlock floor stops on its own. Floors and deny rules still
+ * apply; without Landlock the switch is ignored. Changes *v in place.
+ */
+void tracer_landlock_test_fs_off(const struct tracer *t,
+				 const struct ward_event *ev,
+				 struct policy_verdict *v);
 
 /* Layers (layers.c): does the run require this layer? Are all required
  * layers recorded active? (0, or -ENOTSUP with res->setup_error set.) */

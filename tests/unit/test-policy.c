@@ -698,7 +698,7 @@ static void test_proc_self(void)
 	struct policy *p = load(
 		"{\"version\": 1, \"fs\": ["
 		"{\"path\": \"/proc/self\", \"allow\": [\"read\"]},"
-		"{\"path\": \"/proc/self/mem\", \"deny\": [\"read\", \"write\"]},"
+		"{\"path\": \"/proc/self/environ\", \"deny\": [\"read\", \"write\"]},"
 		"{\"path\": \"/proc/thread-self/comm\", \"allow\": [\"write\"]},"
 		"{\"path\": \"/proc/cpuinfo\", \"allow\": [\"read\"]}]}");
 
@@ -710,8 +710,16 @@ static void test_proc_self(void)
 	ALLOWS(p, "fs[0]", "/proc/PID is /proc/self");
 	ev_fs(R, "/proc/self/maps");
 	ALLOWS(p, "fs[0]", "a literal /proc/self path matches");
+	ev_fs(R, "/proc/4242/environ");
+	DENIES(p, EACCES, "fs[1]",
+	       "/proc/PID/environ denied via /proc/self/environ");
 	ev_fs(R, "/proc/4242/mem");
-	DENIES(p, EACCES, "fs[1]", "/proc/PID/mem denied via /proc/self/mem");
+	DENIES(p, EACCES, "proc.mem",
+	       "/proc/PID/mem: the floor, though /proc/self is allowed");
+	ev_fs(R, "/proc/self/task/4242/mem");
+	DENIES(p, EACCES, "proc.mem", "/proc/self/task/TID/mem: the floor");
+	ev_fs(R, "/proc/4242/memory");
+	ALLOWS(p, "fs[0]", "/proc/PID/memory is not a mem file");
 	ev_fs(R, "/proc/4243/status");
 	DENIES(p, EACCES, "default", "another process's /proc denied");
 	ev_fs(R, "/proc/42420/status");
@@ -1225,12 +1233,11 @@ static void test_profile_default(void)
 	ev_fs(R, "/proc/4242/status");
 	ALLOWS(p, "proc-self", "default: own /proc status");
 	ev_fs(R, "/proc/4242/mem");
-	DENIES(p, EACCES, "proc-self-mem", "default: own /proc mem denied");
+	DENIES(p, EACCES, "proc.mem", "default: own /proc mem denied");
 	ev_fs(W, "/proc/4242/mem");
-	DENIES(p, EACCES, "proc-self-mem", "default: /proc mem write denied");
+	DENIES(p, EACCES, "proc.mem", "default: /proc mem write denied");
 	ev_fs(R, "/proc/4242/task/4242/mem");
-	DENIES(p, EACCES, "proc-thread-self-mem",
-	       "default: thread mem denied by the longer thread-self rule");
+	DENIES(p, EACCES, "proc.mem", "default: thread mem denied (floor)");
 	ev_fs(R, "/proc/1/environ");
 	DENIES(p, EACCES, "default", "default: init's environ denied");
 	ev_fs(R, "/proc/cpuinfo");
@@ -1425,6 +1432,13 @@ static void test_profile_audit(void)
 		n++;
 		if (vd.action == POLICY_DENY)
 			denials++;
+		if (k == 10) {
+			/* ward's floor: denied in audit mode too */
+			if (v.action != POLICY_DENY || v.would_deny ||
+			    strcmp(v.rule, "proc.mem") != 0)
+				mismatch++;
+			continue;
+		}
 		if (v.action != POLICY_ALLOW ||
 		    v.would_deny != (vd.action == POLICY_DENY) ||
 		    strcmp(v.rule, vd.rule) != 0 ||

@@ -1,0 +1,364 @@
+/*
+ * copy.c - checked arguments copied where the code cannot change them.
+ *
+ * A supervisor that reads a path from the tracee's memory, decides, and
+ * lets the kernel read the same memory again loses to a sibling thread
+ * (or another process sharing the page) that rewrites the string between
+ * the two reads. So the kernel never reads the code's memory for an
+ * argument ward decided on: the decoders keep the bytes they judged
+ * (struct argcopy), and an allowed syscall gets them from a scratch area
+ * in its own address space that the code cannot write:
+ *
+ *   - the area is an anonymous private mapping made PROT_READ and sealed
+ *     with mseal(2) (no mprotect, munmap, mremap or MAP_FIXED over it);
+ *   - ward writes it through /proc/PID/mem, which writes read-only
+ *     private pages for a tracer; the code cannot do the same, because
+ *     opening a /proc/PID/mem file is in ward's floor (policy/check.c)
+ *     and process_vm_writev and ptrace kill;
+ *   - each syscall in flight holds a slot; its argument registers point
+ *     into the slot until its exit stop, where they are restored (the
+ *     code's compiled wrappers expect them unchanged) and the slot freed.
+ *
+ * The area is made in each new address space, the first time one of its
+ * syscalls needs copies: ward turns that stopped syscall into mmap, then
+ * (at the next stop) into mseal, and after each rewinds the instruction
+ * pointer so that the code's own syscall runs again and stops again,
+ * now with an area. Threads share their process's area; a child made with
+ * CLONE_VM (vfork, posix_spawn) shares its parent's, found with kcmp(2).
+ *
+ * sendmmsg could not work on a read-only copy: the kernel writes each
+ * message's msg_len back into the array. ward sends the first message as
+ * a sendmsg from the copy and writes msg_len into the code's array itself
+ * (sendmmsg may always send fewer messages than asked).
+ */
+#include "tracer-int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/kcmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+
+#ifndef __NR_mseal
+#define __NR_mseal 462 /* Linux 6.10 */
+#endif
+
+#define AREA ((uint64_t)COPY_SLOT * COPY_SLOTS)
+
+void copy_reset(struct argcopy *c)
+{
+	c->used = 0;
+	c->nregs = 0;
+	c->nrelocs = 0;
+	c->nr = -1;
+	c->mmsg = 0;
+}
+
+long copy_put(struct argcopy *c, const void *data, size_t len, size_t align)
+{
+	size_t at = (c->used + align - 1) & ~(align - 1);
+
+	if (at > COPY_SLOT || len > COPY_SLOT - at)
+		return -E2BIG;
+	memcpy(c->buf + at, data, len);
+	c->used = at + len;
+	return (long)at;
+}
+
+static void set_reg(struct argcopy *c, int arg, bool mem, uint64_t val)
+{
+	int i;
+
+	for (i = 0; i < c->nregs; i++)
+		if (c->regs[i].arg == arg)
+			break;
+	if (i == c->nregs) {
+		if (c->nregs == 6)
+			return; /* six registers: cannot happen twice each */
+		c->nregs++;
+	}
+	c->regs[i].arg = arg;
+	c->regs[i].mem = mem;
+	c->regs[i].val = val;
+}
+
+int copy_arg(struct argcopy *c, int arg, const void *data, size_t len)
+{
+	long at = copy_put(c, data, len, 8);
+
+	if (at < 0)
+		return (int)at;
+	set_reg(c, arg, true, (uint64_t)at);
+	return 0;
+}
+
+void copy_arg_at(struct argcopy *c, int arg, uint64_t off)
+{
+	set_reg(c, arg, true, off);
+}
+
+void copy_arg_val(struct argcopy *c, int arg, uint64_t val)
+{
+	set_reg(c, arg, false, val);
+}
+
+int copy_reloc(struct argcopy *c, size_t at)
+{
+	if (c->nrelocs == COPY_RELOCS || at + 8 > c->used)
+		return -E2BIG;
+	c->reloc[c->nrelocs++] = (uint32_t)at;
+	return 0;
+}
+
+/* ---- address spaces ---- */
+
+static struct space *space_new(void)
+{
+	struct space *sp = calloc(1, sizeof(*sp));
+
+	if (sp) {
+		sp->refs = 1;
+		sp->mem_fd = -1;
+	}
+	return sp;
+}
+
+static struct space *space_get(struct space *sp)
+{
+	sp->refs++;
+	return sp;
+}
+
+static void space_put(struct space *sp)
+{
+	if (!sp || --sp->refs > 0)
+		return;
+	if (sp->mem_fd >= 0)
+		close(sp->mem_fd);
+	free(sp);
+}
+
+static bool same_vm(pid_t a, pid_t b)
+{
+	return syscall(SYS_kcmp, a, b, KCMP_VM, 0, 0) == 0;
+}
+
+/* The tracee's address space: its process's (threads share the leader's),
+ * its parent's when they share memory (vfork), else a new one. */
+static struct space *space_of(struct tracer *t, struct tracee *tc)
+{
+	struct tracee *leader = NULL;
+
+	if (tc->sp)
+		return tc->sp;
+	if (tc->tgid != tc->tid)
+		leader = tracee_find(t, tc->tgid);
+	if (leader && leader->sp) {
+		tc->sp = space_get(leader->sp);
+		return tc->sp;
+	}
+	if (tc->tgid == tc->tid && tc->ppid > 0) {
+		struct tracee *par = tracee_find(t, tc->ppid);
+		if (par && par->sp && same_vm(tc->tid, par->tid)) {
+			tc->sp = space_get(par->sp);
+			return tc->sp;
+		}
+	}
+	tc->sp = space_new();
+	if (tc->sp && leader)
+		leader->sp = space_get(tc->sp);
+	return tc->sp;
+}
+
+void scratch_detach(struct tracee *tc)
+{
+	if (tc->sp && tc->slot >= 0)
+		tc->sp->busy &= ~(1ull << tc->slot);
+	tc->slot = -1;
+	tc->inject = 0;
+	tc->mmsg = 0;
+	space_put(tc->sp);
+	tc->sp = NULL;
+}
+
+/* ---- making the area ---- */
+
+/* Run syscall nr with these arguments in place of the stopped one; its
+ * exit stop comes to scratch_on_exit. */
+static int inject(struct tracee *tc, long nr, uint64_t a0, uint64_t a1,
+		  uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5)
+{
+	struct user_regs_struct r;
+
+	if (ptrace(PTRACE_GETREGS, tc->tid, 0, &tc->saved) < 0)
+		return -errno;
+	r = tc->saved;
+	r.orig_rax = (uint64_t)nr;
+	r.rdi = a0;
+	r.rsi = a1;
+	r.rdx = a2;
+	r.r10 = a3;
+	r.r8 = a4;
+	r.r9 = a5;
+	if (ptrace(PTRACE_SETREGS, tc->tid, 0, &r) < 0 ||
+	    ptrace(PTRACE_SYSCALL, tc->tid, 0, 0) < 0)
+		return -errno;
+	tc->inject = nr;
+	return 1;
+}
+
+int scratch_prepare(struct tracer *t, struct tracee *tc)
+{
+	struct space *sp = space_of(t, tc);
+
+	if (!sp)
+		return -ENOMEM;
+	if (sp->base == 0)
+		return inject(tc, __NR_mmap, 0, AREA, PROT_READ,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			      (uint64_t)-1, 0);
+	if (!sp->seal_tried)
+		return inject(tc, __NR_mseal, sp->base, AREA, 0, 0, 0, 0);
+	return 0;
+}
+
+/* ---- using it ---- */
+
+static uint64_t *arg_reg(struct user_regs_struct *r, int arg)
+{
+	switch (arg) {
+	case 0: return (uint64_t *)&r->rdi;
+	case 1: return (uint64_t *)&r->rsi;
+	case 2: return (uint64_t *)&r->rdx;
+	case 3: return (uint64_t *)&r->r10;
+	case 4: return (uint64_t *)&r->r8;
+	default: return (uint64_t *)&r->r9;
+	}
+}
+
+static int mem_write(struct space *sp, pid_t tid, const void *buf, size_t len,
+		     uint64_t addr)
+{
+	ssize_t w;
+
+	if (sp->mem_fd < 0) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/mem", (int)tid);
+		sp->mem_fd = open(path, O_RDWR | O_CLOEXEC);
+		if (sp->mem_fd < 0)
+			return -errno;
+	}
+	w = pwrite(sp->mem_fd, buf, len, (off_t)addr);
+	if (w < 0)
+		return -errno;
+	return (size_t)w == len ? 0 : -EFAULT;
+}
+
+int scratch_apply(struct tracer *t, struct tracee *tc)
+{
+	struct argcopy *c = &t->cp;
+	struct space *sp = tc->sp;
+	struct user_regs_struct r;
+	uint64_t addr;
+	int slot, rc;
+
+	if (c->nregs == 0 && c->nr < 0)
+		return 0;
+	if (!sp || !sp->base)
+		return -EFAULT; /* scratch_prepare ran first: a bug */
+	if (!sp->sealed && !t->copy_warned) {
+		t->copy_warned = true;
+		warn("this kernel cannot seal memory (mseal, Linux 6.10): the "
+		     "argument copies are read-only but not sealed");
+	}
+	if (~sp->busy == 0)
+		return -EAGAIN;
+	slot = __builtin_ctzll(~sp->busy);
+	addr = sp->base + (uint64_t)slot * COPY_SLOT;
+	for (int i = 0; i < c->nrelocs; i++) {
+		uint64_t v;
+		memcpy(&v, c->buf + c->reloc[i], 8);
+		v += addr;
+		memcpy(c->buf + c->reloc[i], &v, 8);
+	}
+	if (c->used > 0) {
+		rc = mem_write(sp, tc->tid, c->buf, c->used, addr);
+		if (rc < 0)
+			return rc;
+	}
+	if (ptrace(PTRACE_GETREGS, tc->tid, 0, &tc->saved) < 0)
+		return -errno;
+	r = tc->saved;
+	for (int i = 0; i < c->nregs; i++)
+		*arg_reg(&r, c->regs[i].arg) =
+			c->regs[i].mem ? addr + c->regs[i].val : c->regs[i].val;
+	if (c->nr >= 0)
+		r.orig_rax = (uint64_t)c->nr;
+	if (ptrace(PTRACE_SETREGS, tc->tid, 0, &r) < 0)
+		return -errno;
+	sp->busy |= 1ull << slot;
+	tc->slot = slot;
+	tc->mmsg = c->mmsg;
+	return 1;
+}
+
+/* The injected mmap or mseal returned: note it, then rewind so that the
+ * code's own syscall runs again. */
+static void injected(struct tracee *tc, struct user_regs_struct *r)
+{
+	struct space *sp = tc->sp;
+	long rv = (long)r->rax;
+
+	if (sp && tc->inject == __NR_mmap) {
+		if (rv < 0 && rv > -4096)
+			debug("[%d] scratch area: mmap failed: %s", tc->serial,
+			      strerror((int)-rv));
+		else if (!sp->base)
+			sp->base = (uint64_t)rv;
+	} else if (sp) {
+		sp->seal_tried = true;
+		sp->sealed = rv == 0;
+	}
+	*r = tc->saved;
+	r->rip -= 2; /* the syscall instruction */
+	r->rax = tc->saved.orig_rax;
+	tc->inject = 0;
+}
+
+void scratch_on_exit(struct tracer *t, struct tracee *tc)
+{
+	struct user_regs_struct r;
+
+	(void)t;
+	if (ptrace(PTRACE_GETREGS, tc->tid, 0, &r) < 0)
+		return; /* gone */
+	if (tc->inject) {
+		injected(tc, &r);
+	} else if (tc->slot >= 0) {
+		for (int i = 0; i < 6; i++)
+			*arg_reg(&r, i) = *arg_reg(&tc->saved, i);
+		r.orig_rax = tc->saved.orig_rax; /* a restart runs the
+						  * code's syscall */
+		if (tc->mmsg && (long)r.rax >= 0) {
+			uint32_t len = (uint32_t)r.rax;
+			/* msg_len follows the 56-byte msghdr */
+			r.rax = mem_write(tc->sp, tc->tid, &len, sizeof(len),
+					  tc->mmsg + 56) == 0
+					? 1
+					: (uint64_t)-EFAULT;
+		}
+		if (tc->sp)
+			tc->sp->busy &= ~(1ull << tc->slot);
+		tc->slot = -1;
+		tc->mmsg = 0;
+	}
+	ptrace(PTRACE_SETREGS, tc->tid, 0, &r);
+	ptrace(PTRACE_CONT, tc->tid, 0, 0);
+}
