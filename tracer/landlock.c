@@ -412,6 +412,38 @@ int tracer_landlock_build(const struct tracer_landlock *ll, const char **what)
 
 /* ------------------------------ in ward ------------------------------ */
 
+/* TEST ONLY: see tracer_landlock_test_fs_off. Said on stderr and in the
+ * ptrace layer's record, so that no run hides it. */
+static void test_switch(struct tracer *t)
+{
+	const char *v = getenv("WARD_TEST_SUPERVISOR_FS_OFF");
+	const struct tracer_layer *pt;
+	char d[200];
+
+	if (!v || strcmp(v, "1") || !t->landlock.active)
+		return;
+	t->landlock.test_fs_off = true;
+	warn("TEST ONLY (WARD_TEST_SUPERVISOR_FS_OFF=1): file accesses no "
+	     "rule names are left to Landlock");
+	pt = tracer_layer_find(t->res, "ptrace");
+	snprintf(d, sizeof(d), "TEST ONLY: file accesses no rule names left "
+			       "to Landlock; %s",
+		 pt ? pt->detail : "");
+	tracer_layer_add(t->res, "ptrace", true, d);
+}
+
+void tracer_landlock_test_fs_off(const struct tracer *t,
+				 const struct ward_event *ev,
+				 struct policy_verdict *v)
+{
+	if (!t->landlock.test_fs_off || ev->cls != WARD_CLASS_FS ||
+	    v->action != POLICY_DENY || strcmp(v->rule, "default"))
+		return;
+	v->action = POLICY_ALLOW;
+	v->err = 0;
+	v->rule = "test.fs-off";
+}
+
 int tracer_landlock_setup(struct tracer *t)
 {
 	struct tracer_landlock *ll = &t->landlock;
@@ -425,6 +457,7 @@ int tracer_landlock_setup(struct tracer *t)
 		return rc;
 	}
 	tracer_layer_add(t->res, "landlock", ll->active, ll->detail);
+	test_switch(t);
 	/* One line, unless the run is about to be refused for it. */
 	if (!ll->active && !ll->bound.unbounded[0] && !required)
 		warn("landlock %s; the supervisor still decides every file "
