@@ -229,6 +229,20 @@ int scratch_prepare(struct tracer *t, struct tracee *tc)
 	return 0;
 }
 
+/* Whether this kernel seals memory: one page of ward's own, sealed. */
+bool scratch_can_seal(void)
+{
+	static int known = -1;
+
+	if (known < 0) {
+		void *pg = mmap(NULL, 4096, PROT_READ,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		known = pg != MAP_FAILED &&
+			syscall(__NR_mseal, pg, 4096, 0) == 0;
+	}
+	return known;
+}
+
 /* ---- using it ---- */
 
 static uint64_t *arg_reg(struct user_regs_struct *r, int arg)

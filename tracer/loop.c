@@ -887,6 +887,15 @@ static void record_core_layers(struct tracer *t, const struct sock_fprog *f)
 			 : "every sensitive syscall decided",
 		 policy_name(t->o->policy));
 	tracer_layer_add(t->res, "ptrace", true, d);
+	tracer_layer_add(
+		t->res, "argument-copies", true,
+		scratch_can_seal()
+			? "checked arguments passed to the kernel from a "
+			  "read-only scratch area sealed with mseal"
+			: "checked arguments passed to the kernel from a "
+			  "read-only scratch area, NOT sealed (this kernel "
+			  "lacks mseal, Linux 6.10): the code could "
+			  "mprotect it writable");
 }
 
 /* Start: fork, seize, release. Returns the child's pid or -errno. */

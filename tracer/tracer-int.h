@@ -154,6 +154,8 @@ void scratch_on_exit(struct tracer *t, struct tracee *tc);
 /* The tracee runs a new image (exec) or is gone: drop its copies and its
  * hold on the address space. */
 void scratch_detach(struct tracee *tc);
+/* Whether the kernel offers mseal (probed once on a page of ward's). */
+bool scratch_can_seal(void);
 
 /* ---- path resolution (resolve.c) ---- */
 

@@ -241,3 +241,15 @@ def test_program_swapped_at_the_approved_name_never_runs(ctx):
         # every exec ran python: /bin/sh never started
         assert r.code == 0 and "'sh': 0" in r.stdout, r
         assert not [e for e in exes if e.endswith("/sh") or e.endswith("/dash")], exes
+
+
+def test_the_record_names_the_copies_layer(ctx):
+    r, j = ctx.run_json("pass")
+    assert r.code == 0, j
+    layers = {l["name"]: l for l in j["layers"]}
+    cp = layers["argument-copies"]
+    assert cp["active"], cp
+    # this machine's kernel (6.18) has mseal: the area is sealed
+    assert "sealed with mseal" in cp["detail"], cp
+    stored = json.loads(ctx.last_run()["layers"])
+    assert any(l["name"] == "argument-copies" for l in stored), stored
