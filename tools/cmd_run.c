@@ -46,7 +46,7 @@ struct run_args {
 	const char *code_arg;	/* -c CODE */
 	const char *file;	/* FILE or "-" */
 	struct ward_limits lim; /* command-line overrides; 0 = unset */
-	bool keep, json, quiet, summary, memory_cgroup;
+	bool keep, json, quiet, summary, no_cgroup;
 	int pin_cpu; /* -1: none */
 	int spin_us;
 	unsigned long long require; /* --require: policy_layer_name() bits */
@@ -93,13 +93,17 @@ static void usage(FILE *f)
 		"                    ward's own environment is passed otherwise\n"
 		"  --timeout SEC     wall-clock limit (default: the policy's, else 60)\n"
 		"  --cpu SEC         CPU time limit per process\n"
-		"  --memory SIZE     memory limit (e.g. 512M, 4G): by default an address-space\n"
-		"                    rlimit per process (allocations fail: MemoryError)\n"
-		"  --memory-cgroup   enforce --memory on the memory the run uses, with a\n"
-		"                    cgroup (as root, where cgroups are usable): the kernel's\n"
-		"                    OOM kill ends the run with status limit and a cause;\n"
-		"                    costs 5-20 ms at start on cgroup v1\n"
-		"  --max-procs N     processes and threads alive at once in the run\n"
+		"  --memory SIZE     memory limit (e.g. 512M, 4G) on the memory the run uses,\n"
+		"                    in a cgroup where one can be made (as root, or a\n"
+		"                    delegated cgroup v2 subtree): the kernel's OOM kill\n"
+		"                    ends the run with status limit; elsewhere an\n"
+		"                    address-space rlimit per process (MemoryError)\n"
+		"  --max-procs N     processes and threads alive at once in the run; also\n"
+		"                    a pids cgroup where one can be made (a fork it refuses\n"
+		"                    ends the run with status limit)\n"
+		"  --no-cgroup       no cgroups: rlimits and ward's own count only (saves\n"
+		"                    a few ms at start on cgroup v1: median 3, up to 14)\n"
+		"  --memory-cgroup   accepted for old scripts: cgroups are the default\n"
 		"  --max-output SIZE bytes of each stream kept (the rest is counted)\n"
 		"  --json            print one JSON object instead of passing output through\n"
 		"  --spin-us N       after continuing the code, poll this many microseconds\n"
@@ -253,6 +257,7 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		O_INPUT,
 		O_PIN,
 		O_MEMCG,
+		O_NOCG,
 		O_SPIN,
 		O_REQUIRE
 	};
@@ -276,6 +281,7 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		{ "input", required_argument, 0, O_INPUT },
 		{ "pin-cpu", optional_argument, 0, O_PIN },
 		{ "memory-cgroup", no_argument, 0, O_MEMCG },
+		{ "no-cgroup", no_argument, 0, O_NOCG },
 		{ "spin-us", required_argument, 0, O_SPIN },
 		{ "require", required_argument, 0, O_REQUIRE },
 		{ "help", no_argument, 0, 'h' },
@@ -325,7 +331,8 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		case O_SPIN:
 			a->spin_us = (int)parse_count("--spin-us", optarg);
 			break;
-		case O_MEMCG: a->memory_cgroup = true; break;
+		case O_MEMCG: a->no_cgroup = false; break;
+		case O_NOCG: a->no_cgroup = true; break;
 		case O_REQUIRE: a->require |= parse_layers(optarg); break;
 		case O_PIN:
 			a->pin_cpu = optarg ? parse_cpu(optarg)
@@ -921,7 +928,7 @@ int ward_cmd_run(int argc, char **argv)
 		.capture = a.json,
 		.pin_cpu = a.pin_cpu,
 		.spin_us = a.spin_us,
-		.memory_cgroup = a.memory_cgroup,
+		.no_cgroup = a.no_cgroup,
 		.require_layers = a.require | policy_required_layers(pol),
 		.prepared = prep,
 	};

@@ -1,25 +1,35 @@
 /*
- * cgroup.c - the memory limit as a cgroup, where one can be made.
+ * cgroup.c - the memory and process limits as cgroups, where they can be
+ * made.
  *
  * An rlimit on the address space makes big allocations fail (Python raises
  * MemoryError) but says nothing about memory actually used and cannot end
- * the run with a cause. When ward may create a cgroup under its own (v2
- * with the memory controller delegated, or v1's memory hierarchy), the run
- * gets one: its limit is the memory limit, every process of the run is in
- * it from before its first instruction, and the kernel's OOM killer ending
- * a process there ends the run with status "limit". Otherwise the rlimit
- * stays, and the run record says which one was used.
+ * the run with a cause; ward's own count of processes misses zombies the
+ * code never waits for. Where ward may create cgroups under its own (v2
+ * with the controllers delegated, or v1's memory and pids hierarchies, as
+ * root), every run gets them by default (tracer_opts.no_cgroup opts out):
+ *   memory  limit = the memory limit; the kernel's OOM killer ending a
+ *           process there ends the run with status "limit"
+ *   pids    pids.max = the process limit + 1 (room for ward's own helper
+ *           in the run, the pid namespace's init, when there is one); a
+ *           fork the kernel refuses there (EAGAIN in the code) ends the run
+ *           with status "limit" and the same cause as ward's own count
+ * Every process of the run is in them from before its first instruction.
+ * Where a controller cannot be had, its rlimit or ward's count stays, ward
+ * says so once on stderr, and the run's layers record it. The other
+ * rlimits (cpu, file size, open files, core) are always set.
  *
- * It is asked for (tracer_opts.memory_cgroup), not the default: putting the
- * child into a cgroup waits for an RCU grace period in the kernel (cgroup
- * v1 here: 5-20 ms per run), more than the rest of ward's start-up.
+ * Putting the child into a v1 cgroup waits for an RCU grace period in the
+ * kernel (both hierarchies: median 3 ms here, 0.2-14 ms; the second right
+ * after the first is cheap).
  *
- * Making and removing a memory cgroup costs several milliseconds each, so
- * runs reuse them: slots ward-slot-N under ward's own cgroup, each held by
- * one run at a time with flock() on the slot directory (released by the
- * kernel if ward dies). A slot is empty between runs; its limit is
- * rewritten only when it differs; OOM kills are counted from the slot's
- * counter at the start of the run. Slots stay for the next run.
+ * Making and removing cgroups costs several milliseconds each, so runs
+ * reuse them: slots ward-slot-N under ward's own cgroup of each hierarchy,
+ * each held by one run at a time with flock() on the slot directory
+ * (released by the kernel if ward dies). A slot is empty between runs; its
+ * limit is rewritten only when it differs; OOM kills and refused forks are
+ * counted from the slot's counters at the start of the run. Slots stay for
+ * the next run.
  */
 #include "tracer-int.h"
 
@@ -33,6 +43,8 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "../common/log.h"
 
 /* Writes text to dir/file. 0 or -errno. */
 static int put(const char *dir, const char *file, const char *text)
@@ -61,12 +73,26 @@ static ssize_t get(const char *dir, const char *file, char *buf, size_t n)
 	return tracer_read_file(path, buf, n);
 }
 
+/* Is word one of the comma- or space-separated words of list? */
+static bool has_word(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = list; (p = strstr(p, word)) != NULL; p += n) {
+		bool start = p == list || p[-1] == ',' || p[-1] == ' ';
+		bool end = !p[n] || p[n] == ',' || p[n] == ' ' || p[n] == '\n';
+		if (start && end)
+			return true;
+	}
+	return false;
+}
+
 /*
- * Where our own cgroup is: the mount point of the hierarchy with the memory
- * controller (v1) or of the unified hierarchy (v2), joined with our path in
- * it from /proc/self/cgroup. Returns 0 and fills dir, or -ENOENT.
+ * Where our own cgroup is for controller ctl: the mount point of the v1
+ * hierarchy with that controller, or of the unified hierarchy (v2), joined
+ * with our path in it from /proc/self/cgroup. 0 and dir filled, or -ENOENT.
  */
-static int own_cgroup(bool v2, char *dir, size_t n)
+static int own_cgroup(bool v2, const char *ctl, char *dir, size_t n)
 {
 	char line[1024], mnt[WARD_PATH_MAX] = "", rel[WARD_PATH_MAX] = "";
 	FILE *f = fopen("/proc/self/mountinfo", "re");
@@ -75,15 +101,14 @@ static int own_cgroup(bool v2, char *dir, size_t n)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
 		char *sep = strstr(line, " - ");
-		char point[WARD_PATH_MAX], fstype[64];
+		char point[WARD_PATH_MAX], fstype[64], opts[512];
 
 		if (!sep ||
 		    sscanf(line, "%*s %*s %*s %*s %4095s", point) != 1 ||
-		    sscanf(sep + 3, "%63s", fstype) != 1)
+		    sscanf(sep + 3, "%63s %*s %511s", fstype, opts) != 2)
 			continue;
 		if (v2 ? !strcmp(fstype, "cgroup2")
-		       : !strcmp(fstype, "cgroup") &&
-				    strstr(sep, ",memory") != NULL) {
+		       : !strcmp(fstype, "cgroup") && has_word(opts, ctl)) {
 			snprintf(mnt, sizeof(mnt), "%s", point);
 			break;
 		}
@@ -101,7 +126,7 @@ static int own_cgroup(bool v2, char *dir, size_t n)
 			continue;
 		*b = '\0';
 		b[1 + strcspn(b + 1, "\n")] = '\0';
-		if (v2 ? !strcmp(a + 1, "") : strstr(a + 1, "memory") != NULL) {
+		if (v2 ? !strcmp(a + 1, "") : has_word(a + 1, ctl)) {
 			snprintf(rel, sizeof(rel), "%s", b + 1);
 			break;
 		}
@@ -115,101 +140,289 @@ static int own_cgroup(bool v2, char *dir, size_t n)
 
 enum { MAX_SLOTS = 64 };
 
-static long long oom_kills(const char *dir, bool v2)
+/* The number after "key " in dir/file, or 0. */
+static long long counter(const char *dir, const char *file, const char *key)
 {
 	char buf[1024], *p;
+	size_t n = strlen(key);
 
-	if (get(dir, v2 ? "memory.events" : "memory.oom_control", buf,
-		sizeof(buf)) <= 0)
+	if (get(dir, file, buf, sizeof(buf)) <= 0)
 		return 0;
-	p = strstr(buf, "oom_kill ");
-	return p ? atoll(p + 9) : 0;
+	for (p = buf; (p = strstr(p, key)) != NULL; p += n)
+		if ((p == buf || p[-1] == '\n') && p[n] == ' ')
+			return atoll(p + n + 1);
+	return 0;
 }
 
-/* Sets the slot's limit unless it already has it. 0 or -errno. */
-static int set_limit(const char *dir, bool v2, long long bytes)
+static long long oom_kills(const char *dir, bool v2)
+{
+	return counter(dir, v2 ? "memory.events" : "memory.oom_control",
+		       "oom_kill");
+}
+
+/* Sets file in dir to value unless it has it already. 0 or -errno. */
+static int set_value(const char *dir, const char *file, long long value)
 {
 	char want[32], have[64];
-	const char *file = v2 ? "memory.max" : "memory.limit_in_bytes";
 
-	snprintf(want, sizeof(want), "%lld", bytes);
+	snprintf(want, sizeof(want), "%lld", value);
 	if (get(dir, file, have, sizeof(have)) > 0 &&
-	    strtoll(have, NULL, 10) == bytes)
+	    strtoll(have, NULL, 10) == value)
 		return 0;
-	if (put(dir, file, want) < 0)
-		return -EIO;
-	if (v2)
-		put(dir, "memory.swap.max", "0"); /* absent without swap */
-	return 0;
+	return put(dir, file, want);
 }
 
-/* Takes slot n under own (creating it): 0 with t->cg_* set, -EBUSY when
- * another run holds it, else -errno. */
-static int take_slot(struct tracer *t, const char *own, bool v2, int n)
+/* Takes slot n under own (creating it): 0 with *dir and *fd set, -EBUSY
+ * when another run holds it or processes linger in it, else -errno. */
+static int take_slot(const char *own, int n, char *dir, size_t len, int *fd)
 {
-	char dir[WARD_PATH_MAX], procs[64];
-	int fd;
+	char procs[64];
+	int rc;
 
-	snprintf(dir, sizeof(dir), "%s/ward-slot-%d", own, n);
+	snprintf(dir, len, "%s/ward-slot-%d", own, n);
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		return -errno;
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	*fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (*fd < 0)
 		return -errno;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		close(fd);
-		return -EBUSY;
+	/* A slot another user made may be there, not ours to fill. */
+	if (faccessat(*fd, "cgroup.procs", W_OK, AT_EACCESS) < 0)
+		rc = -errno;
+	else if (flock(*fd, LOCK_EX | LOCK_NB) < 0)
+		rc = -EBUSY;
+	else
+		rc = get(dir, "cgroup.procs", procs, sizeof(procs)) == 0
+			     ? 0
+			     : -EBUSY;
+	if (rc < 0) {
+		close(*fd);
+		*fd = -1;
 	}
-	/* A slot whose last run's processes linger is not usable. */
-	if (get(dir, "cgroup.procs", procs, sizeof(procs)) != 0 ||
-	    set_limit(dir, v2, t->o->limits.memory_bytes) < 0) {
-		close(fd);
-		return -EBUSY;
-	}
-	snprintf(t->cg_dir, sizeof(t->cg_dir), "%s", dir);
-	t->cg_fd = fd;
-	t->cg_v2 = v2;
-	t->cg_oom_base = oom_kills(dir, v2);
-	return 0;
+	return rc;
 }
 
-static int find_slot(struct tracer *t, bool v2)
+/*
+ * A slot for controller ctl: on v2 when ward's own cgroup hands ctl to its
+ * children, else in the v1 hierarchy of ctl. 0 with dir, *fd, *v2 set, or
+ * -errno with why filled.
+ */
+static int find_slot(const char *ctl, char *dir, size_t len, int *fd, bool *v2,
+		     char *why, size_t wn)
 {
-	char own[WARD_PATH_MAX], ctl[256];
+	char own[WARD_PATH_MAX], sub[256];
+	int rc;
 
-	if (own_cgroup(v2, own, sizeof(own)) < 0)
+	*v2 = own_cgroup(true, ctl, own, sizeof(own)) == 0 &&
+	      get(own, "cgroup.subtree_control", sub, sizeof(sub)) >= 0 &&
+	      has_word(sub, ctl);
+	if (!*v2 && own_cgroup(false, ctl, own, sizeof(own)) < 0) {
+		snprintf(why, wn,
+			 "no cgroup hierarchy offers %s (cgroup v2 without %s "
+			 "delegated to ward's cgroup, and no v1 hierarchy)",
+			 ctl, ctl);
 		return -ENOENT;
-	if (v2 && (get(own, "cgroup.subtree_control", ctl, sizeof(ctl)) < 0 ||
-		   !strstr(ctl, "memory")))
-		return -ENOTSUP; /* memory not delegated to our children */
-	for (int n = 0; n < MAX_SLOTS; n++) {
-		int rc = take_slot(t, own, v2, n);
-		if (rc != -EBUSY)
-			return rc;
 	}
+	for (int n = 0; n < MAX_SLOTS; n++) {
+		rc = take_slot(own, n, dir, len, fd);
+		if (rc == 0)
+			return 0;
+		if (rc != -EBUSY) {
+			snprintf(why, wn, "cannot make a cgroup under %s: %s%s",
+				 own, strerror(-rc),
+				 rc == -EACCES || rc == -EPERM || rc == -EROFS
+					 ? " (ward needs root, or a delegated "
+					   "cgroup v2 subtree)"
+					 : "");
+			return rc;
+		}
+	}
+	snprintf(why, wn, "all %d slots under %s are in use", MAX_SLOTS, own);
 	return -EBUSY;
+}
+
+static void memory_slot(struct tracer *t, char *why, size_t wn)
+{
+	long long bytes = t->o->limits.memory_bytes;
+	bool v2;
+	int rc;
+
+	rc = find_slot("memory", t->cg_dir, sizeof(t->cg_dir), &t->cg_fd, &v2,
+		       why, wn);
+	if (rc == 0) {
+		rc = set_value(t->cg_dir,
+			       v2 ? "memory.max" : "memory.limit_in_bytes",
+			       bytes);
+		if (rc == 0 && v2)
+			put(t->cg_dir, "memory.swap.max", "0"); /* no swap */
+		if (rc < 0)
+			snprintf(why, wn, "setting the limit in %s: %s",
+				 t->cg_dir, strerror(-rc));
+	}
+	if (rc < 0) {
+		tracer_cgroup_release_memory(t);
+		return;
+	}
+	t->cg_v2 = v2;
+	t->cg_oom_base = oom_kills(t->cg_dir, v2);
+}
+
+static void pids_slot(struct tracer *t, char *why, size_t wn)
+{
+	char ev[WARD_PATH_MAX + 16];
+	int rc;
+
+	if (t->cg_dir[0] && t->cg_v2 &&
+	    get(t->cg_dir, "pids.max", ev, sizeof(ev)) > 0) {
+		/* v2 with pids delegated too: the memory slot is the slot */
+		snprintf(t->cg_pids_dir, sizeof(t->cg_pids_dir), "%s",
+			 t->cg_dir);
+		t->cg_pids_v2 = true;
+		rc = 0;
+	} else {
+		rc = find_slot("pids", t->cg_pids_dir, sizeof(t->cg_pids_dir),
+			       &t->cg_pids_fd, &t->cg_pids_v2, why, wn);
+	}
+	if (rc == 0) {
+		rc = set_value(t->cg_pids_dir, "pids.max",
+			       t->o->limits.procs + 1);
+		if (rc < 0)
+			snprintf(why, wn, "setting pids.max in %s: %s",
+				 t->cg_pids_dir, strerror(-rc));
+	}
+	if (rc == 0) {
+		snprintf(ev, sizeof(ev), "%s/pids.events", t->cg_pids_dir);
+		t->cg_pids_events = open(ev, O_RDONLY | O_CLOEXEC);
+		t->cg_pids_base = counter(t->cg_pids_dir, "pids.events", "max");
+	}
+	if (rc < 0 || t->cg_pids_events < 0) {
+		if (!why[0])
+			snprintf(why, wn, "pids.events: %s", strerror(errno));
+		tracer_cgroup_release_pids(t);
+	}
+}
+
+/* Once per ward process: the limits the run gets without cgroups. */
+static void warn_once(bool mem, bool pids, const char *why)
+{
+	static bool warned;
+
+	if (warned)
+		return;
+	warned = true;
+	warn("no cgroup for the run's %s: %s; %s",
+	     mem && pids ? "memory and process limits"
+	     : mem	 ? "memory limit"
+			 : "process limit",
+	     why,
+	     mem ? "an address-space rlimit limits memory instead"
+		 : "ward's own count limits processes");
 }
 
 int tracer_cgroup_setup(struct tracer *t)
 {
-	t->cg_dir[0] = '\0';
-	t->cg_fd = -1;
-	if (t->o->limits.memory_bytes <= 0 || !t->o->memory_cgroup)
+	char *mwhy = t->cg_mem_why, *pwhy = t->cg_pids_why;
+	size_t wn = sizeof(t->cg_mem_why);
+	bool mem = t->o->limits.memory_bytes > 0, pids = t->o->limits.procs > 0;
+
+	t->cg_dir[0] = t->cg_pids_dir[0] = '\0';
+	t->cg_fd = t->cg_pids_fd = t->cg_pids_events = -1;
+	snprintf(mwhy, wn, "%s",
+		 t->o->no_cgroup ? "not used (--no-cgroup)"
+		 : mem		 ? ""
+				 : "no memory limit");
+	snprintf(pwhy, wn, "%s",
+		 t->o->no_cgroup ? "not used (--no-cgroup)"
+		 : pids		 ? ""
+				 : "no process limit");
+	if (t->o->no_cgroup)
 		return -ENOENT;
-	if (find_slot(t, true) == 0 || find_slot(t, false) == 0)
-		return 0;
-	t->cg_dir[0] = '\0';
-	return -ENOTSUP;
+	if (mem)
+		memory_slot(t, mwhy, wn);
+	if (pids)
+		pids_slot(t, pwhy, wn);
+	if ((mem && mwhy[0]) || (pids && pwhy[0]))
+		warn_once(mem && mwhy[0], pids && pwhy[0],
+			  mem && mwhy[0] ? mwhy : pwhy);
+	return t->cg_dir[0] || t->cg_pids_dir[0] ? 0 : -ENOTSUP;
+}
+
+/* Says in the run's layers whether the child is in dir (rc 0) or not. */
+static void say(struct tracer *t, const char *layer, bool v2, const char *dir,
+		int rc, const char *limit)
+{
+	char d[200];
+
+	if (rc == 0)
+		snprintf(d, sizeof(d), "cgroup %s %s: %s", v2 ? "v2" : "v1",
+			 dir, limit);
+	else
+		snprintf(d, sizeof(d), "could not enter %s: %s", dir,
+			 strerror(-rc));
+	tracer_layer_add(t->res, layer, rc == 0, d);
+}
+
+static int enter(const char *dir, pid_t pid)
+{
+	char num[32];
+
+	snprintf(num, sizeof(num), "%d", (int)pid);
+	return put(dir, "cgroup.procs", num);
+}
+
+/* The rlimits the child sets (spawn.c; it fails the run if it cannot): the
+ * address space only when memory is not a cgroup's. */
+static void say_rlimits(struct tracer *t, bool memory_cgroup)
+{
+	const struct ward_limits *l = &t->o->limits;
+	char d[200], as[48] = "";
+
+	if (!memory_cgroup && l->memory_bytes > 0)
+		snprintf(as, sizeof(as), ", address space %lld MiB",
+			 l->memory_bytes >> 20);
+	snprintf(d, sizeof(d),
+		 "cpu %lld s, file size %lld, open files %lld%s, no core "
+		 "dumps (0: unlimited)",
+		 l->cpu_s, l->fsize_bytes, l->nofile, as);
+	tracer_layer_add(t->res, "rlimits", true, d);
 }
 
 int tracer_cgroup_enter(struct tracer *t, pid_t pid)
 {
-	char num[32];
+	char limit[96];
+	int rc = -ENOENT, prc;
 
-	if (!t->cg_dir[0])
-		return 0;
-	snprintf(num, sizeof(num), "%d", (int)pid);
-	return put(t->cg_dir, "cgroup.procs", num);
+	if (t->cg_dir[0]) {
+		snprintf(limit, sizeof(limit),
+			 "%lld MiB; the kernel's OOM kill ends the run",
+			 t->o->limits.memory_bytes >> 20);
+		rc = enter(t->cg_dir, pid);
+		say(t, "cgroup-memory", t->cg_v2, t->cg_dir, rc, limit);
+		if (rc < 0)
+			warn_once(true, false, strerror(-rc));
+	} else {
+		tracer_layer_add(t->res, "cgroup-memory", false, t->cg_mem_why);
+	}
+	if (t->cg_pids_dir[0]) {
+		snprintf(limit, sizeof(limit),
+			 "pids.max %lld; a refused fork ends the run",
+			 t->o->limits.procs + 1);
+		/* v2: one directory for both controllers, entered above */
+		prc = !strcmp(t->cg_pids_dir, t->cg_dir)
+			      ? rc
+			      : enter(t->cg_pids_dir, pid);
+		say(t, "cgroup-pids", t->cg_pids_v2, t->cg_pids_dir, prc,
+		    limit);
+		if (prc < 0) {
+			warn_once(false, true, strerror(-prc));
+			tracer_cgroup_release_pids(t);
+		}
+	} else {
+		tracer_layer_add(t->res, "cgroup-pids", false, t->cg_pids_why);
+	}
+	if (rc < 0)
+		tracer_cgroup_release_memory(t);
+	say_rlimits(t, rc == 0);
+	return rc;
 }
 
 long long tracer_cgroup_oom_kills(struct tracer *t)
@@ -219,10 +432,58 @@ long long tracer_cgroup_oom_kills(struct tracer *t)
 	return oom_kills(t->cg_dir, t->cg_v2) - t->cg_oom_base;
 }
 
-void tracer_cgroup_release(struct tracer *t)
+bool tracer_cgroup_pids_refused(struct tracer *t)
+{
+	char buf[256];
+	ssize_t n;
+	char *p;
+
+	if (t->cg_pids_events < 0)
+		return false;
+	n = pread(t->cg_pids_events, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strstr(buf, "max ");
+	return p && atoll(p + 4) > t->cg_pids_base;
+}
+
+const char *tracer_procs_cause(const struct tracer *t, char *buf, size_t n)
+{
+	snprintf(buf, n, "process limit of %lld processes and threads reached",
+		 t->o->limits.procs);
+	return buf;
+}
+
+void tracer_cgroup_check_pids(struct tracer *t)
+{
+	char cause[128];
+
+	if (tracer_cgroup_pids_refused(t))
+		tracer_stop(t, STOP_LIMIT,
+			    tracer_procs_cause(t, cause, sizeof(cause)));
+}
+
+void tracer_cgroup_release_memory(struct tracer *t)
 {
 	if (t->cg_fd >= 0)
 		close(t->cg_fd); /* the slot is free for the next run */
 	t->cg_fd = -1;
 	t->cg_dir[0] = '\0';
+}
+
+void tracer_cgroup_release_pids(struct tracer *t)
+{
+	if (t->cg_pids_fd >= 0)
+		close(t->cg_pids_fd);
+	if (t->cg_pids_events >= 0)
+		close(t->cg_pids_events);
+	t->cg_pids_fd = t->cg_pids_events = -1;
+	t->cg_pids_dir[0] = '\0';
+}
+
+void tracer_cgroup_release(struct tracer *t)
+{
+	tracer_cgroup_release_pids(t);
+	tracer_cgroup_release_memory(t);
 }

@@ -157,7 +157,7 @@ static void *io_main(void *arg)
 	struct tracer *t = arg;
 	char *buf = malloc(CHUNK);
 	bool pass_ok = true, finishing = false;
-	long long last_flush = tracer_now_ns();
+	long long last_flush = tracer_now_ns(), last_pids = last_flush;
 
 	if (!buf) {
 		tracer_stop(t, STOP_AUDIT,
@@ -165,8 +165,8 @@ static void *io_main(void *arg)
 		return NULL;
 	}
 	while (t->out_fd[1] >= 0 || t->out_fd[2] >= 0 || !finishing) {
-		struct pollfd p[7];
-		int np = 0, idx[7];
+		struct pollfd p[8];
+		int np = 0, idx[8];
 
 		for (int s = 1; s <= 2; s++)
 			if (t->out_fd[s] >= 0) {
@@ -174,11 +174,17 @@ static void *io_main(void *arg)
 				p[np++] = (struct pollfd){ t->out_fd[s], POLLIN,
 							   0 };
 			}
-		int fixed[5] = { t->err_fd, finishing ? -1 : t->wake_fd,
-				 t->sig_fd, t->timer_fd, t->kick_fd };
-		for (int i = 0; i < 5; i++) {
+		/* pids.events: on cgroup v2 the kernel signals POLLPRI when
+		 * the pids cgroup refuses a fork (it always reads as ready);
+		 * v1 does not, so it is also read every DRAIN_MS below */
+		int fixed[6] = { t->err_fd,  finishing ? -1 : t->wake_fd,
+				 t->sig_fd,  t->timer_fd,
+				 t->kick_fd, t->cg_pids_events };
+		for (int i = 0; i < 6; i++) {
 			idx[np] = 10 + i;
-			p[np++] = (struct pollfd){ fixed[i], POLLIN, 0 };
+			p[np++] = (struct pollfd){ fixed[i],
+						   i == 5 ? POLLPRI : POLLIN,
+						   0 };
 		}
 		int rc = poll(p, (nfds_t)np, DRAIN_MS);
 		if (rc < 0 && errno != EINTR)
@@ -203,10 +209,16 @@ static void *io_main(void *arg)
 				uint64_t n;
 				ssize_t r = read(t->kick_fd, &n, sizeof(n));
 				(void)r;
+			} else if (idx[i] == 15) {
+				tracer_cgroup_check_pids(t); /* reads: rearms */
 			}
 		}
 		evq_drain(t);
 		long long now = tracer_now_ns();
+		if (now - last_pids > DRAIN_MS * 1000000LL) {
+			tracer_cgroup_check_pids(t);
+			last_pids = now;
+		}
 		if (now - last_flush > FLUSH_MS * 1000000LL) {
 			audit_flush(t->o->audit);
 			last_flush = now;

@@ -308,6 +308,8 @@ struct tracer {
 	int cg_pids_fd;		/* v1: its own slot directory, flock()ed */
 	int cg_pids_events;	/* pids.events, read at clones and exits */
 	long long cg_pids_base; /* forks refused there before the run */
+	char cg_mem_why[200];	/* why a controller is not used ("" if it */
+	char cg_pids_why[200];	/* is), for the run's layers */
 
 	struct tracer_landlock landlock; /* the plan (landlock.c) */
 

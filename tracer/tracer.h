@@ -38,11 +38,11 @@ struct tracer_opts {
 	bool capture;		     /* keep output in memory (for --json) */
 	struct tracer_prepared *prepared; /* from tracer_prepare, or NULL;
 					   * consumed by tracer_run */
-	int spin_us;	    /* poll for the next stop this long before sleeping,
+	int spin_us;	/* poll for the next stop this long before sleeping,
 		      * while a CPU is free (0: never); see loop.c */
-	bool memory_cgroup; /* enforce the memory limit with a cgroup
-				      * where one can be had (cgroup.c) */
-	int pin_cpu;	    /* >= 0: share this CPU with the code while
+	bool no_cgroup; /* no memory and pids cgroups, even where they
+			     * can be had (cgroup.c): rlimits only */
+	int pin_cpu;	/* >= 0: share this CPU with the code while
 				   * it has one thread (see tracer/pin.c);
 				   * -1: no pinning */
 	/* bit i: the layer policy_layer_name(i) must be active, else the

@@ -166,7 +166,7 @@ def test_help_says_everything(ctx):
     assert r.code == 0
     for opt in ("--lang", "--profile", "--policy", "--db", "--workdir", "--keep", "--timeout",
                 "--cpu", "--memory", "--max-procs", "--max-output", "--json", "--quiet", "--env",
-                "--spin-us", "--pin-cpu", "--memory-cgroup", "--input"):
+                "--spin-us", "--pin-cpu", "--memory-cgroup", "--no-cgroup", "--input"):
         assert opt in r.stdout, opt
 
 

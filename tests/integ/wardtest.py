@@ -164,6 +164,24 @@ def pids_matching(marker):
     return [p for p in out if p != os.getpid()]
 
 
+def ward_as_nobody(ctx, *args):
+    """Run `ward ARGS` as uid/gid 65534 with HOME in the test's directory
+    (its database there: pass --db os.path.join(home, ...)). Returns
+    (CompletedProcess, home). Skips unless root with setpriv."""
+    import shutil
+    setpriv = shutil.which("setpriv", path="/usr/bin:/bin")
+    if os.geteuid() != 0 or not setpriv:
+        raise Skip("needs root (to become an ordinary user) and setpriv")
+    home = ctx.path("home")
+    os.makedirs(home, exist_ok=True)
+    os.chown(home, 65534, 65534)
+    os.chmod(ctx.tmp, 0o755)
+    argv = [setpriv, "--reuid", "65534", "--regid", "65534", "--clear-groups",
+            "env", "HOME=" + home, ward_bin()] + [a(home) if callable(a) else a for a in args]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=home)
+    return p, home
+
+
 def wait_until(pred, timeout=10.0, step=0.05):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
