@@ -1,7 +1,9 @@
-/* T10: a child of the run sends its parent SIGSTOP/SIGCONT as fast as it
- * can while the parent makes 5,000 trapped opens (every 25th of the secret,
- * the others of the workdir): group stops in the middle of syscall stops. ward must
- * neither hang nor detach, and every open of the secret must fail. */
+/* T10: a child of the run sends its parent SIGSTOP/SIGCONT (a pair every
+ * 100 us: each kill is a trapped call too, and a storm with no pause only
+ * keeps the parent stopped) while the parent makes 2,000 trapped opens
+ * (every 20th of the secret, the others of the workdir): group stops in
+ * the middle of syscall stops. ward must neither hang nor detach, and every
+ * open of the secret must fail. */
 #include "escape.h"
 #include <signal.h>
 #include <sys/wait.h>
@@ -16,14 +18,15 @@ int attack(int argc, char **argv)
 		for (;;) {
 			kill(parent, SIGSTOP);
 			kill(parent, SIGCONT);
+			usleep(100);
 		}
 	}
-	for (i = 0; i < 5000; i++) {
-		int fd = open(i % 25 == 0 ? ARG("secret") : ".", O_RDONLY);
+	for (i = 0; i < 2000; i++) {
+		int fd = open(i % 20 == 0 ? ARG("secret") : ".", O_RDONLY);
 		if (fd >= 0) {
 			w += leaked(fd, ARG("token"));
 			close(fd);
-		} else if (i % 25 == 0) {
+		} else if (i % 20 == 0) {
 			denied++;
 		}
 	}
