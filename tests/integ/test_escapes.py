@@ -27,7 +27,6 @@ import secrets as rnd
 import shutil
 import signal
 import socket
-import sqlite3
 import subprocess
 import tempfile
 import threading
@@ -191,7 +190,8 @@ def alive(pid, ticks):
 
 
 class Run:
-    pass
+    """What one case set up (canary paths, listeners, the bystander) and
+    the result of its ward run."""
 
 
 def run_case(ctx, case):
@@ -306,6 +306,15 @@ def check(ctx, case, r, before):
         except OSError:
             pass
     assert not left, f"processes of the run outlived ward: {left}{where}"
+    # Independently of the record: any process still carrying the case's
+    # arguments (every process of the run does, unless it exec'd).
+    stray = [p for p in wardtest.pids_matching(r.sdir) if alive(p, None)]
+    for pid in stray:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    assert not stray, f"processes of the run outlived ward: {stray}{where}"
 
     # Canaries.
     assert r.token not in out and r.token not in res.stderr, f"the secret leaked{where}"
@@ -809,3 +818,61 @@ def _make(case):
 
 for _c in CASES:
     globals()["test_" + _c["id"]] = _make(_c)
+
+
+# ---------------------------------------------------------------- the README
+
+GROUPS = {
+    "race": "Races: argument memory changed between ward's read and the kernel's",
+    "path": "Paths and the file system",
+    "exec": "Exec and code loading",
+    "kernel": "Kernel interfaces that bypass or attack the supervisor",
+    "supervisor": "Attacks on the supervisor",
+    "net": "Network, IPC and /proc",
+    "resource": "Resources",
+}
+
+
+def _audit_text(c):
+    out = []
+    for a in c.get("audit", []):
+        if a[0] == "event":
+            d = dict(a[1])
+            words = [d.pop("syscall", None) or "/".join(d.pop("syscall_in", ()))]
+            if "decision" in d:
+                words.append(d.pop("decision"))
+            if "decision_in" in d:
+                words.append("/".join(d.pop("decision_in")))
+            words += [f"{k}={v}" for k, v in d.items()]
+            out.append("events: " + " ".join(str(w) for w in words))
+        elif a[0] == "signal":
+            out.append(f"processes: signal={a[1]}")
+        elif a[0] == "run":
+            out.append("runs: " + ", ".join(f"{k}={v}" for k, v in a[1].items()))
+        elif a[0] == "no-allow":
+            out.append(f"no allowed {a[1]} of {a[2]}")
+    if c.get("extra"):
+        out.append(" ".join((c["extra"].__doc__ or c["extra"].__name__).split()))
+    return "; ".join(out).replace("|", "\\|") or "(canaries only)"
+
+
+def table():
+    """The case tables of tests/escapes/README.md."""
+    lines, group = [], None
+    for c in CASES:
+        if c["group"] != group:
+            group = c["group"]
+            lines += ["", f"### {GROUPS[group]}", "",
+                      "| id | file | attack | expected | audit row |",
+                      "|---|---|---|---|---|"]
+        exp = " or ".join(x if x in ("KILL", "CONT") else "DENY:" + x
+                          for x in c["expect"].split("|"))
+        n = (f" ({c['race_n']} execs)" if c.get("race_n") else
+             " (100,000 attempts)" if c.get("race") else "")
+        what = c["what"].replace("|", "\\|")
+        lines.append(f"| {c['id']} | `{c['src']}` | {what}{n} | {exp} | {_audit_text(c)} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(table())
