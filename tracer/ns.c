@@ -126,9 +126,10 @@ pid_t tracer_ns_fork(struct tracer *t, struct spawn_fds *f)
 		return pid;
 	}
 	int e = errno;
-	warn("namespaces are not available (clone: %s): the run goes on "
-	     "without them",
-	     strerror(e));
+	if (!tracer_requires(t->o, "namespaces")) /* else refused, said so */
+		warn("namespaces are not available (clone: %s): the run goes "
+		     "on without them",
+		     strerror(e));
 	record_layer(t, 0, e);
 	return fork();
 }

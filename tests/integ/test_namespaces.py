@@ -220,3 +220,63 @@ def test_unprivileged_ward_gets_a_user_namespace(ctx):
     l = ns_layer(j)
     assert l["active"] and "user" in l["detail"], l
     assert os.stat(os.path.join(home, "wd", "f")).st_uid == nobody
+
+
+# A launcher whose seccomp filter makes clone(CLONE_NEWPID) fail with
+# EPERM, as a kernel that refuses namespaces would; ward runs under it.
+NO_NS_C = r"""
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_NEWPID, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+
+	if (argc < 2 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+		return 99;
+	execv(argv[1], argv + 1);
+	return 98;
+}
+"""
+
+
+def test_refused_namespaces_said_recorded_and_required(ctx):
+    src = ctx.write("no_ns.c", NO_NS_C)
+    launcher = ctx.path("no_ns")
+    if not shutil.which("cc"):
+        raise Skip("no C compiler (cc) to build the launcher")
+    p = subprocess.run(["cc", "-O2", "-o", launcher, src], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    base = [launcher, ward_bin(), "run", "--db", ctx.db]
+    code = "import os\nprint(os.getpid() > 2)\n"
+    p = subprocess.run(base + ["--json", "-c", code], capture_output=True, text=True,
+                       timeout=120, cwd=ctx.tmp)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    j = json.loads(p.stdout)
+    # the run went on, in the host's pid namespace, and says so once
+    assert j["stdout"] == "True\n", j
+    assert p.stderr.count("namespaces are not available (clone: Operation not permitted)") == 1, p.stderr
+    l = ns_layer(j)
+    assert l["active"] is False and "refused" in l["detail"], l
+    # --require makes the missing layer fatal: ward's error, nothing runs
+    p = subprocess.run(base + ["--require", "namespaces", "-c", "print('RAN')"],
+                       capture_output=True, text=True, timeout=120, cwd=ctx.tmp)
+    assert p.returncode == 125 and "RAN" not in p.stdout, (p.stdout, p.stderr)
+    assert "required layer namespaces is not active" in p.stderr, p.stderr
+    assert "goes on without them" not in p.stderr, p.stderr
