@@ -189,6 +189,17 @@ def alive(pid, ticks):
     return ticks is None or int(fields[19]) == ticks
 
 
+def kill_all(pids):
+    """SIGKILL what a failed case left behind (the test fails anyway, the
+    machine stays clean); returns pids."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return pids
+
+
 class Run:
     """What one case set up (canary paths, listeners, the bystander) and
     the result of its ward run."""
@@ -299,21 +310,11 @@ def check(ctx, case, r, before):
     procs = ctx.sql("select * from processes where run_id=? order by serial", rid)
 
     # Nothing of the run survives ward.
-    left = [p["pid"] for p in procs if alive(p["pid"], p["start_ticks"])]
-    for pid in left:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+    left = kill_all([p["pid"] for p in procs if alive(p["pid"], p["start_ticks"])])
     assert not left, f"processes of the run outlived ward: {left}{where}"
     # Independently of the record: any process still carrying the case's
     # arguments (every process of the run does, unless it exec'd).
-    stray = [p for p in wardtest.pids_matching(r.sdir) if alive(p, None)]
-    for pid in stray:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+    stray = kill_all([p for p in wardtest.pids_matching(r.sdir) if alive(p, None)])
     assert not stray, f"processes of the run outlived ward: {stray}{where}"
 
     # Canaries.
@@ -454,9 +455,7 @@ def _ward_killed(ctx, r, opts, script, argv, pass_fds):
     os.kill(p.pid, signal.SIGKILL)
     out, err = p.communicate(timeout=30)
     gone = wardtest.wait_until(lambda: not wardtest.pids_matching(r.sdir), 10)
-    left = wardtest.pids_matching(r.sdir)
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
+    left = kill_all(wardtest.pids_matching(r.sdir))
     assert gone, f"processes of the run outlived ward: {left}"
     res = wardtest.Result(p, out.decode(errors="replace"), err.decode(errors="replace"))
     res.code = 128 + signal.SIGKILL
