@@ -426,8 +426,9 @@ static void test_switch(struct tracer *t)
 	warn("TEST ONLY (WARD_TEST_SUPERVISOR_FS_OFF=1): file accesses no "
 	     "rule names are left to Landlock");
 	pt = tracer_layer_find(t->res, "ptrace");
-	snprintf(d, sizeof(d), "TEST ONLY: file accesses no rule names left "
-			       "to Landlock; %s",
+	snprintf(d, sizeof(d),
+		 "TEST ONLY: file accesses no rule names left "
+		 "to Landlock; %s",
 		 pt ? pt->detail : "");
 	tracer_layer_add(t->res, "ptrace", true, d);
 }
