@@ -463,6 +463,24 @@ static void apply_verdict(struct tracer *t, struct tracee *tc,
 		/* The kernel reads ward's copies of the arguments; the code
 		 * runs on while ward records. */
 		copied = scratch_apply(t, tc);
+		if (copied == -EAGAIN) {
+			/* Every slot is held by a syscall still in flight
+			 * (64 threads blocked in checked calls): this one
+			 * fails and may be tried again. */
+			struct policy_verdict d = *v;
+			d.action = POLICY_DENY;
+			d.err = EAGAIN;
+			d.rule = "copy";
+			snprintf(d.reason, sizeof(d.reason),
+				 "%s: no free slot for the argument copies",
+				 ev->name);
+			record_event(t, tc, ev, &d, target, bt);
+			t->res->denials++;
+			note_denial(t, ev, &d, target);
+			if (skip_syscall(tc->tid, EAGAIN) == 0)
+				ptrace(PTRACE_CONT, tc->tid, 0, 0);
+			break;
+		}
 		if (copied < 0) {
 			char cause[160];
 			snprintf(cause, sizeof(cause),

@@ -255,3 +255,50 @@ def test_the_record_names_the_copies_layer(ctx):
     assert "sealed with mseal" in cp["detail"], cp
     stored = json.loads(ctx.last_run()["layers"])
     assert any(l["name"] == "argument-copies" for l in stored), stored
+
+
+def test_all_slots_held_fails_with_eagain_and_recovers(ctx):
+    """64 threads blocked in a checked open (of a FIFO with no writer) hold
+    every slot of the scratch area; one more checked call fails EAGAIN
+    (recorded, rule "copy") instead of waiting or killing the run, and
+    the run goes on once the blocked calls return."""
+    import select
+    import time
+    from wardtest import ward_bin
+    wd = ctx.path("wdf")
+    os.makedirs(wd)
+    fifo = os.path.join(wd, "fifo")
+    os.mkfifo(fifo, 0o666)
+    with open(os.path.join(wd, "ok.txt"), "w") as f:
+        f.write("ok\n")
+    os.chmod(wd, 0o777)
+    code = ("import os, threading, time\n"
+            "def reader():\n"
+            "  fd = os.open('fifo', os.O_RDONLY); os.close(fd)\n"
+            "ts = [threading.Thread(target=reader) for i in range(64)]\n"
+            "[t.start() for t in ts]\n"
+            "time.sleep(3)\n"
+            "try:\n"
+            "  os.open('ok.txt', os.O_RDONLY); print('opened', flush=True)\n"
+            "except OSError as e: print('errno', e.errno, flush=True)\n"
+            "[t.join() for t in ts]\n"
+            "print('done', flush=True)\n")
+    p = subprocess.Popen([ward_bin(), "run", "--db", ctx.db, "--workdir", wd,
+                          "--timeout", "60", "-c", code],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = p.stdout.readline()
+        # release the 64 readers from outside the run
+        fd = os.open(fifo, os.O_WRONLY)
+        os.close(fd)
+        rest = p.stdout.read()
+        p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert first == "errno 11\n", (first, p.stderr.read()[-500:])
+    assert rest == "done\n" and p.returncode == 0, (rest, p.returncode)
+    run = ctx.last_run()
+    rows = [e for e in ctx.denials(run["id"]) if e["rule"] == "copy"]
+    assert rows and rows[0]["errno"] == 11 and rows[0]["target"].endswith("/ok.txt"), rows
