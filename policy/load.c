@@ -74,9 +74,9 @@ static const struct named sys_action_names[] = {
 
 /* Containment layers "require" may name: bit value of p->require. */
 static const struct named layer_names[] = {
-	{ "seccomp", 0 },     { "ptrace", 1 },	      { "landlock", 2 },
-	{ "namespaces", 3 },  { "cgroup-memory", 4 }, { "rlimits", 5 },
-	{ "cgroup-pids", 6 },
+	{ "seccomp", 0 },     { "ptrace", 1 },		{ "landlock", 2 },
+	{ "namespaces", 3 },  { "cgroup-memory", 4 },	{ "rlimits", 5 },
+	{ "cgroup-pids", 6 }, { "argument-copies", 7 },
 };
 
 const char *policy_layer_name(unsigned i)
