@@ -116,8 +116,9 @@ deps:
 demo: all
 	examples/demo.sh
 
+# e.g. make bench BENCH_ARGS="--base-ward /tmp/ward-base/build/ward --rounds 7"
 bench: all
-	/usr/bin/python3 bench/bench.py --build $(O)
+	/usr/bin/python3 bench/bench.py --build $(O) $(BENCH_ARGS)
 
 check-style:
 	clang-format --dry-run --Werror common/*.[ch] policy/*.[ch] audit/*.[ch] tracer/*.[ch] tools/*.[ch] tests/unit/*.[ch] bench/*.c

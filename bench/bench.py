@@ -12,6 +12,12 @@ Variants (W = the workload, copied into a fresh directory that is the cwd,
 HOME and, with tmp/, TMPDIR of each native-like run; ward makes its own):
   native           /usr/bin/python3 W
   ward             ward run --quiet --db DB --policy bench/policy-bench.json W
+  ward_nocg        the same with --no-cgroup (the cgroups' start-up cost)
+  ward_base        the same run by a baseline ward binary (--base-ward PATH,
+                   e.g. one built from an older commit), with its own audit
+                   database since an older binary may not read a newer
+                   schema; skipped with a note when not given or when it
+                   fails its check run
   ward_stat        the same with "trap_stat": true (the stat family trapped)
   minitracer       BUILD/bench/minitracer /usr/bin/python3 W (design trap set)
   minitracer_stat  BUILD/bench/minitracer --stat ... (design set + stat family)
@@ -22,14 +28,16 @@ HOME and, with tmp/, TMPDIR of each native-like run; ward makes its own):
   its audit thread to the other CPUs)
 Plus a micro-benchmark (bench/micro_trap.c): ns per trapped openat and per
 allowed getppid, timed inside the process, natively, under minitracer and
-under ward.
+under ward (and under the --base-ward binary).
 
 A variant that exits non-zero (or times out) is reported as a failure, never
 averaged in; after --max-fail failures on a workload it is dropped for the
 remaining rounds of that workload.
 
-usage: bench.py [--build DIR] [--rounds N] [--quick] [--only NAME[,NAME]]
-                [--variants V[,V]] [--no-micro] [--out FILE.json]
+usage: bench.py [--build DIR] [--base-ward PATH] [--rounds N] [--quick]
+                [--only NAME[,NAME]] [--variants V[,V]] [--no-micro]
+                [--out FILE.json]
+`make bench BENCH_ARGS="--base-ward /path/to/old/ward"` passes options on.
 """
 import argparse
 import json
@@ -54,7 +62,8 @@ WORKLOADS = ["print_hello", "pandas_median", "matplotlib_chart", "fs_heavy",
              "subprocess_spawn", "threads"]
 QUICK_WORKLOADS = ["print_hello", "pandas_median", "fs_heavy",
                    "subprocess_spawn"]
-ALL_VARIANTS = ["native", "ward", "ward_stat", "minitracer",
+ALL_VARIANTS = ["native", "ward", "ward_nocg", "ward_base", "ward_stat",
+                "minitracer",
                 "minitracer_stat", "strace", "native_pin", "ward_pin",
                 "minitracer_pin"]
 PIN_BASE = "native_pin"
@@ -63,6 +72,8 @@ PIN_BASE = "native_pin"
 MICRO_PATH = "/usr/lib/nonexistent-ward-bench"
 TARGET_OVERHEAD = 1.25   # ward's overhead <= 1.25 x minitracer's
 TARGET_STARTUP_MS = 10.0  # ward's start-up <= native + 10 ms
+# Stretch targets: ward's ratio vs native on these workloads.
+STRETCH = {"pandas_median": 1.10, "fs_heavy": 1.30}
 
 
 def default_run_root():
@@ -232,13 +243,28 @@ class Bench:
         self.tools["taskset"] = shutil.which("taskset", path=CLEAN_PATH)
         ward = os.path.join(self.build, "ward")
         self.tools["ward"] = ward if os.access(ward, os.X_OK) else None
+        self.tools["ward_base"] = None
+        if a.base_ward:
+            base = os.path.abspath(a.base_ward)
+            if os.access(base, os.X_OK):
+                self.tools["ward_base"] = base
+            else:
+                self.note(f"--base-ward {base}: not an executable file; "
+                          "ward_base skipped")
         self.pols = self.write_policies() or {}
+        # One database per ward variant; the base binary's are its own
+        # (an older ward may not read a newer schema).
         self.dbs = {v: os.path.join(self.tmp, f"audit-{v}.db")
-                    for v in ("ward", "ward_stat", "ward_pin", "micro")}
+                    for v in ("ward", "ward_nocg", "ward_base", "ward_stat",
+                              "ward_pin", "micro", "micro_base")}
         if not self.tools["ward"]:
             self.note(f"{ward} not built: ward variants skipped")
         else:
-            self.ward_ok = self.check_ward()
+            self.ward_ok = self.check_ward("ward")
+        if self.tools["ward_base"]:
+            self.base_ok = self.check_ward("ward_base")
+        elif not a.base_ward:
+            self.note("no --base-ward given: ward_base skipped")
         if not self.tools["strace"]:
             self.note("strace not installed: strace variant skipped")
         if not self.tools["taskset"]:
@@ -258,6 +284,8 @@ class Bench:
                          if v in want and self.available(v)]
 
     def available(self, v):
+        if v == "ward_base":
+            return bool(self.tools["ward_base"] and self.base_ok)
         if v.startswith("ward") and not (self.tools["ward"] and self.ward_ok):
             return False
         if v.startswith("minitracer") and not self.tools["minitracer"]:
@@ -268,26 +296,27 @@ class Bench:
             return False
         return True
 
-    def ward_argv(self, db, policy, *rest):
-        argv = [self.tools["ward"], "run", "--quiet", "--db", db]
+    def ward_argv(self, db, policy, *rest, binary="ward"):
+        argv = [self.tools[binary], "run", "--quiet", "--db", db]
         argv += ["--policy", policy] if policy else ["--profile", "default"]
         return argv + list(rest)
 
-    def check_ward(self):
-        """One `ward run -c 'print(1)'` before anything is timed."""
-        argv = self.ward_argv(self.dbs["ward"], self.pols.get("design"),
-                              "-c", "print(1)")
+    def check_ward(self, binary):
+        """One `ward run -c 'print(1)'` before anything is timed; binary is
+        "ward" or "ward_base"."""
+        argv = self.ward_argv(self.dbs[binary], self.pols.get("design"),
+                              "-c", "print(1)", binary=binary)
         out, err = (os.path.join(self.tmp, "check." + s)
                     for s in ("out", "err"))
         r = run_once(argv, self.tmp, self.env, out, err, 60)
         got = tail(out).strip()
         if r["rc"] != 0 or got != "1":
-            self.note(f"ward does not work yet: `{' '.join(argv)}` -> "
+            self.note(f"{binary} does not work: `{' '.join(argv)}` -> "
                       f"exit {r['rc']}{' (timeout)' if r['timed_out'] else ''}"
                       f", stdout {got!r}, stderr {tail(err).strip()!r}; "
-                      "ward variants skipped")
+                      f"{binary} variants skipped")
             return False
-        log(f"ward check ok ({r['wall'] * 1000:.0f} ms)")
+        log(f"{binary} check ok ({r['wall'] * 1000:.0f} ms)")
         return True
 
     # ------------------------------------------------------------ variants
@@ -306,6 +335,14 @@ class Bench:
         elif kind == "ward":
             argv = self.ward_argv(self.dbs["ward"], self.pols.get("design"),
                                   "--workdir", rdir, wpath)
+        elif kind == "ward_nocg":
+            argv = self.ward_argv(self.dbs["ward_nocg"],
+                                  self.pols.get("design"), "--no-cgroup",
+                                  "--workdir", rdir, wpath)
+        elif kind == "ward_base":
+            argv = self.ward_argv(self.dbs["ward_base"],
+                                  self.pols.get("design"), "--workdir", rdir,
+                                  wpath, binary="ward_base")
         elif kind == "ward_stat":
             argv = self.ward_argv(self.dbs["ward_stat"], self.pols.get("stat"),
                                   "--workdir", rdir, wpath)
@@ -352,7 +389,7 @@ class Bench:
 
     def ward_record(self, v, r):
         """Stops of the last ward run, from its audit database."""
-        db = self.dbs["ward_pin" if v == "ward_pin" else v]
+        db = self.dbs[v]
         try:
             con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
             try:
@@ -426,17 +463,20 @@ class Bench:
         if self.tools["minitracer"]:
             variants["minitracer"] = [self.tools["minitracer"], "-v", mt, n,
                                       MICRO_PATH]
-        method = None
-        if self.tools["ward"] and self.ward_ok and self.pols.get("micro"):
-            method = self.micro_ward_method(mt, n)
-            if method:
-                variants["ward"] = method[1]
+        methods = {}
+        for v, ok in (("ward", self.ward_ok), ("ward_base", self.base_ok)):
+            if self.tools[v] and ok and self.pols.get("micro"):
+                m = self.micro_ward_method(mt, n, v)
+                if m:
+                    methods[v] = m[0]
+                    variants[v] = m[1]
+        method = methods.get("ward") or methods.get("ward_base")
         if self.tools["taskset"]:
             for v in list(variants):
-                if v == "ward":  # ward pins itself
+                if v.startswith("ward"):  # ward pins itself
                     w = list(variants[v])
                     w.insert(w.index("run") + 1, "--pin-cpu=0")
-                    variants["ward_pin"] = w
+                    variants[v + "_pin"] = w
                     continue
                 variants[v + "_pin"] = [self.tools["taskset"], "-c", "0"] + \
                     variants[v]
@@ -478,30 +518,33 @@ class Bench:
                         r["allowed_ns"] - b["allowed_ns"] for r, b in pairs)
             summ[v] = s
         return {"n": a.micro_n, "path": MICRO_PATH, "argv": variants,
-                "ward_method": method[0] if method else None,
+                "ward_method": method, "ward_methods": methods,
                 "raw": raw, "summary": summ}
 
-    def micro_ward_method(self, mt, n):
-        """Find how ward can run a bare binary: as the --interpreter of a
-        dummy script, else through sh -c."""
+    def micro_ward_method(self, mt, n, binary):
+        """Find how ward (binary: "ward" or "ward_base") can run a bare
+        binary: as the --interpreter of a dummy script, else through
+        sh -c."""
         dummy = os.path.join(self.tmp, "micro.txt")
         with open(dummy, "w") as f:
             f.write("micro_trap ignores this file\n")
+        db = self.dbs["micro_base" if binary == "ward_base" else "micro"]
         cands = [
             ("--interpreter", self.ward_argv(
-                self.dbs["micro"], self.pols["micro"], "--interpreter", mt,
-                dummy, "--", n, MICRO_PATH)),
+                db, self.pols["micro"], "--interpreter", mt, dummy, "--", n,
+                MICRO_PATH, binary=binary)),
             ("sh -c", self.ward_argv(
-                self.dbs["micro"], self.pols["micro"], "--lang", "sh", "-c",
-                f"exec {mt} {n} {MICRO_PATH}")),
+                db, self.pols["micro"], "--lang", "sh", "-c",
+                f"exec {mt} {n} {MICRO_PATH}", binary=binary)),
         ]
         out, err = (os.path.join(self.tmp, "mcheck." + s) for s in ("out", "err"))
         for name, argv in cands:
             r = run_once(argv, self.tmp, self.env, out, err, self.args.timeout)
             if r["rc"] == 0 and '"trapped_ns"' in tail(out):
-                log(f"micro under ward: {name} works")
+                log(f"micro under {binary}: {name} works")
                 return name, argv
-            self.note(f"micro under ward via {name}: `{' '.join(argv)}` -> "
+            self.note(f"micro under {binary} via {name}: "
+                      f"`{' '.join(argv)}` -> "
                       f"exit {r['rc']}, stdout {tail(out, 200).strip()!r}, "
                       f"stderr {tail(err, 300).strip()!r}")
         return None
@@ -554,10 +597,13 @@ class Bench:
         return summ
 
     def targets(self, summ):
-        out = {"overhead": {}, "startup": None}
+        out = {"overhead": {}, "startup": None, "startup_by_variant": {},
+               "stretch": {}}
         for w, vs in summ.items():
             row = {}
             for ward_v, mini_v in (("ward", "minitracer"),
+                                   ("ward_nocg", "minitracer"),
+                                   ("ward_base", "minitracer"),
                                    ("ward_stat", "minitracer_stat"),
                                    ("ward_pin", "minitracer_pin")):
                 a, b = vs.get(ward_v, {}), vs.get(mini_v, {})
@@ -569,11 +615,20 @@ class Bench:
                         "quotient": q,
                         "pass": (q is not None and q <= TARGET_OVERHEAD)}
             out["overhead"][w] = row
-        h = summ.get("print_hello", {}).get("ward", {})
-        if "delta_med_ms" in h:
-            out["startup"] = {"ward_delta_ms": h["delta_med_ms"],
-                              "limit_ms": TARGET_STARTUP_MS,
-                              "pass": h["delta_med_ms"] <= TARGET_STARTUP_MS}
+        for v in ("ward", "ward_nocg", "ward_base"):
+            h = summ.get("print_hello", {}).get(v, {})
+            if "delta_med_ms" in h:
+                out["startup_by_variant"][v] = {
+                    "ward_delta_ms": h["delta_med_ms"],
+                    "limit_ms": TARGET_STARTUP_MS,
+                    "pass": h["delta_med_ms"] <= TARGET_STARTUP_MS}
+        out["startup"] = out["startup_by_variant"].get("ward")
+        for w, limit in STRETCH.items():
+            for v in ("ward", "ward_base", "ward_pin"):
+                r = summ.get(w, {}).get(v, {}).get("ratio_med")
+                if r is not None:
+                    out["stretch"].setdefault(w, {})[v] = {
+                        "ratio": r, "limit": limit, "pass": r <= limit}
         return out
 
 
@@ -599,15 +654,17 @@ def stops_cell(vs):
     def g(v):
         x = vs.get(v, {}).get("stops_med")
         return "–" if x is None else f"{x:.0f}"
-    return (f"{g('ward')} / {g('minitracer')} "
+    base = f" (base {g('ward_base')})" if "ward_base" in vs else ""
+    return (f"{g('ward')}{base} / {g('minitracer')} "
             f"(stat: {g('ward_stat')} / {g('minitracer_stat')})")
 
 
 def markdown(result):
     L = []
     summ, variants = result["summary"], result["variants"]
-    cols = [v for v in ["ward", "ward_stat", "minitracer", "minitracer_stat",
-                        "strace"] if v in variants]
+    cols = [v for v in ["ward", "ward_base", "ward_nocg", "ward_stat",
+                        "minitracer", "minitracer_stat", "strace"]
+            if v in variants]
     pcols = [v for v in ["ward_pin", "minitracer_pin"] if v in variants]
     L.append(f"### ward benchmark — {result['rounds']} interleaved rounds, "
              f"{result['env']['date']}, {result['env']['host']}")
@@ -623,7 +680,9 @@ def markdown(result):
     if pcols:
         hdr += ["native pinned ms"] + [c.replace("_pin", " pinned")
                                        for c in pcols]
-    hdr += ["stops ward / minitracer"]
+    # ward's count is its audit rows (one per decision); an allowed call
+    # with copied arguments also stops at its exit, which is not counted.
+    hdr += ["events ward / stops minitracer"]
     L.append("| " + " | ".join(hdr) + " |")
     L.append("|" + "---|" * len(hdr))
     for w, vs in summ.items():
@@ -640,9 +699,15 @@ def markdown(result):
              "(quotient of median Δ ms, same trap set); start-up ≤ native + "
              f"{TARGET_STARTUP_MS:.0f} ms (print_hello).")
     L.append("")
-    L.append("| workload | ward Δ / minitracer Δ | ward_stat Δ / "
-             "minitracer_stat Δ | pinned: ward Δ / minitracer Δ |")
-    L.append("|---|---|---|---|")
+    qcols = [k for k in ("ward", "ward_base", "ward_nocg", "ward_stat",
+                         "ward_pin") if k in variants]
+    qhdr = {"ward": "ward Δ / minitracer Δ",
+            "ward_base": "ward_base Δ / minitracer Δ",
+            "ward_nocg": "ward_nocg Δ / minitracer Δ",
+            "ward_stat": "ward_stat Δ / minitracer_stat Δ",
+            "ward_pin": "pinned: ward Δ / minitracer Δ"}
+    L.append("| workload | " + " | ".join(qhdr[k] for k in qcols) + " |")
+    L.append("|---|" + "---|" * len(qcols))
     for w, row in t["overhead"].items():
         def q(k):
             x = row.get(k)
@@ -654,21 +719,28 @@ def markdown(result):
             return (f"{x['quotient']:.2f} ({x['ward_delta_ms']:+.0f} / "
                     f"{x['minitracer_delta_ms']:+.0f} ms) "
                     f"{'PASS' if x['pass'] else '**FAIL**'}")
-        L.append(f"| {w} | {q('ward')} | {q('ward_stat')} | {q('ward_pin')} |")
-    if t["startup"]:
-        s = t["startup"]
+        L.append(f"| {w} | " + " | ".join(q(k) for k in qcols) + " |")
+    if t.get("startup_by_variant"):
         L.append("")
-        L.append(f"Start-up (print_hello): ward native + "
-                 f"{s['ward_delta_ms']:.1f} ms (limit {s['limit_ms']:.0f} ms)"
-                 f" {'PASS' if s['pass'] else '**FAIL**'}")
+        L.append(f"Start-up (print_hello, limit native + "
+                 f"{TARGET_STARTUP_MS:.0f} ms): " + "; ".join(
+                     f"{v} native + {s['ward_delta_ms']:.1f} ms "
+                     f"{'PASS' if s['pass'] else '**FAIL**'}"
+                     for v, s in t["startup_by_variant"].items()))
+    if t.get("stretch"):
+        L.append("")
+        L.append("Stretch targets (ratio vs native): " + "; ".join(
+            f"{w} {v} {x['ratio']:.2f}× (≤ {x['limit']:.2f}) "
+            f"{'PASS' if x['pass'] else 'not met'}"
+            for w, vs in t["stretch"].items() for v, x in vs.items()))
     m = result.get("micro")
     if m:
         L.append("")
         L.append(f"Micro-benchmark (bench/micro_trap.c, {m['n']} × "
                  f"openat(\"{m['path']}\") trapped, {m['n']} × getppid "
                  "allowed in the kernel; ns per call, medians"
-                 + (f"; ward via {m['ward_method']}" if m["ward_method"]
-                    else "") + "):")
+                 + "".join(f"; {v} via {how}" for v, how in
+                           m.get("ward_methods", {}).items()) + "):")
         L.append("")
         L.append("| variant | trapped openat ns | Δ vs native ns | "
                  "getppid ns | runs ok |")
@@ -734,6 +806,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default="build",
                     help="build dir with ward (relative to the repo root)")
+    ap.add_argument("--base-ward", metavar="PATH",
+                    help="a baseline ward binary (e.g. built from an older "
+                    "commit) for the ward_base variant")
     ap.add_argument("--rounds", type=int, default=None,
                     help="timed rounds (default 5; --quick: 2)")
     ap.add_argument("--warmup", type=int, default=1,
@@ -770,7 +845,7 @@ def main():
     t0 = time.monotonic()
     b = Bench(a)
     try:
-        b.ward_ok = False
+        b.ward_ok = b.base_ok = False
         b.setup()
         env = env_info(b)
         env["run_root"] = os.path.dirname(b.wroot)
