@@ -46,6 +46,9 @@
 
 #include "../common/log.h"
 
+#ifndef __NR_openat2
+#define __NR_openat2 437
+#endif
 #ifndef __NR_mseal
 #define __NR_mseal 462 /* Linux 6.10 */
 #endif
@@ -350,12 +353,26 @@ void scratch_on_exit(struct tracer *t, struct tracee *tc)
 {
 	struct user_regs_struct r;
 
-	(void)t;
 	if (ptrace(PTRACE_GETREGS, tc->tid, 0, &r) < 0)
 		return; /* gone */
 	if (tc->inject) {
 		injected(tc, &r);
 	} else if (tc->slot >= 0) {
+		long nr = (long)tc->saved.orig_rax;
+		if ((long)r.rax == -EMFILE &&
+		    (nr == __NR_open || nr == __NR_openat ||
+		     nr == __NR_openat2 || nr == __NR_creat)) {
+			/* The open-files limit ends the run like the other
+			 * limits, with its cause. */
+			char cause[128];
+			snprintf(
+				cause, sizeof(cause),
+				"open files limit of %lld reached (%s returned "
+				"EMFILE)",
+				t->o->limits.nofile,
+				nr == __NR_openat ? "openat" : "open");
+			tracer_stop(t, STOP_LIMIT, cause);
+		}
 		for (int i = 0; i < 6; i++)
 			*arg_reg(&r, i) = *arg_reg(&tc->saved, i);
 		r.orig_rax = tc->saved.orig_rax; /* a restart runs the

@@ -302,3 +302,20 @@ def test_all_slots_held_fails_with_eagain_and_recovers(ctx):
     run = ctx.last_run()
     rows = [e for e in ctx.denials(run["id"]) if e["rule"] == "copy"]
     assert rows and rows[0]["errno"] == 11 and rows[0]["target"].endswith("/ok.txt"), rows
+
+
+def test_open_files_limit_ends_the_run_with_its_cause(ctx):
+    """The open-files limit is seen at the exit stop of a checked open:
+    EMFILE ends the run with status limit and the cause recorded."""
+    code = ("import os\n"
+            "fds = []\n"
+            "try:\n"
+            "  while True: fds.append(os.open('.', os.O_RDONLY))\n"
+            "except OSError as e: print('errno', e.errno, flush=True)\n"
+            "print('went on')\n")
+    r, j = ctx.run_json(code)
+    assert j["status"] == "limit", j
+    assert j["cause"].startswith("open files limit of 1024 reached"), j
+    assert "went on" not in j["stdout"], j
+    run = ctx.last_run()
+    assert run["status"] == "limit" and "open files" in run["cause"], run
