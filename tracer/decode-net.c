@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #define A(i) (si->seccomp.args[i])
 
@@ -215,14 +216,37 @@ int dec_bind(struct tracer *t, struct tracee *tc,
 	return addr_regs(t, tc, ev, si, WARD_NET_BIND, 1);
 }
 
+/* The family of socket fd of the tracee (a copy of the fd for a moment:
+ * pidfd_getfd, getsockopt SO_DOMAIN); 0 when it is not a socket or
+ * cannot be looked at (then no family rule matches: fail closed). */
+static int fd_family(pid_t tgid, int fd)
+{
+	int pfd, mine, dom = 0;
+	socklen_t len = sizeof(dom);
+
+	pfd = (int)syscall(SYS_pidfd_open, tgid, 0);
+	if (pfd < 0)
+		return 0;
+	mine = (int)syscall(SYS_pidfd_getfd, pfd, fd, 0); /* CLOEXEC */
+	close(pfd);
+	if (mine < 0)
+		return 0;
+	if (getsockopt(mine, SOL_SOCKET, SO_DOMAIN, &dom, &len) < 0)
+		dom = 0;
+	close(mine);
+	return dom;
+}
+
 int dec_listen(struct tracer *t, struct tracee *tc,
 	       const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
 	(void)t;
-	(void)tc;
 	ev->cls = WARD_CLASS_NET;
 	ev->net_op = WARD_NET_LISTEN;
+	ev->sock_family = fd_family(tc->tgid, (int)(uint32_t)A(0));
 	args_int(ev, "fd", (int)(uint32_t)A(0));
+	if (ev->sock_family)
+		args_family(ev, "family", ev->sock_family);
 	args_int(ev, "backlog", (int)(uint32_t)A(1));
 	return 0;
 }
