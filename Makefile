@@ -121,7 +121,7 @@ bench: all
 	/usr/bin/python3 bench/bench.py --build $(O) $(BENCH_ARGS)
 
 check-style:
-	clang-format --dry-run --Werror common/*.[ch] policy/*.[ch] audit/*.[ch] tracer/*.[ch] tools/*.[ch] tests/unit/*.[ch] bench/*.c
+	clang-format --dry-run --Werror common/*.[ch] policy/*.[ch] audit/*.[ch] tracer/*.[ch] tools/*.[ch] tests/unit/*.[ch] tests/escapes/*.[ch] bench/*.c
 
 clean:
 	rm -rf build build-asan

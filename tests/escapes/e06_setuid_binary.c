@@ -8,7 +8,7 @@ int attack(int argc, char **argv)
 	char *const av[] = { "passwd", "--status", "root", NULL };
 	char *const env[] = { NULL };
 	const char *p = access("/usr/bin/passwd", F_OK) == 0 ? "/usr/bin/passwd"
-							      : "/bin/su";
+							     : "/bin/su";
 
 	(void)argc;
 	(void)argv;

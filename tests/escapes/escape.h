@@ -34,7 +34,8 @@
 /* Race cases loop at least this often and pass only with no win. */
 #define RACE_N 100000
 
-static __attribute__((unused)) const char *esc_arg(int argc, char **argv, const char *key)
+static __attribute__((unused)) const char *esc_arg(int argc, char **argv,
+						   const char *key)
 {
 	size_t n = strlen(key);
 
@@ -99,8 +100,8 @@ static __attribute__((unused)) int leaked(int fd, const char *token)
 /* dir + slashes + "/" + name, padded with slashes to len bytes (at least
  * the plain length): the twin of a racing path, so that a torn copy is
  * always one whole name or the other. */
-static __attribute__((unused)) void padded(char *dst, size_t n, const char *dir, const char *name,
-		   size_t len)
+static __attribute__((unused)) void padded(char *dst, size_t n, const char *dir,
+					   const char *name, size_t len)
 {
 	size_t l = (size_t)snprintf(dst, n, "%s", dir);
 
@@ -118,8 +119,8 @@ static __attribute__((unused)) void spin(int n)
 
 /* The secret in bad, a workdir file of the same length in good (created
  * empty): the two states of a racing path. */
-static __attribute__((unused)) void twin_paths(char *good, char *bad, size_t n,
-					       const char *secret, const char *wd)
+static __attribute__((unused)) void
+twin_paths(char *good, char *bad, size_t n, const char *secret, const char *wd)
 {
 	int fd;
 
@@ -182,9 +183,8 @@ static __attribute__((unused)) void str_good(void *a)
 }
 
 /* Run path in a child with stdout on /dev/null (quiet) and wait for it. */
-static __attribute__((unused)) void run_child(const char *path,
-					      char *const av[],
-					      char *const env[], int quiet)
+static __attribute__((unused)) void
+run_child(const char *path, char *const av[], char *const env[], int quiet)
 {
 	pid_t pid = fork();
 

@@ -10,8 +10,8 @@ int attack(int argc, char **argv)
 
 	(void)argc;
 	(void)argv;
-	pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | SIGCHLD, 0,
-		      NULL, NULL, 0);
+	pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | SIGCHLD, 0, NULL,
+		      NULL, 0);
 	if (pid == 0)
 		_exit(0);
 	result(pid);

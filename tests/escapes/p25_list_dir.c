@@ -9,6 +9,7 @@ int attack(int argc, char **argv)
 
 	say("AFTER");
 	if (fd >= 0)
-		say("LISTED %ld", syscall(SYS_getdents64, fd, buf, sizeof(buf)));
+		say("LISTED %ld",
+		    syscall(SYS_getdents64, fd, buf, sizeof(buf)));
 	return 0;
 }

@@ -8,7 +8,9 @@ static struct flip_str fs = { path, good, bad };
 
 int attack(int argc, char **argv)
 {
-	static struct racer r = { .bad = str_bad, .good = str_good, .arg = &fs };
+	static struct racer r = { .bad = str_bad,
+				  .good = str_good,
+				  .arg = &fs };
 	pthread_t t;
 	long w = 0, i;
 

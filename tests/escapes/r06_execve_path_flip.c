@@ -11,7 +11,9 @@ static struct flip_str fs = { path, good, bad };
 
 int attack(int argc, char **argv)
 {
-	static struct racer r = { .bad = str_bad, .good = str_good, .arg = &fs };
+	static struct racer r = { .bad = str_bad,
+				  .good = str_good,
+				  .arg = &fs };
 	char *const av[] = { "sh", "-c", "echo won > marker", NULL };
 	char *const env[] = { NULL };
 	pthread_t t;
