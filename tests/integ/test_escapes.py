@@ -845,7 +845,8 @@ def _audit_text(c):
     for a in c.get("audit", []):
         if a[0] == "event":
             d = dict(a[1])
-            words = [d.pop("syscall", None) or "/".join(d.pop("syscall_in", ()))]
+            words = [d.pop("syscall", None) or "/".join(d.pop("syscall_in", ()))
+                     or "(any call)"]
             if "decision" in d:
                 words.append(d.pop("decision"))
             if "decision_in" in d:
