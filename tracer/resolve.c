@@ -224,6 +224,18 @@ static int open_in(int base, const char *path, int flags)
 
 	if (!ns.t || path[0] == '/')
 		return ns.t ? open_abs(path, flags) : openat(base, path, flags);
+	if (base != AT_FDCWD) {
+		/* No link on the way: the walk from base is the code's own
+		 * (".." stops at the run's root, which has no parent). */
+		struct open_how how = {
+			.flags = (uint64_t)flags,
+			.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+		};
+		int fd = (int)syscall(SYS_openat2, base, path, &how,
+				      sizeof(how));
+		if (fd >= 0 || (errno != ELOOP && errno != EXDEV))
+			return fd;
+	}
 	rc = base == AT_FDCWD ? -EINVAL : fd_path(base, full, sizeof(full));
 	if (rc == 0 && full[0] != '/')
 		rc = -ENOTDIR; /* a pipe, a socket, ... */
