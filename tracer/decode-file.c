@@ -437,11 +437,13 @@ int dec_futimesat(struct tracer *t, struct tracee *tc,
 	return write_at(t, tc, ev, si, 0);
 }
 
+/* A watch reports the names and the timing of accesses in the directory:
+ * it needs read, like listing it. */
 int dec_inotify_add_watch(struct tracer *t, struct tracee *tc,
 			  const struct ptrace_syscall_info *si,
 			  struct ward_event *ev)
 {
-	return one_path(t, tc, ev, RESOLVE_CWD, si, 1, true, WARD_FS_STAT);
+	return one_path(t, tc, ev, RESOLVE_CWD, si, 1, true, WARD_FS_READ);
 }
 
 /* Two names: old loses a name (or gains one for link), new gains one. */

@@ -23,6 +23,10 @@
 #include <sys/user.h>
 #include <sys/wait.h>
 
+#ifndef X32_SYSCALL_BIT
+#define X32_SYSCALL_BIT 0x40000000
+#endif
+
 /* The kill-floor entry (static storage) for nr, or NULL. */
 static const char *kill_floor_name(long nr)
 {
@@ -47,7 +51,9 @@ bool tracer_floor_killed(pid_t tid, unsigned long exit_status,
 	    ptrace(PTRACE_GETREGS, tid, 0, &r) < 0 || r.rax != r.orig_rax)
 		return false;
 	lo = (unsigned)r.rdi; /* the kernel reads these as 32 bits */
-	if (r.orig_rax == __NR_clone && (lo & WARD_CLONE_FLOOR))
+	if (r.orig_rax & X32_SYSCALL_BIT)
+		name = "x32"; /* the guard kills every x32 number */
+	else if (r.orig_rax == __NR_clone && (lo & WARD_CLONE_FLOOR))
 		name = "clone";
 	else if (r.orig_rax == __NR_prctl && lo == PR_SET_SECCOMP)
 		name = "prctl";
@@ -83,6 +89,12 @@ bool tracer_floor_killed(pid_t tid, unsigned long exit_status,
 			 "clone with flags %#x: namespaces and CLONE_UNTRACED "
 			 "are in ward's floor (killed in the kernel)",
 			 lo);
+	} else if (!strcmp(name, "x32")) {
+		v->rule = "floor.abi";
+		snprintf(v->reason, sizeof(v->reason),
+			 "x32 syscall %#llx: only the native x86_64 ABI runs "
+			 "(killed in the kernel)",
+			 r.orig_rax);
 	} else if (ev->nr == __NR_prctl) {
 		v->rule = "floor.kill";
 		snprintf(v->reason, sizeof(v->reason),

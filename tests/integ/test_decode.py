@@ -33,3 +33,18 @@ def test_listen_knows_its_socket_family(ctx):
     assert json.loads(ev[0]["args"])["family"] == "AF_INET", ev[0]
     assert json.loads(ev[1]["args"])["family"] == "AF_UNIX", ev[1]
     assert ev[0]["rule"] == "net.rules[1]", ev[0]
+
+
+def test_inotify_watch_needs_read(ctx):
+    """A watch reveals the names and timing of accesses in a directory:
+    it needs read on it (stat is not enough), in the workdir it works."""
+    code = ("import ctypes, os\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "fd = libc.inotify_init1(0)\n"
+            "for d in (b'/var/log', b'.'):\n"
+            "  w = libc.inotify_add_watch(fd, d, 0x100)\n"
+            "  print(d.decode(), w >= 0, ctypes.get_errno() if w < 0 else 0)\n")
+    r, j = ctx.run_json(code)
+    assert r.code == 0 and j["stdout"] == "/var/log False 13\n. True 0\n", j
+    ev = ctx.events(j["run_id"], "syscall='inotify_add_watch'")
+    assert [e["decision"] for e in ev] == ["deny", "allow"], ev
