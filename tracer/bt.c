@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <libunwind-ptrace.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { MAX_FRAMES = 32 };
@@ -22,40 +23,124 @@ struct frame {
 	uint64_t ip;
 };
 
-/* Module path and file offset for ip, from /proc/TID/maps. */
-static int module_of(pid_t tid, uint64_t ip, char *mod, size_t n, uint64_t *off)
-{
-	char path[64], line[4608];
-	FILE *f;
-	int found = -ENOENT;
+/* /proc/TID/maps, read once per backtrace. */
+struct maps {
+	char *text;
+	size_t len;
+};
 
+static int maps_read(pid_t tid, struct maps *m)
+{
+	char path[64];
+	size_t cap = 64 * 1024;
+	FILE *f;
+
+	m->len = 0;
+	m->text = NULL;
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)tid);
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		uint64_t lo, hi, pgoff;
-		int pos = 0;
-		if (sscanf(line,
-			   "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %*s %n",
-			   &lo, &hi, &pgoff, &pos) < 3)
-			continue;
-		if (ip < lo || ip >= hi)
-			continue;
-		char *name = line + pos;
-		name[strcspn(name, "\n")] = '\0';
-		snprintf(mod, n, "%s", name[0] ? name : "[anon]");
-		*off = ip - lo + pgoff;
-		found = 0;
-		break;
+	for (;;) {
+		char *t = realloc(m->text, cap + 1);
+		if (!t) {
+			fclose(f);
+			return -ENOMEM;
+		}
+		m->text = t;
+		m->len += fread(m->text + m->len, 1, cap - m->len, f);
+		if (m->len < cap)
+			break;
+		cap *= 2;
 	}
 	fclose(f);
-	return found;
+	m->text[m->len] = '\0';
+	return 0;
+}
+
+/* Module path and file offset for ip, from the maps text. */
+static int module_of(const struct maps *m, uint64_t ip, char *mod, size_t n,
+		     uint64_t *off)
+{
+	const char *line = m->text;
+
+	while (line && *line) {
+		const char *end = strchr(line, '\n');
+		size_t ll = end ? (size_t)(end - line) : strlen(line);
+		uint64_t lo, hi, pgoff;
+		int pos = 0;
+
+		if (sscanf(line,
+			   "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %*s %n",
+			   &lo, &hi, &pgoff, &pos) >= 3 &&
+		    ip >= lo && ip < hi) {
+			size_t nl = pos < (int)ll ? ll - (size_t)pos : 0;
+			if (nl == 0)
+				snprintf(mod, n, "[anon]");
+			else
+				snprintf(mod, n, "%.*s", (int)nl, line + pos);
+			*off = ip - lo + pgoff;
+			return 0;
+		}
+		line = end ? end + 1 : NULL;
+	}
+	return -ENOENT;
+}
+
+/*
+ * One address space for every backtrace, with libunwind's global cache:
+ * finding a procedure's unwind info (the module's ELF, its .eh_frame_hdr)
+ * is most of the cost, and it is the same for the next denial of the same
+ * process. The cache is flushed when another process is walked (its
+ * modules are mapped elsewhere) and when a process execs (loop.c).
+ */
+static unw_addr_space_t cached_as;
+static pid_t cached_tgid;
+
+static unw_addr_space_t addr_space(pid_t tgid)
+{
+	if (!cached_as) {
+		cached_as = unw_create_addr_space(&_UPT_accessors, 0);
+		if (!cached_as)
+			return NULL;
+		unw_set_caching_policy(cached_as, UNW_CACHE_GLOBAL);
+		cached_tgid = tgid;
+	} else if (tgid != cached_tgid) {
+		unw_flush_cache(cached_as, 0, 0);
+		cached_tgid = tgid;
+	}
+	return cached_as;
+}
+
+void tracer_backtrace_flush(void)
+{
+	if (cached_as)
+		unw_flush_cache(cached_as, 0, 0);
+}
+
+void tracer_backtrace_release(void)
+{
+	if (cached_as)
+		unw_destroy_addr_space(cached_as);
+	cached_as = NULL;
+}
+
+/* The thread group of tid (its leader), from /proc/TID/status. */
+static pid_t tgid_of(pid_t tid)
+{
+	char buf[1024];
+	const char *p;
+
+	if (proc_read(tid, "status", buf, sizeof(buf)) <= 0 ||
+	    !(p = strstr(buf, "\nTgid:")))
+		return tid;
+	return (pid_t)atoi(p + 6);
 }
 
 int tracer_backtrace(pid_t tid, char *buf, size_t n)
 {
-	unw_addr_space_t as = unw_create_addr_space(&_UPT_accessors, 0);
+	unw_addr_space_t as = addr_space(tgid_of(tid));
+	struct maps maps = { 0 };
 	void *ui;
 	unw_cursor_t c;
 	struct frame fr[MAX_FRAMES];
@@ -64,10 +149,8 @@ int tracer_backtrace(pid_t tid, char *buf, size_t n)
 	if (!as)
 		return -ENOMEM;
 	ui = _UPT_create(tid);
-	if (!ui) {
-		unw_destroy_addr_space(as);
+	if (!ui)
 		return -ENOMEM;
-	}
 	if (unw_init_remote(&c, as, ui) < 0) {
 		rc = -EIO;
 		goto out;
@@ -80,10 +163,13 @@ int tracer_backtrace(pid_t tid, char *buf, size_t n)
 	} while (nf < MAX_FRAMES && unw_step(&c) > 0);
 
 	size_t used = (size_t)snprintf(buf, n, "[");
+	if (maps_read(tid, &maps) < 0)
+		maps.text = NULL;
 	for (int i = 0; i < nf && used < n; i++) {
 		char mod[4096], js[8192];
 		uint64_t off = 0;
-		if (module_of(tid, fr[i].ip, mod, sizeof(mod), &off) < 0) {
+		if (!maps.text ||
+		    module_of(&maps, fr[i].ip, mod, sizeof(mod), &off) < 0) {
 			snprintf(mod, sizeof(mod), "?");
 			off = fr[i].ip;
 		}
@@ -102,7 +188,7 @@ int tracer_backtrace(pid_t tid, char *buf, size_t n)
 	if (used + 2 <= n)
 		snprintf(buf + used, n - used, "]");
 out:
+	free(maps.text);
 	_UPT_destroy(ui);
-	unw_destroy_addr_space(as);
 	return rc;
 }

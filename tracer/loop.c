@@ -661,8 +661,10 @@ static void on_exec(struct tracer *t, struct tracee *tc)
 			tracee_remove(t, old);
 		}
 	}
-	/* A new image: the old address space and its copies are gone. */
+	/* A new image: the old address space and its copies are gone, and
+	 * so is the unwind information cached for it. */
 	scratch_detach(tc);
+	tracer_backtrace_flush();
 	proc_exe_argv(tc->tid, exe, sizeof(exe), argv, sizeof(argv));
 	debug("[%d] exec %s", tc->serial, exe);
 	free(tc->exe);
@@ -1077,6 +1079,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 out:
 	tracer_landlock_free(&t->landlock);
 	tracer_dircache_free();
+	tracer_backtrace_release();
 	tracer_unpin(t);
 	tracer_cgroup_release(t);
 	res->duration_ms = mono_ms() - t0;
