@@ -47,6 +47,7 @@ TOOLS_LIB_SRC := tools/symbolize.c
 UNIT_SRC   := $(wildcard tests/unit/test-*.c)
 HELPER_SRC := $(wildcard tests/helpers/*.c)
 PROFILES   := $(sort $(wildcard profiles/*.json))
+DRIVERS    := $(sort $(wildcard tools/drivers/*))
 
 obj = $(patsubst %.c,$(O)/%.o,$(1))
 
@@ -76,6 +77,12 @@ $(O)/gen/profiles.c: $(O)/embed $(PROFILES)
 	$(O)/embed $(PROFILES) > $@.tmp && mv $@.tmp $@
 $(O)/gen/profiles.o: $(O)/gen/profiles.c
 	$(QCC)$(CC) $(ALL_CFLAGS) -c $< -o $@
+# The session drivers (tools/session.c), embedded the same way.
+$(O)/gen/drivers.c: $(O)/embed $(DRIVERS)
+	@mkdir -p $(dir $@)
+	$(O)/embed -t ward_drivers $(DRIVERS) > $@.tmp && mv $@.tmp $@
+$(O)/gen/drivers.o: $(O)/gen/drivers.c
+	$(QCC)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(LIB_COMMON): $(call obj,$(COMMON_SRC))
 	@rm -f $@; ar rcs $@ $^
@@ -88,8 +95,8 @@ $(LIB_TRACER): $(call obj,$(TRACER_SRC))
 $(LIB_TOOLS): $(call obj,$(TOOLS_LIB_SRC))
 	@rm -f $@; ar rcs $@ $^
 
-$(O)/ward: $(call obj,$(TOOLS_SRC)) $(MODULE_LIBS)
-	$(QLD)$(CC) $(ALL_LDFLAGS) -o $@ $(call obj,$(TOOLS_SRC)) $(MODULE_LIBS) $(LIBS)
+$(O)/ward: $(call obj,$(TOOLS_SRC)) $(O)/gen/drivers.o $(MODULE_LIBS)
+	$(QLD)$(CC) $(ALL_LDFLAGS) -o $@ $(call obj,$(TOOLS_SRC)) $(O)/gen/drivers.o $(MODULE_LIBS) $(LIBS)
 
 $(O)/tests/%: $(O)/tests/unit/%.o $(LIB_TOOLS) $(MODULE_LIBS)
 	@mkdir -p $(dir $@)

@@ -188,6 +188,32 @@ int audit_output(struct audit *a, long long ts_ns, enum audit_stream s,
 /* Commit the current batch now (no fsync). */
 int audit_flush(struct audit *a);
 
+/*
+ * Sessions (cells.c): one row per cell of a session's run, and one per
+ * file a cell created or changed. They name their run (run_id), which may
+ * be written by another process; each row is committed at once.
+ */
+struct audit_cell {
+	const char *run_id;
+	long long n; /* 1, 2, ... within the run */
+	const char *code;
+	size_t code_len;
+	long long started_ns, ended_ns; /* CLOCK_REALTIME */
+	const char *status;		/* as in the cell's result */
+	const char *result_json;	/* the result object sent back */
+};
+int audit_cell(struct audit *a, const struct audit_cell *c);
+
+struct audit_artifact {
+	const char *run_id;
+	long long cell;	  /* the cell after which it was seen */
+	const char *path; /* relative to the workdir */
+	long long size;
+	const char *sha256; /* hex */
+	long long ts_ns;
+};
+int audit_artifact(struct audit *a, const struct audit_artifact *f);
+
 /* ---------------------------- reader ---------------------------- */
 /*
  * Reading works on any handle (open it readonly to inspect). The iterators

@@ -17,9 +17,34 @@
 #define WARD_VERSION "unknown"
 #endif
 
+/* Version 3: the cells of sessions (ward serve, ward mcp) and the files
+ * each cell created or changed. */
+/* clang-format off */
+#define SESSION_TABLES \
+	"CREATE TABLE IF NOT EXISTS cells(\n" \
+	"  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n" \
+	"  n INTEGER NOT NULL,\n" \
+	"  code TEXT NOT NULL,\n" \
+	"  started_ns INTEGER NOT NULL,\n" \
+	"  ended_ns INTEGER NOT NULL,\n" \
+	"  status TEXT NOT NULL,\n" \
+	"  result TEXT NOT NULL,\n" \
+	"  PRIMARY KEY(run_id, n)\n" \
+	") STRICT;\n" \
+	"CREATE TABLE IF NOT EXISTS artifacts(\n" \
+	"  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n" \
+	"  cell INTEGER NOT NULL,\n" \
+	"  path TEXT NOT NULL,\n" \
+	"  size INTEGER NOT NULL,\n" \
+	"  sha256 TEXT NOT NULL,\n" \
+	"  ts_ns INTEGER NOT NULL\n" \
+	") STRICT;\n" \
+	"CREATE INDEX IF NOT EXISTS artifacts_run ON artifacts(run_id, cell);\n"
+/* clang-format on */
+
 /*
- * The current version (2), created whole in an empty file. A change means
- * a new version and a migration step here (migrate_v2 below).
+ * The current version (3), created whole in an empty file. A change means
+ * a new version and a migration step here (migrate_v2, migrate_v3 below).
  */
 static const char schema_sql[] =
 	"CREATE TABLE ward_meta(\n"
@@ -115,7 +140,7 @@ static const char schema_sql[] =
 	"CREATE VIEW denials AS\n"
 	"  SELECT run_id, seq, ts_ns, pid, tid, proc_serial, syscall, args,\n"
 	"         raw, target, decision, rule, reason, errno, backtrace\n"
-	"  FROM events WHERE decision <> 'allow';\n";
+	"  FROM events WHERE decision <> 'allow';\n" SESSION_TABLES;
 
 /* The single integer the statement sql yields, or -EIO and a message. */
 static int query_int(struct audit *a, const char *sql, long long *out)
@@ -314,18 +339,29 @@ static const char migrate_v2[] =
 	"UPDATE ward_meta SET value = '2' WHERE key = 'schema_version';\n"
 	"PRAGMA user_version = 2;\n";
 
+/*
+ * Version 2 -> 3: the tables cells and artifacts (sessions). New tables
+ * only; older wards refuse the file (its version is newer). A readonly
+ * open of an older file has no such tables: nothing of sessions to read.
+ */
+static const char migrate_v3[] = SESSION_TABLES
+	"UPDATE ward_meta SET value = '3' WHERE key = 'schema_version';\n"
+	"PRAGMA user_version = 3;\n";
+
 static int migrate(struct audit *a, long long version)
 {
 	int r;
 
 	a->layers_col = version >= 2;
-	if (a->layers_col || a->readonly)
+	if (version >= AUDIT_SCHEMA_VERSION || a->readonly)
 		return 0;
 	r = exec_sql(a, "BEGIN IMMEDIATE");
 	if (!r) /* another ward may have done it meanwhile */
 		r = query_int(a, "PRAGMA user_version", &version);
 	if (!r && version < 2)
 		r = exec_sql(a, migrate_v2);
+	if (!r && version < 3)
+		r = exec_sql(a, migrate_v3);
 	r = end_upgrade(a, r);
 	a->layers_col = !r;
 	return r;

@@ -52,4 +52,11 @@ int ws_call(struct ws_server *s, const char *method, json_t *params, ws_stream_f
 	    void *fn_arg, json_t **result, struct ws_error *err);
 /* clang-format on */
 
+/* Additions beyond the shared contract. Close the sessions that were idle
+ * or alive too long (ws_call does too; a server waiting for input calls
+ * this now and then), and read what idle sessions wrote. */
+void ws_server_tick(struct ws_server *s);
+/* The audit database the server records to. */
+const char *ws_server_db(const struct ws_server *s);
+
 #endif

@@ -111,6 +111,46 @@ static bool drain(struct tracer *t, int s, char *buf, bool *pass_ok)
 	return false;
 }
 
+/*
+ * A session's result frame arrived on side_in (tracer.h): first pass on
+ * every byte of stdout and stderr already written (the driver flushed
+ * them before it wrote the frame), then the frame, so that the reader of
+ * side_out has all of a cell's output when its result comes.
+ */
+static bool copy_side(struct tracer *t, char *buf, bool *pass_ok)
+{
+	bool more = true, ok = true;
+
+	while (more) {
+		struct pollfd q[2];
+		int nq = 0, which[2];
+
+		more = false;
+		for (int s = 1; s <= 2; s++)
+			if (t->out_fd[s] >= 0) {
+				which[nq] = s;
+				q[nq++] = (struct pollfd){ t->out_fd[s], POLLIN,
+							   0 };
+			}
+		if (nq == 0 || poll(q, (nfds_t)nq, 0) <= 0)
+			break;
+		for (int i = 0; i < nq; i++) {
+			if (!q[i].revents)
+				continue;
+			if (!drain(t, which[i], buf, pass_ok)) {
+				close(t->out_fd[which[i]]);
+				t->out_fd[which[i]] = -1;
+			}
+			more = true;
+		}
+	}
+	ssize_t n = read(t->o->side_in, buf, CHUNK);
+	if (n <= 0)
+		return n < 0 && errno == EINTR;
+	write_all(t->o->side_out, buf, (size_t)n, &ok);
+	return true;
+}
+
 static void read_setup_error(struct tracer *t)
 {
 	size_t have = strlen(t->res->setup_error);
@@ -157,6 +197,7 @@ static void *io_main(void *arg)
 	struct tracer *t = arg;
 	char *buf = malloc(CHUNK);
 	bool pass_ok = true, finishing = false;
+	int side = t->o->side_in > 0 ? t->o->side_in : -1;
 	long long last_flush = tracer_now_ns(), last_pids = last_flush;
 
 	if (!buf) {
@@ -165,8 +206,8 @@ static void *io_main(void *arg)
 		return NULL;
 	}
 	while (t->out_fd[1] >= 0 || t->out_fd[2] >= 0 || !finishing) {
-		struct pollfd p[8];
-		int np = 0, idx[8];
+		struct pollfd p[10];
+		int np = 0, idx[10];
 
 		for (int s = 1; s <= 2; s++)
 			if (t->out_fd[s] >= 0) {
@@ -177,10 +218,11 @@ static void *io_main(void *arg)
 		/* pids.events: on cgroup v2 the kernel signals POLLPRI when
 		 * the pids cgroup refuses a fork (it always reads as ready);
 		 * v1 does not, so it is also read every DRAIN_MS below */
-		int fixed[6] = { t->err_fd,  finishing ? -1 : t->wake_fd,
+		int fixed[7] = { t->err_fd,  finishing ? -1 : t->wake_fd,
 				 t->sig_fd,  t->timer_fd,
-				 t->kick_fd, t->cg_pids_events };
-		for (int i = 0; i < 6; i++) {
+				 t->kick_fd, t->cg_pids_events,
+				 side };
+		for (int i = 0; i < 7; i++) {
 			idx[np] = 10 + i;
 			p[np++] = (struct pollfd){ fixed[i],
 						   i == 5 ? POLLPRI : POLLIN,
@@ -211,6 +253,9 @@ static void *io_main(void *arg)
 				(void)r;
 			} else if (idx[i] == 15) {
 				tracer_cgroup_check_pids(t); /* reads: rearms */
+			} else if (idx[i] == 16) {
+				if (!copy_side(t, buf, &pass_ok))
+					side = -1; /* EOF: the code closed it */
 			}
 		}
 		evq_drain(t);

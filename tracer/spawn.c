@@ -115,12 +115,23 @@ void spawn_child(const struct tracer_opts *o, const struct sock_fprog *filter,
 	int sync = fcntl(f->sync_r, F_DUPFD_CLOEXEC, 10);
 	int ep = fcntl(f->err_pipe_w, F_DUPFD_CLOEXEC, 10);
 	null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	int code[2] = { -1, -1 };
+	int ncode = o->n_code_fds > 2 ? 2 : o->n_code_fds;
+	for (int i = 0; i < ncode; i++) {
+		code[i] = fcntl(o->code_fds[i], F_DUPFD_CLOEXEC, 10);
+		if (code[i] < 0)
+			_exit(127);
+	}
 	if (out < 0 || err < 0 || sync < 0 || ep < 0 || null < 0)
 		_exit(127);
 	if (dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 ||
 	    dup3(ep, ERR_FD, O_CLOEXEC) < 0 || dup2(sync, SYNC_FD) < 0)
 		_exit(127);
-	if (syscall(SYS_close_range, SYNC_FD + 1, ~0U, 0) < 0)
+	/* A session's channels: fds 5, 6 without CLOEXEC (tracer.h). */
+	for (int i = 0; i < ncode; i++)
+		if (dup2(code[i], SYNC_FD + 1 + i) < 0)
+			_exit(127);
+	if (syscall(SYS_close_range, SYNC_FD + 1 + ncode, ~0U, 0) < 0)
 		fail("close_range");
 	if (read(SYNC_FD, &c, 1) != 1)
 		_exit(127); /* ward went away before seizing us */

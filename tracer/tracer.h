@@ -48,6 +48,14 @@ struct tracer_opts {
 	/* bit i: the layer policy_layer_name(i) must be active, else the
 	 * run fails with a set-up error before the code runs */
 	unsigned long long require_layers;
+	/* Sessions (tools/session.c). code_fds[0..n_code_fds-1] are handed
+	 * to the code as fds 5, 6, ... (inheritable: the interpreter's
+	 * driver finds them after execve). When side_in > 0, what arrives
+	 * on side_in is copied to side_out after all the stdout and stderr
+	 * the code wrote before it (a result never overtakes its output). */
+	int code_fds[2];
+	int n_code_fds;
+	int side_in, side_out;
 };
 
 /* A denial as reported to callers (--json). */

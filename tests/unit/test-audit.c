@@ -277,7 +277,7 @@ static void test_create(void)
 	ok(nfds >= 3, "... db, wal and shm are open (%d new fds)", nfds);
 	db = peek_open(path);
 	is_str(q_text(db, "PRAGMA journal_mode"), "wal", "journal_mode is WAL");
-	is_int(q_int(db, "PRAGMA user_version"), 2, "user_version is 2");
+	is_int(q_int(db, "PRAGMA user_version"), 3, "user_version is 3");
 	is_int(q_int(db, "PRAGMA application_id"), 0x77617264,
 	       "application_id is 'ward'");
 	is_str(q_text(db, "SELECT value FROM ward_meta WHERE key = "
@@ -1300,13 +1300,16 @@ static void test_v1_migration(void)
 	       "v1: readonly leaves the version alone");
 	a = open_rw(path);
 	ok(a != NULL, "v1: opens read-write");
-	is_int(q_int(db, "PRAGMA user_version"), 2, "... which migrates to 2");
+	is_int(q_int(db, "PRAGMA user_version"), 3, "... which migrates to 3");
 	is_int(q_int(db, "SELECT count(*) FROM pragma_table_info('runs') "
 			 "WHERE name = 'layers'"),
 	       1, "... adding runs.layers");
 	is_str(q_text(db, "SELECT value FROM ward_meta WHERE key = "
 			  "'schema_version'"),
-	       "2", "... and ward_meta says 2");
+	       "3", "... and ward_meta says 3");
+	is_int(q_int(db, "SELECT count(*) FROM sqlite_schema WHERE name IN "
+			 "('cells', 'artifacts')"),
+	       2, "... and has the session tables");
 	is_int(audit_run_begin(a, &ri, id), 0, "v1 migrated: run_begin");
 	is_int(audit_run_end(a, &re), 0, "... run_end with layers");
 	is_int(audit_run_read(a, id, get_layers, got), 0, "... read back");
@@ -1355,10 +1358,10 @@ static void test_foreign(void)
 	a = open_rw(path);
 	audit_close(a);
 	db = peek_open(path);
-	sqlite3_exec(db, "PRAGMA user_version = 3", NULL, NULL, NULL);
+	sqlite3_exec(db, "PRAGMA user_version = 4", NULL, NULL, NULL);
 	sqlite3_close(db);
 	is_int(audit_open(path, false, &a, err, sizeof(err)), -EPROTO,
-	       "schema version 3: -EPROTO");
+	       "schema version 4: -EPROTO");
 	ok(strstr(err, "newer") != NULL, "... message: %s", err);
 }
 

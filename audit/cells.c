@@ -1,0 +1,106 @@
+/*
+ * cells.c - the cells of a session and the files each one created or
+ * changed (tables cells and artifacts, schema version 3).
+ *
+ * Unlike the rest of the writer these rows name their run explicitly: the
+ * server that runs the cells (tools/session.c) is not the process that
+ * writes the run (each session's worker is). Each row is committed at
+ * once: a cell is rare next to events, and a reviewer wants every cell
+ * that ran, even if ward serve is killed right after.
+ */
+#include "audit/audit-int.h"
+
+#include <errno.h>
+#include <string.h>
+
+static int bind_text(sqlite3_stmt *st, int i, const char *s, size_t len)
+{
+	return sqlite3_bind_text(st, i, s, (int)len, SQLITE_TRANSIENT);
+}
+
+/* Runs sql with the values bound by fill, under the handle's lock, after
+ * committing whatever batch the handle has queued. */
+static int exec_one(struct audit *a, const char *sql, const char *what,
+		    int (*fill)(sqlite3_stmt *, const void *), const void *arg)
+{
+	sqlite3_stmt *st = NULL;
+	int r, rc;
+
+	if (a->readonly)
+		return audit_fail(a, -EROFS, "%s: opened readonly", a->path);
+	pthread_mutex_lock(&a->lock);
+	r = audit_commit_batch(a);
+	if (!r) {
+		rc = sqlite3_prepare_v2(a->db, sql, -1, &st, NULL);
+		if (rc == SQLITE_OK)
+			rc = fill(st, arg);
+		if (rc == SQLITE_OK) {
+			rc = sqlite3_step(st);
+			if (rc == SQLITE_DONE)
+				rc = SQLITE_OK;
+		}
+		if (rc != SQLITE_OK)
+			r = audit_sqlfail(a, rc, what);
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&a->lock);
+	return r;
+}
+
+static int fill_cell(sqlite3_stmt *st, const void *arg)
+{
+	const struct audit_cell *c = arg;
+	int rc = bind_text(st, 1, c->run_id, strlen(c->run_id));
+
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(st, 2, c->n);
+	if (rc == SQLITE_OK)
+		rc = bind_text(st, 3, c->code, c->code_len);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(st, 4, c->started_ns);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(st, 5, c->ended_ns);
+	if (rc == SQLITE_OK)
+		rc = bind_text(st, 6, c->status, strlen(c->status));
+	if (rc == SQLITE_OK)
+		rc = bind_text(st, 7, c->result_json, strlen(c->result_json));
+	return rc;
+}
+
+int audit_cell(struct audit *a, const struct audit_cell *c)
+{
+	if (!c->run_id || !c->code || !c->status || !c->result_json)
+		return audit_fail(a, -EINVAL, "cell: missing field");
+	return exec_one(a,
+			"INSERT INTO cells(run_id, n, code, started_ns, "
+			"ended_ns, status, result) VALUES (?,?,?,?,?,?,?)",
+			"recording a cell", fill_cell, c);
+}
+
+static int fill_artifact(sqlite3_stmt *st, const void *arg)
+{
+	const struct audit_artifact *f = arg;
+	int rc = bind_text(st, 1, f->run_id, strlen(f->run_id));
+
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(st, 2, f->cell);
+	if (rc == SQLITE_OK)
+		rc = bind_text(st, 3, f->path, strlen(f->path));
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(st, 4, f->size);
+	if (rc == SQLITE_OK)
+		rc = bind_text(st, 5, f->sha256, strlen(f->sha256));
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(st, 6, f->ts_ns);
+	return rc;
+}
+
+int audit_artifact(struct audit *a, const struct audit_artifact *f)
+{
+	if (!f->run_id || !f->path || !f->sha256)
+		return audit_fail(a, -EINVAL, "artifact: missing field");
+	return exec_one(a,
+			"INSERT INTO artifacts(run_id, cell, path, size, "
+			"sha256, ts_ns) VALUES (?,?,?,?,?,?)",
+			"recording an artifact", fill_artifact, f);
+}

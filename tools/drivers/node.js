@@ -1,0 +1,71 @@
+// ward session driver for Node (embedded in ward; see tools/session.c).
+// Cells arrive on fd 5 as a JSON header line {n, nonce, timeout_s, len}
+// and len bytes of code; each result leaves on fd 6 as one JSON line with
+// the cell's nonce. All cells run in one vm context, so declarations and
+// globals persist; the completion value of the last statement is the
+// result. vm's own timeout interrupts a cell that runs too long. Node
+// cannot mark fds 5 and 6 close-on-exec: see docs/security.md.
+'use strict';
+const fs = require('fs');
+const util = require('util');
+const vm = require('vm');
+
+const CELL_FD = 5, RESULT_FD = 6;
+const sandbox = {
+  require, console, process, Buffer, URL, TextEncoder, TextDecoder,
+  setTimeout, clearTimeout, setInterval, clearInterval, setImmediate,
+};
+sandbox.globalThis = sandbox;
+const ctx = vm.createContext(sandbox);
+let buf = Buffer.alloc(0);
+let busy = false;
+
+function send(obj) {
+  const data = Buffer.from(JSON.stringify(obj) + '\n');
+  let off = 0;
+  while (off < data.length) off += fs.writeSync(RESULT_FD, data, off);
+}
+
+function runCell(h, code) {
+  const out = { nonce: h.nonce, n: h.n, results: [], error: null,
+                interrupted: false };
+  try {
+    const opts = { filename: `<cell ${h.n}>` };
+    if (h.timeout_s > 0) opts.timeout = Math.max(1, Math.round(h.timeout_s * 1000));
+    const v = vm.runInContext(code, ctx, opts);
+    if (v !== undefined) {
+      out.results.push({ text: util.inspect(v), is_main_result: true });
+    }
+  } catch (e) {
+    const isErr = e instanceof Error || (e && typeof e === 'object' && 'stack' in e);
+    out.interrupted = !!(e && e.code === 'ERR_SCRIPT_EXECUTION_TIMEOUT');
+    out.error = {
+      name: isErr && e.name ? String(e.name) : typeof e,
+      value: isErr ? String(e.message) : util.inspect(e),
+      traceback: isErr && e.stack ? String(e.stack) : '',
+    };
+  }
+  send(out);
+}
+
+function pump() {
+  if (busy) return;
+  for (;;) {
+    const nl = buf.indexOf(10);
+    if (nl < 0) return;
+    const h = JSON.parse(buf.subarray(0, nl).toString());
+    if (buf.length < nl + 1 + h.len) return;
+    const code = buf.subarray(nl + 1, nl + 1 + h.len).toString();
+    buf = buf.subarray(nl + 1 + h.len);
+    busy = true;
+    try {
+      runCell(h, code);
+    } finally {
+      busy = false;
+    }
+  }
+}
+
+const cells = fs.createReadStream(null, { fd: CELL_FD, highWaterMark: 65536 });
+cells.on('data', (d) => { buf = Buffer.concat([buf, d]); pump(); });
+cells.on('end', () => process.exit(0));

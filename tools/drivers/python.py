@@ -1,0 +1,135 @@
+# ward session driver for Python (embedded in ward; see tools/session.c).
+# Cells arrive on fd 5 as a JSON header line {"n", "nonce", "timeout_s",
+# "len"} and len bytes of code; each result leaves on fd 6 as one JSON line
+# carrying the cell's nonce. Both fds are made close-on-exec at once, so
+# processes the code starts cannot read or write them. Code in this
+# process can (see docs/security.md): the nonce only tells the supervisor
+# which cell a frame answers and exposes a second frame for a cell.
+import ast
+import base64
+import io
+import json
+import os
+import signal
+import sys
+import traceback
+
+_CELL_FD, _RESULT_FD = 5, 6
+os.set_inheritable(_CELL_FD, False)
+os.set_inheritable(_RESULT_FD, False)
+sys.stdout.reconfigure(line_buffering=True)
+sys.stderr.reconfigure(line_buffering=True)
+_buf = bytearray()
+
+
+def _read_exact(n):
+    global _buf
+    while len(_buf) < n:
+        chunk = os.read(_CELL_FD, max(65536, n - len(_buf)))
+        if not chunk:
+            return None
+        _buf += chunk
+    out, _buf = bytes(_buf[:n]), _buf[n:]
+    return out
+
+
+def _read_line():
+    global _buf
+    while b"\n" not in _buf:
+        chunk = os.read(_CELL_FD, 65536)
+        if not chunk:
+            return None
+        _buf += chunk
+    i = _buf.index(b"\n")
+    out, _buf = bytes(_buf[:i]), _buf[i + 1:]
+    return out
+
+
+_fired = [False]
+
+
+def _alarm(signum, frame):
+    # The cell's time is up: the same KeyboardInterrupt as a SIGINT.
+    _fired[0] = True
+    raise KeyboardInterrupt("cell timeout")
+
+
+def _figures(results):
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return
+    try:
+        for num in plt.get_fignums():
+            fig = plt.figure(num)
+            out = io.BytesIO()
+            fig.savefig(out, format="png")
+            results.append({"png": base64.b64encode(out.getvalue()).decode(),
+                            "text": repr(fig), "is_main_result": False})
+        plt.close("all")
+    except Exception as e:  # a broken figure must not end the session
+        results.append({"text": "figure not rendered: %r" % (e,),
+                        "is_main_result": False})
+
+
+def _error(e):
+    tb = e.__traceback__
+    # Drop the driver's own frame: the traceback starts in the cell.
+    if tb is not None and tb.tb_frame.f_code.co_filename == "<string>":
+        tb = tb.tb_next
+    return {"name": type(e).__name__, "value": str(e),
+            "traceback": "".join(traceback.format_exception(type(e), e, tb))}
+
+
+def _run(ns, n, code, timeout):
+    results, error, interrupted = [], None, False
+    name = "<cell %d>" % n
+    _fired[0] = False
+    signal.signal(signal.SIGALRM, _alarm)
+    if timeout > 0:
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        tree = ast.parse(code, name, "exec")
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        exec(compile(tree, name, "exec"), ns)
+        if last is not None:
+            value = eval(compile(last, name, "eval"), ns)
+            if value is not None:
+                ns["_"] = value
+                results.append({"text": repr(value), "is_main_result": True})
+    except BaseException as e:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        interrupted = _fired[0]
+        error = _error(e)
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    _figures(results)
+    # the main result comes last, as in a notebook
+    results.sort(key=lambda r: r["is_main_result"])
+    return results, error, interrupted
+
+
+def _main():
+    ns = {"__name__": "__main__", "__builtins__": __builtins__}
+    while True:
+        head = _read_line()
+        if head is None:
+            return
+        h = json.loads(head)
+        code = _read_exact(h["len"])
+        if code is None:
+            return
+        results, error, interrupted = _run(ns, h["n"],
+                                           code.decode("utf-8", "replace"),
+                                           h.get("timeout_s", 0))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        frame = json.dumps({"nonce": h["nonce"], "n": h["n"],
+                            "results": results, "error": error,
+                            "interrupted": interrupted}) + "\n"
+        data = frame.encode()
+        while data:
+            data = data[os.write(_RESULT_FD, data):]
+
+
+_main()

@@ -1,0 +1,38 @@
+# ward session driver for sh (embedded in ward; see tools/session.c).
+# One shell for the whole session: cd, variables and functions persist.
+# A cell arrives on fd 5 as a header line "NONCE N TIMEOUT_S NLINES" and
+# NLINES lines of code; the cell runs with fds 5 and 6 closed (neither it
+# nor what it starts can touch the channel), then one JSON line with the
+# nonce and $? leaves on fd 6. The time limit is a watchdog that sends
+# SIGINT to the shell's process group: a running command is interrupted;
+# a loop of builtins is not, and the supervisor then ends the session.
+trap '__ward_int=true' INT
+while IFS=' ' read -r __ward_nonce __ward_n __ward_t __ward_nl <&5; do
+	__ward_code=
+	__ward_i=0
+	while [ "$__ward_i" -lt "$__ward_nl" ]; do
+		IFS= read -r __ward_l <&5 || exit 0
+		__ward_code="$__ward_code$__ward_l
+"
+		__ward_i=$((__ward_i + 1))
+	done
+	__ward_int=false
+	__ward_wd=
+	if [ "$__ward_t" != 0 ]; then
+		(
+			trap 'kill "$__ward_s" 2>/dev/null; exit 0' TERM
+			sleep "$__ward_t" &
+			__ward_s=$!
+			wait "$__ward_s" && kill -INT 0
+		) 5<&- 6>&- &
+		__ward_wd=$!
+	fi
+	{ eval "$__ward_code"; } 5<&- 6>&-
+	__ward_rc=$?
+	if [ -n "$__ward_wd" ]; then
+		kill "$__ward_wd" 2>/dev/null
+		wait "$__ward_wd" 2>/dev/null
+	fi
+	printf '{"nonce":"%s","n":%s,"exit_code":%s,"interrupted":%s}\n' \
+		"$__ward_nonce" "$__ward_n" "$__ward_rc" "$__ward_int" >&6
+done

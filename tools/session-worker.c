@@ -1,0 +1,318 @@
+/*
+ * session-worker.c - one session's supervisor process (session-int.h says
+ * why it is a process and which fds it gets). It loads the policy, records
+ * the run, and runs the language's driver (tools/drivers/) under
+ * tracer_run until the driver ends: the cell socket closed (the session
+ * was closed), the code ended it, or a limit did (the session's lifetime
+ * is the run's wall-time limit).
+ */
+#include "session-int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../audit/audit.h"
+#include "../common/log.h"
+#include "../common/sha256.h"
+#include "../policy/policy.h"
+#include "../policy/profiles.h"
+#include "../tracer/tracer.h"
+
+extern const struct ward_profile ward_drivers[];
+
+/* The same defaults as ward run, except the clock: a session lives. */
+static const struct ward_limits session_limits = {
+	.cpu_s = 3600,
+	.memory_bytes = 4096LL << 20,
+	.procs = 256,
+	.fsize_bytes = 1024LL << 20,
+	.nofile = 1024,
+	.output_bytes = 16LL << 20,
+};
+
+static long long realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void reply(json_t *msg)
+{
+	char *s = json_dumps(msg, JSON_COMPACT);
+
+	json_decref(msg);
+	if (!s)
+		return;
+	size_t n = strlen(s);
+	s[n] = '\n'; /* over the NUL: one line, sent without it */
+	if (send(WS_FD_CTL, s, n + 1, MSG_NOSIGNAL) < 0)
+		warn_errno("session worker: control socket");
+	free(s);
+}
+
+__attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	reply(json_pack("{s:s}", "error", msg));
+	return WARD_EXIT_INTERNAL;
+}
+
+static json_t *read_config(void)
+{
+	static char buf[1 << 20];
+	size_t n = 0;
+
+	while (n < sizeof(buf) - 1) {
+		ssize_t r = read(WS_FD_CTL, buf + n, sizeof(buf) - 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return NULL;
+		n += (size_t)r;
+		if (memchr(buf, '\n', n))
+			break;
+	}
+	buf[n] = '\0';
+	return json_loads(buf, JSON_DISABLE_EOF_CHECK, NULL);
+}
+
+static const char *driver(const char *lang)
+{
+	const char *name = !strcmp(lang, "node") ? "node"
+			   : !strcmp(lang, "sh") ? "sh"
+						 : "python";
+
+	for (const struct ward_profile *d = ward_drivers; d->name; d++)
+		if (!strcmp(d->name, name))
+			return d->text;
+	return NULL;
+}
+
+static char **build_env(const char *workdir, json_t *extra)
+{
+	size_t n = 0, cap = 8 + json_object_size(extra);
+	char **env = calloc(cap, sizeof(char *));
+	const char *k;
+	json_t *v;
+
+	if (!env)
+		return NULL;
+	if (asprintf(&env[n++], "HOME=%s", workdir) < 0 ||
+	    asprintf(&env[n++], "TMPDIR=%s/tmp", workdir) < 0)
+		return NULL;
+	env[n++] = strdup("PATH=/usr/local/bin:/usr/bin:/bin");
+	env[n++] = strdup("LANG=C.UTF-8");
+	env[n++] = strdup("MPLBACKEND=Agg");
+	json_object_foreach(extra, k, v)
+	{
+		if (asprintf(&env[n++], "%s=%s", k, json_string_value(v)) < 0)
+			return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!env[i])
+			return NULL;
+	return env;
+}
+
+static char *json_layers(const struct tracer_result *r)
+{
+	json_t *arr = json_array();
+	char *s;
+
+	for (size_t i = 0; i < r->n_layers; i++)
+		json_array_append_new(arr,
+				      json_pack("{s:s, s:b, s:s}", "name",
+						r->layers[i].name, "active",
+						r->layers[i].active, "detail",
+						r->layers[i].detail));
+	s = json_dumps(arr, JSON_COMPACT);
+	json_decref(arr);
+	return s;
+}
+
+int ws_worker_main(void)
+{
+	json_t *cfg = read_config();
+	const char *lang, *profile, *pfile, *db, *workdir;
+	json_int_t memory_mb = 0;
+	double life_s = 3600;
+	json_t *env_obj = NULL;
+	struct policy *pol = NULL;
+	struct policy_error perr;
+	char msg[1024];
+
+	if (!cfg ||
+	    json_unpack(cfg, "{s:s, s?s, s?s, s:s, s:s, s?I, s?F, s?o}",
+			"language", &lang, "profile", &profile, "policy",
+			&pfile, "db", &db, "workdir", &workdir, "memory_mb",
+			&memory_mb, "max_life_s", &life_s, "env", &env_obj) < 0)
+		return fail("session worker: bad configuration");
+	profile = json_string_value(json_object_get(cfg, "profile"));
+	pfile = json_string_value(json_object_get(cfg, "policy"));
+	memset(&perr, 0, sizeof(perr));
+	int rc = pfile ? policy_load_file(pfile, &pol, &perr)
+		       : policy_load_profile(profile ? profile
+					     : !strcmp(lang, "python")
+						     ? "default"
+						     : lang,
+					     &pol, &perr);
+	if (rc < 0) {
+		policy_error_format(&perr, msg, sizeof(msg));
+		return fail("bad policy: %s", msg);
+	}
+	if (policy_set_workdir(pol, workdir) < 0)
+		return fail("cannot bind $WORKDIR to %s", workdir);
+	const char *interp = policy_interpreter(pol, lang);
+	if (!interp)
+		interp = !strcmp(lang, "node") ? "/usr/bin/node"
+			 : !strcmp(lang, "sh") ? "/bin/sh"
+					       : "/usr/bin/python3";
+	if (access(interp, X_OK) < 0)
+		return fail("interpreter %s: not executable", interp);
+	const char *drv = driver(lang);
+	if (!drv)
+		return fail("no session driver for %s", lang);
+
+	struct ward_limits lim, pl;
+	policy_limits(pol, &pl);
+#define PICK(f) lim.f = pl.f ? pl.f : session_limits.f
+	PICK(cpu_s);
+	PICK(memory_bytes);
+	PICK(procs);
+	PICK(fsize_bytes);
+	PICK(nofile);
+	PICK(output_bytes);
+#undef PICK
+	lim.wall_ms = (long long)(life_s * 1000);
+	if (memory_mb > 0)
+		lim.memory_bytes = (long long)memory_mb << 20;
+
+	char *argv[5] = { (char *)interp,
+			  (char *)(!strcmp(lang, "node") ? "-e" : "-c"),
+			  (char *)drv, NULL, NULL };
+	if (!strcmp(lang, "sh"))
+		argv[3] = (char *)"sh";
+	char **env = build_env(workdir, env_obj);
+	if (!env)
+		return fail("out of memory");
+
+	struct audit *au = NULL;
+	if (audit_open(db, false, &au, msg, sizeof(msg)) < 0)
+		return fail("audit database: %s", msg);
+	char pol_sha[WARD_SHA256_HEX_LEN + 1],
+		code_sha[WARD_SHA256_HEX_LEN + 1];
+	ward_sha256_hex(policy_text(pol), strlen(policy_text(pol)), pol_sha);
+	ward_sha256_hex("", 0, code_sha);
+	char ljs[512], kernel[400] = "";
+	struct utsname un;
+	if (uname(&un) == 0)
+		snprintf(kernel, sizeof(kernel), "%s %s %s", un.sysname,
+			 un.release, un.version);
+	snprintf(ljs, sizeof(ljs),
+		 "{\"wall_ms\":%lld,\"cpu_s\":%lld,\"memory_bytes\":%lld,"
+		 "\"procs\":%lld,\"fsize_bytes\":%lld,\"nofile\":%lld,"
+		 "\"output_bytes\":%lld}",
+		 lim.wall_ms, lim.cpu_s, lim.memory_bytes, lim.procs,
+		 lim.fsize_bytes, lim.nofile, lim.output_bytes);
+	bool drop = geteuid() == 0;
+	struct audit_run_info ri = {
+		.argv_json = "[\"ward\",\"serve\"]",
+		.language = lang,
+		.interpreter = interp,
+		.code = "",
+		.code_len = 0,
+		.code_sha256 = code_sha,
+		.code_name = "session", /* the code is in the cells table */
+		.policy_name = policy_name(pol),
+		.policy_json = policy_text(pol),
+		.policy_sha256 = pol_sha,
+		.workdir = workdir,
+		.limits_json = ljs,
+		.kernel = kernel,
+		.ward_version = WARD_VERSION,
+		.uid = drop ? WS_SANDBOX_UID : getuid(),
+		.start_ns = realtime_ns(),
+	};
+	char run_id[AUDIT_RUN_ID_LEN + 1];
+	if (audit_run_begin(au, &ri, run_id) < 0)
+		return fail("audit database: cannot record the run: %s",
+			    audit_errmsg(au));
+
+	int side[2];
+	if (pipe2(side, O_CLOEXEC) < 0)
+		return fail("pipe: %s", strerror(errno));
+	struct tracer_opts to = {
+		.interpreter = interp,
+		.argv = argv,
+		.envp = env,
+		.workdir = workdir,
+		.drop_user = drop,
+		.uid = WS_SANDBOX_UID,
+		.gid = WS_SANDBOX_GID,
+		.limits = lim,
+		.policy = pol,
+		.audit = au,
+		.passthrough = true,
+		.pin_cpu = -1,
+		.require_layers = policy_required_layers(pol),
+		.code_fds = { WS_FD_CELLS, side[1] },
+		.n_code_fds = 2,
+		.side_in = side[0],
+		.side_out = WS_FD_RESULT,
+	};
+	reply(json_pack("{s:s}", "run_id", run_id));
+
+	struct tracer_result r;
+	rc = tracer_run(&to, &r);
+	char *layers = json_layers(&r);
+	struct audit_run_end re = {
+		.end_ns = realtime_ns(),
+		.duration_ms = r.duration_ms,
+		.exit_code = r.signal ? -1 : r.exit_code,
+		.signal = r.signal,
+		.status = r.status,
+		.cause = r.setup_error[0] ? r.setup_error
+			 : r.cause[0]	  ? r.cause
+					  : NULL,
+		.stdout_bytes = r.out_bytes[1],
+		.stderr_bytes = r.out_bytes[2],
+		.stdout_truncated = r.truncated[1],
+		.stderr_truncated = r.truncated[2],
+		.events = r.events,
+		.denials = r.denials,
+		.processes = r.processes,
+		.layers_json = layers,
+	};
+	int arc = audit_run_end(au, &re);
+	reply(json_pack("{s:{s:s, s:s, s:i, s:i, s:b}}", "end", "status",
+			r.status, "cause", re.cause ? re.cause : "",
+			"exit_code", r.exit_code, "signal", r.signal,
+			"recorded", arc == 0));
+	free(layers);
+	tracer_result_free(&r);
+	audit_close(au);
+	close(side[0]);
+	close(side[1]);
+	for (char **e = env; *e; e++)
+		free(*e);
+	free(env);
+	policy_free(pol);
+	json_decref(cfg);
+	return rc < 0 && rc != -ECHILD ? WARD_EXIT_INTERNAL : 0;
+}
