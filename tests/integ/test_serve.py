@@ -1,0 +1,449 @@
+"""ward serve: sessions over JSON lines (python, node, sh), one-shot runs,
+files, artifacts, timeouts, isolation, concurrency, and every error path
+(each answered with a stable code while the server keeps serving)."""
+import base64
+import hashlib
+import json
+import os
+import subprocess
+import time
+
+import wardtest
+
+PARSE, INVALID, METHOD, PARAMS = -32700, -32600, -32601, -32602
+NO_SESSION, LIMIT, FILE, TOO_LARGE = -32001, -32002, -32003, -32004
+
+
+class Serve:
+    """A ward serve process and a JSON-lines client for it."""
+
+    def __init__(self, ctx, *opts):
+        self.ctx = ctx
+        self.p = wardtest.spawn([wardtest.ward_bin(), "serve", "--db", ctx.db] + list(opts),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, cwd=ctx.tmp)
+        self.n = 0
+
+    def send_raw(self, data):
+        self.p.stdin.write(data)
+        self.p.stdin.flush()
+
+    def read(self):
+        line = self.p.stdout.readline()
+        assert line, "ward serve closed stdout: %r" % self.p.stderr.read()[-2000:]
+        return json.loads(line)
+
+    def call_all(self, method, params=None, **extra):
+        """The events and the response of one request."""
+        self.n += 1
+        req = {"id": self.n, "method": method}
+        if params is not None:
+            req["params"] = params
+        req.update(extra)
+        self.send_raw((json.dumps(req) + "\n").encode())
+        out = []
+        while True:
+            m = self.read()
+            out.append(m)
+            if "event" not in m:
+                assert m["id"] == self.n, (m, self.n)
+                return out
+
+    def call(self, method, params=None):
+        return self.call_all(method, params)[-1]
+
+    def ok(self, method, params=None):
+        r = self.call(method, params)
+        assert "result" in r, r
+        return r["result"]
+
+    def err(self, method, params, code):
+        r = self.call(method, params)
+        assert "error" in r and r["error"]["code"] == code, r
+        assert r["error"]["message"], r
+        return r["error"]["message"]
+
+    def create(self, **params):
+        return self.ok("session.create", params)["session_id"]
+
+    def run(self, sid, code, **params):
+        params.update({"session_id": sid, "code": code})
+        return self.ok("run", params)
+
+    def close(self):
+        self.p.stdin.close()
+        rc = self.p.wait(timeout=60)
+        self.p.stdout.close()
+        self.p.stderr.close()
+        return rc
+
+
+def serve(ctx, *opts):
+    return Serve(ctx, *opts)
+
+
+def _stdout(r):
+    return "".join(r["logs"]["stdout"])
+
+
+def _main(r):
+    mains = [x for x in r["results"] if x["is_main_result"]]
+    return mains[0]["text"] if mains else None
+
+
+def test_python_session_keeps_state_and_records_cells(ctx):
+    s = serve(ctx)
+    c = s.ok("session.create", {})
+    assert c["language"] == "python" and c["session_id"] and len(c["run_id"]) == 16, c
+    sid = c["session_id"]
+    r = s.run(sid, "import math\nx = 41\nprint('hello')")
+    assert r["status"] == "ok" and r["execution_count"] == 1, r
+    assert _stdout(r) == "hello\n" and r["results"] == [] and r["error"] is None, r
+    assert r["run_id"] == c["run_id"] and r["session_id"] == sid, r
+    r = s.run(sid, "x + 1")
+    assert _main(r) == "42" and r["execution_count"] == 2 and r["exit_code"] == 0, r
+    r = s.run(sid, "{'a': math.floor(2.5)}")
+    assert _main(r) == "{'a': 2}", r
+    r = s.run(sid, "y = 1")  # no expression: no result
+    assert r["results"] == [], r
+    lst = s.ok("session.list", {})["sessions"]
+    assert [(x["session_id"], x["language"], x["execution_count"]) for x in lst] == \
+        [(sid, "python", 4)], lst
+    assert lst[0]["run_id"] == c["run_id"] and lst[0]["last_used"] >= lst[0]["created"], lst
+    assert s.ok("session.close", {"session_id": sid}) == {"session_id": sid, "closed": True}
+    assert s.ok("session.list", {})["sessions"] == []
+    assert s.close() == 0
+    cells = ctx.sql("select n, code, status, result from cells where run_id=? order by n",
+                    c["run_id"])
+    assert [(x["n"], x["code"], x["status"]) for x in cells] == [
+        (1, "import math\nx = 41\nprint('hello')", "ok"), (2, "x + 1", "ok"),
+        (3, "{'a': math.floor(2.5)}", "ok"), (4, "y = 1", "ok")], cells
+    assert json.loads(cells[1]["result"])["results"][0]["text"] == "42"
+    run = ctx.sql("select * from runs where id=?", c["run_id"])[0]
+    assert run["status"] == "ok" and run["language"] == "python" and run["code_name"] == "session", run
+    out = ctx.sql("select group_concat(data, '') d from outputs where run_id=?", c["run_id"])
+    assert out[0]["d"] == "hello\n", out
+    assert run["workdir"].startswith("/tmp/ward-") and not os.path.exists(run["workdir"]), run
+
+
+def test_python_exception_shape(ctx):
+    s = serve(ctx)
+    sid = s.create()
+    r = s.run(sid, "def f():\n    raise ValueError('bad value')\nf()")
+    assert r["status"] == "error" and r["exit_code"] == 1, r
+    e = r["error"]
+    assert e["name"] == "ValueError" and e["value"] == "bad value", e
+    tb = e["traceback"]
+    assert tb.startswith("Traceback (most recent call last):\n"), tb
+    assert 'File "<cell 1>", line 3' in tb and 'File "<cell 1>", line 2, in f' in tb, tb
+    assert "<string>" not in tb, "the driver's frame leaked: " + tb
+    r = s.run(sid, "1 +")  # a syntax error is an error too, and the session survives
+    assert r["error"]["name"] == "SyntaxError", r
+    assert _main(s.run(sid, "f.__name__")) == "'f'"
+    assert s.close() == 0
+
+
+def test_python_chart_comes_back_as_png(ctx):
+    s = serve(ctx)
+    sid = s.create()
+    r = s.run(sid, "import matplotlib.pyplot as plt\n"
+                   "plt.plot([1, 2, 3], [3, 1, 2])\nplt.title('t')\n"
+                   "import matplotlib; matplotlib.get_backend()")
+    assert r["status"] == "ok", r
+    pngs = [x for x in r["results"] if "png" in x]
+    assert len(pngs) == 1 and not pngs[0]["is_main_result"], r["results"]
+    data = base64.b64decode(pngs[0]["png"])
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1000, data[:16]
+    assert r["results"][-1]["is_main_result"] and _main(r) == "'agg'", r["results"]
+    # the figure was closed: the next cell has no chart
+    r = s.run(sid, "len(plt.get_fignums())")
+    assert _main(r) == "0" and not [x for x in r["results"] if "png" in x], r
+    assert s.close() == 0
+
+
+def test_files_in_out_and_artifacts(ctx):
+    s = serve(ctx)
+    sid = s.create()
+    w = s.ok("files.write", {"session_id": sid, "path": "in.csv", "text": "a,b\n1,2\n"})
+    assert w == {"path": "in.csv", "size": 8,
+                 "sha256": hashlib.sha256(b"a,b\n1,2\n").hexdigest()}, w
+    blob = bytes(range(256))
+    w = s.ok("files.write", {"session_id": sid, "path": "blob.bin",
+                             "base64": base64.b64encode(blob).decode()})
+    assert w["size"] == 256 and w["sha256"] == hashlib.sha256(blob).hexdigest(), w
+    r = s.run(sid, "import os\nos.makedirs('out', exist_ok=True)\n"
+                   "open('out/r.txt', 'w').write(open('in.csv').read().upper())\n"
+                   "open('in.csv', 'a').write('3,4\\n')\nsorted(os.listdir('.'))")
+    assert r["status"] == "ok", r
+    arts = sorted(r["artifacts"], key=lambda a: a["path"])
+    assert arts == [
+        {"path": "in.csv", "size": 12, "sha256": hashlib.sha256(b"a,b\n1,2\n3,4\n").hexdigest()},
+        {"path": "out/r.txt", "size": 8, "sha256": hashlib.sha256(b"A,B\n1,2\n").hexdigest()},
+    ], arts
+    rd = s.ok("files.read", {"session_id": sid, "path": "out/r.txt"})
+    assert rd["text"] == "A,B\n1,2\n" and base64.b64decode(rd["base64"]) == b"A,B\n1,2\n", rd
+    assert rd["size"] == 8 and rd["sha256"] == hashlib.sha256(b"A,B\n1,2\n").hexdigest()
+    rd = s.ok("files.read", {"session_id": sid, "path": "blob.bin"})
+    assert base64.b64decode(rd["base64"]) == blob and "text" not in rd, rd
+    files = sorted(f["path"] for f in s.ok("files.list", {"session_id": sid})["files"])
+    assert files == ["blob.bin", "in.csv", "out/r.txt"], files
+    # a cell that changes nothing reports nothing
+    assert s.run(sid, "1")["artifacts"] == []
+    run_id = s.ok("session.list", {})["sessions"][0]["run_id"]
+    rows = ctx.sql("select cell, path, size, sha256 from artifacts where run_id=? order by path",
+                   run_id)
+    assert [(x["cell"], x["path"], x["size"]) for x in rows] == [(1, "in.csv", 12),
+                                                                 (1, "out/r.txt", 8)], rows
+    assert s.close() == 0
+
+
+def test_file_paths_stay_inside_the_workdir(ctx):
+    s = serve(ctx)
+    sid = s.create()
+    secret = ctx.write("secret.txt", "top secret\n")
+    for path in ["/etc/passwd", secret, "../x", "a/../../x", "a//b"]:
+        s.err("files.read", {"session_id": sid, "path": path}, FILE)
+        s.err("files.write", {"session_id": sid, "path": path, "text": "x"}, FILE)
+    # a symlink the code made that leads out is refused both ways
+    r = s.run(sid, "import os\nos.symlink(%r, 'link')\nos.symlink('/tmp', 'dir')" % secret)
+    assert r["status"] == "ok", r
+    s.err("files.read", {"session_id": sid, "path": "link"}, FILE)
+    s.err("files.write", {"session_id": sid, "path": "link", "text": "pwned"}, FILE)
+    s.err("files.write", {"session_id": sid, "path": "dir/pwned", "text": "x"}, FILE)
+    assert open(secret).read() == "top secret\n"
+    assert not os.path.exists("/tmp/pwned")
+    s.err("files.read", {"session_id": sid, "path": "missing.txt"}, FILE)
+    s.err("files.write", {"session_id": sid, "path": "nodir/x", "text": "x"}, FILE)
+    s.err("files.write", {"session_id": sid, "path": "x", "text": "a", "base64": "YQ=="}, PARAMS)
+    s.err("files.write", {"session_id": sid, "path": "x"}, PARAMS)
+    s.err("files.write", {"session_id": sid, "path": "x", "base64": "!!"}, PARAMS)
+    s.err("files.read", {"session_id": sid, "path": 5}, PARAMS)
+    s.err("files.read", {"session_id": sid}, PARAMS)
+    assert s.close() == 0
+
+
+def test_node_session_keeps_state(ctx):
+    s = serve(ctx)
+    c = s.ok("session.create", {"language": "node"})
+    assert c["language"] == "node", c
+    sid = c["session_id"]
+    r = s.run(sid, "var total = 40; const f = (a) => a + 2; console.log('hi from node')")
+    assert r["status"] == "ok" and _stdout(r) == "hi from node\n", r
+    r = s.run(sid, "f(total)")
+    assert _main(r) == "42", r
+    r = s.run(sid, "({a: [1, 2]})")
+    assert _main(r) == "{ a: [ 1, 2 ] }", r
+    r = s.run(sid, "null.x")
+    assert r["status"] == "error" and r["error"]["name"] == "TypeError", r
+    assert "<cell 4>" in r["error"]["traceback"], r
+    assert _main(s.run(sid, "total")) == "40"
+    assert s.close() == 0
+
+
+def test_sh_session_keeps_one_shell(ctx):
+    s = serve(ctx)
+    sid = s.create(language="sh")
+    r = s.run(sid, "mkdir -p sub && cd sub\nGREETING=hello\nf() { echo \"f:$1\"; }")
+    assert r["status"] == "ok" and r["exit_code"] == 0, r
+    r = s.run(sid, "pwd; echo \"$GREETING\"; f x")
+    lines = _stdout(r).splitlines()
+    assert lines[0].endswith("/sub") and lines[1:] == ["hello", "f:x"], r
+    r = s.run(sid, "false")
+    assert r["status"] == "error" and r["exit_code"] == 1, r
+    r = s.run(sid, "ls /proc/self/fd")  # the channel is closed for what the cell runs
+    fds = sorted(int(x) for x in _stdout(r).split())
+    assert 5 not in fds and 6 not in fds, r
+    assert s.close() == 0
+
+
+def test_one_shot_runs(ctx):
+    s = serve(ctx)
+    r = s.ok("run", {"code": "print(6 * 7)\n6 * 7"})
+    assert r["session_id"] is None and r["status"] == "ok" and _stdout(r) == "42\n", r
+    assert _main(r) == "42" and r["execution_count"] == 1, r
+    r2 = s.ok("run", {"code": "'x' in globals()"})
+    assert _main(r2) == "False" and r2["run_id"] != r["run_id"], r2
+    r = s.ok("run", {"code": "echo $((6*7))", "language": "sh"})
+    assert _stdout(r) == "42\n", r
+    r = s.ok("run", {"code": "[1, 2].map(x => x * 2)", "language": "node"})
+    assert _main(r) == "[ 2, 4 ]", r
+    assert s.ok("session.list", {})["sessions"] == []
+    assert s.close() == 0
+
+
+def test_streaming_events_come_before_the_result(ctx):
+    s = serve(ctx)
+    sid = s.create()
+    msgs = s.call_all("run", {"session_id": sid, "stream": True,
+                              "code": "import sys\nprint('out1')\nprint('err1', file=sys.stderr)\n"
+                                      "print('out2')"})
+    events, final = msgs[:-1], msgs[-1]
+    assert final["result"]["status"] == "ok", final
+    got = {"stdout": "", "stderr": ""}
+    for e in events:
+        assert e["id"] == final["id"] and e["ts"] > 0, e
+        got[e["event"]] += e["data"]
+    assert got == {"stdout": "out1\nout2\n", "stderr": "err1\n"}, events
+    # without stream: no events
+    msgs = s.call_all("run", {"session_id": sid, "code": "print('quiet')"})
+    assert len(msgs) == 1 and _stdout(msgs[0]["result"]) == "quiet\n", msgs
+    assert s.close() == 0
+
+
+def test_large_output_head_and_tail(ctx):
+    s = serve(ctx)
+    sid = s.create()
+    r = s.run(sid, "import sys\nsys.stdout.write('A' * 100000 + 'B' * 100000)\n"
+                   "sys.stdout.write('END')")
+    t = r["truncated"]
+    assert t["stdout"] is True and t["stdout_bytes_total"] == 200003, t
+    head, tail = r["logs"]["stdout"]
+    assert t["stdout_bytes_returned"] == len(head) + len(tail) < 200003, t
+    assert head == "A" * len(head) and tail.endswith("B" * 100 + "END"), (head[-5:], tail[-5:])
+    run_id = s.ok("session.list", {})["sessions"][0]["run_id"]
+    assert s.close() == 0
+    total = ctx.sql("select sum(length(data)) n from outputs where run_id=?", run_id)[0]["n"]
+    assert total == 200003, total  # the record has it all
+
+
+def test_timeout_interrupts_and_session_survives(ctx):
+    s = serve(ctx)
+    sid = s.create()
+    s.run(sid, "x = 5")
+    r = s.run(sid, "n = 0\nwhile True:\n    n += 1", timeout_s=0.5)
+    assert r["status"] == "timeout" and r["interrupted"] is True, r
+    assert r["error"]["name"] == "KeyboardInterrupt", r
+    r = s.run(sid, "x, n > 0")
+    assert _main(r) == "(5, True)", r
+    # a cell that will not stop (SIGINT ignored) ends the session
+    r = s.run(sid, "import signal, time\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+                   "while True:\n    time.sleep(0.05)", timeout_s=0.3)
+    assert r["status"] == "timeout" and r["interrupted"] is False, r
+    s.err("run", {"session_id": sid, "code": "1"}, NO_SESSION)
+    assert s.close() == 0
+
+
+def test_sessions_are_isolated(ctx):
+    s = serve(ctx)
+    a, b = s.create(), s.create()
+    s.ok("files.write", {"session_id": a, "path": "mine.txt", "text": "secret of a"})
+    wa = s.run(a, "import os\nos.getcwd()")
+    wa = _main(wa).strip("'")
+    r = s.run(b, "import os\nos.getcwd()")
+    assert _main(r).strip("'") != wa, r
+    r = s.run(b, "open(%r + '/mine.txt').read()" % wa)
+    assert r["status"] == "error" and r["error"]["name"] in (
+        "FileNotFoundError", "PermissionError"), r
+    r = s.run(b, "import os\nos.path.exists(%r)" % wa)
+    assert _main(r) == "False", r
+    s.err("files.read", {"session_id": b, "path": "mine.txt"}, FILE)
+    assert s.close() == 0
+
+
+def test_eight_concurrent_sessions(ctx):
+    s = serve(ctx)
+    ids = [s.create(language=["python", "sh"][i % 2]) for i in range(8)]
+    assert len(set(ids)) == 8
+    for i, sid in enumerate(ids):
+        code = "v = %d" % i if i % 2 == 0 else "v=%d" % i
+        assert s.run(sid, code)["status"] == "ok"
+    for i, sid in enumerate(ids):
+        r = s.run(sid, "v" if i % 2 == 0 else "echo $v")
+        assert (_main(r) if i % 2 == 0 else _stdout(r).strip()) == str(i), r
+    assert len(s.ok("session.list", {})["sessions"]) == 8
+    runs = {x["run_id"] for x in s.ok("session.list", {})["sessions"]}
+    assert len(runs) == 8
+    assert s.close() == 0  # EOF closes them all
+    assert {r["status"] for r in ctx.sql("select status from runs")} == {"ok"}
+
+
+def test_session_limit_and_expiry(ctx):
+    s = serve(ctx, "--max-sessions", "2", "--idle", "1")
+    a = s.create()
+    s.create()
+    msg = s.err("session.create", {}, LIMIT)
+    assert "2 sessions" in msg, msg
+    time.sleep(1.5)
+    # idle sessions expired: room again, and the old id is gone
+    s.err("run", {"session_id": a, "code": "1"}, NO_SESSION)
+    assert s.ok("session.list", {})["sessions"] == []
+    s.create()
+    assert s.close() == 0
+
+
+def test_error_paths_keep_the_server_serving(ctx):
+    s = serve(ctx)
+    s.send_raw(b"{not json\n")
+    m = s.read()
+    assert m["id"] is None and m["error"]["code"] == PARSE, m
+    s.send_raw(b"[1, 2]\n")
+    assert s.read()["error"]["code"] == INVALID
+    s.send_raw(b'{"id": 7}\n')
+    m = s.read()
+    assert m["id"] == 7 and m["error"]["code"] == INVALID, m
+    s.send_raw(b'{"id": 8, "method": "run", "params": [1]}\n')
+    assert s.read()["error"]["code"] == PARAMS
+    s.err("no.such", {}, METHOD)
+    s.err("session.close", {"session_id": "s-nope"}, NO_SESSION)
+    s.err("run", {"session_id": "s-nope", "code": "1"}, NO_SESSION)
+    s.err("files.list", {"session_id": "s-nope"}, NO_SESSION)
+    s.err("session.close", {}, PARAMS)
+    s.err("run", {}, PARAMS)
+    s.err("run", {"code": 5}, PARAMS)
+    s.err("run", {"code": "1", "timeout_s": -1}, PARAMS)
+    s.err("run", {"code": "1", "stream": "yes"}, PARAMS)
+    s.err("run", {"code": "1", "bogus": 1}, PARAMS)
+    s.err("session.create", {"language": "cobol"}, PARAMS)
+    s.err("session.create", {"env": {"A": 1}}, PARAMS)
+    msg = s.err("session.create", {"profile": "no-such-profile"}, PARAMS)
+    assert "no-such-profile" in msg or "profile" in msg, msg
+    # an over-long line (> 16 MiB) is answered and skipped
+    s.send_raw(b'{"id": 9, "method": "run", "params": {"code": "' + b"x" * (17 << 20) + b'"}}\n')
+    m = s.read()
+    assert m["error"]["code"] == TOO_LARGE, m
+    # and the server still works
+    assert _main(s.ok("run", {"code": "2 + 2"})) == "4"
+    assert s.close() == 0
+
+
+def test_policy_denials_are_reported_per_cell(ctx):
+    s = serve(ctx)
+    sid = s.create()
+    r = s.run(sid, "try:\n    open('/etc/shadow').read()\nexcept OSError as e:\n"
+                   "    print(type(e).__name__)")
+    assert _stdout(r) == "PermissionError\n", r
+    pol = r["policy"]
+    assert pol["denied"] is True and pol["audit_ref"] == r["run_id"], pol
+    assert [(d["syscall"], d["target"], d["action"]) for d in pol["denials"]] == [
+        ("openat", "/etc/shadow", "deny")], pol
+    assert pol["denials"][0]["errno"] == "EACCES", pol
+    r = s.run(sid, "1")
+    assert r["policy"]["denied"] is False and r["policy"]["denials"] == [], r
+    assert s.close() == 0
+
+
+def test_forged_second_result_is_rejected(ctx):
+    s = serve(ctx)
+    sid = s.create()
+    # in-process code can write the result fd; a frame without the nonce
+    # is rejected and reported with the cell, not taken as its result
+    r = s.run(sid, "import os\nos.write(6, b'{\"nonce\": \"0\", \"n\": 1, \"results\": "
+                   "[{\"text\": \"forged\", \"is_main_result\": true}]}\\n')\n'real'")
+    assert _main(r) == "'real'", r
+    assert any("unknown nonce" in e for e in r["channel_errors"]), r
+    r = s.run(sid, "import os\nos.write(6, b'garbage\\n')\n1")
+    assert _main(r) == "1" and any("malformed" in e for e in r["channel_errors"]), r
+    rows = ctx.sql("select result from cells where n=2")
+    assert "malformed" in rows[0]["result"], rows
+    # a child process cannot reach the channel at all
+    r = s.run(sid, "import subprocess\nsubprocess.run(['/bin/sh', '-c', 'echo x >&6'])"
+                   ".returncode")
+    assert _main(r) != "0" and "channel_errors" not in r, r
+    assert s.close() == 0
+
+
+def test_help(ctx):
+    r = ctx.ward("serve", "--help")
+    assert r.code == 0 and "session.create" in r.stdout and "files.read" in r.stdout, r
+    r = ctx.ward("serve", "--bogus")
+    assert r.code == 125, r
