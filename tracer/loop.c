@@ -837,6 +837,11 @@ static int make_pipes(struct tracer *t, struct spawn_fds *f, int *sync_w)
 		return -errno;
 	t->out_fd[2] = p[0];
 	f->err_w = p[1];
+	if (t->o->drop_user &&
+	    (fchown(f->out_w, t->o->uid, t->o->gid) < 0 ||
+	     fchown(f->err_w, t->o->uid, t->o->gid) < 0))
+		return -errno; /* the code's own stdout, as natively: it
+				* may reopen /dev/stdout (mode 0600) */
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
 	f->sync_r = p[0];

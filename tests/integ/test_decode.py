@@ -48,3 +48,14 @@ def test_inotify_watch_needs_read(ctx):
     assert r.code == 0 and j["stdout"] == "/var/log False 13\n. True 0\n", j
     ev = ctx.events(j["run_id"], "syscall='inotify_add_watch'")
     assert [e["decision"] for e in ev] == ["deny", "allow"], ev
+
+
+def test_dev_stdout_reopens_as_natively(ctx):
+    """The code's stdout and stderr are its own (the pipes belong to the
+    code's uid): reopening /dev/stdout works as it does natively."""
+    code = ("open('/dev/stdout', 'w').write('via /dev/stdout\\n')\n"
+            "open('/dev/stderr', 'w').write('via /dev/stderr\\n')\n")
+    r = ctx.run(code)
+    assert r.code == 0, r
+    assert r.stdout == "via /dev/stdout\n", r
+    assert "via /dev/stderr\n" in r.stderr, r
