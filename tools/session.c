@@ -1259,9 +1259,12 @@ static int run_cell(struct ws_server *s, struct sess *x, const char *code,
 			 json_integer_value(json_object_get(f, "exit_code")))
 			status = "error";
 	} else if (!x->dead) {
-		/* no result within the timeout and the grace: end it */
+		/* no result within the timeout and the grace: end it (no
+		 * point waiting for a driver that is stuck in the cell) */
 		timed_out = true;
 		status = "timeout";
+		if (x->worker > 0)
+			kill(x->worker, SIGTERM);
 		sess_stop(x);
 		error = json_pack("{s:s, s:s, s:s}", "name", "Timeout", "value",
 				  "the cell did not stop when interrupted; "

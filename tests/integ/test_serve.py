@@ -323,6 +323,37 @@ def test_timeout_interrupts_and_session_survives(ctx):
     assert s.close() == 0
 
 
+def test_node_and_sh_timeouts(ctx):
+    s = serve(ctx)
+    node = s.create(language="node")
+    r = s.run(node, "var k = 1; while (true) {}", timeout_s=0.5)
+    assert r["status"] == "timeout" and r["interrupted"] is True, r
+    assert "timed out" in r["error"]["value"] and "runCell" not in r["error"]["traceback"], r
+    assert _main(s.run(node, "k")) == "1"
+    sh = s.create(language="sh")
+    r = s.run(sh, "x=3; sleep 30", timeout_s=0.5)  # the command is interrupted
+    assert r["status"] == "timeout" and r["interrupted"] is True and r["exit_code"] == 130, r
+    assert _stdout(s.run(sh, "echo $x")) == "3\n"
+    r = s.run(sh, "while :; do :; done", timeout_s=0.3)  # builtins: the session ends
+    assert r["status"] == "timeout" and r["interrupted"] is False, r
+    s.err("run", {"session_id": sh, "code": "echo"}, NO_SESSION)
+    assert s.close() == 0
+
+
+def test_session_memory_limit(ctx):
+    s = serve(ctx)
+    sid = s.create(memory_mb=200)
+    assert s.run(sid, "b = bytearray(50 * 1024 * 1024)\nlen(b)")["status"] == "ok"
+    r = s.run(sid, "c = bytearray(600 * 1024 * 1024)")
+    assert r["status"] in ("limit", "error"), r
+    if r["status"] == "error":  # an rlimit: MemoryError, and the session lives
+        assert r["error"]["name"] == "MemoryError", r
+    else:  # a memory cgroup: the kernel ended the session
+        assert r["error"]["name"] == "SessionEnded" and "memory" in r["error"]["value"], r
+        s.err("run", {"session_id": sid, "code": "1"}, NO_SESSION)
+    assert s.close() == 0
+
+
 def test_sessions_are_isolated(ctx):
     s = serve(ctx)
     a, b = s.create(), s.create()

@@ -26,6 +26,13 @@ function send(obj) {
   while (off < data.length) off += fs.writeSync(RESULT_FD, data, off);
 }
 
+// The stack from the cell down, without the driver's frames under vm.
+function cellStack(stack) {
+  const lines = String(stack).split('\n');
+  const i = lines.findIndex((l) => l.includes('node:vm'));
+  return (i > 0 ? lines.slice(0, i) : lines).join('\n');
+}
+
 function runCell(h, code) {
   const out = { nonce: h.nonce, n: h.n, results: [], error: null,
                 interrupted: false };
@@ -42,7 +49,7 @@ function runCell(h, code) {
     out.error = {
       name: isErr && e.name ? String(e.name) : typeof e,
       value: isErr ? String(e.message) : util.inspect(e),
-      traceback: isErr && e.stack ? String(e.stack) : '',
+      traceback: isErr && e.stack ? cellStack(e.stack) : '',
     };
   }
   send(out);
