@@ -90,13 +90,9 @@ static void emit_error(json_t *id, int code, const char *msg)
 static void on_stream(void *arg, const char *stream, const char *data,
 		      size_t len, long long ts_ns)
 {
-	json_t *id = arg, *d = json_stringn(data, len);
+	json_t *id = arg, *d = ws_json_text(data, len);
 
-	if (!d) {
-		/* not UTF-8 on its own (a character cut between chunks or
-		 * binary output): the whole output is in the record */
-		d = json_string("\xef\xbf\xbd");
-	}
+	/* binary output arrives with U+FFFD; the record has the bytes */
 	emit(json_pack("{s:O, s:s, s:o, s:f}", "id", id, "event", stream,
 		       "data", d, "ts", (double)ts_ns / 1e9));
 }

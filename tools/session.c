@@ -56,6 +56,7 @@ enum {
 	START_MS = 30000,    /* for a worker to record its run */
 	MAX_FILES = 10000,   /* files looked at after a cell */
 	MAX_READ = 64 << 20, /* files.read, files.write */
+	MAX_FRAME = 256 << 20, /* a result frame (PNGs are in it) */
 };
 
 struct snap_file {
@@ -84,6 +85,7 @@ struct sess {
 	size_t ctl_len;
 	char *resbuf;
 	size_t res_len, res_cap;
+	bool res_skip;		/* inside a frame that was too long */
 	json_t *pending_errors; /* channel errors seen between cells */
 	bool dead;
 	char end_status[16];
@@ -148,8 +150,7 @@ static int random_hex(char *out, size_t bytes)
 	return 0;
 }
 
-/* A JSON string for arbitrary bytes: invalid UTF-8 becomes U+FFFD. */
-static json_t *jtext(const char *s, size_t len)
+json_t *ws_json_text(const char *s, size_t len)
 {
 	json_t *j = json_stringn(s, len);
 
@@ -406,8 +407,9 @@ static json_t *file_entry(struct sess *x, const char *path)
 		return NULL;
 	}
 	close(fd);
-	return json_pack("{s:o, s:I, s:s}", "path", jtext(path, strlen(path)),
-			 "size", (json_int_t)size, "sha256", hex);
+	return json_pack("{s:o, s:I, s:s}", "path",
+			 ws_json_text(path, strlen(path)), "size",
+			 (json_int_t)size, "sha256", hex);
 }
 
 /* ------------------------------------------------------------------ */
@@ -877,13 +879,13 @@ static json_t *cap_json(const struct capture *c, long long *returned)
 		if (all && c->head_len + tl > 0) {
 			memcpy(all, c->head, c->head_len);
 			memcpy(all + c->head_len, tail, tl);
-			json_array_append_new(arr,
-					      jtext(all, c->head_len + tl));
+			json_array_append_new(
+				arr, ws_json_text(all, c->head_len + tl));
 		}
 		free(all);
 	} else {
-		json_array_append_new(arr, jtext(c->head, c->head_len));
-		json_array_append_new(arr, jtext(tail, tl));
+		json_array_append_new(arr, ws_json_text(c->head, c->head_len));
+		json_array_append_new(arr, ws_json_text(tail, tl));
 	}
 	*returned = (long long)(c->head_len + tl);
 	free(tail);
@@ -897,9 +899,42 @@ struct cell {
 	struct capture out[3];
 	char nonce[40];
 	long long n;
-	json_t *frame;	/* the accepted result frame */
-	json_t *errors; /* channel errors */
+	json_t *frame;	  /* the accepted result frame */
+	json_t *errors;	  /* channel errors */
+	char carry[3][4]; /* a character cut at the end of a chunk */
+	size_t carry_len[3];
 };
+
+/* The length of p's prefix that does not end inside a UTF-8 sequence
+ * (streamed chunks are cut where the pipe was read, not at characters). */
+static size_t utf8_whole(const char *p, size_t n)
+{
+	for (size_t back = 1; back <= 3 && back <= n; back++) {
+		unsigned char c = (unsigned char)p[n - back];
+		if ((c & 0xc0) == 0x80)
+			continue; /* a continuation byte: look further back */
+		size_t need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+		return need > back ? n - back : n;
+	}
+	return n;
+}
+
+static void stream_out(struct cell *c, int s, const char *p, size_t n)
+{
+	char buf[65536 + 4];
+	size_t have = c->carry_len[s];
+
+	if (!c->fn)
+		return;
+	memcpy(buf, c->carry[s], have);
+	memcpy(buf + have, p, n);
+	size_t whole = n ? utf8_whole(buf, have + n) : have + n;
+	c->carry_len[s] = have + n - whole;
+	memcpy(c->carry[s], buf + whole, c->carry_len[s]);
+	if (whole)
+		c->fn(c->fn_arg, s == 1 ? "stdout" : "stderr", buf, whole,
+		      realtime_ns());
+}
 
 static void read_out(struct cell *c, int s)
 {
@@ -912,9 +947,7 @@ static void read_out(struct cell *c, int s)
 			close_fd(&x->out[s]);
 		return;
 	}
-	if (c->fn)
-		c->fn(c->fn_arg, s == 1 ? "stdout" : "stderr", buf, (size_t)n,
-		      realtime_ns());
+	stream_out(c, s, buf, (size_t)n);
 	cap_add(&c->out[s], buf, (size_t)n);
 }
 
@@ -933,7 +966,8 @@ static void drain_out(struct cell *c)
 	}
 }
 
-static void channel_error(json_t *list, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void
+channel_error(json_t *list, const char *fmt, ...)
 {
 	char msg[300];
 	va_list ap;
@@ -1003,11 +1037,20 @@ static void read_res(struct sess *x, struct cell *c, json_t *errors)
 	}
 	memcpy(x->resbuf + x->res_len, buf, (size_t)n);
 	x->res_len += (size_t)n;
+	if (x->res_len > MAX_FRAME && !memchr(x->resbuf, '\n', x->res_len)) {
+		channel_error(errors,
+			      "a result frame longer than %d MiB was rejected",
+			      MAX_FRAME >> 20);
+		x->res_len = 0; /* and the rest of it, up to its newline */
+		x->res_skip = true;
+	}
 	while ((nl = memchr(x->resbuf, '\n', x->res_len))) {
 		size_t l = (size_t)(nl - x->resbuf);
 		if (c)
 			drain_out(c);
-		on_frame(c, errors, x->resbuf, l);
+		if (!x->res_skip)
+			on_frame(c, errors, x->resbuf, l);
+		x->res_skip = false;
 		x->res_len -= l + 1;
 		memmove(x->resbuf, nl + 1, x->res_len);
 	}
@@ -1056,8 +1099,8 @@ static int den_one(const struct audit_event_row *r, void *arg)
 		d->list,
 		json_pack("{s:s, s:o, s:s, s:s, s:s?}", "syscall",
 			  e->syscall ? e->syscall : "?", "target",
-			  jtext(target, strlen(target)), "action", action,
-			  "rule", e->rule ? e->rule : "", "errno",
+			  ws_json_text(target, strlen(target)), "action",
+			  action, "rule", e->rule ? e->rule : "", "errno",
 			  e->err ? ward_errno_name(e->err) : NULL));
 	return 0;
 }
@@ -1246,6 +1289,8 @@ static int run_cell(struct ws_server *s, struct sess *x, const char *code,
 	long long deadline = t0 + (long long)(timeout * 1000);
 	int rc = x->dead ? -EPIPE : send_cell(x, c, code, len, timeout);
 	bool got = !rc && await_result(c, deadline + GRACE_MS);
+	stream_out(c, 1, NULL, 0); /* what is left of a cut character */
+	stream_out(c, 2, NULL, 0);
 
 	if (got) {
 		json_t *f = c->frame, *e = json_object_get(f, "error");

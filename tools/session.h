@@ -56,6 +56,8 @@ int ws_call(struct ws_server *s, const char *method, json_t *params, ws_stream_f
  * or alive too long (ws_call does too; a server waiting for input calls
  * this now and then), and read what idle sessions wrote. */
 void ws_server_tick(struct ws_server *s);
+/* A new JSON string for arbitrary bytes: invalid UTF-8 becomes U+FFFD. */
+json_t *ws_json_text(const char *s, size_t len);
 /* The audit database the server records to. */
 const char *ws_server_db(const struct ws_server *s);
 

@@ -284,6 +284,13 @@ def test_streaming_events_come_before_the_result(ctx):
         assert e["id"] == final["id"] and e["ts"] > 0, e
         got[e["event"]] += e["data"]
     assert got == {"stdout": "out1\nout2\n", "stderr": "err1\n"}, events
+    # a character cut between two writes arrives whole
+    msgs = s.call_all("run", {"session_id": sid, "stream": True,
+                              "code": "import sys, time\nsys.stdout.buffer.write(b'caf\\xc3')\n"
+                                      "sys.stdout.flush()\ntime.sleep(0.2)\n"
+                                      "sys.stdout.buffer.write(b'\\xa9!\\n')\nsys.stdout.flush()"})
+    assert "".join(e["data"] for e in msgs[:-1]) == "caf\u00e9!\n", msgs
+    assert _stdout(msgs[-1]["result"]) == "caf\u00e9!\n", msgs[-1]
     # without stream: no events
     msgs = s.call_all("run", {"session_id": sid, "code": "print('quiet')"})
     assert len(msgs) == 1 and _stdout(msgs[0]["result"]) == "quiet\n", msgs
