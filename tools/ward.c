@@ -23,6 +23,7 @@ static void usage(FILE *f)
 		"  runs     list recorded runs                ward runs [--limit N] [--json]\n"
 		"  show     one run: timeline or summary      ward show RUN|last [--summary]\n"
 		"  serve    sessions over JSON lines (stdio)  ward serve [--db PATH]\n"
+		"  mcp      MCP server for agents (stdio)     ward mcp [--db PATH]\n"
 		"  profiles list the policies shipped with ward\n"
 		"  version  print ward's version\n"
 		"\n"
@@ -56,6 +57,8 @@ int main(int argc, char **argv)
 		return ward_cmd_show(argc - 1, argv + 1);
 	if (!strcmp(cmd, "serve"))
 		return ward_cmd_serve(argc - 1, argv + 1);
+	if (!strcmp(cmd, "mcp"))
+		return ward_cmd_mcp(argc - 1, argv + 1);
 	if (!strcmp(cmd, "profiles")) {
 		for (const char *const *n = policy_profile_names(); *n; n++)
 			printf("%s\n", *n);

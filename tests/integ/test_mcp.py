@@ -1,0 +1,398 @@
+"""`ward mcp`: the Model Context Protocol server (issue 4, section 3).
+
+Raw JSON-RPC over the server's stdin/stdout for the lifecycle, version
+negotiation and every error path; the official MCP SDK client (node,
+tests/mcp/e2e.mjs) end to end; the tools in all three languages.
+"""
+import base64
+import json
+import os
+import queue
+import shutil
+import subprocess
+import threading
+
+import wardtest
+from wardtest import Skip
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MCP_DIR = os.path.join(os.path.dirname(HERE), "mcp")
+LATEST = "2025-11-25"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+class Mcp:
+    """A `ward mcp` process spoken to line by line."""
+
+    def __init__(self, ctx, *args):
+        self.proc = wardtest.spawn(
+            [wardtest.ward_bin(), "mcp", "--db", ctx.db] + list(args),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cwd=ctx.tmp)
+        self.lines = queue.Queue()
+        self.stderr = []
+        self.next_id = 0
+        threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines),
+                         daemon=True).start()
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    @staticmethod
+    def _pump(f, q):
+        for line in f:
+            q.put(line)
+        q.put(None)
+
+    def _drain(self):
+        for line in self.proc.stderr:
+            self.stderr.append(line.decode(errors="replace"))
+
+    def send_raw(self, data):
+        if isinstance(data, str):
+            data = data.encode()
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, msg):
+        self.send_raw(json.dumps(msg) + "\n")
+
+    def recv(self, timeout=120):
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no message from ward mcp in {timeout} s; stderr: {''.join(self.stderr)[-2000:]}")
+        assert line is not None, f"ward mcp closed stdout; stderr: {''.join(self.stderr)[-2000:]}"
+        assert line.endswith(b"\n") and line.count(b"\n") == 1, line
+        return json.loads(line)
+
+    def request(self, method, params=None, timeout=120):
+        self.next_id += 1
+        msg = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+        while True:
+            r = self.recv(timeout)
+            if r.get("method") == "notifications/progress":
+                continue
+            assert r.get("id") == self.next_id, r
+            return r
+
+    def initialize(self, version=LATEST):
+        r = self.request("initialize", {"protocolVersion": version, "capabilities": {},
+                                        "clientInfo": {"name": "test_mcp", "version": "1"}})
+        assert "result" in r, r
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return r["result"]
+
+    def call(self, tool, **args):
+        r = self.request("tools/call", {"name": tool, "arguments": args})
+        assert "result" in r, r
+        return r["result"]
+
+    def close(self):
+        self.proc.stdin.close()
+        code = self.proc.wait(60)
+        return code
+
+
+def text_of(result):
+    return "\n".join(c["text"] for c in result["content"] if c["type"] == "text")
+
+
+def error_code(resp):
+    assert "error" in resp and "result" not in resp, resp
+    assert isinstance(resp["error"]["message"], str) and resp["error"]["message"], resp
+    return resp["error"]["code"]
+
+
+def main_text(result):
+    mains = [r for r in result["structuredContent"]["results"] if r.get("is_main_result")]
+    return mains[0].get("text") if mains else None
+
+
+# ---- the command ----
+
+def test_mcp_help(ctx):
+    r = ctx.ward("mcp", "--help", db=False)
+    assert r.code == 0, r
+    for word in ("run_code", "create_session", "read_file", '"args": ["mcp"]', "2025-11-25"):
+        assert word in r.stdout, (word, r.stdout)
+    r = ctx.ward("--help", db=False)
+    assert "mcp" in r.stdout
+    r = ctx.ward("mcp", "--bogus", db=False)
+    assert r.code == 125 and "--bogus" in r.stderr, r
+    r = ctx.ward("mcp", "--timeout", "-1", db=False)
+    assert r.code == 125 and "--timeout" in r.stderr, r
+
+
+# ---- lifecycle and negotiation ----
+
+def test_mcp_negotiation(ctx):
+    m = Mcp(ctx)
+    # Before initialize only ping is served.
+    assert m.request("ping")["result"] == {}
+    assert error_code(m.request("tools/list")) == -32600
+    res = m.initialize("2025-06-18")
+    assert res["protocolVersion"] == "2025-06-18"      # the client's, since ward speaks it
+    assert res["serverInfo"]["name"] == "ward" and res["serverInfo"]["version"]
+    assert "tools" in res["capabilities"]
+    assert error_code(m.request("initialize", {"protocolVersion": LATEST})) == -32600
+    tools = {t["name"]: t for t in m.request("tools/list")["result"]["tools"]}
+    assert set(tools) == {"run_code", "create_session", "list_sessions", "close_session",
+                          "write_file", "read_file", "list_files"}, tools
+    for t in tools.values():
+        assert t["inputSchema"]["type"] == "object" and t["description"] and t["title"], t
+    assert tools["run_code"]["inputSchema"]["required"] == ["code"]
+    assert set(tools["run_code"]["inputSchema"]["properties"]) == {
+        "code", "language", "session_id", "timeout_s"}
+    assert tools["run_code"]["outputSchema"]["type"] == "object"
+    assert tools["list_sessions"]["annotations"]["readOnlyHint"] is True
+    assert error_code(m.request("tools/list", {"cursor": "x"})) == -32602
+    assert m.close() == 0
+
+    # A version ward does not know gets ward's newest; the client decides.
+    m = Mcp(ctx)
+    assert m.initialize("2099-01-01")["protocolVersion"] == LATEST
+    m.close()
+    # The oldest revision: no structuredContent or outputSchema, which it
+    # does not define.
+    m = Mcp(ctx)
+    assert m.initialize("2024-11-05")["protocolVersion"] == "2024-11-05"
+    tools = m.request("tools/list")["result"]["tools"]
+    assert all("outputSchema" not in t and "annotations" not in t for t in tools), tools
+    m.close()
+
+
+# ---- protocol errors: a JSON-RPC error each, and the server goes on ----
+
+def test_mcp_protocol_errors(ctx):
+    m = Mcp(ctx, "--max-request", "4096")
+    m.initialize()
+
+    def ping_still_works():
+        assert m.request("ping")["result"] == {}
+
+    m.send_raw("{this is not json\n")
+    r = m.recv()
+    assert error_code(r) == -32700 and r["id"] is None, r
+    assert "column" in r["error"]["message"]
+    ping_still_works()
+    m.send_raw(b'{"jsonrpc": "2.0", "id": 1, "method": "\xff\xfe"}\n')  # not UTF-8
+    assert error_code(m.recv()) == -32700
+    m.send_raw("42\n")
+    assert error_code(m.recv()) == -32600
+    m.send({"id": 7, "method": "ping"})                  # no "jsonrpc": "2.0"
+    r = m.recv()
+    assert error_code(r) == -32600 and r["id"] == 7, r
+    m.send({"jsonrpc": "2.0", "id": True, "method": "ping"})
+    assert error_code(m.recv()) == -32600
+    m.send({"jsonrpc": "2.0", "id": None, "method": "ping"})
+    assert error_code(m.recv()) == -32600
+    ping_still_works()
+
+    r = m.request("resources/list")
+    assert error_code(r) == -32601 and "resources/list" in r["error"]["message"], r
+    assert error_code(m.request("tools/call", [1, 2])) == -32602
+    assert error_code(m.request("tools/call", {"arguments": {}})) == -32602
+    assert error_code(m.request("tools/call", {"name": "run_code", "arguments": "x"})) == -32602
+    r = m.request("tools/call", {"name": "rm_rf", "arguments": {}})
+    assert error_code(r) == -32602 and "rm_rf" in r["error"]["message"], r
+
+    # A notification gets no answer: the next message is the ping's.
+    m.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 99}})
+    ping_still_works()
+    # A response from the client (ward sends no requests) is ignored too.
+    m.send({"jsonrpc": "2.0", "id": 99, "result": {}})
+    ping_still_works()
+
+    # A line over --max-request is refused whole, and the next one served.
+    m.send_raw('{"jsonrpc": "2.0", "id": 5, "method": "ping", "pad": "' + "x" * 10000 + '"}\n')
+    r = m.recv()
+    assert error_code(r) == -32600 and "4096" in r["error"]["message"], r
+    ping_still_works()
+
+    # Batches: the answers in an array, none for notifications.
+    m.send([{"jsonrpc": "2.0", "id": "a", "method": "ping"},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": "b", "method": "nope"}])
+    r = m.recv()
+    assert isinstance(r, list) and [x["id"] for x in r] == ["a", "b"], r
+    assert r[0]["result"] == {} and r[1]["error"]["code"] == -32601
+    m.send([])
+    assert error_code(m.recv()) == -32600
+    ping_still_works()
+    assert m.close() == 0, m.stderr
+
+
+def test_mcp_tool_argument_errors(ctx):
+    """Mistakes in a tool's arguments are tool results with isError, so the
+    model reads them and can correct itself (SEP-1303)."""
+    m = Mcp(ctx)
+    m.initialize()
+    r = m.call("run_code", code="1", policy="/tmp/allow-all.json")
+    assert r["isError"] is True and "policy" in text_of(r) and "code, language" in text_of(r), r
+    r = m.call("run_code", language="python")
+    assert r["isError"] is True and "code" in text_of(r), r
+    r = m.call("run_code", code=12)
+    assert r["isError"] is True and "code" in text_of(r), r
+    r = m.call("run_code", code="1", session_id="no-such-session")
+    assert r["isError"] is True and "no-such-session" in text_of(r), r
+    for tool, args in (("close_session", {}), ("list_files", {"session_id": "nope"}),
+                       ("read_file", {"session_id": "nope", "path": "x"}),
+                       ("write_file", {"session_id": "nope", "path": "x", "text": "y"})):
+        r = m.call(tool, **args)
+        assert r["isError"] is True and text_of(r), (tool, r)
+    assert m.request("ping")["result"] == {}
+    assert m.close() == 0
+
+
+# ---- the tools ----
+
+def test_mcp_python_session(ctx):
+    m = Mcp(ctx)
+    m.initialize()
+    one = m.call("run_code", code="print('once'); 6 * 7")
+    assert not one.get("isError"), one
+    assert "".join(one["structuredContent"]["logs"]["stdout"]) == "once\n"
+    assert "once" in text_of(one)
+
+    s = m.call("create_session", language="python")
+    sid = s["structuredContent"]["session_id"]
+    a = m.call("run_code", session_id=sid, code="import math\nx = math.sqrt(16)")
+    assert not a.get("isError"), a
+    b = m.call("run_code", session_id=sid, code="x * 10")
+    assert main_text(b) == "40.0", b
+    assert b["structuredContent"]["execution_count"] == 2
+    assert "result: 40.0" in text_of(b)
+
+    # An exception: isError, the error in text and structure; the session lives on.
+    e = m.call("run_code", session_id=sid, code="{}['missing']")
+    assert e["isError"] is True
+    assert e["structuredContent"]["error"]["name"] == "KeyError"
+    assert "error: KeyError" in text_of(e) and "Traceback" in text_of(e)
+    assert main_text(m.call("run_code", session_id=sid, code="x")) == "4.0"
+
+    # A denial is summarised (the code caught it, so no isError).
+    d = m.call("run_code", session_id=sid, code=(
+        "try:\n    open('/etc/shadow').read()\nexcept PermissionError as e:\n    print('denied', e.errno)"))
+    assert not d.get("isError"), d
+    assert d["structuredContent"]["policy"]["denied"] and d["structuredContent"]["policy"]["denials"]
+    t = text_of(d)
+    assert "denied" in t and "/etc/shadow" in t and "EACCES" in t, t
+
+    # A timeout is an error result that says so.
+    t = m.call("run_code", session_id=sid, code="import time\ntime.sleep(60)", timeout_s=1)
+    assert t["isError"] is True, t
+    assert t["structuredContent"]["status"] == "timeout", t["structuredContent"]
+    assert "interrupted at its time limit" in text_of(t), text_of(t)
+    assert main_text(m.call("run_code", session_id=sid, code="x")) == "4.0"
+    # A cell that swallows the interrupt: the session is ended, and said so.
+    t = m.call("run_code", session_id=sid, timeout_s=1, code=(
+        "import time\nwhile True:\n    try:\n        time.sleep(60)\n"
+        "    except KeyboardInterrupt:\n        pass"))
+    assert t["isError"] is True and "session was ended" in text_of(t), text_of(t)
+    gone = m.call("run_code", session_id=sid, code="x")
+    assert gone["isError"] is True, gone
+    sid = m.call("create_session")["structuredContent"]["session_id"]
+
+    # Long output comes back as head and tail with the counts.
+    big = m.call("run_code", code="for i in range(200000): print('line', i)")
+    bt = text_of(big)
+    assert "line 0\n" in bt and "line 199999" in bt and "left out" in bt, bt[:300]
+    assert len(bt) < 20000
+
+    listed = m.call("list_sessions")["structuredContent"]["sessions"]
+    assert [x["session_id"] for x in listed] == [sid]
+    assert m.call("close_session", session_id=sid).get("isError") is not True
+    assert m.call("list_sessions")["structuredContent"]["sessions"] == []
+    assert m.close() == 0
+    # Each session is one run in the record, next to the one-shot runs.
+    runs = ctx.sql("select id, language from runs")
+    assert s["structuredContent"]["run_id"] in [r["id"] for r in runs], runs
+
+
+def test_mcp_node_and_sh_sessions(ctx):
+    wardtest.require(wardtest.NODE)
+    m = Mcp(ctx)
+    m.initialize()
+    node = m.call("create_session", language="node")["structuredContent"]["session_id"]
+    r = m.call("run_code", session_id=node, code="globalThis.n = 20; console.log('set')")
+    assert not r.get("isError") and "set" in text_of(r), r
+    r = m.call("run_code", session_id=node, code="console.log(n + 1)")
+    assert "".join(r["structuredContent"]["logs"]["stdout"]) == "21\n", r
+    r = m.call("run_code", session_id=node, code="null.x")
+    assert r["isError"] is True and "TypeError" in text_of(r), r
+
+    sh = m.call("create_session", language="sh")["structuredContent"]["session_id"]
+    r = m.call("run_code", session_id=sh, code="mkdir -p sub && cd sub && V=kept")
+    assert not r.get("isError"), r
+    r = m.call("run_code", session_id=sh, code='echo "$V $(basename "$PWD")"')
+    assert "".join(r["structuredContent"]["logs"]["stdout"]) == "kept sub\n", r
+    r = m.call("run_code", session_id=sh, code="false")
+    assert r["isError"] is True, r
+    assert m.close() == 0
+
+
+def test_mcp_files_and_chart(ctx):
+    m = Mcp(ctx)
+    m.initialize()
+    sid = m.call("create_session")["structuredContent"]["session_id"]
+    w = m.call("write_file", session_id=sid, path="data.csv", text="a,b\n1,2\n3,4\n")
+    assert not w.get("isError") and w["structuredContent"]["size"] == 12, w
+    r = m.call("run_code", session_id=sid, code=(
+        "import csv\nrows = list(csv.DictReader(open('data.csv')))\n"
+        "open('sum.txt', 'w').write(str(sum(int(r['b']) for r in rows)))\n"
+        "import matplotlib.pyplot as plt\nplt.bar([r['a'] for r in rows], [int(r['b']) for r in rows])\n"
+        "plt.savefig('chart.png')\nplt.show()"))
+    assert not r.get("isError"), text_of(r)
+    images = [c for c in r["content"] if c["type"] == "image"]
+    assert len(images) == 1 and images[0]["mimeType"] == "image/png", r["content"]
+    assert base64.b64decode(images[0]["data"]).startswith(PNG_MAGIC)
+    assert "image: image/png" in text_of(r)
+
+    t = m.call("read_file", session_id=sid, path="sum.txt")
+    assert text_of(t) == "6" and t["structuredContent"]["size"] == 1, t
+    png = m.call("read_file", session_id=sid, path="chart.png")
+    img = [c for c in png["content"] if c["type"] == "image"]
+    assert img and base64.b64decode(img[0]["data"]).startswith(PNG_MAGIC), png["content"]
+    raw = bytes(range(256))
+    m.call("write_file", session_id=sid, path="blob.bin", base64=base64.b64encode(raw).decode())
+    b = m.call("read_file", session_id=sid, path="blob.bin")
+    res = [c for c in b["content"] if c["type"] == "resource"]
+    assert res and base64.b64decode(res[0]["resource"]["blob"]) == raw, b["content"]
+    names = {f["path"] for f in m.call("list_files", session_id=sid)["structuredContent"]["files"]}
+    assert {"data.csv", "sum.txt", "chart.png", "blob.bin"} <= names, names
+    missing = m.call("read_file", session_id=sid, path="nothing-here.txt")
+    assert missing["isError"] is True and "nothing-here.txt" in text_of(missing), missing
+    assert m.close() == 0
+
+
+def test_mcp_stdout_is_protocol_only(ctx):
+    """Whatever the code prints, and ward's own messages, stay out of the
+    protocol stream: every line the server writes is one JSON-RPC message."""
+    m = Mcp(ctx, "-v")
+    m.initialize()
+    r = m.call("run_code", code="import os, sys\nprint('x\\n{}\\n' * 3)\nos.write(1, b'raw\\n')\nsys.stderr.write('err\\n')")
+    assert not r.get("isError"), r
+    assert "raw" in text_of(r) and "err" in text_of(r)
+    assert m.request("ping")["result"] == {}
+    assert m.close() == 0
+
+
+# ---- the official SDK client ----
+
+def test_mcp_sdk_end_to_end(ctx):
+    wardtest.require(wardtest.NODE)
+    if not os.path.isdir(os.path.join(MCP_DIR, "node_modules", "@modelcontextprotocol", "sdk")):
+        raise Skip("tests/mcp/node_modules is missing: run tools/install-deps "
+                   "(npm ci --prefix tests/mcp) to install the MCP SDK client")
+    p = subprocess.run([wardtest.NODE, os.path.join(MCP_DIR, "e2e.mjs"), wardtest.ward_bin(), ctx.db],
+                       capture_output=True, text=True, timeout=200, cwd=ctx.tmp)
+    assert p.returncode == 0, p.stderr[-6000:]
+    seen = json.loads(p.stdout.strip().splitlines()[-1])
+    assert seen["state_kept"] and seen["png_bytes"] > 1000 and seen["progress"] >= 1, seen
+    assert {"in.txt", "out.txt"} <= set(seen["files"]), seen
+    # The session is one run in the record, its cells in order.
+    runs = ctx.sql("select id from runs where id = ?", seen["session_run_id"])
+    assert runs, seen

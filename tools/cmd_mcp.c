@@ -1,0 +1,1349 @@
+/*
+ * cmd_mcp.c - `ward mcp`: a Model Context Protocol server over stdio.
+ *
+ * The transport is newline-delimited JSON-RPC 2.0 (one message per line, no
+ * embedded newline); the tools are thin wrappers around ws_call()
+ * (tools/session.h), which owns sessions, runs and the record. This file
+ * only speaks the protocol: the lifecycle (initialize, version negotiation,
+ * ping), tools/list, tools/call, and turning a run's result object into
+ * content blocks a model can read.
+ *
+ * Error split, as the specification (2025-11-25, SEP-1303) draws it:
+ * malformed messages, unknown methods, unknown tools and a tools/call that
+ * is not shaped like one are JSON-RPC errors; anything about a tool's
+ * arguments or its execution (a bad argument, an unknown session, a file
+ * that is not there, the code's exception or timeout) is a tool result with
+ * isError, so the model sees the message and can correct itself.
+ *
+ * What the model may choose is deliberately narrow: the tools pass on only
+ * the arguments their schemas name, never a policy file or a profile, so
+ * the operator's --profile/--policy bound every session.
+ */
+#include "cmds.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/json.h"
+#include "../common/log.h"
+#include "../common/utf8.h"
+#include "session.h"
+
+#define DEFAULT_MAX_REQUEST (64u << 20) /* bytes in one request line */
+#define SUMMARY_STREAM_MAX  4096	/* bytes of stdout/stderr in the text */
+#define SUMMARY_TB_MAX	    3000	/* bytes of traceback in the text */
+#define SUMMARY_DENIALS	    5		/* denials listed in the text */
+#define PROGRESS_CHUNK_MAX  1000 /* bytes of output per progress message */
+
+/* Newest first; the first is what a client with an unknown version gets. */
+static const char *const protocol_versions[] = {
+	"2025-11-25",
+	"2025-06-18",
+	"2025-03-26",
+	"2024-11-05",
+};
+
+/* The revision that brought structuredContent, outputSchema and titles. */
+#define VERSION_STRUCTURED "2025-06-18"
+
+struct mcp {
+	struct ws_server *ws;
+	int in_fd, out_fd; /* private copies of stdin/stdout, O_CLOEXEC */
+	size_t max_request;
+	const char *version; /* negotiated; NULL until initialize */
+	json_t *tools;	     /* the tools/list array, built once */
+	/* while a tools/call that asked for progress runs */
+	json_t *progress_token;
+	long long progress;
+	bool out_broken;
+};
+
+/* ---- output ---- */
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* One message, one line. jansson escapes every newline inside strings, so
+ * the line cannot be split. Takes the reference to msg. */
+static void send_msg(struct mcp *m, json_t *msg)
+{
+	char *text;
+	size_t len;
+
+	if (!msg)
+		return;
+	text = json_dumps(msg, JSON_COMPACT);
+	json_decref(msg);
+	if (!text) {
+		warn("mcp: cannot serialise a response (out of memory)");
+		return;
+	}
+	len = strlen(text);
+	text[len] = '\n'; /* replaces the NUL; written by length */
+	if (!m->out_broken && write_all(m->out_fd, text, len + 1) < 0) {
+		warn_errno("mcp: writing to stdout");
+		m->out_broken = true;
+	}
+	free(text);
+}
+
+/* ---- text helpers ---- */
+
+/* Appends len bytes as valid UTF-8 (each invalid byte becomes U+FFFD), so
+ * the text can become a JSON string whatever the code printed. */
+static void append_utf8(struct ward_strbuf *sb, const char *s, size_t len)
+{
+	while (len) {
+		uint32_t cp;
+		size_t n = ward_utf8_decode(s, len, &cp);
+
+		if (n) {
+			ward_strbuf_append(sb, s, n);
+		} else {
+			ward_strbuf_puts(sb, "\xef\xbf\xbd");
+			n = 1;
+		}
+		s += n;
+		len -= n;
+	}
+}
+
+/* The largest cut <= at that does not split a UTF-8 sequence. */
+static size_t utf8_floor(const char *s, size_t len, size_t at)
+{
+	if (at >= len)
+		return len;
+	while (at > 0 && ((unsigned char)s[at] & 0xc0) == 0x80)
+		at--;
+	return at;
+}
+
+/* Appends s, or its head and tail around a note of what was left out. */
+static void append_head_tail(struct ward_strbuf *sb, const char *s, size_t len,
+			     size_t max)
+{
+	size_t head, tail;
+
+	if (len <= max) {
+		append_utf8(sb, s, len);
+		return;
+	}
+	head = utf8_floor(s, len, max / 2);
+	tail = utf8_floor(s, len, len - max / 2);
+	append_utf8(sb, s, head);
+	ward_strbuf_appendf(sb, "\n[... %zu bytes left out here ...]\n",
+			    tail - head);
+	append_utf8(sb, s + tail, len - tail);
+}
+
+/* A JSON string of any bytes: invalid UTF-8 (a cut message, bytes the
+ * code printed) becomes U+FFFD instead of failing. */
+static json_t *safe_string(const char *s, size_t len)
+{
+	struct ward_strbuf sb = WARD_STRBUF_INIT;
+	json_t *j;
+
+	append_utf8(&sb, s, len);
+	j = json_stringn(ward_strbuf_str(&sb), sb.len);
+	ward_strbuf_free(&sb);
+	return j;
+}
+
+static json_t *text_block(const char *text)
+{
+	return json_pack("{s:s, s:o}", "type", "text", "text",
+			 safe_string(text, strlen(text)));
+}
+
+/* ---- JSON-RPC responses ---- */
+
+__attribute__((format(printf, 3, 4))) static json_t *
+rpc_error(json_t *id, int code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return json_pack("{s:s, s:O, s:{s:i, s:o}}", "jsonrpc", "2.0", "id",
+			 id ? id : json_null(), "error", "code", code,
+			 "message", safe_string(msg, strlen(msg)));
+}
+
+/* Takes the reference to result; a request always gets an answer, so a
+ * result that could not be built becomes an internal error. */
+static json_t *rpc_result(json_t *id, json_t *result)
+{
+	json_t *r;
+
+	if (!result)
+		return rpc_error(
+			id, WS_E_INTERNAL,
+			"internal error: cannot build the result (out of memory)");
+	r = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id",
+		      id ? id : json_null(), "result", result);
+	return r ? r : rpc_error(id, WS_E_INTERNAL, "out of memory");
+}
+
+static json_t *strbuf_block(struct ward_strbuf *sb)
+{
+	json_t *b = text_block(ward_strbuf_str(sb));
+
+	ward_strbuf_free(sb);
+	return b;
+}
+
+static bool structured_ok(const struct mcp *m)
+{
+	return m->version && strcmp(m->version, VERSION_STRUCTURED) >= 0;
+}
+
+/* ---- the tools ---- */
+
+struct tool;
+typedef json_t *(*content_fn)(struct mcp *m, json_t *result, bool *is_error);
+
+struct tool {
+	const char *name, *title, *method, *description;
+	const char *const *args; /* the arguments passed on to ws_call */
+	const char *input_schema, *output_schema; /* JSON text */
+	bool read_only;
+	content_fn content;
+};
+
+static json_t *run_content(struct mcp *m, json_t *result, bool *is_error);
+static json_t *file_content(struct mcp *m, json_t *result, bool *is_error);
+static json_t *json_content(struct mcp *m, json_t *result, bool *is_error);
+
+static const char *const run_args[] = { "code", "language", "session_id",
+					"timeout_s", NULL };
+static const char *const create_args[] = { "language", "env", "timeout_s",
+					   NULL };
+static const char *const session_args[] = { "session_id", NULL };
+static const char *const write_args[] = { "session_id", "path", "text",
+					  "base64", NULL };
+static const char *const read_args[] = { "session_id", "path", NULL };
+static const char *const no_args[] = { NULL };
+
+#define LANG_SCHEMA                                                            \
+	"{\"type\": \"string\", \"enum\": [\"python\", \"node\", \"sh\"],"     \
+	" \"description\": \"python (default), node or sh\"}"
+#define SESSION_SCHEMA                                                         \
+	"{\"type\": \"string\", \"description\": \"a session id from "         \
+	"create_session\"}"
+#define FILE_SCHEMA                                                            \
+	"{\"type\": \"object\", \"properties\": {"                             \
+	"\"path\": {\"type\": \"string\"}, \"size\": {\"type\": \"integer\"}," \
+	" \"sha256\": {\"type\": \"string\"}}, \"required\": [\"path\"]}"
+
+/* clang-format off */
+static const struct tool tools[] = {
+	{
+		.name = "run_code",
+		.title = "Run code",
+		.method = "run",
+		.description =
+			"Run code under ward's supervisor (seccomp + ptrace, a "
+			"policy, everything recorded). With session_id it runs "
+			"as the next cell of that session: variables, imports "
+			"and files persist, and the value of the last "
+			"expression comes back as a result, like a notebook. "
+			"Without it, a fresh interpreter runs the code once. "
+			"matplotlib figures come back as PNG images. Returns "
+			"stdout/stderr (head and tail when long), the error "
+			"(name, value, traceback) and the syscalls the policy "
+			"denied.",
+		.args = run_args,
+		.input_schema =
+			"{\"type\": \"object\", \"properties\": {"
+			"\"code\": {\"type\": \"string\", \"description\": \"the code to run\"},"
+			"\"language\": " LANG_SCHEMA ","
+			"\"session_id\": " SESSION_SCHEMA ","
+			"\"timeout_s\": {\"type\": \"number\", \"exclusiveMinimum\": 0,"
+			" \"description\": \"wall-clock limit for this code (default: the server's)\"}},"
+			"\"required\": [\"code\"], \"additionalProperties\": false}",
+		.output_schema =
+			"{\"type\": \"object\", \"properties\": {"
+			"\"run_id\": {\"type\": \"string\"},"
+			"\"session_id\": {\"type\": [\"string\", \"null\"]},"
+			"\"execution_count\": {\"type\": [\"integer\", \"null\"]},"
+			"\"status\": {\"type\": \"string\"},"
+			"\"exit_code\": {\"type\": [\"integer\", \"null\"]},"
+			"\"duration_ms\": {\"type\": \"number\"},"
+			"\"interrupted\": {\"type\": \"boolean\"},"
+			"\"logs\": {\"type\": \"object\", \"properties\": {"
+			" \"stdout\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}},"
+			" \"stderr\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}}}},"
+			"\"results\": {\"type\": \"array\", \"items\": {\"type\": \"object\"}},"
+			"\"error\": {\"type\": [\"object\", \"null\"], \"properties\": {"
+			" \"name\": {\"type\": \"string\"}, \"value\": {\"type\": \"string\"},"
+			" \"traceback\": {\"type\": \"string\"}}},"
+			"\"truncated\": {\"type\": \"object\"},"
+			"\"artifacts\": {\"type\": \"array\", \"items\": {\"type\": \"object\"}},"
+			"\"policy\": {\"type\": \"object\", \"properties\": {"
+			" \"denied\": {\"type\": [\"boolean\", \"integer\"]},"
+			" \"denials\": {\"type\": \"array\", \"items\": {\"type\": \"object\"}}}}},"
+			"\"required\": [\"run_id\", \"status\", \"logs\", \"results\", \"error\"]}",
+		.content = run_content,
+	},
+	{
+		.name = "create_session",
+		.title = "Create a session",
+		.method = "session.create",
+		.description =
+			"Start a session: one live interpreter (python, node or "
+			"sh) with its own working directory, under the server's "
+			"policy. Pass its session_id to run_code and the file "
+			"tools. Sessions expire when idle; close them with "
+			"close_session when done.",
+		.args = create_args,
+		.input_schema =
+			"{\"type\": \"object\", \"properties\": {"
+			"\"language\": " LANG_SCHEMA ","
+			"\"env\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"string\"},"
+			" \"description\": \"environment variables for the code\"},"
+			"\"timeout_s\": {\"type\": \"number\", \"exclusiveMinimum\": 0,"
+			" \"description\": \"default per-cell time limit\"}},"
+			"\"additionalProperties\": false}",
+		.output_schema =
+			"{\"type\": \"object\", \"properties\": {"
+			"\"session_id\": {\"type\": \"string\"},"
+			"\"language\": {\"type\": \"string\"},"
+			"\"run_id\": {\"type\": \"string\"}},"
+			"\"required\": [\"session_id\"]}",
+		.content = json_content,
+	},
+	{
+		.name = "list_sessions",
+		.title = "List sessions",
+		.method = "session.list",
+		.description = "The open sessions: id, language, cells run, when created and last used.",
+		.args = no_args,
+		.read_only = true,
+		.input_schema = "{\"type\": \"object\", \"properties\": {}, \"additionalProperties\": false}",
+		.output_schema =
+			"{\"type\": \"object\", \"properties\": {"
+			"\"sessions\": {\"type\": \"array\", \"items\": {\"type\": \"object\"}}},"
+			"\"required\": [\"sessions\"]}",
+		.content = json_content,
+	},
+	{
+		.name = "close_session",
+		.title = "Close a session",
+		.method = "session.close",
+		.description = "End a session: its interpreter stops and its working directory is removed (the record stays).",
+		.args = session_args,
+		.input_schema =
+			"{\"type\": \"object\", \"properties\": {\"session_id\": " SESSION_SCHEMA "},"
+			"\"required\": [\"session_id\"], \"additionalProperties\": false}",
+		.content = json_content,
+	},
+	{
+		.name = "write_file",
+		.title = "Write a file",
+		.method = "files.write",
+		.description = "Write a file into a session's working directory (path relative to it), from text or base64.",
+		.args = write_args,
+		.input_schema =
+			"{\"type\": \"object\", \"properties\": {"
+			"\"session_id\": " SESSION_SCHEMA ","
+			"\"path\": {\"type\": \"string\", \"description\": \"relative to the session's working directory\"},"
+			"\"text\": {\"type\": \"string\", \"description\": \"the content as text (UTF-8)\"},"
+			"\"base64\": {\"type\": \"string\", \"description\": \"or the content, base64-encoded\"}},"
+			"\"required\": [\"session_id\", \"path\"], \"additionalProperties\": false}",
+		.output_schema = FILE_SCHEMA,
+		.content = json_content,
+	},
+	{
+		.name = "read_file",
+		.title = "Read a file",
+		.method = "files.read",
+		.description = "Read a file from a session's working directory: text comes back as text, PNG and JPEG as an image, other bytes as a resource blob.",
+		.args = read_args,
+		.read_only = true,
+		.input_schema =
+			"{\"type\": \"object\", \"properties\": {"
+			"\"session_id\": " SESSION_SCHEMA ","
+			"\"path\": {\"type\": \"string\", \"description\": \"relative to the session's working directory\"}},"
+			"\"required\": [\"session_id\", \"path\"], \"additionalProperties\": false}",
+		.content = file_content,
+	},
+	{
+		.name = "list_files",
+		.title = "List files",
+		.method = "files.list",
+		.description = "The files in a session's working directory, with size and sha256.",
+		.args = session_args,
+		.read_only = true,
+		.input_schema =
+			"{\"type\": \"object\", \"properties\": {\"session_id\": " SESSION_SCHEMA "},"
+			"\"required\": [\"session_id\"], \"additionalProperties\": false}",
+		.output_schema =
+			"{\"type\": \"object\", \"properties\": {"
+			"\"files\": {\"type\": \"array\", \"items\": " FILE_SCHEMA "}},"
+			"\"required\": [\"files\"]}",
+		.content = json_content,
+	},
+};
+/* clang-format on */
+
+#define N_TOOLS (sizeof(tools) / sizeof(tools[0]))
+
+static const struct tool *find_tool(const char *name)
+{
+	for (size_t i = 0; i < N_TOOLS; i++)
+		if (!strcmp(tools[i].name, name))
+			return &tools[i];
+	return NULL;
+}
+
+/* The schemas are our own constants: one that does not parse is a bug. */
+static json_t *schema(const char *text, const char *tool)
+{
+	json_error_t jerr;
+	json_t *j = json_loads(text, 0, &jerr);
+
+	if (!j)
+		die("mcp: schema of %s: %s (column %d)", tool, jerr.text,
+		    jerr.column);
+	return j;
+}
+
+/* The tools/list array for the negotiated version: titles, annotations and
+ * output schemas only where the revision knows them. */
+static json_t *tool_list(const struct mcp *m)
+{
+	json_t *arr = json_array();
+
+	for (size_t i = 0; i < N_TOOLS; i++) {
+		const struct tool *t = &tools[i];
+		json_t *o = json_pack("{s:s, s:s, s:o}", "name", t->name,
+				      "description", t->description,
+				      "inputSchema",
+				      schema(t->input_schema, t->name));
+
+		if (m->version && strcmp(m->version, "2025-03-26") >= 0)
+			json_object_set_new(
+				o, "annotations",
+				json_pack("{s:s, s:b, s:b, s:b}", "title",
+					  t->title, "readOnlyHint",
+					  t->read_only, "destructiveHint",
+					  !strcmp(t->name, "close_session"),
+					  "openWorldHint", false));
+		if (structured_ok(m)) {
+			json_object_set_new(o, "title", json_string(t->title));
+			if (t->output_schema)
+				json_object_set_new(o, "outputSchema",
+						    schema(t->output_schema,
+							   t->name));
+		}
+		json_array_append_new(arr, o);
+	}
+	return arr;
+}
+
+/* ---- content from results ---- */
+
+static const char *str_at(json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+/* The whole of a log stream (an array of chunks) as one buffer. */
+static void join_stream(json_t *chunks, struct ward_strbuf *out)
+{
+	size_t i;
+	json_t *c;
+
+	json_array_foreach(chunks, i, c)
+	{
+		if (json_is_string(c))
+			ward_strbuf_append(out, json_string_value(c),
+					   json_string_length(c));
+	}
+}
+
+static void summary_stream(struct ward_strbuf *sb, json_t *result,
+			   const char *name)
+{
+	struct ward_strbuf all = WARD_STRBUF_INIT;
+	json_t *trunc = json_object_get(result, "truncated");
+	char key[64];
+	json_int_t total = -1;
+
+	join_stream(json_object_get(json_object_get(result, "logs"), name),
+		    &all);
+	snprintf(key, sizeof(key), "%s_bytes_total", name);
+	if (json_is_integer(json_object_get(trunc, key)))
+		total = json_integer_value(json_object_get(trunc, key));
+	if (all.len || total > 0) {
+		ward_strbuf_appendf(sb, "%s (%zu bytes", name, all.len);
+		if (total > (json_int_t)all.len)
+			ward_strbuf_appendf(
+				sb,
+				" of %lld: the middle was left out, the record has it all",
+				(long long)total);
+		ward_strbuf_puts(sb, "):\n");
+		append_head_tail(sb, ward_strbuf_str(&all), all.len,
+				 SUMMARY_STREAM_MAX);
+		if (all.len && all.buf[all.len - 1] != '\n')
+			ward_strbuf_puts(sb, "\n");
+	}
+	ward_strbuf_free(&all);
+}
+
+static void summary_denials(struct ward_strbuf *sb, json_t *policy)
+{
+	json_t *list = json_object_get(policy, "denials"), *d;
+	json_int_t n = json_integer_value(json_object_get(policy, "denied"));
+	size_t i;
+
+	if (!n)
+		n = (json_int_t)json_array_size(list);
+	if (!n)
+		return;
+	ward_strbuf_appendf(sb, "policy: %lld syscall%s denied:\n",
+			    (long long)n, n == 1 ? "" : "s");
+	json_array_foreach(list, i, d)
+	{
+		const char *target = str_at(d, "target"),
+			   *err = str_at(d, "errno");
+
+		if (i == SUMMARY_DENIALS) {
+			ward_strbuf_appendf(sb, "  ... and %lld more\n",
+					    (long long)n - SUMMARY_DENIALS);
+			break;
+		}
+		ward_strbuf_appendf(sb, "  %s %s ",
+				    str_at(d, "action") ?: "deny",
+				    str_at(d, "syscall") ?: "?");
+		if (target)
+			append_utf8(sb, target, strlen(target));
+		ward_strbuf_appendf(sb, " (rule %s%s%s)\n",
+				    str_at(d, "rule") ?: "?", err ? ", " : "",
+				    err ?: "");
+	}
+}
+
+static void summary_error(struct ward_strbuf *sb, json_t *error)
+{
+	const char *name = str_at(error, "name"),
+		   *value = str_at(error, "value");
+	const char *tb = str_at(error, "traceback");
+
+	if (!json_is_object(error))
+		return;
+	ward_strbuf_appendf(sb, "error: %s", name ?: "error");
+	if (value && *value) {
+		ward_strbuf_puts(sb, ": ");
+		append_utf8(sb, value, strlen(value));
+	}
+	ward_strbuf_puts(sb, "\n");
+	if (tb && *tb) {
+		append_head_tail(sb, tb, strlen(tb), SUMMARY_TB_MAX);
+		if (tb[strlen(tb) - 1] != '\n')
+			ward_strbuf_puts(sb, "\n");
+	}
+}
+
+/* Image blocks for the PNG (and JPEG) results; the text of the others. */
+static void summary_results(struct ward_strbuf *sb, json_t *result,
+			    json_t *content)
+{
+	json_t *r;
+	size_t i;
+
+	json_array_foreach(json_object_get(result, "results"), i, r)
+	{
+		const char *text = str_at(r, "text");
+		bool main_result =
+			json_is_true(json_object_get(r, "is_main_result"));
+		static const char *const images[][2] = {
+			{ "png", "image/png" },
+			{ "jpeg", "image/jpeg" },
+		};
+
+		for (size_t k = 0; k < 2; k++) {
+			const char *data = str_at(r, images[k][0]);
+
+			if (!data)
+				continue;
+			json_array_append_new(
+				content, json_pack("{s:s, s:s, s:s}", "type",
+						   "image", "data", data,
+						   "mimeType", images[k][1]));
+			ward_strbuf_appendf(sb, "image: %s (image block %zu)\n",
+					    images[k][1],
+					    json_array_size(content) - 1);
+		}
+		if (text) {
+			ward_strbuf_puts(sb, main_result ? "result: "
+							 : "display: ");
+			append_head_tail(sb, text, strlen(text),
+					 SUMMARY_STREAM_MAX);
+			ward_strbuf_puts(sb, "\n");
+		}
+	}
+}
+
+static void summary_artifacts(struct ward_strbuf *sb, json_t *result)
+{
+	json_t *a;
+	size_t i;
+
+	json_array_foreach(json_object_get(result, "artifacts"), i, a)
+	{
+		const char *path = str_at(a, "path");
+
+		if (!i)
+			ward_strbuf_puts(sb, "files created or changed:");
+		ward_strbuf_puts(sb, " ");
+		append_utf8(sb, path ?: "?", strlen(path ?: "?"));
+		ward_strbuf_appendf(sb, " (%lld bytes)",
+				    (long long)json_integer_value(
+					    json_object_get(a, "size")));
+		if (i + 1 ==
+		    json_array_size(json_object_get(result, "artifacts")))
+			ward_strbuf_puts(sb, "\n");
+	}
+}
+
+/* A failed run is one the model should treat as failed: an exception, a
+ * non-zero exit, a timeout, a limit, a kill by the policy. */
+static bool run_failed(json_t *result)
+{
+	const char *status = str_at(result, "status");
+
+	json_t *error = json_object_get(result, "error");
+
+	if (error && !json_is_null(error))
+		return true;
+	return !status || strcmp(status, "ok");
+}
+
+/* run_code: a text summary first (status, output head and tail, results,
+ * error, denials, files, where the record is), then one image block per
+ * chart. */
+static json_t *run_content(struct mcp *m, json_t *result, bool *is_error)
+{
+	struct ward_strbuf sb = WARD_STRBUF_INIT;
+	json_t *content = json_array(), *v;
+	const char *sid = str_at(result, "session_id");
+	const char *ref =
+		str_at(json_object_get(result, "policy"), "audit_ref");
+
+	(void)m;
+	*is_error = run_failed(result);
+	json_array_append_new(content, json_null()); /* the summary, below */
+	ward_strbuf_appendf(&sb, "status: %s",
+			    str_at(result, "status") ?: "unknown");
+	v = json_object_get(result, "exit_code");
+	if (json_is_integer(v))
+		ward_strbuf_appendf(&sb, ", exit code %lld",
+				    (long long)json_integer_value(v));
+	v = json_object_get(result, "duration_ms");
+	if (json_is_number(v))
+		ward_strbuf_appendf(&sb, ", %.0f ms", json_number_value(v));
+	if (sid)
+		ward_strbuf_appendf(
+			&sb, " (session %s, cell %lld)", sid,
+			(long long)json_integer_value(
+				json_object_get(result, "execution_count")));
+	ward_strbuf_puts(&sb, "\n");
+	v = json_object_get(result, "interrupted");
+	if (json_is_true(v))
+		ward_strbuf_puts(
+			&sb,
+			"the cell was interrupted at its time limit; the session keeps its state\n");
+	else if (json_is_false(v))
+		ward_strbuf_puts(
+			&sb,
+			"the cell did not stop when interrupted, so its session was ended\n");
+	summary_stream(&sb, result, "stdout");
+	summary_stream(&sb, result, "stderr");
+	summary_results(&sb, result, content);
+	summary_error(&sb, json_object_get(result, "error"));
+	summary_denials(&sb, json_object_get(result, "policy"));
+	summary_artifacts(&sb, result);
+	if (!ref)
+		ref = str_at(result, "run_id");
+	if (ref)
+		ward_strbuf_appendf(&sb, "record: ward show %s\n", ref);
+	json_array_set_new(content, 0, strbuf_block(&sb));
+	return content;
+}
+
+/* The other tools: the result as JSON text, which is also what clients
+ * that predate structuredContent read. */
+static json_t *json_content(struct mcp *m, json_t *result, bool *is_error)
+{
+	char *text = json_dumps(result, JSON_COMPACT);
+	json_t *content;
+
+	(void)m;
+	*is_error = false;
+	content = json_pack("[o]", text_block(text ? text : "{}"));
+	free(text);
+	return content;
+}
+
+/* A file: URI for a path in the session's workdir (RFC 8089; bytes other
+ * than unreserved characters and '/' percent-encoded). */
+static json_t *file_uri(const char *path)
+{
+	struct ward_strbuf sb = WARD_STRBUF_INIT;
+	json_t *j;
+
+	ward_strbuf_puts(&sb, "file:///");
+	for (const unsigned char *p =
+		     (const unsigned char *)path + (*path == '/');
+	     *p; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || strchr("-._~/", *p))
+			ward_strbuf_append(&sb, p, 1);
+		else
+			ward_strbuf_appendf(&sb, "%%%02X", *p);
+	}
+	j = json_string(ward_strbuf_str(&sb));
+	ward_strbuf_free(&sb);
+	return j;
+}
+
+/* read_file: text as text; a picture as an image block, so the model sees
+ * it; other bytes as an embedded resource (base64 blob). */
+static json_t *file_content(struct mcp *m, json_t *result, bool *is_error)
+{
+	const char *text = str_at(result, "text"),
+		   *b64 = str_at(result, "base64");
+	const char *path = str_at(result, "path") ?: "";
+	const char *mime = NULL;
+	struct ward_strbuf sb = WARD_STRBUF_INIT;
+	json_t *content = json_array();
+
+	(void)m;
+	*is_error = false;
+	if (text)
+		return json_pack("[o]", text_block(text));
+	/* base64 of the PNG and JPEG signatures */
+	if (b64 && !strncmp(b64, "iVBORw0KGgo", 11))
+		mime = "image/png";
+	else if (b64 && !strncmp(b64, "/9j/", 4))
+		mime = "image/jpeg";
+	ward_strbuf_appendf(
+		&sb, "%s: %lld bytes, sha256 %s%s\n", path,
+		(long long)json_integer_value(json_object_get(result, "size")),
+		str_at(result, "sha256") ?: "?",
+		mime ? "" : "; not UTF-8 text, so it comes as a base64 blob");
+	json_array_append_new(content, strbuf_block(&sb));
+	if (!b64)
+		return content;
+	if (mime) {
+		json_array_append_new(
+			content, json_pack("{s:s, s:s, s:s}", "type", "image",
+					   "data", b64, "mimeType", mime));
+	} else {
+		json_array_append_new(
+			content,
+			json_pack("{s:s, s:{s:o, s:s, s:s}}", "type",
+				  "resource", "resource", "uri", file_uri(path),
+				  "mimeType", "application/octet-stream",
+				  "blob", b64));
+	}
+	return content;
+}
+
+/* ---- tools/call ---- */
+
+static void on_stream(void *arg, const char *stream, const char *data,
+		      size_t len, long long ts_ns)
+{
+	struct mcp *m = arg;
+	struct ward_strbuf sb = WARD_STRBUF_INIT;
+	json_t *params;
+
+	(void)ts_ns;
+	if (!m->progress_token)
+		return;
+	ward_strbuf_appendf(&sb, "%s: ", stream);
+	append_head_tail(&sb, data, len, PROGRESS_CHUNK_MAX);
+	params = json_pack("{s:O, s:I, s:s}", "progressToken",
+			   m->progress_token, "progress",
+			   (json_int_t)++m->progress, "message",
+			   ward_strbuf_str(&sb));
+	ward_strbuf_free(&sb);
+	send_msg(m, json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
+			      "notifications/progress", "params", params));
+}
+
+/* A tool result that reports a failure in text (and the ws error code). */
+static json_t *tool_failure(const char *tool, const struct ws_error *e)
+{
+	char text[1024];
+
+	/* the message is cut to fit; text_block() repairs a cut character */
+	snprintf(text, sizeof(text), "%s failed: %s (ward error %d)", tool,
+		 e->message[0] ? e->message : "no message", e->code);
+	return json_pack("{s:[o], s:b}", "content", text_block(text), "isError",
+			 true);
+}
+
+/* Copies the arguments the tool passes on; anything else is the model's
+ * mistake and comes back as a tool error naming what is allowed. */
+static int tool_params(const struct tool *t, json_t *args, json_t **out,
+		       struct ws_error *e)
+{
+	const char *key;
+	json_t *v;
+
+	*out = json_object();
+	json_object_foreach(args, key, v)
+	{
+		bool known = false;
+
+		for (const char *const *a = t->args; *a; a++)
+			known = known || !strcmp(*a, key);
+		if (!known) {
+			struct ward_strbuf sb = WARD_STRBUF_INIT;
+
+			for (const char *const *a = t->args; *a; a++)
+				ward_strbuf_appendf(&sb, "%s%s",
+						    a == t->args ? "" : ", ",
+						    *a);
+			e->code = WS_E_PARAMS;
+			snprintf(e->message, sizeof(e->message),
+				 "unknown argument '%s' (%s takes: %s)", key,
+				 t->name,
+				 sb.len ? ward_strbuf_str(&sb) : "nothing");
+			ward_strbuf_free(&sb);
+			json_decref(*out);
+			*out = NULL;
+			return -1;
+		}
+		json_object_set(*out, key, v);
+	}
+	return 0;
+}
+
+static json_t *tools_call(struct mcp *m, json_t *id, json_t *params)
+{
+	json_t *name = json_object_get(params, "name");
+	json_t *args = json_object_get(params, "arguments");
+	json_t *token = json_object_get(json_object_get(params, "_meta"),
+					"progressToken");
+	const struct tool *t;
+	struct ws_error e = { 0 };
+	json_t *wparams, *result = NULL, *content, *out;
+	bool is_error;
+	int rc;
+
+	if (!json_is_string(name))
+		return rpc_error(
+			id, WS_E_PARAMS,
+			"tools/call: params.name must be the tool's name (a string)");
+	t = find_tool(json_string_value(name));
+	if (!t)
+		return rpc_error(id, WS_E_PARAMS,
+				 "Unknown tool: %s (tools/list has them)",
+				 json_string_value(name));
+	if (args && !json_is_object(args) && !json_is_null(args))
+		return rpc_error(
+			id, WS_E_PARAMS,
+			"tools/call: params.arguments must be an object");
+	if (tool_params(t, json_is_object(args) ? args : NULL, &wparams, &e))
+		return rpc_result(id, tool_failure(t->name, &e));
+	if (!strcmp(t->method, "run") &&
+	    (json_is_string(token) || json_is_integer(token))) {
+		json_object_set_new(wparams, "stream", json_true());
+		m->progress_token = token;
+		m->progress = 0;
+	}
+	rc = ws_call(m->ws, t->method, wparams, on_stream, m, &result, &e);
+	m->progress_token = NULL;
+	json_decref(wparams);
+	if (rc < 0 || !result) {
+		if (e.code == WS_E_INTERNAL || !e.code)
+			return rpc_error(id, WS_E_INTERNAL, "%s: %s", t->name,
+					 e.message[0] ? e.message
+						      : "internal error");
+		return rpc_result(id, tool_failure(t->name, &e));
+	}
+	content = t->content(m, result, &is_error);
+	out = json_pack("{s:o}", "content", content);
+	if (structured_ok(m))
+		json_object_set(out, "structuredContent", result);
+	if (is_error)
+		json_object_set_new(out, "isError", json_true());
+	json_decref(result);
+	return rpc_result(id, out);
+}
+
+/* ---- the lifecycle ---- */
+
+static json_t *initialize(struct mcp *m, json_t *id, json_t *params)
+{
+	const char *asked = str_at(params, "protocolVersion");
+
+	if (m->version)
+		return rpc_error(
+			id, WS_E_INVALID,
+			"initialize: already initialized (protocol %s); one per connection",
+			m->version);
+	if (!asked)
+		return rpc_error(
+			id, WS_E_PARAMS,
+			"initialize: params.protocolVersion must be a string such as \"%s\"",
+			protocol_versions[0]);
+	/* The client's version when we speak it, else our newest: the client
+   * then decides whether it can go on. */
+	m->version = protocol_versions[0];
+	for (size_t i = 0;
+	     i < sizeof(protocol_versions) / sizeof(*protocol_versions); i++)
+		if (!strcmp(asked, protocol_versions[i]))
+			m->version = protocol_versions[i];
+	json_decref(m->tools);
+	m->tools = tool_list(m);
+	return rpc_result(
+		id,
+		json_pack(
+			"{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}",
+			"protocolVersion", m->version, "capabilities", "tools",
+			"listChanged", false, "serverInfo", "name", "ward",
+			"title", "ward code interpreter", "version",
+			WARD_VERSION, "instructions",
+			"ward runs code (python, node, sh) under a supervisor "
+			"that decides every sensitive syscall by a policy and "
+			"records everything. Use run_code for one-off code, "
+			"or create_session once and pass its session_id to "
+			"run_code to keep state between cells, like a "
+			"notebook. Denied syscalls fail with an honest errno "
+			"(e.g. EACCES) and are listed in the result."));
+}
+
+static bool valid_id(json_t *id)
+{
+	return json_is_string(id) || json_is_integer(id);
+}
+
+/* One JSON-RPC message; returns the response, or NULL for none
+ * (notifications, and responses to requests we never send). */
+static json_t *handle(struct mcp *m, json_t *msg)
+{
+	json_t *id = json_object_get(msg, "id");
+	json_t *params = json_object_get(msg, "params");
+	const char *method = str_at(msg, "method");
+	const char *jsonrpc = str_at(msg, "jsonrpc");
+
+	if (!json_is_object(msg))
+		return rpc_error(NULL, WS_E_INVALID,
+				 "Invalid Request: a message is a JSON object");
+	if (!jsonrpc || strcmp(jsonrpc, "2.0"))
+		return rpc_error(
+			valid_id(id) ? id : NULL, WS_E_INVALID,
+			"Invalid Request: \"jsonrpc\" must be \"2.0\"");
+	if (!json_object_get(msg, "method") &&
+	    (json_object_get(msg, "result") || json_object_get(msg, "error")))
+		return NULL; /* a response: ward sends no requests */
+	if (!method)
+		return rpc_error(
+			valid_id(id) ? id : NULL, WS_E_INVALID,
+			"Invalid Request: \"method\" must be a string");
+	if (!id)
+		return NULL; /* notifications: initialized, cancelled, ... */
+	if (!valid_id(id))
+		return rpc_error(
+			NULL, WS_E_INVALID,
+			"Invalid Request: \"id\" must be a string or an integer");
+	if (params && !json_is_object(params))
+		return rpc_error(id, WS_E_PARAMS,
+				 "%s: params must be an object", method);
+	if (!strcmp(method, "initialize"))
+		return initialize(m, id, params);
+	if (!strcmp(method, "ping"))
+		return rpc_result(id, json_object());
+	if (!m->version)
+		return rpc_error(
+			id, WS_E_INVALID,
+			"%s: not initialized yet (send initialize first)",
+			method);
+	if (!strcmp(method, "tools/list")) {
+		if (json_object_get(params, "cursor"))
+			return rpc_error(
+				id, WS_E_PARAMS,
+				"tools/list: unknown cursor (every tool comes in one page)");
+		return rpc_result(id, json_pack("{s:O}", "tools", m->tools));
+	}
+	if (!strcmp(method, "tools/call"))
+		return tools_call(m, id, params);
+	return rpc_error(
+		id, WS_E_METHOD,
+		"Method not found: %s (ward mcp serves initialize, ping, "
+		"tools/list, tools/call)",
+		method);
+}
+
+/* A batch (protocol 2025-03-26 allows them) gets an array of the
+ * responses, or nothing when all were notifications. */
+static json_t *handle_batch(struct mcp *m, json_t *batch)
+{
+	json_t *out, *msg;
+	size_t i;
+
+	if (!json_array_size(batch))
+		return rpc_error(NULL, WS_E_INVALID,
+				 "Invalid Request: an empty batch");
+	out = json_array();
+	json_array_foreach(batch, i, msg)
+	{
+		json_t *r;
+
+		if (json_is_object(msg) && str_at(msg, "method") &&
+		    !strcmp(str_at(msg, "method"), "initialize"))
+			r = rpc_error(json_object_get(msg, "id"), WS_E_INVALID,
+				      "initialize must not be part of a batch");
+		else
+			r = handle(m, msg);
+		if (r)
+			json_array_append_new(out, r);
+	}
+	if (!json_array_size(out)) {
+		json_decref(out);
+		return NULL;
+	}
+	return out;
+}
+
+static void handle_line(struct mcp *m, const char *line, size_t len)
+{
+	json_error_t jerr;
+	json_t *msg;
+
+	while (len && (line[len - 1] == '\r' || line[len - 1] == ' ' ||
+		       line[len - 1] == '\t'))
+		len--;
+	if (!len)
+		return;
+	msg = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
+			 &jerr);
+	if (!msg) {
+		send_msg(
+			m,
+			rpc_error(
+				NULL, WS_E_PARSE,
+				"Parse error: %s at column %d (one JSON-RPC message per line)",
+				jerr.text, jerr.column));
+		return;
+	}
+	send_msg(m, json_is_array(msg) ? handle_batch(m, msg) : handle(m, msg));
+	json_decref(msg);
+}
+
+/* ---- input: lines of at most max_request bytes ---- */
+
+struct reader {
+	int fd;
+	char *buf;
+	size_t len, cap, scanned;
+	size_t consumed; /* bytes of the line last returned, dropped next */
+	bool skipping;	 /* inside a line that was too long */
+};
+
+/* 1: a line (without its newline) in *line and *n, valid until the next call;
+ * 0: end of input; -E2BIG: a line longer than max was skipped whole;
+ * -errno: a read error. */
+static int next_line(struct reader *r, size_t max, char **line, size_t *n)
+{
+	if (r->consumed) {
+		memmove(r->buf, r->buf + r->consumed, r->len - r->consumed);
+		r->len -= r->consumed;
+		r->scanned = 0;
+		r->consumed = 0;
+	}
+	for (;;) {
+		char *nl =
+			memchr(r->buf + r->scanned, '\n', r->len - r->scanned);
+		ssize_t got;
+
+		if (nl) {
+			size_t l = (size_t)(nl - r->buf);
+
+			r->consumed = l + 1;
+			if (r->skipping || l > max) {
+				r->skipping = false;
+				return -E2BIG;
+			}
+			*line = r->buf;
+			*n = l;
+			return 1;
+		}
+		r->scanned = r->len;
+		if (r->len > max) {
+			r->skipping = true; /* keep nothing of it */
+			r->len = r->scanned = 0;
+		}
+		if (r->len == r->cap) {
+			size_t cap = r->cap ? r->cap * 2 : 65536;
+			char *nb = realloc(r->buf, cap);
+
+			if (!nb)
+				return -ENOMEM;
+			r->buf = nb;
+			r->cap = cap;
+		}
+		got = read(r->fd, r->buf + r->len, r->cap - r->len);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return -errno;
+		if (got == 0) {
+			if (r->skipping) {
+				r->skipping = false;
+				return -E2BIG;
+			}
+			if (!r->len)
+				return 0;
+			/* a last line without its newline */
+			r->consumed = r->len;
+			if (r->len > max)
+				return -E2BIG;
+			*line = r->buf;
+			*n = r->len;
+			return 1;
+		}
+		r->len += (size_t)got;
+	}
+}
+
+/* ---- the command ---- */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ward mcp [options]\n"
+		"\n"
+		"A Model Context Protocol server on stdin/stdout (JSON-RPC 2.0, one "
+		"message\n"
+		"per line; protocol revisions 2025-11-25, 2025-06-18, 2025-03-26, "
+		"2024-11-05).\n"
+		"An MCP client (an agent) starts it and calls its tools:\n"
+		"  run_code        {code, language?, session_id?, timeout_s?}\n"
+		"  create_session  {language?, env?, timeout_s?}   list_sessions {}\n"
+		"  close_session   {session_id}\n"
+		"  write_file      {session_id, path, text? | base64?}\n"
+		"  read_file       {session_id, path}              list_files "
+		"{session_id}\n"
+		"Each run_code result is a text summary (output head and tail, the "
+		"error,\n"
+		"the denied syscalls), an image per chart, and the full result object "
+		"as\n"
+		"structuredContent; isError is set for exceptions, non-zero exits,\n"
+		"timeouts, limits and policy kills. Everything is recorded as by ward "
+		"run.\n"
+		"Register it with an agent as {\"command\": \"ward\", \"args\": "
+		"[\"mcp\"]}.\n"
+		"\n"
+		"options (they bound every session; the model cannot change them):\n"
+		"  --db PATH            audit database (default as for ward run)\n"
+		"  --profile NAME       policy profile of new sessions (default: by "
+		"language)\n"
+		"  --policy FILE        a policy file instead\n"
+		"  --timeout SECONDS    default per-cell time limit (30)\n"
+		"  --idle SECONDS       close a session unused this long (600)\n"
+		"  --max-life SECONDS   close a session this old (3600)\n"
+		"  --max-sessions N     sessions open at once (16)\n"
+		"  --max-request BYTES  longest request line (%u)\n"
+		"  -v                   ward's own milestones on stderr\n"
+		"  -h, --help           this text\n"
+		"\n"
+		"stdout carries protocol messages only; ward's messages go to stderr.\n"
+		"exit status: 0 at the end of input, 125 when ward cannot start.\n",
+		DEFAULT_MAX_REQUEST);
+}
+
+static double parse_seconds(const char *opt, const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v > 0))
+		die("mcp: %s: '%s' is not a positive number of seconds", opt,
+		    s);
+	return v;
+}
+
+static long parse_count(const char *opt, const char *s, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < 1 || v > max)
+		die("mcp: %s: '%s' is not a count from 1 to %ld", opt, s, max);
+	return v;
+}
+
+static void parse_args(int argc, char **argv, struct ws_config *cfg,
+		       size_t *max_request)
+{
+	enum {
+		O_DB = 256,
+		O_PROFILE,
+		O_POLICY,
+		O_TIMEOUT,
+		O_IDLE,
+		O_LIFE,
+		O_MAX,
+		O_REQ
+	};
+	static const struct option opts[] = {
+		{ "db", required_argument, 0, O_DB },
+		{ "profile", required_argument, 0, O_PROFILE },
+		{ "policy", required_argument, 0, O_POLICY },
+		{ "timeout", required_argument, 0, O_TIMEOUT },
+		{ "idle", required_argument, 0, O_IDLE },
+		{ "max-life", required_argument, 0, O_LIFE },
+		{ "max-sessions", required_argument, 0, O_MAX },
+		{ "max-request", required_argument, 0, O_REQ },
+		{ "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 },
+	};
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'v': ward_verbose++; break;
+		case 'h': usage(stdout); exit(0);
+		case O_DB: cfg->db = optarg; break;
+		case O_PROFILE: cfg->profile = optarg; break;
+		case O_POLICY: cfg->policy = optarg; break;
+		case O_TIMEOUT:
+			cfg->cell_timeout_s =
+				parse_seconds("--timeout", optarg);
+			break;
+		case O_IDLE:
+			cfg->idle_s = parse_seconds("--idle", optarg);
+			break;
+		case O_LIFE:
+			cfg->max_life_s = parse_seconds("--max-life", optarg);
+			break;
+		case O_MAX:
+			cfg->max_sessions = (int)parse_count("--max-sessions",
+							     optarg, 1024);
+			break;
+		case O_REQ:
+			*max_request = (size_t)parse_count("--max-request",
+							   optarg, 1L << 30);
+			break;
+		case ':':
+			die("mcp: %s needs a value (see `ward mcp --help`)",
+			    argv[optind - 1]);
+		default:
+			die("mcp: unknown option %s (see `ward mcp --help`)",
+			    argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		die("mcp: unexpected argument '%s' (see `ward mcp --help`)",
+		    argv[optind]);
+}
+
+/* The protocol gets private descriptors; fd 0 becomes /dev/null and fd 1 a
+ * copy of stderr, so nothing else in the process (a library, a child that
+ * inherits them) can read requests or write into the protocol stream. */
+static void take_stdio(struct mcp *m)
+{
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	m->in_fd = fcntl(0, F_DUPFD_CLOEXEC, 3);
+	m->out_fd = fcntl(1, F_DUPFD_CLOEXEC, 3);
+	if (m->in_fd < 0 || m->out_fd < 0 || null < 0)
+		die_errno("mcp: duplicating stdin/stdout");
+	if (dup2(null, 0) < 0 || dup2(2, 1) < 0)
+		die_errno("mcp: redirecting stdin/stdout");
+	close(null);
+}
+
+int ward_cmd_mcp(int argc, char **argv)
+{
+	struct ws_config cfg = {
+		.profile = NULL,
+		.cell_timeout_s = 30,
+		.idle_s = 600,
+		.max_life_s = 3600,
+		.max_sessions = 16,
+	};
+	struct mcp m = { .max_request = DEFAULT_MAX_REQUEST };
+	struct reader r = { 0 };
+	int rc;
+
+	parse_args(argc, argv, &cfg, &m.max_request);
+	/* A client that goes away must not kill ward before it has ended
+   * the sessions (children reset their signals before exec). */
+	signal(SIGPIPE, SIG_IGN);
+	take_stdio(&m);
+	rc = ws_server_new(&cfg, &m.ws);
+	if (rc < 0) {
+		errno = -rc;
+		die_errno("mcp: cannot start");
+	}
+	r.fd = m.in_fd;
+	for (;;) {
+		char *line = NULL;
+		size_t n = 0;
+
+		rc = next_line(&r, m.max_request, &line, &n);
+		if (rc == 0)
+			break;
+		if (rc == -E2BIG) {
+			send_msg(
+				&m,
+				rpc_error(
+					NULL, WS_E_INVALID,
+					"Invalid Request: a line longer than %zu bytes "
+					"(ward mcp --max-request)",
+					m.max_request));
+			continue;
+		}
+		if (rc < 0) {
+			errno = -rc;
+			warn_errno("mcp: reading stdin");
+			break;
+		}
+		handle_line(&m, line, n);
+		if (m.out_broken)
+			break;
+	}
+	ws_server_free(m.ws);
+	json_decref(m.tools);
+	free(r.buf);
+	close(m.in_fd);
+	close(m.out_fd);
+	return 0;
+}
