@@ -223,6 +223,14 @@ int scratch_prepare(struct tracer *t, struct tracee *tc)
 
 	if (!sp)
 		return -ENOMEM;
+	if (sp->map_err) {
+		/* The area could not be made (ENOMEM under the address-space
+		 * limit): this syscall fails with that; the next one tries
+		 * again. Never allowed without its copy. */
+		int e = sp->map_err;
+		sp->map_err = 0;
+		return -e;
+	}
 	if (sp->base == 0)
 		return inject(tc, __NR_mmap, 0, AREA, PROT_READ,
 			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
@@ -334,10 +342,11 @@ static void injected(struct tracee *tc, struct user_regs_struct *r)
 	long rv = (long)r->rax;
 
 	if (sp && tc->inject == __NR_mmap) {
-		if (rv < 0 && rv > -4096)
+		if (rv < 0 && rv > -4096) {
 			debug("[%d] scratch area: mmap failed: %s", tc->serial,
 			      strerror((int)-rv));
-		else if (!sp->base)
+			sp->map_err = (int)-rv;
+		} else if (!sp->base)
 			sp->base = (uint64_t)rv;
 	} else if (sp) {
 		sp->seal_tried = true;

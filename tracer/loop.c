@@ -574,15 +574,27 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 	rc = d ? d->decode(t, tc, &si, ev) : dec_other(t, tc, &si, ev);
 	if (rc == -ESRCH)
 		return; /* died under us (SIGKILL) */
+	if (tc->tid == t->root && !tc->execed)
+		/* ward's own code before the interpreter's execve: one
+		 * thread, arguments in ward's memory, nothing to race; and
+		 * under a sanitizer its address space is too large for the
+		 * area within the address-space limit. */
+		copy_reset(&t->cp);
+	int copy_err = 0;
 	if (rc == 0 && (t->cp.nregs > 0 || t->cp.nr >= 0)) {
 		/* Copies need the scratch area of this address space. */
 		int p = scratch_prepare(t, tc);
 		if (p > 0)
 			return; /* made first; this syscall stops again */
-		if (p < 0)
-			rc = p;
+		copy_err = p;
 	}
-	if (rc < 0) {
+	if (copy_err < 0) {
+		char why[160];
+		snprintf(why, sizeof(why),
+			 "no scratch area for the argument copies: %s",
+			 strerror(-copy_err));
+		deny_with(&v, -copy_err, "copy", why);
+	} else if (rc < 0) {
 		char why[160];
 		snprintf(why, sizeof(why), "arguments could not be read: %s",
 			 strerror(-rc));
@@ -665,6 +677,7 @@ static void on_exec(struct tracer *t, struct tracee *tc)
 	 * so is the unwind information cached for it. */
 	scratch_detach(tc);
 	tracer_backtrace_flush();
+	tc->execed = true;
 	proc_exe_argv(tc->tid, exe, sizeof(exe), argv, sizeof(argv));
 	debug("[%d] exec %s", tc->serial, exe);
 	free(tc->exe);
@@ -837,9 +850,8 @@ static int make_pipes(struct tracer *t, struct spawn_fds *f, int *sync_w)
 		return -errno;
 	t->out_fd[2] = p[0];
 	f->err_w = p[1];
-	if (t->o->drop_user &&
-	    (fchown(f->out_w, t->o->uid, t->o->gid) < 0 ||
-	     fchown(f->err_w, t->o->uid, t->o->gid) < 0))
+	if (t->o->drop_user && (fchown(f->out_w, t->o->uid, t->o->gid) < 0 ||
+				fchown(f->err_w, t->o->uid, t->o->gid) < 0))
 		return -errno; /* the code's own stdout, as natively: it
 				* may reopen /dev/stdout (mode 0600) */
 	if (pipe2(p, O_CLOEXEC) < 0)

@@ -121,6 +121,7 @@ struct space {
 	int refs;
 	uint64_t base; /* the area in the tracee; 0: not made yet */
 	bool seal_tried, sealed;
+	int map_err;	/* the last mmap of the area failed with this */
 	uint64_t busy; /* slots in use */
 	int mem_fd;    /* /proc/PID/mem of a task using this mm, or -1 */
 };
@@ -251,6 +252,7 @@ struct tracee {
 	struct space *sp; /* its address space; NULL until needed */
 	int slot;	  /* slot held by the syscall in flight, or -1 */
 	long inject;	  /* syscall injected, awaiting its exit; 0 none */
+	bool execed;	  /* has run a program (before: ward's own code) */
 	uint64_t mmsg;	  /* sendmmsg sent as sendmsg (see argcopy) */
 	struct user_regs_struct saved; /* registers before the copy */
 	pid_t nspid; /* its pid in the code's pid namespace; 0: not read yet */

@@ -319,3 +319,44 @@ def test_open_files_limit_ends_the_run_with_its_cause(ctx):
     assert "went on" not in j["stdout"], j
     run = ctx.last_run()
     assert run["status"] == "limit" and "open files" in run["cause"], run
+
+
+ENOMEM_PY = r"""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_int, ctypes.c_long]
+libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+maps = []
+for size in (1 << 24, 1 << 20, 1 << 16, 1 << 12):
+    while True:  # the whole address-space limit, PROT_NONE
+        p = libc.mmap(None, size, 0, 0x22 | 0x4000, -1, 0)
+        if p is None or p == ctypes.c_void_p(-1).value:
+            break
+        maps.append((p, size))
+def child():
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(os.open('.', os.O_RDONLY)); print('child opened', flush=True)
+        except OSError as e:
+            print('child errno', e.errno, flush=True)
+        os._exit(0)
+    os.waitpid(pid, 0)
+child()
+for p, size in maps:
+    libc.munmap(p, size)
+child()
+"""
+
+
+def test_no_room_for_the_area_fails_the_call_not_the_rule(ctx):
+    """A forked child whose address space is full (rlimit) cannot get its
+    scratch area: its checked open fails ENOMEM (recorded, rule "copy"),
+    never runs without its copy, and works once there is room again."""
+    r, j = ctx.run_json(ENOMEM_PY, "--no-cgroup", "--memory", "256M")
+    assert r.code == 0, j
+    assert j["stdout"] == "child errno 12\nchild opened\n", j
+    d = [e for e in ctx.denials(j["run_id"]) if e["rule"] == "copy"]
+    assert d and d[0]["errno"] == 12 and d[0]["syscall"] == "openat", d
