@@ -26,6 +26,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -44,6 +45,7 @@
 #define SUMMARY_TB_MAX	    3000	/* bytes of traceback in the text */
 #define SUMMARY_DENIALS	    5		/* denials listed in the text */
 #define PROGRESS_CHUNK_MAX  1000 /* bytes of output per progress message */
+#define TICK_MS		    1000 /* session expiry checks while idle */
 
 /* Newest first; the first is what a client with an unknown version gets. */
 static const char *const protocol_versions[] = {
@@ -158,23 +160,12 @@ static void append_head_tail(struct ward_strbuf *sb, const char *s, size_t len,
 	append_utf8(sb, s + tail, len - tail);
 }
 
-/* A JSON string of any bytes: invalid UTF-8 (a cut message, bytes the
- * code printed) becomes U+FFFD instead of failing. */
-static json_t *safe_string(const char *s, size_t len)
-{
-	struct ward_strbuf sb = WARD_STRBUF_INIT;
-	json_t *j;
-
-	append_utf8(&sb, s, len);
-	j = json_stringn(ward_strbuf_str(&sb), sb.len);
-	ward_strbuf_free(&sb);
-	return j;
-}
-
+/* ws_json_text() makes any bytes a JSON string (invalid UTF-8, say a
+ * message cut to fit, becomes U+FFFD) where json_string() would fail. */
 static json_t *text_block(const char *text)
 {
 	return json_pack("{s:s, s:o}", "type", "text", "text",
-			 safe_string(text, strlen(text)));
+			 ws_json_text(text, strlen(text)));
 }
 
 /* ---- JSON-RPC responses ---- */
@@ -190,7 +181,7 @@ rpc_error(json_t *id, int code, const char *fmt, ...)
 	va_end(ap);
 	return json_pack("{s:s, s:O, s:{s:i, s:o}}", "jsonrpc", "2.0", "id",
 			 id ? id : json_null(), "error", "code", code,
-			 "message", safe_string(msg, strlen(msg)));
+			 "message", ws_json_text(msg, strlen(msg)));
 }
 
 /* Takes the reference to result; a request always gets an answer, so a
@@ -1064,6 +1055,7 @@ static void handle_line(struct mcp *m, const char *line, size_t len)
 
 struct reader {
 	int fd;
+	struct ws_server *ws; /* ticked while no input comes */
 	char *buf;
 	size_t len, cap, scanned;
 	size_t consumed; /* bytes of the line last returned, dropped next */
@@ -1111,6 +1103,12 @@ static int next_line(struct reader *r, size_t max, char **line, size_t *n)
 				return -ENOMEM;
 			r->buf = nb;
 			r->cap = cap;
+		}
+		/* Idle sessions expire while the client is quiet too. */
+		if (poll(&(struct pollfd){ .fd = r->fd, .events = POLLIN }, 1,
+			 TICK_MS) == 0) {
+			ws_server_tick(r->ws);
+			continue;
 		}
 		got = read(r->fd, r->buf + r->len, r->cap - r->len);
 		if (got < 0 && errno == EINTR)
@@ -1314,6 +1312,7 @@ int ward_cmd_mcp(int argc, char **argv)
 		die_errno("mcp: cannot start");
 	}
 	r.fd = m.in_fd;
+	r.ws = m.ws;
 	for (;;) {
 		char *line = NULL;
 		size_t n = 0;

@@ -396,3 +396,20 @@ def test_mcp_sdk_end_to_end(ctx):
     # The session is one run in the record, its cells in order.
     runs = ctx.sql("select id from runs where id = ?", seen["session_run_id"])
     assert runs, seen
+
+
+def test_mcp_idle_session_expires_while_client_is_quiet(ctx):
+    """Sessions expire on --idle even when no request comes (the server
+    checks while it waits for input); the run ends in the record."""
+    m = Mcp(ctx, "--idle", "1")
+    m.initialize()
+    s = m.call("create_session")["structuredContent"]
+    assert not m.call("run_code", session_id=s["session_id"], code="v = 1").get("isError")
+
+    def ended():
+        rows = ctx.sql("select ended_ns from runs where id = ?", s["run_id"])
+        return rows and rows[0]["ended_ns"]
+    assert wardtest.wait_until(ended, timeout=60), ctx.sql("select * from runs")
+    r = m.call("run_code", session_id=s["session_id"], code="v")
+    assert r["isError"] is True and s["session_id"] in text_of(r), r
+    assert m.close() == 0
