@@ -7,7 +7,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
@@ -27,6 +26,7 @@
 #include "../common/sha256.h"
 #include "../policy/policy.h"
 #include "../tracer/tracer.h"
+#include "runrec.h"
 
 #define SANDBOX_UID 65534 /* nobody */
 #define SANDBOX_GID 65534 /* nogroup */
@@ -506,24 +506,6 @@ static char *make_workdir(const struct run_args *a, bool drop, bool *temp)
 	return real;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	if (flag == FTW_DP)
-		return rmdir(path) < 0 ? -1 : 0;
-	return unlink(path) < 0 ? -1 : 0;
-}
-
-/* Remove the temporary workdir and whatever the code left in it. */
-static int rm_rf(const char *path)
-{
-	if (strncmp(path, "/tmp/ward-", 10) != 0)
-		return -EINVAL;
-	return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS) < 0 ? -errno : 0;
-}
-
 /* The temporary workdir while it exists: removed at exit too, so that
  * ward's own errors (die) leave nothing behind. */
 static char *temp_workdir;
@@ -531,7 +513,7 @@ static char *temp_workdir;
 static void remove_temp_workdir(void)
 {
 	if (temp_workdir) {
-		rm_rf(temp_workdir);
+		ward_rm_workdir(temp_workdir);
 		temp_workdir = NULL;
 	}
 }
@@ -647,43 +629,6 @@ static char *limits_json(const struct ward_limits *l)
 	return s;
 }
 
-/* Valid UTF-8 JSON string for arbitrary bytes (invalid bytes -> U+FFFD). */
-static json_t *json_text(const char *s, size_t len)
-{
-	json_t *j = json_stringn(s ? s : "", s ? len : 0);
-	char *fixed;
-
-	if (j)
-		return j;
-	fixed = malloc(len * 3 + 1);
-	if (!fixed)
-		return json_string("");
-	size_t o = 0;
-	for (size_t i = 0; i < len;) {
-		unsigned char c = (unsigned char)s[i];
-		size_t l = c < 0x80	    ? 1
-			   : (c >> 5) == 6  ? 2
-			   : (c >> 4) == 14 ? 3
-			   : (c >> 3) == 30 ? 4
-					    : 0;
-		json_t *probe = l && i + l <= len ? json_stringn(s + i, l)
-						  : NULL;
-		if (probe) {
-			memcpy(fixed + o, s + i, l);
-			o += l;
-			i += l;
-			json_decref(probe);
-		} else {
-			memcpy(fixed + o, "\xef\xbf\xbd", 3);
-			o += 3;
-			i++;
-		}
-	}
-	j = json_stringn(fixed, o);
-	free(fixed);
-	return j ? j : json_string("");
-}
-
 /* The run's containment layers as a JSON array (tracer_result.layers). */
 static json_t *layers_json(const struct tracer_result *r)
 {
@@ -692,10 +637,10 @@ static json_t *layers_json(const struct tracer_result *r)
 	for (size_t i = 0; arr && i < r->n_layers; i++) {
 		const struct tracer_layer *l = &r->layers[i];
 		json_array_append_new(
-			arr,
-			json_pack("{s:s, s:b, s:o}", "name", l->name, "active",
-				  l->active, "detail",
-				  json_text(l->detail, strlen(l->detail))));
+			arr, json_pack("{s:s, s:b, s:o}", "name", l->name,
+				       "active", l->active, "detail",
+				       ward_json_text(l->detail,
+						      strlen(l->detail))));
 	}
 	if (!arr)
 		die("out of memory");
@@ -713,7 +658,7 @@ static void print_json(const struct tracer_result *r, const char *run_id,
 			den,
 			json_pack("{s:s, s:o, s:s, s:s, s:s?}", "syscall",
 				  d->syscall, "target",
-				  json_text(d->target, strlen(d->target)),
+				  ward_json_text(d->target, strlen(d->target)),
 				  "action", d->action, "rule", d->rule, "errno",
 				  d->err ? ward_errno_name(d->err) : NULL));
 	}
@@ -723,13 +668,16 @@ static void print_json(const struct tracer_result *r, const char *run_id,
 			    r->signal ? json_integer(r->signal) : json_null());
 	json_object_set_new(o, "status", json_string(r->status));
 	json_object_set_new(o, "cause",
-			    r->cause[0] ? json_text(r->cause, strlen(r->cause))
-					: json_null());
+			    r->cause[0]
+				    ? ward_json_text(r->cause, strlen(r->cause))
+				    : json_null());
 	json_object_set_new(o, "timed_out",
 			    json_boolean(!strcmp(r->status, "timeout")));
 	json_object_set_new(o, "duration_ms", json_integer(r->duration_ms));
-	json_object_set_new(o, "stdout", json_text(r->out[1], r->out_len[1]));
-	json_object_set_new(o, "stderr", json_text(r->out[2], r->out_len[2]));
+	json_object_set_new(o, "stdout",
+			    ward_json_text(r->out[1], r->out_len[1]));
+	json_object_set_new(o, "stderr",
+			    ward_json_text(r->out[2], r->out_len[2]));
 	json_object_set_new(o, "stdout_bytes", json_integer(r->out_bytes[1]));
 	json_object_set_new(o, "stderr_bytes", json_integer(r->out_bytes[2]));
 	json_object_set_new(o, "stdout_truncated",
@@ -946,22 +894,8 @@ int ward_cmd_run(int argc, char **argv)
 	json_decref(lj);
 	if (!layers)
 		die("out of memory");
-	struct audit_run_end re = {
-		.end_ns = realtime_ns(),
-		.duration_ms = r.duration_ms,
-		.exit_code = r.signal ? -1 : r.exit_code,
-		.signal = r.signal,
-		.status = r.status,
-		.cause = r.cause[0] ? r.cause : NULL,
-		.stdout_bytes = r.out_bytes[1],
-		.stderr_bytes = r.out_bytes[2],
-		.stdout_truncated = r.truncated[1],
-		.stderr_truncated = r.truncated[2],
-		.events = r.events,
-		.denials = r.denials,
-		.processes = r.processes,
-		.layers_json = layers,
-	};
+	struct audit_run_end re;
+	ward_run_end_of(&r, layers, realtime_ns(), &re);
 	int arc = audit_run_end(au, &re);
 	free(layers);
 	debug("end of run recorded");

@@ -26,6 +26,7 @@
 #include "../policy/policy.h"
 #include "../policy/profiles.h"
 #include "../tracer/tracer.h"
+#include "runrec.h"
 
 extern const struct ward_profile ward_drivers[];
 
@@ -281,24 +282,10 @@ int ws_worker_main(void)
 	struct tracer_result r;
 	rc = tracer_run(&to, &r);
 	char *layers = json_layers(&r);
-	struct audit_run_end re = {
-		.end_ns = realtime_ns(),
-		.duration_ms = r.duration_ms,
-		.exit_code = r.signal ? -1 : r.exit_code,
-		.signal = r.signal,
-		.status = r.status,
-		.cause = r.setup_error[0] ? r.setup_error
-			 : r.cause[0]	  ? r.cause
-					  : NULL,
-		.stdout_bytes = r.out_bytes[1],
-		.stderr_bytes = r.out_bytes[2],
-		.stdout_truncated = r.truncated[1],
-		.stderr_truncated = r.truncated[2],
-		.events = r.events,
-		.denials = r.denials,
-		.processes = r.processes,
-		.layers_json = layers,
-	};
+	struct audit_run_end re;
+	ward_run_end_of(&r, layers, realtime_ns(), &re);
+	if (r.setup_error[0])
+		re.cause = r.setup_error;
 	int arc = audit_run_end(au, &re);
 	reply(json_pack("{s:{s:s, s:s, s:i, s:i, s:b}}", "end", "status",
 			r.status, "cause", re.cause ? re.cause : "",

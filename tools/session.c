@@ -47,6 +47,7 @@
 #include "../common/errnames.h"
 #include "../common/sha256.h"
 #include "../common/utf8.h"
+#include "runrec.h"
 
 enum {
 	OUT_HEAD = 32 << 10, /* bytes of each stream returned from the start */
@@ -152,30 +153,7 @@ static int random_hex(char *out, size_t bytes)
 
 json_t *ws_json_text(const char *s, size_t len)
 {
-	json_t *j = json_stringn(s, len);
-
-	if (j)
-		return j;
-	char *fixed = malloc(len * 3 + 1);
-	size_t o = 0;
-	if (!fixed)
-		return json_string("");
-	for (size_t i = 0; i < len;) {
-		uint32_t cp;
-		size_t l = s[i] ? ward_utf8_decode(s + i, len - i, &cp) : 1;
-		if (l) {
-			memcpy(fixed + o, s + i, l);
-			o += l;
-			i += l;
-		} else {
-			memcpy(fixed + o, "\xef\xbf\xbd", 3);
-			o += 3;
-			i++;
-		}
-	}
-	j = json_stringn(fixed, o);
-	free(fixed);
-	return j ? j : json_string("");
+	return ward_json_text(s, len);
 }
 
 static const char b64[] =
@@ -415,22 +393,6 @@ static json_t *file_entry(struct sess *x, const char *path)
 /* ------------------------------------------------------------------ */
 /* sessions: start and end                                             */
 
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	if (flag == FTW_DP)
-		return rmdir(path) < 0 ? -1 : 0;
-	return unlink(path) < 0 ? -1 : 0;
-}
-
-static void rm_workdir(const char *path)
-{
-	if (path && !strncmp(path, "/tmp/ward-", 10))
-		nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS);
-}
-
 static void parse_end(struct sess *x, const char *line)
 {
 	json_t *j = json_loads(line, 0, NULL), *end = json_object_get(j, "end");
@@ -528,7 +490,7 @@ static void sess_free(struct sess *x)
 	close_fd(&x->res);
 	close_fd(&x->out[1]);
 	close_fd(&x->out[2]);
-	rm_workdir(x->workdir);
+	ward_rm_workdir(x->workdir);
 	free(x->workdir);
 	free(x->resbuf);
 	json_decref(x->pending_errors);
@@ -555,7 +517,7 @@ static char *make_workdir(bool drop)
 	if (mkdir(sub, 0700) < 0 ||
 	    (drop && (chown(buf, WS_SANDBOX_UID, WS_SANDBOX_GID) < 0 ||
 		      chown(sub, WS_SANDBOX_UID, WS_SANDBOX_GID) < 0))) {
-		rm_workdir(buf);
+		ward_rm_workdir(buf);
 		return NULL;
 	}
 	return strdup(buf);
@@ -1713,6 +1675,9 @@ void ws_server_free(struct ws_server *s)
 {
 	if (!s)
 		return;
+	/* EOF to every driver first, so that they all end at once */
+	for (struct sess *x = s->list; x; x = x->next)
+		close_fd(&x->cells);
 	while (s->list)
 		close_sess(s, s->list);
 	audit_close(s->au);

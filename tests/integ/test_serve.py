@@ -392,7 +392,8 @@ def test_eight_concurrent_sessions(ctx):
     runs = {x["run_id"] for x in s.ok("session.list", {})["sessions"]}
     assert len(runs) == 8
     assert s.close() == 0  # EOF closes them all
-    assert {r["status"] for r in ctx.sql("select status from runs")} == {"ok"}
+    runs = ctx.sql("select status, cause from runs")
+    assert {r["status"] for r in runs} == {"ok"}, runs
 
 
 def test_session_limit_and_expiry(ctx):

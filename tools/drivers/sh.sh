@@ -36,3 +36,9 @@ while IFS=' ' read -r __ward_nonce __ward_n __ward_t __ward_nl <&5; do
 	printf '{"nonce":"%s","n":%s,"exit_code":%s,"interrupted":%s}\n' \
 		"$__ward_nonce" "$__ward_n" "$__ward_rc" "$__ward_int" >&6
 done
+# The session is closed: end what the cells left running in the background
+# (a watchdog's sleep, cut off before its pid was known, among them), as a
+# terminal's hangup would, so that the run ends now.
+trap '' TERM
+kill -TERM 0 2>/dev/null
+exit 0

@@ -1,0 +1,78 @@
+/* runrec.c - see runrec.h. */
+#include "runrec.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/utf8.h"
+
+json_t *ward_json_text(const char *s, size_t len)
+{
+	json_t *j = json_stringn(s ? s : "", s ? len : 0);
+
+	if (j)
+		return j;
+	char *fixed = malloc(len * 3 + 1);
+	size_t o = 0;
+	if (!fixed)
+		return json_string("");
+	for (size_t i = 0; i < len;) {
+		uint32_t cp;
+		size_t l = s[i] ? ward_utf8_decode(s + i, len - i, &cp) : 1;
+		if (l) {
+			memcpy(fixed + o, s + i, l);
+			o += l;
+			i += l;
+		} else {
+			memcpy(fixed + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i++;
+		}
+	}
+	j = json_stringn(fixed, o);
+	free(fixed);
+	return j ? j : json_string("");
+}
+
+void ward_run_end_of(const struct tracer_result *r, const char *layers_json,
+		     long long end_ns, struct audit_run_end *re)
+{
+	*re = (struct audit_run_end){
+		.end_ns = end_ns,
+		.duration_ms = r->duration_ms,
+		.exit_code = r->signal ? -1 : r->exit_code,
+		.signal = r->signal,
+		.status = r->status,
+		.cause = r->cause[0] ? r->cause : NULL,
+		.stdout_bytes = r->out_bytes[1],
+		.stderr_bytes = r->out_bytes[2],
+		.stdout_truncated = r->truncated[1],
+		.stderr_truncated = r->truncated[2],
+		.events = r->events,
+		.denials = r->denials,
+		.processes = r->processes,
+		.layers_json = layers_json,
+	};
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		return rmdir(path) < 0 ? -1 : 0;
+	return unlink(path) < 0 ? -1 : 0;
+}
+
+int ward_rm_workdir(const char *path)
+{
+	if (!path || strncmp(path, "/tmp/ward-", 10) != 0)
+		return -EINVAL;
+	return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS) < 0 ? -errno : 0;
+}

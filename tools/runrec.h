@@ -1,0 +1,28 @@
+/*
+ * runrec.h - what `ward run` and the session workers (session-worker.c)
+ * both do with a run: its end row from the tracer's result, its text in
+ * JSON, and removing its temporary workdir.
+ */
+#ifndef WARD_TOOLS_RUNREC_H
+#define WARD_TOOLS_RUNREC_H
+
+#include <jansson.h>
+
+#include "../audit/audit.h"
+#include "../tracer/tracer.h"
+
+/* Fills *re from r (pointers borrowed from r and layers_json, which may be
+ * NULL); end_ns is the run's end (CLOCK_REALTIME). */
+void ward_run_end_of(const struct tracer_result *r, const char *layers_json,
+		     long long end_ns, struct audit_run_end *re);
+
+/* Removes a temporary workdir (/tmp/ward-*) and whatever the code left in
+ * it, without following symlinks. Returns 0, -EINVAL (not such a path) or
+ * -errno. */
+int ward_rm_workdir(const char *path);
+
+/* A new JSON string for arbitrary bytes: invalid UTF-8 becomes U+FFFD
+ * (output and paths are bytes; JSON wants text). */
+json_t *ward_json_text(const char *s, size_t len);
+
+#endif
