@@ -528,11 +528,13 @@ static void summary_denials(struct ward_strbuf *sb, json_t *policy)
 					    (long long)n - SUMMARY_DENIALS);
 			break;
 		}
-		ward_strbuf_appendf(sb, "  %s %s ",
+		ward_strbuf_appendf(sb, "  %s %s",
 				    str_at(d, "action") ?: "deny",
 				    str_at(d, "syscall") ?: "?");
-		if (target)
+		if (target && *target) {
+			ward_strbuf_puts(sb, " ");
 			append_utf8(sb, target, strlen(target));
+		}
 		ward_strbuf_appendf(sb, " (rule %s%s%s)\n",
 				    str_at(d, "rule") ?: "?", err ? ", " : "",
 				    err ?: "");

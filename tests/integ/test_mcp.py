@@ -296,6 +296,12 @@ def test_mcp_python_session(ctx):
     assert gone["isError"] is True, gone
     sid = m.call("create_session")["structuredContent"]["session_id"]
 
+    # A policy kill (ptrace is on the floor's kill list) is an error result
+    # that names the call.
+    k = m.call("run_code", code="import ctypes\nctypes.CDLL(None).syscall(101, 0, 0, 0, 0)")
+    assert k["isError"] is True and k["structuredContent"]["status"] == "killed", k
+    assert "kill ptrace (rule" in text_of(k), text_of(k)
+
     # Long output comes back as head and tail with the counts.
     big = m.call("run_code", code="for i in range(200000): print('line', i)")
     bt = text_of(big)
@@ -323,6 +329,11 @@ def test_mcp_node_and_sh_sessions(ctx):
     assert "".join(r["structuredContent"]["logs"]["stdout"]) == "21\n", r
     r = m.call("run_code", session_id=node, code="null.x")
     assert r["isError"] is True and "TypeError" in text_of(r), r
+
+    r = m.call("run_code", language="node", code="[1, 2, 3].map(x => x * 2).join('+')")
+    assert main_text(r) == "'2+4+6'", r  # util.inspect, as node's REPL shows it
+    r = m.call("run_code", language="sh", code="echo one-shot; ls /nonexistent")
+    assert r["isError"] is True and "one-shot" in text_of(r) and "nonexistent" in text_of(r), r
 
     sh = m.call("create_session", language="sh")["structuredContent"]["session_id"]
     r = m.call("run_code", session_id=sh, code="mkdir -p sub && cd sub && V=kept")
