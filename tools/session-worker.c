@@ -30,9 +30,10 @@
 
 extern const struct ward_profile ward_drivers[];
 
-/* The same defaults as ward run, except the clock: a session lives. */
+/* The same defaults as ward run, except time: a session lives. Its wall
+ * and CPU limits are its lifetime (a profile's limits are for one run;
+ * each cell has its own timeout). */
 static const struct ward_limits session_limits = {
-	.cpu_s = 3600,
 	.memory_bytes = 4096LL << 20,
 	.procs = 256,
 	.fsize_bytes = 1024LL << 20,
@@ -193,7 +194,6 @@ int ws_worker_main(void)
 	struct ward_limits lim, pl;
 	policy_limits(pol, &pl);
 #define PICK(f) lim.f = pl.f ? pl.f : session_limits.f
-	PICK(cpu_s);
 	PICK(memory_bytes);
 	PICK(procs);
 	PICK(fsize_bytes);
@@ -201,6 +201,7 @@ int ws_worker_main(void)
 	PICK(output_bytes);
 #undef PICK
 	lim.wall_ms = (long long)(life_s * 1000);
+	lim.cpu_s = (long long)life_s + 1;
 	if (memory_mb > 0)
 		lim.memory_bytes = (long long)memory_mb << 20;
 

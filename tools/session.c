@@ -1253,6 +1253,14 @@ static int run_cell(struct ws_server *s, struct sess *x, const char *code,
 	bool got = !rc && await_result(c, deadline + GRACE_MS);
 	stream_out(c, 1, NULL, 0); /* what is left of a cut character */
 	stream_out(c, 2, NULL, 0);
+	if (!got && rc < 0 && !x->dead) {
+		/* the cell could not be sent: the interpreter is gone */
+		sess_stop(x);
+		if (!x->end_cause[0])
+			snprintf(x->end_cause, sizeof(x->end_cause),
+				 "the session's interpreter is gone (%s)",
+				 strerror(-rc));
+	}
 
 	if (got) {
 		json_t *f = c->frame, *e = json_object_get(f, "error");
@@ -1278,10 +1286,11 @@ static int run_cell(struct ws_server *s, struct sess *x, const char *code,
 				  "the session was ended",
 				  "traceback", "");
 	} else {
-		status = !strcmp(x->end_status, "ok") ||
-					 !strcmp(x->end_status, "error")
-				 ? "error"
-				 : x->end_status;
+		/* the code ended it (exit, a crash): an error; a limit or a
+		 * kill keeps its own status */
+		bool own = x->end_status[0] && strcmp(x->end_status, "ok") &&
+			   strcmp(x->end_status, "error");
+		status = own ? x->end_status : "error";
 		error = json_pack("{s:s, s:s, s:s}", "name", "SessionEnded",
 				  "value",
 				  x->end_cause[0]

@@ -347,6 +347,20 @@ def test_node_and_sh_timeouts(ctx):
     assert s.close() == 0
 
 
+def test_code_that_ends_its_session(ctx):
+    s = serve(ctx)
+    sid = s.create()
+    r = s.run(sid, "import os\nprint('bye', flush=True)\nos._exit(3)")
+    assert r["status"] == "error" and r["error"]["name"] == "SessionEnded", r
+    assert _stdout(r) == "bye\n", r
+    s.err("run", {"session_id": sid, "code": "1"}, NO_SESSION)
+    assert s.ok("session.list", {})["sessions"] == []
+    sh = s.create(language="sh")
+    r = s.run(sh, "exit 4")
+    assert r["status"] == "error" and r["error"]["name"] == "SessionEnded", r
+    assert s.close() == 0
+
+
 def test_session_memory_limit(ctx):
     s = serve(ctx)
     sid = s.create(memory_mb=200)
