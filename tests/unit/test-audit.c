@@ -1321,6 +1321,63 @@ static void test_v1_migration(void)
 	sqlite3_close(db);
 }
 
+/* ------------------------------- cells -------------------------------- */
+
+static void test_cells(void)
+{
+	const char *path = tpath("cells.db");
+	struct audit *a = open_rw(path), *b = open_rw(path), *ro = NULL;
+	struct audit_run_info ri = run_info(1000);
+	char id[AUDIT_RUN_ID_LEN + 1], err[256];
+	sqlite3 *db;
+
+	is_int(audit_run_begin(a, &ri, id), 0, "cells: a run");
+	/* another handle (the server) writes the cells of a's run */
+	struct audit_cell c = { .run_id = id,
+				.n = 1,
+				.code = "x = 1\0y",
+				.code_len = 7,
+				.started_ns = 10,
+				.ended_ns = 20,
+				.status = "ok",
+				.result_json = "{\"status\":\"ok\"}" };
+	is_int(audit_cell(b, &c), 0, "cell 1 recorded by another handle");
+	c.n = 2;
+	c.status = "timeout";
+	is_int(audit_cell(b, &c), 0, "cell 2");
+	is_int(audit_cell(b, &c), -EINVAL, "the same cell twice: -EINVAL");
+	c.n = 3;
+	c.run_id = "0000000000000000";
+	is_int(audit_cell(b, &c), -EINVAL, "a cell of no run: -EINVAL");
+	c.result_json = NULL;
+	is_int(audit_cell(b, &c), -EINVAL, "a cell without a result: -EINVAL");
+	struct audit_artifact f = { .run_id = id,
+				    .cell = 2,
+				    .path = "out/r.txt",
+				    .size = 8,
+				    .sha256 = "ab",
+				    .ts_ns = 30 };
+	is_int(audit_artifact(b, &f), 0, "an artifact");
+	is_int(audit_open(path, true, &ro, err, sizeof(err)), 0, "readonly");
+	is_int(audit_cell(ro, &c), -EINVAL, "readonly, bad cell: -EINVAL");
+	c.result_json = "{}";
+	is_int(audit_cell(ro, &c), -EROFS, "readonly: -EROFS");
+	audit_close(ro);
+	db = peek_open(path);
+	is_int(q_int(db, "SELECT count(*) FROM cells"), 2, "two cells");
+	is_int(q_int(db, "SELECT length(CAST(code AS BLOB)) FROM cells "
+			 "WHERE n = 1"),
+	       7, "... code whole, NUL included");
+	is_str(q_text(db, "SELECT group_concat(status) FROM cells"),
+	       "ok,timeout", "... statuses");
+	is_str(q_text(db, "SELECT path || ':' || cell || ':' || size FROM "
+			  "artifacts"),
+	       "out/r.txt:2:8", "... the artifact");
+	sqlite3_close(db);
+	audit_close(b);
+	audit_close(a);
+}
+
 /* ------------------------------ refusals ------------------------------ */
 
 static void test_foreign(void)
@@ -1479,6 +1536,7 @@ int main(void)
 	test_reap();
 	test_prerelease_upgrade();
 	test_v1_migration();
+	test_cells();
 	test_foreign();
 	test_not_db();
 	test_readonly_missing();
