@@ -213,6 +213,11 @@ struct audit_artifact {
 	long long ts_ns;
 };
 int audit_artifact(struct audit *a, const struct audit_artifact *f);
+/* The cells of a run by n (pointers borrowed for the call; code may hold
+ * NULs). A file older than schema version 3 has none. Iterator rules as
+ * for the readers below. */
+int audit_cells_each(struct audit *a, const char *run_id,
+		     int (*fn)(const struct audit_cell *, void *), void *arg);
 
 /* ---------------------------- reader ---------------------------- */
 /*

@@ -104,3 +104,42 @@ int audit_artifact(struct audit *a, const struct audit_artifact *f)
 			"sha256, ts_ns) VALUES (?,?,?,?,?,?)",
 			"recording an artifact", fill_artifact, f);
 }
+
+int audit_cells_each(struct audit *a, const char *run_id,
+		     int (*fn)(const struct audit_cell *, void *), void *arg)
+{
+	sqlite3_stmt *st = NULL;
+	int r = 0, rc;
+
+	pthread_mutex_lock(&a->lock);
+	rc = sqlite3_prepare_v2(
+		a->db,
+		"SELECT n, code, started_ns, ended_ns, status, "
+		"result FROM cells WHERE run_id = ?1 ORDER BY n",
+		-1, &st, NULL);
+	if (rc != SQLITE_OK) {
+		/* a readonly open of a file older than version 3 */
+		bool old = strstr(sqlite3_errmsg(a->db), "no such table");
+		pthread_mutex_unlock(&a->lock);
+		return old ? 0 : audit_sqlfail(a, rc, a->path);
+	}
+	sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
+	while (!r && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct audit_cell c = {
+			.run_id = run_id,
+			.n = sqlite3_column_int64(st, 0),
+			.code = (const char *)sqlite3_column_blob(st, 1),
+			.code_len = (size_t)sqlite3_column_bytes(st, 1),
+			.started_ns = sqlite3_column_int64(st, 2),
+			.ended_ns = sqlite3_column_int64(st, 3),
+			.status = (const char *)sqlite3_column_text(st, 4),
+			.result_json = (const char *)sqlite3_column_text(st, 5),
+		};
+		r = fn(&c, arg);
+	}
+	if (!r && rc != SQLITE_DONE)
+		r = audit_sqlfail(a, rc, a->path);
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&a->lock);
+	return r;
+}

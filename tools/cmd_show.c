@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdint.h>
@@ -308,11 +309,20 @@ static void print_layers(const struct audit_run *r)
 	json_decref(arr);
 }
 
+struct show_cell {
+	long long n, start, end;
+	char *status, *code;
+	size_t code_len;
+};
+
 struct show_ctx {
 	long long t0;		   /* the run's start, for relative times */
 	const struct show_opts *o; /* the timeline's limits */
 	long long shown;	   /* timeline items printed */
 	struct sym_cache *syms;	   /* backtrace symbols; NULL: none */
+	/* a session's cells (ward serve), shown where they start and end */
+	struct show_cell *cells;
+	size_t n_cells, next_start, next_end;
 };
 
 static int print_header(const struct audit_run *r, void *arg)
@@ -595,10 +605,68 @@ static bool wanted(const struct show_opts *o, const struct audit_item *it)
 	return match || !o->n_syscalls;
 }
 
+static int keep_cell(const struct audit_cell *c, void *arg)
+{
+	struct show_ctx *ctx = arg;
+	struct show_cell *nc =
+		realloc(ctx->cells, (ctx->n_cells + 1) * sizeof(*nc));
+
+	if (!nc)
+		return -ENOMEM;
+	ctx->cells = nc;
+	nc[ctx->n_cells] = (struct show_cell){
+		.n = c->n,
+		.start = c->started_ns,
+		.end = c->ended_ns,
+		.status = strdup(c->status ? c->status : "-"),
+		.code = malloc(c->code_len + 1),
+		.code_len = c->code_len,
+	};
+	if (nc[ctx->n_cells].code && c->code_len)
+		memcpy(nc[ctx->n_cells].code, c->code, c->code_len);
+	ctx->n_cells++;
+	return 0;
+}
+
+/* The cells' starts and ends up to ts, in time order: "cell N" with the
+ * first line of its code, then "cell N: status". */
+static void print_cells_until(struct show_ctx *ctx, long long ts)
+{
+	for (;;) {
+		struct show_cell *s = ctx->next_start < ctx->n_cells
+					      ? &ctx->cells[ctx->next_start]
+					      : NULL;
+		struct show_cell *e = ctx->next_end < ctx->next_start
+					      ? &ctx->cells[ctx->next_end]
+					      : NULL;
+		if (s && s->start <= ts && (!e || s->start <= e->end)) {
+			size_t first = s->code ? strcspn(s->code, "\n") : 0;
+			if (first > s->code_len)
+				first = s->code_len;
+			stamp(ctx, s->start, ">>", 0);
+			printf("cell %lld: ", s->n);
+			if (s->code)
+				view_text(stdout, s->code, first, 0);
+			if (first < s->code_len)
+				fputs(" ...", stdout);
+			fputc('\n', stdout);
+			ctx->next_start++;
+		} else if (e && e->end <= ts) {
+			stamp(ctx, e->end, "<<", 0);
+			printf("cell %lld: %s\n", e->n,
+			       e->status ? e->status : "-");
+			ctx->next_end++;
+		} else {
+			return;
+		}
+	}
+}
+
 static int print_item(const struct audit_item *it, void *arg)
 {
 	struct show_ctx *ctx = arg;
 
+	print_cells_until(ctx, it->ts_ns);
 	if (!wanted(ctx->o, it))
 		return 0;
 	ctx->shown++;
@@ -637,9 +705,18 @@ static int show_text(struct audit *a, const char *id, const struct show_opts *o)
 	       "serial; !! denied or killed)\n");
 	if (limited(o))
 		print_limits(o);
-	r = audit_timeline_each(a, id, print_item, &ctx);
+	r = audit_cells_each(a, id, keep_cell, &ctx);
+	if (!r)
+		r = audit_timeline_each(a, id, print_item, &ctx);
+	if (!r)
+		print_cells_until(&ctx, LLONG_MAX);
 	if (!r && !ctx.shown && limited(o))
 		puts("(none in this run)");
+	for (size_t i = 0; i < ctx.n_cells; i++) {
+		free(ctx.cells[i].status);
+		free(ctx.cells[i].code);
+	}
+	free(ctx.cells);
 	sym_cache_free(ctx.syms);
 	return r;
 }

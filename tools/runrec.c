@@ -3,39 +3,19 @@
 
 #include <errno.h>
 #include <ftw.h>
-#include <stdint.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/utf8.h"
+#include "view.h"
 
 json_t *ward_json_text(const char *s, size_t len)
 {
-	json_t *j = json_stringn(s ? s : "", s ? len : 0);
+	bool exact;
+	json_t *j = view_json_text(s ? s : "", s ? len : 0, &exact);
 
-	if (j)
-		return j;
-	char *fixed = malloc(len * 3 + 1);
-	size_t o = 0;
-	if (!fixed)
-		return json_string("");
-	for (size_t i = 0; i < len;) {
-		uint32_t cp;
-		size_t l = s[i] ? ward_utf8_decode(s + i, len - i, &cp) : 1;
-		if (l) {
-			memcpy(fixed + o, s + i, l);
-			o += l;
-			i += l;
-		} else {
-			memcpy(fixed + o, "\xef\xbf\xbd", 3);
-			o += 3;
-			i++;
-		}
-	}
-	j = json_stringn(fixed, o);
-	free(fixed);
 	return j ? j : json_string("");
 }
 

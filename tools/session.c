@@ -46,8 +46,8 @@
 #include "../audit/audit.h"
 #include "../common/errnames.h"
 #include "../common/sha256.h"
-#include "../common/utf8.h"
 #include "runrec.h"
+#include "view.h"
 
 enum {
 	OUT_HEAD = 32 << 10, /* bytes of each stream returned from the start */
@@ -158,27 +158,6 @@ json_t *ws_json_text(const char *s, size_t len)
 
 static const char b64[] =
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static char *base64_encode(const unsigned char *p, size_t n)
-{
-	char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned)p[i] << 16;
-		if (i + 1 < n)
-			v |= (unsigned)p[i + 1] << 8;
-		if (i + 2 < n)
-			v |= p[i + 2];
-		*o++ = b64[v >> 18];
-		*o++ = b64[(v >> 12) & 63];
-		*o++ = i + 1 < n ? b64[(v >> 6) & 63] : '=';
-		*o++ = i + 2 < n ? b64[v & 63] : '=';
-	}
-	*o = '\0';
-	return out;
-}
 
 /* Strict: only the alphabet, padding at the end. Returns -EINVAL. */
 static int base64_decode(const char *s, size_t n, unsigned char **out,
@@ -1608,14 +1587,12 @@ static int m_read(struct ws_server *s, json_t *p, json_t **res,
 		return fail(err, WS_E_INTERNAL, "out of memory");
 	char hex[WARD_SHA256_HEX_LEN + 1];
 	ward_sha256_hex(buf, n, hex);
-	char *enc = base64_encode((unsigned char *)buf, n);
-	json_t *o = json_pack("{s:s, s:I, s:s, s:s}", "path", path, "size",
+	json_t *o = json_pack("{s:s, s:I, s:s, s:o}", "path", path, "size",
 			      (json_int_t)n, "sha256", hex, "base64",
-			      enc ? enc : "");
+			      view_json_base64(buf, n));
 	json_t *t = json_stringn(buf, n);
 	if (t)
 		json_object_set_new(o, "text", t);
-	free(enc);
 	free(buf);
 	*res = o;
 	return 0;

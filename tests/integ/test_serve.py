@@ -5,6 +5,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import subprocess
 import time
 
@@ -473,6 +474,23 @@ def test_policy_denials_are_reported_per_cell(ctx):
     r = s.run(sid, "1")
     assert r["policy"]["denied"] is False and r["policy"]["denials"] == [], r
     assert s.close() == 0
+
+
+def test_ward_show_follows_the_session_cell_by_cell(ctx):
+    s = serve(ctx)
+    c = s.ok("session.create", {})
+    s.run(c["session_id"], "x = 1\nprint('one')")
+    s.run(c["session_id"], "open('/etc/shadow')")
+    assert s.close() == 0
+    r = ctx.ward("show", c["run_id"])
+    assert r.code == 0, r
+    marks = [l.split(None, 1)[1] for l in r.stdout.splitlines()
+             if re.match(r" *[+][0-9.]+ (>>|<<) \[-\] cell \d+: ", l)
+             or re.match(r" *[+][0-9.]+ +(stdout\| one|!! \[1\] DENY)", l)]
+    assert marks == [">> [-] cell 1: x = 1 ...", "stdout| one", "<< [-] cell 1: ok",
+                     ">> [-] cell 2: open('/etc/shadow')",
+                     marks[4], "<< [-] cell 2: error"], marks
+    assert marks[4].startswith("!! [1] DENY   openat /etc/shadow"), marks
 
 
 def test_forged_second_result_is_rejected(ctx):
