@@ -424,3 +424,42 @@ def test_mcp_idle_session_expires_while_client_is_quiet(ctx):
     r = m.call("run_code", session_id=s["session_id"], code="v")
     assert r["isError"] is True and s["session_id"] in text_of(r), r
     assert m.close() == 0
+
+
+def descendants(pid):
+    """pids of every process below pid, by /proc/PID/stat's parent field."""
+    parent = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    parent[int(d)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == p]
+        out += kids
+        todo += kids
+    return out
+
+
+def test_mcp_sessions_end_with_the_server(ctx):
+    """An agent that kills its MCP server takes the sessions with it: no
+    supervisor or interpreter outlives ward mcp."""
+    import signal
+    m = Mcp(ctx)
+    m.initialize()
+    for lang in ("python", "sh"):
+        sid = m.call("create_session", language=lang)["structuredContent"]["session_id"]
+        assert not m.call("run_code", session_id=sid, code="echo x" if lang == "sh" else "1").get("isError")
+    left = descendants(m.proc.pid)
+    assert len(left) >= 4, left      # per session: its supervisor and the interpreter
+    m.proc.send_signal(signal.SIGKILL)
+    m.proc.wait(30)
+
+    def gone():
+        return not [p for p in left if os.path.exists(f"/proc/{p}")]
+    assert wardtest.wait_until(gone, timeout=60), \
+        [open(f"/proc/{p}/cmdline").read() for p in left if os.path.exists(f"/proc/{p}")]
