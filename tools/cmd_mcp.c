@@ -734,12 +734,13 @@ static json_t *file_content(struct mcp *m, json_t *result, bool *is_error)
 	const char *path = str_at(result, "path") ?: "";
 	const char *mime = NULL;
 	struct ward_strbuf sb = WARD_STRBUF_INIT;
-	json_t *content = json_array();
+	json_t *content;
 
 	(void)m;
 	*is_error = false;
 	if (text)
 		return json_pack("[o]", text_block(text));
+	content = json_array();
 	/* base64 of the PNG and JPEG signatures */
 	if (b64 && !strncmp(b64, "iVBORw0KGgo", 11))
 		mime = "image/png";
@@ -1076,8 +1077,10 @@ static int next_line(struct reader *r, size_t max, char **line, size_t *n)
 		r->consumed = 0;
 	}
 	for (;;) {
-		char *nl =
-			memchr(r->buf + r->scanned, '\n', r->len - r->scanned);
+		char *nl = r->len > r->scanned
+				   ? memchr(r->buf + r->scanned, '\n',
+					    r->len - r->scanned)
+				   : NULL;
 		ssize_t got;
 
 		if (nl) {
