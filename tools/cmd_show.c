@@ -622,8 +622,11 @@ static int keep_cell(const struct audit_cell *c, void *arg)
 		.code = malloc(c->code_len + 1),
 		.code_len = c->code_len,
 	};
-	if (nc[ctx->n_cells].code && c->code_len)
-		memcpy(nc[ctx->n_cells].code, c->code, c->code_len);
+	if (nc[ctx->n_cells].code) {
+		if (c->code_len)
+			memcpy(nc[ctx->n_cells].code, c->code, c->code_len);
+		nc[ctx->n_cells].code[c->code_len] = '\0';
+	}
 	ctx->n_cells++;
 	return 0;
 }

@@ -868,7 +868,8 @@ static void stream_out(struct cell *c, int s, const char *p, size_t n)
 	if (!c->fn)
 		return;
 	memcpy(buf, c->carry[s], have);
-	memcpy(buf + have, p, n);
+	if (n)
+		memcpy(buf + have, p, n);
 	size_t whole = n ? utf8_whole(buf, have + n) : have + n;
 	c->carry_len[s] = have + n - whole;
 	memcpy(c->carry[s], buf + whole, c->carry_len[s]);
