@@ -121,7 +121,7 @@ struct space {
 	int refs;
 	uint64_t base; /* the area in the tracee; 0: not made yet */
 	bool seal_tried, sealed;
-	int map_err;	/* the last mmap of the area failed with this */
+	int map_err;   /* the last mmap of the area failed with this */
 	uint64_t busy; /* slots in use */
 	int mem_fd;    /* /proc/PID/mem of a task using this mm, or -1 */
 };
