@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -615,20 +614,6 @@ static char *json_argv(int argc, char **argv)
 	return s;
 }
 
-static char *limits_json(const struct ward_limits *l)
-{
-	char *s;
-
-	if (asprintf(&s,
-		     "{\"wall_ms\":%lld,\"cpu_s\":%lld,\"memory_bytes\":%lld,"
-		     "\"procs\":%lld,\"fsize_bytes\":%lld,\"nofile\":%lld,"
-		     "\"output_bytes\":%lld}",
-		     l->wall_ms, l->cpu_s, l->memory_bytes, l->procs,
-		     l->fsize_bytes, l->nofile, l->output_bytes) < 0)
-		die("out of memory");
-	return s;
-}
-
 /* The run's containment layers as a JSON array (tracer_result.layers). */
 static json_t *layers_json(const struct tracer_result *r)
 {
@@ -828,15 +813,11 @@ int ward_cmd_run(int argc, char **argv)
 		pol_sha[WARD_SHA256_HEX_LEN + 1];
 	ward_sha256_hex(code, code_len, code_sha);
 	ward_sha256_hex(policy_text(pol), strlen(policy_text(pol)), pol_sha);
-	struct utsname un;
-	char kernel[400] = "", host[256] = "";
-	if (uname(&un) == 0) {
-		snprintf(kernel, sizeof(kernel), "%s %s %s", un.sysname,
-			 un.release, un.version);
-		snprintf(host, sizeof(host), "%s", un.nodename);
-	}
+	char kernel[400], host[256];
+	ward_host_kernel(host, sizeof(host), kernel, sizeof(kernel));
 	char *wargv = json_argv(argc, argv);
-	char *ljs = limits_json(&lim);
+	char ljs[512];
+	ward_limits_json(&lim, ljs, sizeof(ljs));
 	struct audit_run_info ri = {
 		.argv_json = wargv,
 		.language = lang,
@@ -936,7 +917,6 @@ int ward_cmd_run(int argc, char **argv)
 	free(env);
 	free(iargv);
 	free(wargv);
-	free(ljs);
 	free(workdir);
 	free(code);
 	free(a.envs);

@@ -5,6 +5,7 @@
 #include <ftw.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/utsname.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -55,4 +56,26 @@ int ward_rm_workdir(const char *path)
 	if (!path || strncmp(path, "/tmp/ward-", 10) != 0)
 		return -EINVAL;
 	return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS) < 0 ? -errno : 0;
+}
+
+void ward_limits_json(const struct ward_limits *l, char *buf, size_t n)
+{
+	snprintf(buf, n,
+		 "{\"wall_ms\":%lld,\"cpu_s\":%lld,\"memory_bytes\":%lld,"
+		 "\"procs\":%lld,\"fsize_bytes\":%lld,\"nofile\":%lld,"
+		 "\"output_bytes\":%lld}",
+		 l->wall_ms, l->cpu_s, l->memory_bytes, l->procs,
+		 l->fsize_bytes, l->nofile, l->output_bytes);
+}
+
+void ward_host_kernel(char *host, size_t hn, char *kernel, size_t kn)
+{
+	struct utsname un;
+
+	host[0] = kernel[0] = '\0';
+	if (uname(&un) == 0) {
+		snprintf(kernel, kn, "%s %s %s", un.sysname, un.release,
+			 un.version);
+		snprintf(host, hn, "%s", un.nodename);
+	}
 }

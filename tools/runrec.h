@@ -24,5 +24,10 @@ int ward_rm_workdir(const char *path);
 /* A new JSON string for arbitrary bytes: invalid UTF-8 becomes U+FFFD
  * (output and paths are bytes; JSON wants text). */
 json_t *ward_json_text(const char *s, size_t len);
+/* The run row's limits as JSON text into buf (512 bytes are enough). */
+void ward_limits_json(const struct ward_limits *l, char *buf, size_t n);
+/* The run row's host name and kernel ("sysname release version"); empty
+ * strings when uname fails. */
+void ward_host_kernel(char *host, size_t hn, char *kernel, size_t kn);
 
 #endif

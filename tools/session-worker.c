@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -221,17 +220,9 @@ int ws_worker_main(void)
 		code_sha[WARD_SHA256_HEX_LEN + 1];
 	ward_sha256_hex(policy_text(pol), strlen(policy_text(pol)), pol_sha);
 	ward_sha256_hex("", 0, code_sha);
-	char ljs[512], kernel[400] = "";
-	struct utsname un;
-	if (uname(&un) == 0)
-		snprintf(kernel, sizeof(kernel), "%s %s %s", un.sysname,
-			 un.release, un.version);
-	snprintf(ljs, sizeof(ljs),
-		 "{\"wall_ms\":%lld,\"cpu_s\":%lld,\"memory_bytes\":%lld,"
-		 "\"procs\":%lld,\"fsize_bytes\":%lld,\"nofile\":%lld,"
-		 "\"output_bytes\":%lld}",
-		 lim.wall_ms, lim.cpu_s, lim.memory_bytes, lim.procs,
-		 lim.fsize_bytes, lim.nofile, lim.output_bytes);
+	char ljs[512], kernel[400], host[256];
+	ward_host_kernel(host, sizeof(host), kernel, sizeof(kernel));
+	ward_limits_json(&lim, ljs, sizeof(ljs));
 	bool drop = geteuid() == 0;
 	struct audit_run_info ri = {
 		.argv_json = "[\"ward\",\"serve\"]",
@@ -246,6 +237,7 @@ int ws_worker_main(void)
 		.policy_sha256 = pol_sha,
 		.workdir = workdir,
 		.limits_json = ljs,
+		.host = host,
 		.kernel = kernel,
 		.ward_version = WARD_VERSION,
 		.uid = drop ? WS_SANDBOX_UID : getuid(),

@@ -125,21 +125,9 @@ void tracer_backtrace_release(void)
 	cached_as = NULL;
 }
 
-/* The thread group of tid (its leader), from /proc/TID/status. */
-static pid_t tgid_of(pid_t tid)
+int tracer_backtrace(pid_t tid, pid_t tgid, char *buf, size_t n)
 {
-	char buf[1024];
-	const char *p;
-
-	if (proc_read(tid, "status", buf, sizeof(buf)) <= 0 ||
-	    !(p = strstr(buf, "\nTgid:")))
-		return tid;
-	return (pid_t)atoi(p + 6);
-}
-
-int tracer_backtrace(pid_t tid, char *buf, size_t n)
-{
-	unw_addr_space_t as = addr_space(tgid_of(tid));
+	unw_addr_space_t as = addr_space(tgid);
 	struct maps maps = { 0 };
 	void *ui;
 	unw_cursor_t c;

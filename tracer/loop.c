@@ -443,7 +443,7 @@ static void apply_verdict(struct tracer *t, struct tracee *tc,
 	int copied;
 
 	if (v->backtrace &&
-	    tracer_backtrace(tc->tid, t->bt, sizeof(t->bt)) == 0)
+	    tracer_backtrace(tc->tid, tc->tgid, t->bt, sizeof(t->bt)) == 0)
 		bt = t->bt;
 
 	switch (v->action) {

@@ -212,8 +212,9 @@ const char *proc_stat_fields(pid_t pid, char *buf, size_t n);
 /* ---- backtraces (bt.c) ---- */
 
 /* Walk the stopped thread's native stack: JSON array text of
- * {"ip","module","offset"} into buf. Returns 0 or -errno. */
-int tracer_backtrace(pid_t tid, char *buf, size_t n);
+ * {"ip","module","offset"} into buf (tgid: its process, whose unwind
+ * information is cached). Returns 0 or -errno. */
+int tracer_backtrace(pid_t tid, pid_t tgid, char *buf, size_t n);
 /* The unwinder's cache: flushed when a process runs a new image, released
  * at the end of the run. */
 void tracer_backtrace_flush(void);
