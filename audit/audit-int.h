@@ -17,7 +17,7 @@
 
 #include "audit/audit.h"
 
-#define AUDIT_SCHEMA_VERSION 3
+#define AUDIT_SCHEMA_VERSION 4
 #define AUDIT_APPLICATION_ID 0x77617264 /* "ward", PRAGMA application_id */
 #define AUDIT_BUSY_MS	     10000	/* wait this long for the lock */
 #define AUDIT_BATCH_ROWS     256	/* commit after this many rows */
@@ -62,6 +62,8 @@ struct audit {
 	bool readonly;
 	bool ward_cols;	 /* runs has ward_pid, ward_start_ticks, boot_id */
 	bool layers_col; /* runs has layers (version 2) */
+	bool v4_cols;	 /* runs.env/chain, events.pyframes/hash, outputs.hash,
+			  * inputs (version 4) */
 	pthread_mutex_t lock;
 	sqlite3_stmt *st[ST__COUNT];
 

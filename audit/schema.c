@@ -40,10 +40,21 @@
 	"  ts_ns INTEGER NOT NULL\n" \
 	") STRICT;\n" \
 	"CREATE INDEX IF NOT EXISTS artifacts_run ON artifacts(run_id, cell);\n"
+/* Version 4: the files a run was given (--input), for ward rerun. */
+#define INPUT_TABLE \
+	"CREATE TABLE IF NOT EXISTS inputs(\n" \
+	"  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n" \
+	"  n INTEGER NOT NULL,\n" \
+	"  name TEXT NOT NULL,\n" \
+	"  size INTEGER NOT NULL,\n" \
+	"  sha256 TEXT NOT NULL,\n" \
+	"  data BLOB,\n" \
+	"  PRIMARY KEY(run_id, n)\n" \
+	") STRICT;\n"
 /* clang-format on */
 
 /*
- * The current version (3), created whole in an empty file. A change means
+ * The current version (4), created whole in an empty file. A change means
  * a new version and a migration step here (migrate_v2, migrate_v3 below).
  */
 static const char schema_sql[] =
@@ -86,7 +97,9 @@ static const char schema_sql[] =
 	"  ward_pid INTEGER,\n"
 	"  ward_start_ticks INTEGER,\n"
 	"  boot_id TEXT,\n"
-	"  layers TEXT\n"
+	"  layers TEXT,\n"
+	"  env TEXT,\n"
+	"  chain TEXT\n"
 	") STRICT;\n"
 	"CREATE INDEX runs_started ON runs(started_ns);\n"
 	"CREATE INDEX runs_running ON runs(status) WHERE status = 'running';\n"
@@ -126,6 +139,8 @@ static const char schema_sql[] =
 	"  errno INTEGER NOT NULL DEFAULT 0,\n"
 	"  would_deny INTEGER NOT NULL DEFAULT 0 CHECK(would_deny IN (0,1)),\n"
 	"  backtrace TEXT,\n"
+	"  pyframes TEXT,\n"
+	"  hash TEXT,\n"
 	"  PRIMARY KEY(run_id, seq)\n"
 	") STRICT;\n"
 	"CREATE INDEX events_decision ON events(run_id, decision);\n"
@@ -135,12 +150,13 @@ static const char schema_sql[] =
 	"  ts_ns INTEGER NOT NULL,\n"
 	"  stream TEXT NOT NULL CHECK(stream IN ('stdout','stderr')),\n"
 	"  data BLOB NOT NULL,\n"
+	"  hash TEXT,\n"
 	"  PRIMARY KEY(run_id, seq)\n"
 	") STRICT;\n"
 	"CREATE VIEW denials AS\n"
 	"  SELECT run_id, seq, ts_ns, pid, tid, proc_serial, syscall, args,\n"
 	"         raw, target, decision, rule, reason, errno, backtrace\n"
-	"  FROM events WHERE decision <> 'allow';\n" SESSION_TABLES;
+	"  FROM events WHERE decision <> 'allow';\n" SESSION_TABLES INPUT_TABLE;
 
 /* The single integer the statement sql yields, or -EIO and a message. */
 static int query_int(struct audit *a, const char *sql, long long *out)
@@ -348,11 +364,28 @@ static const char migrate_v3[] = SESSION_TABLES
 	"UPDATE ward_meta SET value = '3' WHERE key = 'schema_version';\n"
 	"PRAGMA user_version = 3;\n";
 
+/*
+ * Version 3 -> 4: runs.env (what --env passed), runs.chain (the head of
+ * the run's hash chain), events.pyframes (the Python frames of a
+ * decision), events.hash and outputs.hash (each row's link in the chain),
+ * and the table inputs (the files a run was given). Older rows read NULL:
+ * not recorded, and `ward verify` says their runs have no chain.
+ */
+static const char migrate_v4[] =
+	"ALTER TABLE runs ADD COLUMN env TEXT;\n"
+	"ALTER TABLE runs ADD COLUMN chain TEXT;\n"
+	"ALTER TABLE events ADD COLUMN pyframes TEXT;\n"
+	"ALTER TABLE events ADD COLUMN hash TEXT;\n"
+	"ALTER TABLE outputs ADD COLUMN hash TEXT;\n" INPUT_TABLE
+	"UPDATE ward_meta SET value = '4' WHERE key = 'schema_version';\n"
+	"PRAGMA user_version = 4;\n";
+
 static int migrate(struct audit *a, long long version)
 {
 	int r;
 
 	a->layers_col = version >= 2;
+	a->v4_cols = version >= 4;
 	if (version >= AUDIT_SCHEMA_VERSION || a->readonly)
 		return 0;
 	r = exec_sql(a, "BEGIN IMMEDIATE");
@@ -362,8 +395,11 @@ static int migrate(struct audit *a, long long version)
 		r = exec_sql(a, migrate_v2);
 	if (!r && version < 3)
 		r = exec_sql(a, migrate_v3);
+	if (!r && version < 4)
+		r = exec_sql(a, migrate_v4);
 	r = end_upgrade(a, r);
 	a->layers_col = !r;
+	a->v4_cols = !r;
 	return r;
 }
 

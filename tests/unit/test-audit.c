@@ -277,7 +277,7 @@ static void test_create(void)
 	ok(nfds >= 3, "... db, wal and shm are open (%d new fds)", nfds);
 	db = peek_open(path);
 	is_str(q_text(db, "PRAGMA journal_mode"), "wal", "journal_mode is WAL");
-	is_int(q_int(db, "PRAGMA user_version"), 3, "user_version is 3");
+	is_int(q_int(db, "PRAGMA user_version"), 4, "user_version is 4");
 	is_int(q_int(db, "PRAGMA application_id"), 0x77617264,
 	       "application_id is 'ward'");
 	is_str(q_text(db, "SELECT value FROM ward_meta WHERE key = "
@@ -1273,6 +1273,15 @@ static int get_layers(const struct audit_run *r, void *arg)
 }
 
 /* A version 1 file (no runs.layers): read as is, migrated when written. */
+/* Turns a fresh (version 4) file back into what version 3 had. */
+#define V4_UNDO                                                                \
+	"ALTER TABLE runs DROP COLUMN env;"                                    \
+	"ALTER TABLE runs DROP COLUMN chain;"                                  \
+	"ALTER TABLE events DROP COLUMN pyframes;"                             \
+	"ALTER TABLE events DROP COLUMN hash;"                                 \
+	"ALTER TABLE outputs DROP COLUMN hash;"                                \
+	"DROP TABLE inputs;"
+
 static void test_v1_migration(void)
 {
 	const char *path = tpath("v1.db");
@@ -1286,7 +1295,7 @@ static void test_v1_migration(void)
 	audit_close(a);
 	db = peek_open(path);
 	sqlite3_exec(db,
-		     "ALTER TABLE runs DROP COLUMN layers;"
+		     "ALTER TABLE runs DROP COLUMN layers;" V4_UNDO
 		     "PRAGMA user_version = 1;",
 		     NULL, NULL, NULL);
 	insert_run_row(db, "c000000000000001", 1);
@@ -1300,13 +1309,13 @@ static void test_v1_migration(void)
 	       "v1: readonly leaves the version alone");
 	a = open_rw(path);
 	ok(a != NULL, "v1: opens read-write");
-	is_int(q_int(db, "PRAGMA user_version"), 3, "... which migrates to 3");
+	is_int(q_int(db, "PRAGMA user_version"), 4, "... which migrates to 4");
 	is_int(q_int(db, "SELECT count(*) FROM pragma_table_info('runs') "
 			 "WHERE name = 'layers'"),
 	       1, "... adding runs.layers");
 	is_str(q_text(db, "SELECT value FROM ward_meta WHERE key = "
 			  "'schema_version'"),
-	       "3", "... and ward_meta says 3");
+	       "4", "... and ward_meta says 4");
 	is_int(q_int(db, "SELECT count(*) FROM sqlite_schema WHERE name IN "
 			 "('cells', 'artifacts')"),
 	       2, "... and has the session tables");
@@ -1317,6 +1326,38 @@ static void test_v1_migration(void)
 	is_int(audit_run_read(a, "c000000000000001", get_layers, got), 0,
 	       "... the old run");
 	is_str(got, "NULL", "... has no layers");
+	is_int(q_int(db, "SELECT count(*) FROM pragma_table_info('events') "
+			 "WHERE name IN ('hash', 'pyframes')"),
+	       2, "... events has hash and pyframes (v4)");
+	is_int(q_int(db, "SELECT count(*) FROM sqlite_schema WHERE name = "
+			 "'inputs'"),
+	       1, "... and the inputs table (v4)");
+	audit_close(a);
+	sqlite3_close(db);
+}
+
+/* A version 3 file (no v4 columns) gains them on a read-write open. */
+static void test_migrate_v3(void)
+{
+	const char *path = tpath("v3.db");
+	struct audit *a = open_rw(path);
+	sqlite3 *db;
+
+	audit_close(a);
+	db = peek_open(path);
+	sqlite3_exec(db, V4_UNDO "PRAGMA user_version = 3;", NULL, NULL, NULL);
+	is_int(q_int(db, "SELECT count(*) FROM pragma_table_info('runs') "
+			 "WHERE name IN ('env', 'chain')"),
+	       0, "v3: no runs.env/chain");
+	a = open_rw(path);
+	ok(a != NULL, "v3: opens read-write");
+	is_int(q_int(db, "PRAGMA user_version"), 4, "... which migrates to 4");
+	is_int(q_int(db, "SELECT count(*) FROM pragma_table_info('runs') "
+			 "WHERE name IN ('env', 'chain')"),
+	       2, "... adding runs.env and runs.chain");
+	is_int(q_int(db, "SELECT count(*) FROM pragma_table_info('outputs') "
+			 "WHERE name = 'hash'"),
+	       1, "... and outputs.hash");
 	audit_close(a);
 	sqlite3_close(db);
 }
@@ -1415,10 +1456,10 @@ static void test_foreign(void)
 	a = open_rw(path);
 	audit_close(a);
 	db = peek_open(path);
-	sqlite3_exec(db, "PRAGMA user_version = 4", NULL, NULL, NULL);
+	sqlite3_exec(db, "PRAGMA user_version = 5", NULL, NULL, NULL);
 	sqlite3_close(db);
 	is_int(audit_open(path, false, &a, err, sizeof(err)), -EPROTO,
-	       "schema version 4: -EPROTO");
+	       "schema version 5: -EPROTO");
 	ok(strstr(err, "newer") != NULL, "... message: %s", err);
 }
 
@@ -1536,6 +1577,7 @@ int main(void)
 	test_reap();
 	test_prerelease_upgrade();
 	test_v1_migration();
+	test_migrate_v3();
 	test_cells();
 	test_foreign();
 	test_not_db();
