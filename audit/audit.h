@@ -89,6 +89,8 @@ struct audit_run_info {
 	const char *ward_version;
 	uid_t uid;	    /* uid the code runs as */
 	long long start_ns; /* CLOCK_REALTIME */
+	const char *env_json; /* runs.env: what --env passed (JSON array,
+			       * docs/schema.md), or NULL */
 };
 
 /* Insert the run row and commit it. run_id receives a fresh random id
@@ -174,6 +176,7 @@ struct audit_event {
 	int err;	       /* errno returned to the code on deny, else 0 */
 	bool would_deny;       /* audit mode: would have been denied */
 	const char *backtrace; /* JSON array text, or NULL */
+	const char *pyframes;  /* JSON array text (Python frames), or NULL */
 };
 /* Appends one event; its seq is 1, 2, ... in call order within the run.
  * deny/kill commit at once. */
@@ -218,6 +221,28 @@ int audit_artifact(struct audit *a, const struct audit_artifact *f);
  * for the readers below. */
 int audit_cells_each(struct audit *a, const char *run_id,
 		     int (*fn)(const struct audit_cell *, void *), void *arg);
+
+/*
+ * Inputs (inputs.c, schema version 4): the files `ward run --input` gave a
+ * run, one row each, committed at once. data is NULL when the bytes were
+ * not kept (over ward run's --keep-inputs cap); size and sha256 always are.
+ */
+struct audit_input {
+	const char *run_id;
+	long long n;	    /* 1, 2, ... in the order given */
+	const char *name;   /* its name in the workdir */
+	long long size;	    /* bytes */
+	const char *sha256; /* hex, of the bytes the code got */
+	const void *data;   /* size bytes, or NULL when not kept */
+};
+int audit_input(struct audit *a, const struct audit_input *in);
+/* A run's inputs by n (none in a file older than version 4). Iterator
+ * rules as for the readers below. */
+int audit_inputs_each(struct audit *a, const char *run_id,
+		      int (*fn)(const struct audit_input *, void *), void *arg);
+/* runs.env of a run: *out a malloc'd copy (the caller frees), NULL when
+ * not recorded. 0, -ENOENT (no such run), -ENOMEM, -EIO. */
+int audit_run_env(struct audit *a, const char *run_id, char **out);
 
 /* ---------------------------- reader ---------------------------- */
 /*

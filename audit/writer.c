@@ -30,9 +30,9 @@ static const char *const stmt_sql[ST__COUNT] = {
 		"INSERT INTO runs(id, started_ns, argv, language, interpreter,"
 		" code_name, code, code_sha256, policy_name, policy_json,"
 		" policy_sha256, workdir, limits, uid, host, kernel,"
-		" ward_version, ward_pid, ward_start_ticks, boot_id) VALUES"
+		" ward_version, ward_pid, ward_start_ticks, boot_id, env) VALUES"
 		" (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-		" ?15, ?16, ?17, ?18, ?19, ?20)",
+		" ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
 	[ST_RUN_END] = "UPDATE runs SET ended_ns = ?2, duration_ms = ?3,"
 		       " exit_code = ?4, signal = ?5, status = ?6, cause = ?7,"
 		       " stdout_bytes = ?8, stderr_bytes = ?9,"
@@ -52,10 +52,11 @@ static const char *const stmt_sql[ST__COUNT] = {
 	[ST_EVENT] =
 		"INSERT INTO events(run_id, seq, ts_ns, pid, tid, proc_serial,"
 		" nr, syscall, args, raw, target, decision, rule, reason,"
-		" errno, would_deny, backtrace) VALUES (?1, ?2, ?3, ?4, ?5,"
-		" ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-	[ST_OUTPUT] = "INSERT INTO outputs(run_id, seq, ts_ns, stream, data)"
-		      " VALUES (?1, ?2, ?3, ?4, ?5)",
+		" errno, would_deny, backtrace, pyframes, hash) VALUES (?1,"
+		" ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
+		" ?15, ?16, ?17, ?18, ?19)",
+	[ST_OUTPUT] = "INSERT INTO outputs(run_id, seq, ts_ns, stream, data,"
+		      " hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 };
 
 /* For error messages. */
@@ -345,6 +346,7 @@ static int insert_run(struct audit *a, const struct audit_run_info *ri,
 		vint(me->pid),
 		me->start_ticks > 0 ? vint(me->start_ticks) : vnull(),
 		me->boot_id[0] ? vtext(me->boot_id) : vnull(),
+		vtext(ri->env_json),
 	};
 	int rc, r = exec_simple(a, ST_BEGIN);
 
@@ -623,6 +625,8 @@ static int queue_event(struct audit *a, const struct audit_event *e)
 		vint(e->err < 0 ? -(long long)e->err : e->err),
 		vint(e->would_deny),
 		vtext(e->backtrace),
+		vtext(e->pyframes),
+		vnull(), /* hash: set by audit_chain_row() below */
 	};
 
 	return queue_row(a, ST_EVENT, v, (int)(sizeof(v) / sizeof(v[0])));
