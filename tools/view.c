@@ -166,6 +166,132 @@ void view_exit(char *buf, size_t n, bool has_exit, int code, int sig)
 		snprintf(buf, n, "%d", code);
 }
 
+/* ------------------------------- times ------------------------------- */
+
+/* n decimal digits at *p into *v; advances *p. */
+static bool digits(const char **p, int n, int *v)
+{
+	*v = 0;
+	for (int i = 0; i < n; i++, (*p)++) {
+		if (**p < '0' || **p > '9')
+			return false;
+		*v = *v * 10 + (**p - '0');
+	}
+	return true;
+}
+
+/* "45s", "30m", "1h", "2d", "1w" back from now_ns. */
+static int parse_ago(const char *s, long long now_ns, long long *ns)
+{
+	static const struct {
+		char unit;
+		long long secs;
+	} units[] = { { 's', 1 },
+		      { 'm', 60 },
+		      { 'h', 3600 },
+		      { 'd', 86400 },
+		      { 'w', 7 * 86400 } };
+	long long v = 0;
+	const char *p = s;
+
+	for (; *p >= '0' && *p <= '9'; p++) {
+		v = v * 10 + (*p - '0');
+		if (v > 100LL * 365 * 86400)
+			return -EINVAL;
+	}
+	if (p == s || !p[0] || p[1])
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (units[i].unit == *p) {
+			*ns = now_ns - v * units[i].secs * 1000000000LL;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* "Z", "+01:00", "-0530", "+01" after a time: *off_s east of UTC. */
+static bool parse_zone(const char *p, bool *zoned, long *off_s)
+{
+	int h, m = 0;
+	int sign;
+
+	*zoned = *p != '\0';
+	*off_s = 0;
+	if (!*p)
+		return true;
+	if ((p[0] == 'Z' || p[0] == 'z') && !p[1])
+		return true;
+	if (*p != '+' && *p != '-')
+		return false;
+	sign = *p++ == '-' ? -1 : 1;
+	if (!digits(&p, 2, &h) || h > 23)
+		return false;
+	if (*p == ':')
+		p++;
+	if (*p && (!digits(&p, 2, &m) || m > 59))
+		return false;
+	*off_s = sign * (h * 3600L + m * 60L);
+	return !*p;
+}
+
+int view_parse_time(const char *s, long long now_ns, long long *ns)
+{
+	const char *p = s;
+	int y, mo, d, h = 0, mi = 0, sec = 0, frac_digits = 0;
+	long long frac = 0;
+	long off_s;
+	bool zoned;
+	struct tm tm = { 0 };
+	time_t t;
+
+	if (!s || !*s)
+		return -EINVAL;
+	if (!strcmp(s, "now")) {
+		*ns = now_ns;
+		return 0;
+	}
+	if (!parse_ago(s, now_ns, ns))
+		return 0;
+	if (!digits(&p, 4, &y) || *p++ != '-' || !digits(&p, 2, &mo) ||
+	    *p++ != '-' || !digits(&p, 2, &d))
+		return -EINVAL;
+	if (*p == 'T' || *p == 't' || *p == ' ') {
+		p++;
+		if (!digits(&p, 2, &h) || *p++ != ':' || !digits(&p, 2, &mi))
+			return -EINVAL;
+		if (*p == ':') {
+			p++;
+			if (!digits(&p, 2, &sec))
+				return -EINVAL;
+			if (*p == '.' || *p == ',') {
+				for (p++; *p >= '0' && *p <= '9'; p++)
+					if (frac_digits++ < 9)
+						frac = frac * 10 + (*p - '0');
+				if (!frac_digits)
+					return -EINVAL;
+			}
+		}
+	}
+	if (!parse_zone(p, &zoned, &off_s) || mo < 1 || mo > 12 || d < 1 ||
+	    d > 31 || h > 23 || mi > 59 || sec > 60 || y < 1970)
+		return -EINVAL;
+	for (; frac_digits < 9; frac_digits++)
+		frac *= 10;
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec;
+	tm.tm_isdst = -1;
+	t = zoned ? timegm(&tm) : mktime(&tm);
+	/* mktime/timegm normalise 2026-02-30 to March: refuse it */
+	if (t == (time_t)-1 || tm.tm_mday != d || tm.tm_mon != mo - 1)
+		return -EINVAL;
+	*ns = ((long long)t - off_s) * 1000000000LL + frac;
+	return 0;
+}
+
 /* ------------------------------- JSON ------------------------------- */
 
 json_t *view_json_text(const void *s, size_t len, bool *exact)

@@ -48,6 +48,20 @@ void view_exit(char *buf, size_t n, bool has_exit, int code, int sig);
 /* "SIGKILL" style name, or "signal N". */
 const char *view_signame(int sig, char *buf, size_t n);
 
+/*
+ * A point in time the user gave (--since, --until), as nanoseconds since
+ * the epoch: an ISO 8601 date and time "2026-12-02T10:00[:05[.123]]" (a
+ * space may replace the T; local time unless followed by Z or +HH[:MM] /
+ * -HH[:MM]), a date "2026-12-02" (local midnight), "now", or a time back
+ * from now_ns: a count and a unit, "45s", "30m", "1h", "2d", "1w".
+ * Returns 0, or -EINVAL when s is none of these (e.g. "2026-13-01").
+ */
+int view_parse_time(const char *s, long long now_ns, long long *ns);
+/* The forms view_parse_time() takes, for error messages. */
+#define VIEW_TIME_FORMS                                                         \
+	"2026-12-02T10:00, 2026-12-02 10:00:05, 2026-12-02, 2026-12-02T10:00Z," \
+	" now, or a time ago: 45s, 30m, 1h, 2d, 1w"
+
 /* JSON string of recorded bytes: invalid UTF-8 replaced by U+FFFD. Sets
  * *exact to whether the string holds exactly these bytes. New reference,
  * NULL on allocation failure. A NULL s gives JSON null. */
