@@ -112,5 +112,9 @@ int audit_writer_prepare(struct audit *a);
 void audit_writer_finish(struct audit *a); /* drops the queue, finalizes */
 int audit_commit_batch(struct audit *a);
 int audit_end_unfinished(struct audit *a); /* close without run_end */
+/* One statement committed at once (cells.c): sql with the values bound by
+ * fill, after the queued batch; what names it in errors. */
+int audit_exec_one(struct audit *a, const char *sql, const char *what,
+		   int (*fill)(sqlite3_stmt *, const void *), const void *arg);
 
 #endif

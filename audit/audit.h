@@ -234,6 +234,8 @@ struct audit_input {
 	long long size;	    /* bytes */
 	const char *sha256; /* hex, of the bytes the code got */
 	const void *data;   /* size bytes, or NULL when not kept */
+	size_t data_len;    /* read: the bytes at data (a reader checks it
+			     * against size and sha256) */
 };
 int audit_input(struct audit *a, const struct audit_input *in);
 /* A run's inputs by n (none in a file older than version 4). Iterator

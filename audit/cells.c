@@ -19,9 +19,9 @@ static int bind_text(sqlite3_stmt *st, int i, const char *s, size_t len)
 }
 
 /* Runs sql with the values bound by fill, under the handle's lock, after
- * committing whatever batch the handle has queued. */
-static int exec_one(struct audit *a, const char *sql, const char *what,
-		    int (*fill)(sqlite3_stmt *, const void *), const void *arg)
+ * committing whatever batch the handle has queued (audit-int.h). */
+int audit_exec_one(struct audit *a, const char *sql, const char *what,
+		   int (*fill)(sqlite3_stmt *, const void *), const void *arg)
 {
 	sqlite3_stmt *st = NULL;
 	int r, rc;
@@ -71,10 +71,11 @@ int audit_cell(struct audit *a, const struct audit_cell *c)
 {
 	if (!c->run_id || !c->code || !c->status || !c->result_json)
 		return audit_fail(a, -EINVAL, "cell: missing field");
-	return exec_one(a,
-			"INSERT INTO cells(run_id, n, code, started_ns, "
-			"ended_ns, status, result) VALUES (?,?,?,?,?,?,?)",
-			"recording a cell", fill_cell, c);
+	return audit_exec_one(
+		a,
+		"INSERT INTO cells(run_id, n, code, started_ns, "
+		"ended_ns, status, result) VALUES (?,?,?,?,?,?,?)",
+		"recording a cell", fill_cell, c);
 }
 
 static int fill_artifact(sqlite3_stmt *st, const void *arg)
@@ -99,10 +100,10 @@ int audit_artifact(struct audit *a, const struct audit_artifact *f)
 {
 	if (!f->run_id || !f->path || !f->sha256)
 		return audit_fail(a, -EINVAL, "artifact: missing field");
-	return exec_one(a,
-			"INSERT INTO artifacts(run_id, cell, path, size, "
-			"sha256, ts_ns) VALUES (?,?,?,?,?,?)",
-			"recording an artifact", fill_artifact, f);
+	return audit_exec_one(a,
+			      "INSERT INTO artifacts(run_id, cell, path, size, "
+			      "sha256, ts_ns) VALUES (?,?,?,?,?,?)",
+			      "recording an artifact", fill_artifact, f);
 }
 
 int audit_cells_each(struct audit *a, const char *run_id,

@@ -40,6 +40,17 @@ static const struct ward_limits builtin_limits = {
 	.output_bytes = 16LL << 20,
 };
 
+/* One --input file as copied: name, size, hash and (when kept under the
+ * --keep-inputs cap) its bytes, for the table inputs. */
+struct input_rec {
+	char *name;
+	long long size;
+	char sha256[WARD_SHA256_HEX_LEN + 1];
+	char *data; /* NULL when not kept */
+};
+
+#define KEEP_INPUTS_DEFAULT (64LL << 20)
+
 struct run_args {
 	const char *lang, *profile, *policy_file, *db, *workdir, *interp;
 	const char *code_arg;	/* -c CODE */
@@ -53,6 +64,9 @@ struct run_args {
 	size_t n_envs;
 	char **inputs; /* --input files copied into the workdir */
 	size_t n_inputs;
+	struct input_rec *in_recs; /* what copy_inputs() copied, recorded */
+	long long keep_inputs;	   /* --keep-inputs: bytes of inputs kept */
+	const char *rerun_of;	   /* --rerun-of RUN (recorded in argv) */
 	char **script_args;
 	int n_script_args;
 };
@@ -87,9 +101,21 @@ static void usage(FILE *f)
 		"                    default: a fresh temporary directory, removed after\n"
 		"                    the run unless --keep\n"
 		"  --keep            keep the temporary workdir (its path is printed)\n"
-		"  --input FILE      copy FILE into the workdir before the run (repeatable)\n"
+		"  --input FILE      copy FILE into the workdir before the run (repeatable);\n"
+		"                    its name, size, SHA-256 and bytes are recorded for\n"
+		"                    `ward rerun`\n"
+		"  --keep-inputs SIZE  keep at most SIZE bytes of --input files in the\n"
+		"                    record (default 64M, 0: none); a file past the cap\n"
+		"                    is recorded by name, size and SHA-256 only, and\n"
+		"                    `ward rerun` needs it given again\n"
 		"  --env NAME[=VAL]  pass one variable to the code (repeatable); nothing of\n"
-		"                    ward's own environment is passed otherwise\n"
+		"                    ward's own environment is passed otherwise. Recorded\n"
+		"                    in runs.env: NAME=VAL with its value (it is in the\n"
+		"                    recorded command line anyway), NAME alone (taken\n"
+		"                    from ward's environment) by name only, never its\n"
+		"                    value: pass secrets that way\n"
+		"  --rerun-of RUN    mark this run as a re-run of RUN in the record (its\n"
+		"                    argv); `ward rerun` passes it\n"
 		"  --timeout SEC     wall-clock limit (default: the policy's, else 60)\n"
 		"  --cpu SEC         CPU time limit per process\n"
 		"  --memory SIZE     memory limit (e.g. 512M, 4G) on the memory the run uses,\n"
@@ -259,7 +285,9 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		O_MEMCG,
 		O_NOCG,
 		O_SPIN,
-		O_REQUIRE
+		O_REQUIRE,
+		O_KEEP_INPUTS,
+		O_RERUN_OF
 	};
 	static const struct option opts[] = {
 		{ "lang", required_argument, 0, O_LANG },
@@ -284,6 +312,8 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		{ "no-cgroup", no_argument, 0, O_NOCG },
 		{ "spin-us", required_argument, 0, O_SPIN },
 		{ "require", required_argument, 0, O_REQUIRE },
+		{ "keep-inputs", required_argument, 0, O_KEEP_INPUTS },
+		{ "rerun-of", required_argument, 0, O_RERUN_OF },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -291,6 +321,7 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 
 	a->pin_cpu = -1;
 	a->spin_us = 100;
+	a->keep_inputs = KEEP_INPUTS_DEFAULT;
 	a->envs = calloc((size_t)argc + 1, sizeof(char *));
 	a->inputs = calloc((size_t)argc + 1, sizeof(char *));
 	if (!a->envs || !a->inputs)
@@ -334,6 +365,10 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		case O_MEMCG: a->no_cgroup = false; break;
 		case O_NOCG: a->no_cgroup = true; break;
 		case O_REQUIRE: a->require |= parse_layers(optarg); break;
+		case O_KEEP_INPUTS:
+			a->keep_inputs = parse_size("--keep-inputs", optarg);
+			break;
+		case O_RERUN_OF: a->rerun_of = optarg; break;
 		case O_PIN:
 			a->pin_cpu = optarg ? parse_cpu(optarg)
 					    : sched_getcpu();
@@ -536,10 +571,16 @@ static void write_file(const char *path, const char *data, size_t len,
 	close(fd);
 }
 
-/* --input files: copied (not linked) so the code cannot reach the original. */
-static void copy_inputs(const struct run_args *a, const char *workdir,
-			bool drop)
+/* --input files: copied (not linked) so the code cannot reach the original.
+ * Each is remembered in a->in_recs for the record; its bytes are kept while
+ * the inputs kept so far stay within --keep-inputs. */
+static void copy_inputs(struct run_args *a, const char *workdir, bool drop)
 {
+	long long kept = 0;
+
+	a->in_recs = calloc(a->n_inputs + 1, sizeof(*a->in_recs));
+	if (!a->in_recs)
+		die("out of memory");
 	for (size_t i = 0; i < a->n_inputs; i++) {
 		const char *src = a->inputs[i];
 		const char *base = strrchr(src, '/');
@@ -560,8 +601,79 @@ static void copy_inputs(const struct run_args *a, const char *workdir,
 			die("out of memory");
 		write_file(dst, data, len, drop);
 		free(dst);
-		free(data);
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(a->in_recs[j].name, base))
+				die("--input %s: a file named %s is given twice",
+				    src, base);
+		struct input_rec *rec = &a->in_recs[i];
+		rec->name = strdup(base);
+		if (!rec->name)
+			die("out of memory");
+		rec->size = (long long)len;
+		ward_sha256_hex(data, len, rec->sha256);
+		if (kept + rec->size <= a->keep_inputs) {
+			kept += rec->size;
+			rec->data = data;
+		} else {
+			free(data);
+		}
 	}
+}
+
+/* The inputs into the table inputs of run_id; their bytes are freed. */
+static void record_inputs(struct run_args *a, struct audit *au,
+			  const char *run_id, const char *db)
+{
+	for (size_t i = 0; i < a->n_inputs; i++) {
+		struct input_rec *rec = &a->in_recs[i];
+		struct audit_input in = {
+			.run_id = run_id,
+			.n = (long long)i + 1,
+			.name = rec->name,
+			.size = rec->size,
+			.sha256 = rec->sha256,
+			.data = rec->data,
+		};
+		if (audit_input(au, &in) < 0)
+			die("audit database %s: cannot record --input %s: %s",
+			    db, rec->name, audit_errmsg(au));
+		free(rec->data);
+		free(rec->name);
+	}
+	free(a->in_recs);
+	a->in_recs = NULL;
+}
+
+/* runs.env: what --env passed, as a JSON array: {"name", "value"} for
+ * NAME=VALUE, {"name", "from": "environment"} for NAME taken from ward's
+ * environment (its value is not recorded). Variables not passed are left
+ * out. */
+static char *env_json(const struct run_args *a)
+{
+	json_t *arr = json_array();
+	char *s;
+
+	for (size_t i = 0; arr && i < a->n_envs; i++) {
+		const char *e = a->envs[i], *eq = strchr(e, '=');
+		json_t *o;
+
+		if (eq)
+			o = json_pack("{s:s%, s:o}", "name", e,
+				      (size_t)(eq - e), "value",
+				      ward_json_text(eq + 1, strlen(eq + 1)));
+		else if (getenv(e))
+			o = json_pack("{s:s, s:s}", "name", e, "from",
+				      "environment");
+		else
+			continue;
+		if (!o || json_array_append_new(arr, o) < 0)
+			die("out of memory");
+	}
+	s = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+	json_decref(arr);
+	if (!s)
+		die("out of memory");
+	return s;
 }
 
 static char **build_env(const struct run_args *a, const char *workdir)
@@ -816,6 +928,7 @@ int ward_cmd_run(int argc, char **argv)
 	char kernel[400], host[256];
 	ward_host_kernel(host, sizeof(host), kernel, sizeof(kernel));
 	char *wargv = json_argv(argc, argv);
+	char *envj = env_json(&a);
 	char ljs[512];
 	ward_limits_json(&lim, ljs, sizeof(ljs));
 	struct audit_run_info ri = {
@@ -836,11 +949,13 @@ int ward_cmd_run(int argc, char **argv)
 		.ward_version = WARD_VERSION,
 		.uid = drop ? SANDBOX_UID : getuid(),
 		.start_ns = realtime_ns(),
+		.env_json = envj,
 	};
 	char run_id[AUDIT_RUN_ID_LEN + 1];
 	if (audit_run_begin(au, &ri, run_id) < 0)
 		die("audit database %s: cannot record the run: %s", db,
 		    audit_errmsg(au));
+	record_inputs(&a, au, run_id, db);
 
 	struct tracer_opts to = {
 		.interpreter = interp,
@@ -917,6 +1032,7 @@ int ward_cmd_run(int argc, char **argv)
 	free(env);
 	free(iargv);
 	free(wargv);
+	free(envj);
 	free(workdir);
 	free(code);
 	free(a.envs);
