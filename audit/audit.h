@@ -378,4 +378,26 @@ int audit_timeline_each(struct audit *a, const char *run_id,
 			int (*fn)(const struct audit_item *, void *),
 			void *arg);
 
+/*
+ * Scanning many runs (scan.c; ward recheck, ward learn). Runs started at
+ * or after since_ns (0: all), oldest first, without code or policy text.
+ * Then each run's events by seq through one statement prepared once
+ * (audit_scan_open) and rebound per run; the row has seq, pid, tid, nr,
+ * syscall, args_json, raw, target, decision, rule, err and would_deny
+ * (the rest is zero). Iterator rules as above.
+ */
+struct audit_run_brief {
+	char id[AUDIT_RUN_ID_LEN + 1];
+	long long started_ns;
+	const char *workdir, *policy_name, *status, *interpreter;
+};
+int audit_runs_brief_each(struct audit *a, long long since_ns,
+			  int (*fn)(const struct audit_run_brief *, void *),
+			  void *arg);
+struct audit_scan;
+int audit_scan_open(struct audit *a, struct audit_scan **out);
+int audit_scan_run(struct audit_scan *s, const char *run_id,
+		   int (*fn)(const struct audit_event_row *, void *), void *arg);
+void audit_scan_close(struct audit_scan *s); /* NULL: no-op */
+
 #endif

@@ -24,6 +24,8 @@ static void usage(FILE *f)
 		"  show     one run: timeline or summary      ward show RUN|last [--summary]\n"
 		"  serve    sessions over JSON lines (stdio)  ward serve [--db PATH]\n"
 		"  mcp      MCP server for agents (stdio)     ward mcp [--db PATH]\n"
+		"  recheck  judge runs again under a policy   ward recheck RUN|--all --policy F\n"
+		"  learn    a policy from audit-mode runs     ward learn RUN... -o FILE\n"
 		"  profiles list the policies shipped with ward\n"
 		"  version  print ward's version\n"
 		"\n"
@@ -59,6 +61,10 @@ int main(int argc, char **argv)
 		return ward_cmd_serve(argc - 1, argv + 1);
 	if (!strcmp(cmd, "mcp"))
 		return ward_cmd_mcp(argc - 1, argv + 1);
+	if (!strcmp(cmd, "recheck"))
+		return ward_cmd_recheck(argc - 1, argv + 1);
+	if (!strcmp(cmd, "learn"))
+		return ward_cmd_learn(argc - 1, argv + 1);
 	if (!strcmp(cmd, "profiles")) {
 		for (const char *const *n = policy_profile_names(); *n; n++)
 			printf("%s\n", *n);

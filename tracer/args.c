@@ -8,6 +8,7 @@
 #include "../common/json.h"
 
 #include <stdarg.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,11 +22,16 @@ static int escape(char *dst, size_t n, const char *s, size_t slen)
 
 #define CUT "\"...\":true"
 
-static void put(struct ward_event *ev, const char *key, const char *val,
-		bool quote, size_t vlen)
+/* Room kept free by the decoders' keys for args_request()'s (ward
+ * recheck needs them whole, even after a cut). */
+#define REQ_RESERVE 160
+
+static void put_in(struct ward_event *ev, const char *key, const char *val,
+		   bool quote, size_t vlen, bool request)
 {
 	char *b = ev->args_json;
-	size_t n = sizeof(ev->args_json), len = strlen(b);
+	size_t n = sizeof(ev->args_json) - (request ? 0 : REQ_RESERVE);
+	size_t len = strlen(b);
 	size_t mark = len;
 	int w;
 
@@ -37,8 +43,9 @@ static void put(struct ward_event *ev, const char *key, const char *val,
 		b[--len] = '\0'; /* reopen */
 		mark = len;
 	}
-	/* Once cut, nothing more is added: the marker is always the last key. */
-	if (len >= sizeof(CUT) - 1 &&
+	/* Once cut, no more decoded keys are added: the marker is the last
+	 * of them (args_request()'s keys may follow it). */
+	if (!request && len >= sizeof(CUT) - 1 &&
 	    !memcmp(b + len - (sizeof(CUT) - 1), CUT, sizeof(CUT) - 1))
 		goto close;
 	w = snprintf(b + len, n - len, "%s\"%s\":%s", len > 1 ? "," : "", key,
@@ -69,6 +76,43 @@ close:
 	if (len + 2 <= n) {
 		b[len] = '}';
 		b[len + 1] = '\0';
+	}
+}
+
+static void put(struct ward_event *ev, const char *key, const char *val,
+		bool quote, size_t vlen)
+{
+	put_in(ev, key, val, quote, vlen, false);
+}
+
+void args_request(struct ward_event *ev)
+{
+	char acc[64];
+
+	switch (ev->cls) {
+	case WARD_CLASS_FS:
+		ward_access_str(ev->access, acc, sizeof(acc));
+		put_in(ev, "access", acc, true, strlen(acc), true);
+		if (ev->has_path2 && ev->access2) {
+			ward_access_str(ev->access2, acc, sizeof(acc));
+			put_in(ev, "access2", acc, true, strlen(acc), true);
+		}
+		break;
+	case WARD_CLASS_EXEC:
+		put_in(ev, "exists", ev->exists ? "true" : "false", false, 0,
+		       true);
+		break;
+	case WARD_CLASS_NET:
+		if (ev->sa.present && ev->sa.family == AF_UNIX &&
+		    !ev->sa.abstract)
+			put_in(ev, "exists", ev->exists ? "true" : "false",
+			       false, 0, true);
+		break;
+	case WARD_CLASS_SIGNAL:
+		put_in(ev, "in_run", ev->sig_in_run ? "true" : "false", false,
+		       0, true);
+		break;
+	default: break;
 	}
 }
 

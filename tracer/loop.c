@@ -574,6 +574,8 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 	rc = d ? d->decode(t, tc, &si, ev) : dec_other(t, tc, &si, ev);
 	if (rc == -ESRCH)
 		return; /* died under us (SIGKILL) */
+	if (rc == 0)
+		args_request(ev); /* what ward recheck rebuilds it from */
 	if (tc->tid == t->root && !tc->execed)
 		/* ward's own code before the interpreter's execve: one
 		 * thread, arguments in ward's memory, nothing to race; and
