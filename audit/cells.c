@@ -144,3 +144,41 @@ int audit_cells_each(struct audit *a, const char *run_id,
 	pthread_mutex_unlock(&a->lock);
 	return r;
 }
+
+int audit_artifacts_each(struct audit *a, const char *run_id,
+			 int (*fn)(const struct audit_artifact *, void *),
+			 void *arg)
+{
+	sqlite3_stmt *st = NULL;
+	int r = 0, rc;
+
+	pthread_mutex_lock(&a->lock);
+	rc = sqlite3_prepare_v2(a->db,
+				"SELECT cell, path, size, sha256, ts_ns FROM "
+				"artifacts WHERE run_id = ?1 ORDER BY cell, "
+				"path, ts_ns",
+				-1, &st, NULL);
+	if (rc != SQLITE_OK) {
+		/* a readonly open of a file older than version 3 */
+		bool old = strstr(sqlite3_errmsg(a->db), "no such table");
+		pthread_mutex_unlock(&a->lock);
+		return old ? 0 : audit_sqlfail(a, rc, a->path);
+	}
+	sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
+	while (!r && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct audit_artifact f = {
+			.run_id = run_id,
+			.cell = sqlite3_column_int64(st, 0),
+			.path = (const char *)sqlite3_column_text(st, 1),
+			.size = sqlite3_column_int64(st, 2),
+			.sha256 = (const char *)sqlite3_column_text(st, 3),
+			.ts_ns = sqlite3_column_int64(st, 4),
+		};
+		r = fn(&f, arg);
+	}
+	if (!r && rc != SQLITE_DONE)
+		r = audit_sqlfail(a, rc, a->path);
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&a->lock);
+	return r;
+}

@@ -26,6 +26,7 @@
 #include "../policy/policy.h"
 #include "../tracer/tracer.h"
 #include "runrec.h"
+#include "workfiles.h"
 
 #define SANDBOX_UID 65534 /* nobody */
 #define SANDBOX_GID 65534 /* nogroup */
@@ -827,6 +828,32 @@ int ward_cmd_run(int argc, char **argv)
 	struct policy *pol = load_policy(&a, lang);
 	debug("policy %s loaded", policy_name(pol));
 	const char *interp = a.interp ? a.interp
+/* The files the run created or changed in its workdir, as artifacts of
+ * cell 0 (a session's cells are 1, 2, ...). */
+struct run_art {
+	struct audit *au;
+	const char *run_id;
+};
+
+static int record_artifact(const char *path, long long size,
+			   const char *sha256, void *arg)
+{
+	struct run_art *ra = arg;
+	struct audit_artifact art = {
+		.run_id = ra->run_id,
+		.cell = 0,
+		.path = path,
+		.size = size,
+		.sha256 = sha256,
+		.ts_ns = realtime_ns(),
+	};
+
+	/* a failure leaves the row out; the end row is written anyway and
+	 * reports a database that fails */
+	audit_artifact(ra->au, &art);
+	return 0;
+}
+
 				      : policy_interpreter(pol, lang);
 	if (!interp)
 		interp = !strcmp(lang, "node") ? "/usr/bin/node"
@@ -989,6 +1016,8 @@ int ward_cmd_run(int argc, char **argv)
 	char *layers = json_dumps(lj, JSON_COMPACT);
 	json_decref(lj);
 	if (!layers)
+	struct wf_snap before;
+	wf_snap_take(workdir, &before);
 		die("out of memory");
 	struct audit_run_end re;
 	ward_run_end_of(&r, layers, realtime_ns(), &re);
@@ -1001,6 +1030,9 @@ int ward_cmd_run(int argc, char **argv)
 	if (r.setup_error[0])
 		warn("the sandbox could not be set up: %s", r.setup_error);
 	else if (rc < 0 && rc != -ECHILD)
+	struct run_art ra = { au, run_id };
+	wf_each_changed(workdir, &before, record_artifact, &ra);
+	wf_snap_free(&before);
 		warn("the run was stopped: %s",
 		     r.cause[0] ? r.cause : strerror(-rc));
 	else if (strcmp(r.status, "ok") && strcmp(r.status, "error") && !a.json)

@@ -406,56 +406,11 @@ static const char *frame_str(json_t *frame, const char *key)
 	return json_string_value(json_object_get(frame, key));
 }
 
-/* A recorded "0x..." offset; false if it is not one. */
-static bool parse_hex(const char *s, uint64_t *v)
-{
-	char *end;
-
-	if (!s || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') ||
-	    !isxdigit((unsigned char)s[2]))
-		return false;
-	errno = 0;
-	*v = strtoull(s + 2, &end, 16);
-	return !errno && !*end;
-}
-
-/*
- * Adds "symbol" ("name+0xNN", symbolize.h) to each frame of bt (a parsed
- * backtrace) that has a module and an offset, a symbol covers, and no
- * symbol yet (a recorded one is kept). Frames after the first are return
- * addresses. Returns how many were added. syms NULL adds none.
- */
-static size_t add_symbols(json_t *bt, struct sym_cache *syms)
-{
-	size_t i, added = 0;
-	json_t *f;
-
-	if (!syms || !json_is_array(bt))
-		return 0;
-	json_array_foreach(bt, i, f)
-	{
-		const char *mod = frame_str(f, "module");
-		uint64_t off;
-		char *name;
-
-		if (!json_is_object(f) || json_object_get(f, "symbol") ||
-		    !mod || !parse_hex(frame_str(f, "offset"), &off))
-			continue;
-		if (sym_lookup(syms, mod, off, i ? SYM_RETURN_ADDRESS : 0,
-			       &name))
-			continue;
-		if (!json_object_set_new(f, "symbol", json_string(name)))
-			added++;
-		free(name);
-	}
-	return added;
-}
-
 /*
  * Frames as recorded by the tracer: objects with module, offset, ip and
  * perhaps a symbol, printed as "#0  libc.so.6 __open64+0x51  (path+off,
  * ip 0x...)" ("??" for no symbol); anything else is printed as JSON.
- * Symbols come from the module files as they are now (add_symbols).
+ * Symbols come from the module files as they are now (sym_backtrace_add).
  */
 static void print_backtrace(const char *text, struct sym_cache *syms)
 {
@@ -470,7 +425,7 @@ static void print_backtrace(const char *text, struct sym_cache *syms)
 		json_decref(bt);
 		return;
 	}
-	if (add_symbols(bt, syms))
+	if (sym_backtrace_add(syms, bt))
 		printf(INDENT "backtrace (symbols from the files as they are "
 			      "now):\n");
 	else
@@ -856,7 +811,7 @@ static int event_json(const struct audit_event_row *ev, void *arg)
 				   : json_null());
 	json_object_set_new(o, "would_deny", json_boolean(e->would_deny));
 	P("backtrace", e->backtrace);
-	add_symbols(json_object_get(o, "backtrace"), ej->syms);
+	sym_backtrace_add(ej->syms, json_object_get(o, "backtrace"));
 	return json_array_append_new(ej->events, o) ? -ENOMEM : 0;
 }
 

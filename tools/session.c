@@ -25,9 +25,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -48,6 +46,7 @@
 #include "../common/sha256.h"
 #include "runrec.h"
 #include "view.h"
+#include "workfiles.h"
 
 enum {
 	OUT_HEAD = 32 << 10, /* bytes of each stream returned from the start */
@@ -55,19 +54,8 @@ enum {
 	GRACE_MS = 2000,     /* after the timeout, for the interrupt to work */
 	CLOSE_MS = 3000,     /* for a closed session's worker to finish */
 	START_MS = 30000,    /* for a worker to record its run */
-	MAX_FILES = 10000,   /* files looked at after a cell */
 	MAX_READ = 64 << 20, /* files.read, files.write */
 	MAX_FRAME = 256 << 20, /* a result frame (PNGs are in it) */
-};
-
-struct snap_file {
-	char *path;
-	long long size, mtime_ns, ino;
-};
-
-struct snap {
-	struct snap_file *f;
-	size_t n, cap;
 };
 
 struct sess {
@@ -220,19 +208,7 @@ static int write_all(int fd, const void *p, size_t n)
 static int open_beneath(struct sess *x, const char *path, int flags,
 			mode_t mode)
 {
-	struct open_how how = {
-		.flags = (unsigned long long)(flags | O_CLOEXEC),
-		.mode = mode,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-	};
-	int dir = open(x->workdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-
-	if (dir < 0)
-		return -errno;
-	int fd = (int)syscall(SYS_openat2, dir, path, &how, sizeof(how));
-	int e = errno;
-	close(dir);
-	return fd < 0 ? -e : fd;
+	return wf_open_beneath(x->workdir, path, flags, mode);
 }
 
 /* A path a request names: relative, inside the workdir, no "..". */
@@ -267,103 +243,14 @@ static int check_path(json_t *v, const char **out, struct ws_error *err)
 	return 0;
 }
 
-static int hash_fd(int fd, char hex[WARD_SHA256_HEX_LEN + 1], long long *size)
-{
-	struct ward_sha256 c;
-	char buf[65536];
-	ssize_t n;
-
-	*size = 0;
-	ward_sha256_init(&c);
-	while ((n = read(fd, buf, sizeof(buf))) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		ward_sha256_update(&c, buf, (size_t)n);
-		*size += n;
-	}
-	ward_sha256_final_hex(&c, hex);
-	return 0;
-}
-
-/* The regular files of the workdir, except tmp/ (the code's TMPDIR) and
- * top-level dot entries (caches of matplotlib and friends under HOME). */
-static struct snap *snap_cur;
-static size_t snap_root;
-
-static int snap_one(const char *path, const struct stat *st, int flag,
-		    struct FTW *ftw)
-{
-	const char *rel = path + snap_root;
-	struct snap *s = snap_cur;
-
-	if (ftw->level == 1 &&
-	    (rel[0] == '.' || (!strcmp(rel, "tmp") && flag == FTW_D)))
-		return FTW_SKIP_SUBTREE;
-	if (flag != FTW_F || !S_ISREG(st->st_mode))
-		return FTW_CONTINUE;
-	if (s->n >= MAX_FILES)
-		return FTW_STOP;
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 64;
-		struct snap_file *nf = realloc(s->f, cap * sizeof(*nf));
-		if (!nf)
-			return FTW_STOP;
-		s->f = nf;
-		s->cap = cap;
-	}
-	s->f[s->n++] = (struct snap_file){
-		.path = strdup(rel),
-		.size = st->st_size,
-		.mtime_ns = (long long)st->st_mtim.tv_sec * 1000000000LL +
-			    st->st_mtim.tv_nsec,
-		.ino = (long long)st->st_ino,
-	};
-	return FTW_CONTINUE;
-}
-
-static void snap_free(struct snap *s)
-{
-	for (size_t i = 0; i < s->n; i++)
-		free(s->f[i].path);
-	free(s->f);
-	memset(s, 0, sizeof(*s));
-}
-
-static void snap_take(struct sess *x, struct snap *s)
-{
-	memset(s, 0, sizeof(*s));
-	snap_cur = s;
-	snap_root = strlen(x->workdir) + 1;
-	nftw(x->workdir, snap_one, 16, FTW_PHYS | FTW_ACTIONRETVAL);
-	snap_cur = NULL;
-}
-
-static const struct snap_file *snap_find(const struct snap *s, const char *p)
-{
-	for (size_t i = 0; i < s->n; i++)
-		if (s->f[i].path && !strcmp(s->f[i].path, p))
-			return &s->f[i];
-	return NULL;
-}
-
 /* {path, size, sha256} of one file of the workdir, or NULL. */
 static json_t *file_entry(struct sess *x, const char *path)
 {
 	char hex[WARD_SHA256_HEX_LEN + 1];
 	long long size;
-	int fd = open_beneath(x, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
-	struct stat st;
 
-	if (fd < 0)
+	if (wf_hash_file(x->workdir, path, hex, &size) < 0)
 		return NULL;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    hash_fd(fd, hex, &size) < 0) {
-		close(fd);
-		return NULL;
-	}
-	close(fd);
 	return json_pack("{s:o, s:I, s:s}", "path",
 			 ws_json_text(path, strlen(path)), "size",
 			 (json_int_t)size, "sha256", hex);
@@ -1048,37 +935,41 @@ static int den_one(const struct audit_event_row *r, void *arg)
 }
 
 static json_t *artifacts(struct ws_server *s, struct sess *x,
-			 const struct snap *before, long long n)
+			 const struct wf_snap *before, long long n)
 {
-	struct snap after;
-	json_t *list = json_array();
+	struct art_ctx c = { s, x, n, json_array() };
 
-	snap_take(x, &after);
-	for (size_t i = 0; i < after.n; i++) {
-		const struct snap_file *a = &after.f[i];
-		const struct snap_file *b = a->path ? snap_find(before, a->path)
-						    : NULL;
-		if (!a->path ||
-		    (b && b->size == a->size && b->mtime_ns == a->mtime_ns &&
-		     b->ino == a->ino))
-			continue;
-		json_t *e = file_entry(x, a->path);
-		if (!e)
-			continue;
-		struct audit_artifact art = {
-			.run_id = x->run_id,
-			.cell = n,
-			.path = a->path,
-			.size = json_integer_value(json_object_get(e, "size")),
-			.sha256 =
-				json_string_value(json_object_get(e, "sha256")),
-			.ts_ns = realtime_ns(),
-		};
-		audit_artifact(s->au, &art);
-		json_array_append_new(list, e);
-	}
-	snap_free(&after);
-	return list;
+	wf_each_changed(x->workdir, before, art_one, &c);
+	return c.list;
+}
+
+struct art_ctx {
+	struct ws_server *s;
+	struct sess *x;
+	long long n;
+	json_t *list;
+};
+
+static int art_one(const char *path, long long size, const char *sha256,
+		   void *arg)
+{
+	struct art_ctx *c = arg;
+	struct audit_artifact art = {
+		.run_id = c->x->run_id,
+		.cell = c->n,
+		.path = path,
+		.size = size,
+		.sha256 = sha256,
+		.ts_ns = realtime_ns(),
+	};
+
+	audit_artifact(c->s->au, &art);
+	json_array_append_new(c->list,
+			      json_pack("{s:o, s:I, s:s}", "path",
+					ws_json_text(path, strlen(path)),
+					"size", (json_int_t)size, "sha256",
+					sha256));
+	return 0;
 }
 
 static int send_cell(struct sess *x, struct cell *c, const char *code,
@@ -1208,7 +1099,7 @@ static int run_cell(struct ws_server *s, struct sess *x, const char *code,
 		    bool one_shot, json_t **result, struct ws_error *err)
 {
 	struct cell *c = calloc(1, sizeof(*c));
-	struct snap before;
+	struct wf_snap before;
 	bool timed_out = false, interrupted = false;
 	const char *status = "ok";
 	json_t *error = NULL;
@@ -1226,7 +1117,7 @@ static int run_cell(struct ws_server *s, struct sess *x, const char *code,
 		free(c);
 		return fail(err, WS_E_INTERNAL, "no random bytes for a nonce");
 	}
-	snap_take(x, &before);
+	wf_snap_take(x->workdir, &before);
 	long long start_ns = realtime_ns(), t0 = mono_ms();
 	long long deadline = t0 + (long long)(timeout * 1000);
 	int rc = x->dead ? -EPIPE : send_cell(x, c, code, len, timeout);
@@ -1281,7 +1172,7 @@ static int run_cell(struct ws_server *s, struct sess *x, const char *code,
 	snprintf(x->last_nonce, sizeof(x->last_nonce), "%s", c->nonce);
 	long long end_ns = realtime_ns();
 	json_t *arts = artifacts(s, x, &before, c->n);
-	snap_free(&before);
+	wf_snap_free(&before);
 	json_t *o = result_object(s, c, status, timed_out, interrupted, error,
 				  t0, start_ns, end_ns, arts, one_shot);
 	char *rj = json_dumps(o, JSON_COMPACT);
@@ -1603,7 +1494,7 @@ static int m_files(struct ws_server *s, json_t *p, json_t **res,
 		   struct ws_error *err)
 {
 	struct sess *x;
-	struct snap sn;
+	struct wf_snap sn;
 	json_t *arr = json_array();
 
 	(void)s;
@@ -1612,13 +1503,13 @@ static int m_files(struct ws_server *s, json_t *p, json_t **res,
 		json_decref(arr);
 		return -1;
 	}
-	snap_take(x, &sn);
+	wf_snap_take(x->workdir, &sn);
 	for (size_t i = 0; i < sn.n; i++) {
 		json_t *e = sn.f[i].path ? file_entry(x, sn.f[i].path) : NULL;
 		if (e)
 			json_array_append_new(arr, e);
 	}
-	snap_free(&sn);
+	wf_snap_free(&sn);
 	*res = json_pack("{s:o}", "files", arr);
 	return 0;
 }

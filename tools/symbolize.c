@@ -11,6 +11,7 @@
 #include <elf.h>
 #include <endian.h>
 #include <errno.h>
+#include <ctype.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -570,4 +571,45 @@ int sym_lookup(struct sym_cache *c, const char *module, uint64_t off,
 		return -ENODATA;
 	*out = format_name(m, fn, vaddr - fn->start + (off - look));
 	return *out ? 0 : -ENOMEM;
+}
+
+/* A recorded "0x..." offset; false if it is not one. */
+static bool parse_hex(const char *s, uint64_t *v)
+{
+	char *end;
+
+	if (!s || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') ||
+	    !isxdigit((unsigned char)s[2]))
+		return false;
+	errno = 0;
+	*v = strtoull(s + 2, &end, 16);
+	return !errno && !*end;
+}
+
+size_t sym_backtrace_add(struct sym_cache *c, json_t *bt)
+{
+	size_t i, added = 0;
+	json_t *f;
+
+	if (!c || !json_is_array(bt))
+		return 0;
+	json_array_foreach(bt, i, f)
+	{
+		const char *mod =
+			json_string_value(json_object_get(f, "module"));
+		const char *off_s =
+			json_string_value(json_object_get(f, "offset"));
+		uint64_t off;
+		char *name;
+
+		if (!json_is_object(f) || json_object_get(f, "symbol") ||
+		    !mod || !parse_hex(off_s, &off))
+			continue;
+		if (sym_lookup(c, mod, off, i ? SYM_RETURN_ADDRESS : 0, &name))
+			continue;
+		if (!json_object_set_new(f, "symbol", json_string(name)))
+			added++;
+		free(name);
+	}
+	return added;
 }

@@ -22,6 +22,8 @@
 #ifndef WARD_TOOLS_SYMBOLIZE_H
 #define WARD_TOOLS_SYMBOLIZE_H
 
+#include <jansson.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Parsed modules, keyed by path; at most a few, least recently used
@@ -59,5 +61,15 @@ enum {
 #define SYM_NAME_MAX 256
 int sym_lookup(struct sym_cache *c, const char *module, uint64_t off,
 	       unsigned flags, char **out);
+
+/*
+ * Adds "symbol" ("name+0xNN", as sym_lookup) to each frame of bt (a
+ * parsed backtrace column: an array of {"module", "offset": "0x...",
+ * "ip"}) that has a module and an offset, a symbol covers, and no symbol
+ * yet (a recorded one is kept). Frames after the first are return
+ * addresses. Returns how many were added; c NULL or bt not an array adds
+ * none. Used by `ward show` and `ward report`.
+ */
+size_t sym_backtrace_add(struct sym_cache *c, json_t *bt);
 
 #endif
