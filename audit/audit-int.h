@@ -16,6 +16,7 @@
 #include <stdarg.h>
 
 #include "audit/audit.h"
+#include "common/sha256.h"
 
 #define AUDIT_SCHEMA_VERSION 4
 #define AUDIT_APPLICATION_ID 0x77617264 /* "ward", PRAGMA application_id */
@@ -56,6 +57,26 @@ struct audit_row {
 	struct audit_val v[];
 };
 
+/* The hash chain (chain.c). Events and outputs have one chain each. */
+enum audit_chain_table {
+	AUDIT_CHAIN_EVENTS,
+	AUDIT_CHAIN_OUTPUTS,
+	AUDIT_CHAIN__COUNT
+};
+#define AUDIT_HASH_TEXT_LEN (64 + 1 + 32) /* "link:tag" in hex */
+struct audit_chain_state {
+	uint8_t link[WARD_SHA256_LEN]; /* the last row's link */
+	long long count;	       /* rows chained */
+};
+/* The database's chain key (DB.key) with its HMAC states. */
+struct audit_chain_key {
+	bool loaded;
+	uint8_t key[32];
+	char id[17]; /* hex of the first 8 bytes of SHA-256("ward-key-id-v1"
+		      * || key) */
+	struct ward_sha256 inner, outer;
+};
+
 struct audit {
 	sqlite3 *db;
 	char *path;
@@ -72,6 +93,10 @@ struct audit {
 	long long event_seq;  /* last events.seq given out in this run */
 	long long output_seq; /* last outputs.seq given out in this run */
 	bool end_queued;      /* the run's end row is in the queue */
+	bool seal_pending;    /* seal the run in the batch that ends it */
+	struct audit_chain_state chain[AUDIT_CHAIN__COUNT];
+	struct audit_chain_key key;
+	char *last_chain; /* runs.chain of the last run sealed */
 
 	/* the batch not yet written */
 	struct audit_row *head, **tail;
@@ -112,6 +137,20 @@ int audit_writer_prepare(struct audit *a);
 void audit_writer_finish(struct audit *a); /* drops the queue, finalizes */
 int audit_commit_batch(struct audit *a);
 int audit_end_unfinished(struct audit *a); /* close without run_end */
+
+/* Chain internals (chain.c). */
+/* Loads DB.key (create: make it, mode 0600, when missing). 0 or -errno
+ * with a->errmsg. */
+int audit_chain_key_load(struct audit *a, bool create);
+void audit_chain_reset(struct audit *a); /* a new run: empty chains */
+/* Chains one row: v holds the table's ncols columns but hash, in the
+ * table's order; out receives the text of its hash column. */
+void audit_chain_row(struct audit *a, enum audit_chain_table t,
+		     const struct audit_val *v, int ncols,
+		     char out[AUDIT_HASH_TEXT_LEN + 1]);
+/* Inside the transaction that ends the run: reads the run row, its
+ * processes and inputs, and writes runs.chain. */
+int audit_chain_seal(struct audit *a);
 /* One statement committed at once (cells.c): sql with the values bound by
  * fill, after the queued batch; what names it in errors. */
 int audit_exec_one(struct audit *a, const char *sql, const char *what,

@@ -222,12 +222,6 @@ int audit_artifact(struct audit *a, const struct audit_artifact *f);
 int audit_cells_each(struct audit *a, const char *run_id,
 		     int (*fn)(const struct audit_cell *, void *), void *arg);
 
-/* The files recorded as created or changed by a run (artifacts), by cell,
- * then path: a session's cells are 1, 2, ...; `ward run` records its own
- * as cell 0 when it ends. Iterator rules as for the readers below. */
-int audit_artifacts_each(struct audit *a, const char *run_id,
-			 int (*fn)(const struct audit_artifact *, void *),
-			 void *arg);
 /*
  * Inputs (inputs.c, schema version 4): the files `ward run --input` gave a
  * run, one row each, committed at once. data is NULL when the bytes were
@@ -251,6 +245,65 @@ int audit_inputs_each(struct audit *a, const char *run_id,
 /* runs.env of a run: *out a malloc'd copy (the caller frees), NULL when
  * not recorded. 0, -ENOENT (no such run), -ENOMEM, -EIO. */
 int audit_run_env(struct audit *a, const char *run_id, char **out);
+
+/* ---------------------------- chain ---------------------------- */
+/*
+ * The tamper-evident record (chain.c; docs/schema.md "The hash chain").
+ * Every events and outputs row carries a hash chained to the row before it
+ * in its table (by seq) with a tag keyed by the database's chain key
+ * (DB.key, mode 0600, made at the first run); audit_run_end() seals the
+ * run: runs.chain holds both chains' heads and counts, tags of the run
+ * row's columns, of its processes and inputs rows, and a keyed seal over
+ * all of it.
+ */
+
+/* runs.chain of the run this handle ended last (JSON text), or NULL.
+ * Valid until the next run ends or audit_close(). */
+const char *audit_run_chain(const struct audit *a);
+
+/* Use this key file instead of DB.key (verifying a copy). 0 or -errno
+ * with audit_errmsg(). */
+int audit_chain_key_file(struct audit *a, const char *path);
+
+/* One thing wrong with a run's record. */
+struct audit_problem {
+	const char *table;  /* events, outputs, runs, processes, inputs */
+	long long row;	    /* seq (events, outputs), serial (processes),
+			     * n (inputs), or 0 */
+	const char *column; /* the column, or NULL */
+	const char *what;   /* in words */
+};
+
+struct audit_verify {
+	char run_id[AUDIT_RUN_ID_LEN + 1];
+	char status[16];   /* runs.status */
+	bool unchained;	   /* recorded before the chain: nothing to check */
+	bool sealed;	   /* runs.chain is there and parses */
+	bool broken_seal;  /* runs.chain is there and does not parse */
+	bool keyed;	   /* sealed with a key (hmac-sha256) */
+	bool key_checked;  /* the key was at hand: tags checked */
+	bool seal_checked; /* the seal was recomputed */
+	char alg[16], key_id[17], seal[65];
+	long long rows[2];  /* events, outputs found */
+	char head[2][65];   /* the last stored link of each, hex */
+	char key_note[256]; /* what could not be checked, and why */
+	unsigned problems;  /* problems found (all, even past a stop) */
+};
+
+/*
+ * Recompute the chains of one run (full id) and compare with its seal:
+ * fn is called once per problem (return non-zero to stop; that value is
+ * returned). Opens no key itself: the handle's key is used when it is
+ * loaded (audit_verify_key()). Returns 0 (out says what was found),
+ * -ENOENT (no such run), -EIO etc.
+ */
+int audit_verify_run(struct audit *a, const char *run_id,
+		     struct audit_verify *out,
+		     int (*fn)(const struct audit_problem *, void *),
+		     void *arg);
+/* Load DB.key for verifying (never creates it). 0 or -errno with
+ * audit_errmsg() saying why it is not at hand. */
+int audit_verify_key(struct audit *a);
 
 /* ---------------------------- reader ---------------------------- */
 /*

@@ -238,6 +238,12 @@ int audit_commit_batch(struct audit *a)
 		if (e && sqlite3_get_autocommit(a->db))
 			break; /* SQLite rolled the transaction back */
 	}
+	/* The run's end is in this batch: seal it in the same transaction,
+	 * over the rows as they are now written. */
+	if (!r && a->seal_pending && !sqlite3_get_autocommit(a->db)) {
+		r = audit_chain_seal(a);
+		a->seal_pending = false;
+	}
 	if (!sqlite3_get_autocommit(a->db)) {
 		int e = exec_simple(a, ST_COMMIT);
 
@@ -277,6 +283,9 @@ int audit_writer_prepare(struct audit *a)
 void audit_writer_finish(struct audit *a)
 {
 	free_queue(a);
+	free(a->last_chain);
+	a->last_chain = NULL;
+	explicit_bzero(&a->key, sizeof(a->key));
 	for (int i = 0; i < ST__COUNT; i++) {
 		sqlite3_finalize(a->st[i]);
 		a->st[i] = NULL;
@@ -380,6 +389,9 @@ int audit_run_begin(struct audit *a, const struct audit_run_info *ri,
 	 * not stop this run (the next one tries again). */
 	if (!r)
 		audit_reap_locked(a, &me, NULL);
+	/* No run without its chain key (made at the first run). */
+	if (!r)
+		r = audit_chain_key_load(a, true);
 	/* 64 random bits: a second collision means something else is wrong */
 	for (int tries = 0; !r && tries < 3; tries++) {
 		r = new_run_id(id);
@@ -397,6 +409,8 @@ int audit_run_begin(struct audit *a, const struct audit_run_info *ri,
 		a->event_seq = 0;
 		a->output_seq = 0;
 		a->end_queued = false;
+		a->seal_pending = false;
+		audit_chain_reset(a);
 	}
 	pthread_mutex_unlock(&a->lock);
 	return r;
@@ -428,7 +442,7 @@ static int queue_run_end(struct audit *a, const struct audit_run_end *re)
 	int r = queue_row(a, ST_RUN_END, v, (int)(sizeof(v) / sizeof(v[0])));
 
 	if (!r)
-		a->end_queued = true;
+		a->end_queued = a->seal_pending = true;
 	return r;
 }
 
@@ -514,6 +528,8 @@ int audit_end_unfinished(struct audit *a)
 
 		r = queue_row(a, ST_RUN_END, v,
 			      (int)(sizeof(v) / sizeof(v[0])));
+		if (!r)
+			a->seal_pending = true;
 	}
 	if (!r)
 		r = commit_durable(a);
@@ -607,7 +623,8 @@ int audit_process_exit(struct audit *a, int serial, long long ts_ns,
 
 static int queue_event(struct audit *a, const struct audit_event *e)
 {
-	const struct audit_val v[] = {
+	char hash[AUDIT_HASH_TEXT_LEN + 1];
+	struct audit_val v[] = {
 		vtext(a->run_id),
 		vint(++a->event_seq),
 		vint(e->ts_ns),
@@ -628,8 +645,13 @@ static int queue_event(struct audit *a, const struct audit_event *e)
 		vtext(e->pyframes),
 		vnull(), /* hash: set by audit_chain_row() below */
 	};
+	int n = (int)(sizeof(v) / sizeof(v[0]));
 
-	return queue_row(a, ST_EVENT, v, (int)(sizeof(v) / sizeof(v[0])));
+	/* seq is given out here, under the lock, in queue order: the order
+	 * of the chain is the order of seq in the table */
+	audit_chain_row(a, AUDIT_CHAIN_EVENTS, v, n - 1, hash);
+	v[n - 1] = vtext(hash);
+	return queue_row(a, ST_EVENT, v, n);
 }
 
 int audit_event(struct audit *a, const struct audit_event *e)
@@ -663,14 +685,18 @@ int audit_output(struct audit *a, long long ts_ns, enum audit_stream s,
 	if (!r && ((s != AUDIT_STDOUT && s != AUDIT_STDERR) || (!data && len)))
 		r = audit_fail(a, -EINVAL, "output: bad stream or data");
 	if (!r && len) {
-		const struct audit_val v[] = {
+		char hash[AUDIT_HASH_TEXT_LEN + 1];
+		struct audit_val v[] = {
 			vtext(a->run_id),
 			vint(++a->output_seq),
 			vint(ts_ns),
 			vtext(s == AUDIT_STDOUT ? "stdout" : "stderr"),
 			vblob(data, len),
+			vnull(), /* hash */
 		};
 
+		audit_chain_row(a, AUDIT_CHAIN_OUTPUTS, v, 5, hash);
+		v[5] = vtext(hash);
 		r = queue_row(a, ST_OUTPUT, v, (int)(sizeof(v) / sizeof(v[0])));
 		if (!r)
 			r = commit_if_full(a);

@@ -26,6 +26,7 @@ static void usage(FILE *f)
 		"  mcp      MCP server for agents (stdio)     ward mcp [--db PATH]\n"
 		"  recheck  judge runs again under a policy   ward recheck RUN|--all --policy F\n"
 		"  learn    a policy from audit-mode runs     ward learn RUN... -o FILE\n"
+		"  verify   check records for tampering       ward verify RUN...|--all [--json]\n"
 		"  profiles list the policies shipped with ward\n"
 		"  version  print ward's version\n"
 		"\n"
@@ -65,6 +66,8 @@ int main(int argc, char **argv)
 		return ward_cmd_recheck(argc - 1, argv + 1);
 	if (!strcmp(cmd, "learn"))
 		return ward_cmd_learn(argc - 1, argv + 1);
+	if (!strcmp(cmd, "verify"))
+		return ward_cmd_verify(argc - 1, argv + 1);
 	if (!strcmp(cmd, "profiles")) {
 		for (const char *const *n = policy_profile_names(); *n; n++)
 			printf("%s\n", *n);
