@@ -222,6 +222,12 @@ int audit_artifact(struct audit *a, const struct audit_artifact *f);
 int audit_cells_each(struct audit *a, const char *run_id,
 		     int (*fn)(const struct audit_cell *, void *), void *arg);
 
+/* The files recorded as created or changed by a run (artifacts), by cell,
+ * then path: a session's cells are 1, 2, ...; `ward run` records its own
+ * as cell 0 when it ends. Iterator rules as for the readers below. */
+int audit_artifacts_each(struct audit *a, const char *run_id,
+			 int (*fn)(const struct audit_artifact *, void *),
+			 void *arg);
 /*
  * Inputs (inputs.c, schema version 4): the files `ward run --input` gave a
  * run, one row each, committed at once. data is NULL when the bytes were
