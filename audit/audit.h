@@ -364,6 +364,22 @@ typedef int (*audit_run_fn)(const struct audit_run *r, void *arg);
 /* Runs, most recently started first; limit <= 0 means all. Each run's code
  * is cut to its first AUDIT_LIST_CODE_MAX bytes (code_total says more). */
 int audit_runs_each(struct audit *a, int limit, audit_run_fn fn, void *arg);
+
+/* Which runs audit_runs_filter_each() gives: every limit set must hold.
+ * Filtered in SQL (started_ns by its index). */
+struct audit_run_filter {
+	const char *const *statuses; /* status is one of these, if n_statuses */
+	size_t n_statuses;
+	const char *const *languages; /* language is one of these, if any */
+	size_t n_languages;
+	bool denied; /* runs with a deny or kill decision (runs.denials > 0,
+		      * or, while it is NULL, counted from its events) */
+	bool has_since, has_until; /* started_ns >= since_ns, <= until_ns */
+	long long since_ns, until_ns;
+};
+/* As audit_runs_each(), limited by f (NULL: none). */
+int audit_runs_filter_each(struct audit *a, const struct audit_run_filter *f,
+			   int limit, audit_run_fn fn, void *arg);
 /* The run with this full id, code whole. -ENOENT if there is none. */
 int audit_run_read(struct audit *a, const char *run_id, audit_run_fn fn,
 		   void *arg);
@@ -442,6 +458,23 @@ struct audit_item {
 int audit_timeline_each(struct audit *a, const char *run_id,
 			int (*fn)(const struct audit_item *, void *),
 			void *arg);
+
+/*
+ * For replaying a run: its output chunks by seq (the order the code wrote
+ * them), merged by time with its events (by ts_ns, seq); an event comes
+ * before a chunk of the same time. Only rows with from_ns <= ts_ns <=
+ * to_ns. what: AUDIT_REPLAY_* flags; items are AUDIT_ITEM_OUTPUT and
+ * AUDIT_ITEM_EVENT. Iterator rules as above.
+ */
+enum {
+	AUDIT_REPLAY_OUTPUTS = 1u << 0,
+	AUDIT_REPLAY_EVENTS = 1u << 1,
+	AUDIT_REPLAY_DENIALS = 1u << 2, /* only events decided deny or kill,
+					 * or allowed with would_deny */
+};
+int audit_replay_each(struct audit *a, const char *run_id, long long from_ns,
+		      long long to_ns, unsigned what,
+		      int (*fn)(const struct audit_item *, void *), void *arg);
 
 /*
  * Scanning many runs (scan.c; ward recheck, ward learn). Runs started at

@@ -203,18 +203,91 @@ static const char *run_sql(const struct audit *a, bool whole_code,
 
 int audit_runs_each(struct audit *a, int limit, audit_run_fn fn, void *arg)
 {
+	return audit_runs_filter_each(a, NULL, limit, fn, arg);
+}
+
+#define FILTER_MAX_NAMES 32 /* statuses or languages in one filter */
+
+/* " AND col IN (?N, ...)" for n names, numbered from *param. */
+static void where_in(char *buf, size_t n, const char *col, size_t names,
+		     int *param)
+{
+	size_t len = strlen(buf);
+
+	if (!names)
+		return;
+	snprintf(buf + len, n - len, " AND %s IN (", col);
+	for (size_t i = 0; i < names; i++) {
+		len = strlen(buf);
+		snprintf(buf + len, n - len, "%s?%d", i ? ", " : "",
+			 (*param)++);
+	}
+	len = strlen(buf);
+	snprintf(buf + len, n - len, ")");
+}
+
+/* The WHERE clause of f (parameters from ?2; ?1 is the limit). */
+static void filter_sql(const struct audit_run_filter *f, char *buf, size_t n)
+{
+	int param = 2;
+	size_t len;
+
+	snprintf(buf, n, "WHERE 1");
+	if (!f)
+		return;
+	where_in(buf, n, "status", f->n_statuses, &param);
+	where_in(buf, n, "language", f->n_languages, &param);
+	len = strlen(buf);
+	if (f->has_since)
+		len += (size_t)snprintf(buf + len, n - len,
+					" AND started_ns >= ?%d", param++);
+	if (f->has_until)
+		len += (size_t)snprintf(buf + len, n - len,
+					" AND started_ns <= ?%d", param++);
+	if (f->denied)
+		snprintf(buf + len, n - len,
+			 " AND (denials > 0 OR (denials IS NULL AND EXISTS"
+			 " (SELECT 1 FROM events e WHERE e.run_id = runs.id"
+			 " AND e.decision IN ('deny', 'kill'))))");
+}
+
+static void filter_bind(sqlite3_stmt *st, const struct audit_run_filter *f)
+{
+	int param = 2;
+
+	if (!f)
+		return;
+	for (size_t i = 0; i < f->n_statuses; i++)
+		sqlite3_bind_text(st, param++, f->statuses[i], -1,
+				  SQLITE_STATIC);
+	for (size_t i = 0; i < f->n_languages; i++)
+		sqlite3_bind_text(st, param++, f->languages[i], -1,
+				  SQLITE_STATIC);
+	if (f->has_since)
+		sqlite3_bind_int64(st, param++, f->since_ns);
+	if (f->has_until)
+		sqlite3_bind_int64(st, param++, f->until_ns);
+}
+
+int audit_runs_filter_each(struct audit *a, const struct audit_run_filter *f,
+			   int limit, audit_run_fn fn, void *arg)
+{
 	sqlite3_stmt *st = NULL;
-	char sql[1024];
+	char where[2048], tail[2560], sql[4096];
 	int r;
 
+	if (f && (f->n_statuses > FILTER_MAX_NAMES ||
+		  f->n_languages > FILTER_MAX_NAMES))
+		return audit_fail(a, -EINVAL, "more than %d names in a filter",
+				  FILTER_MAX_NAMES);
+	filter_sql(f, where, sizeof(where));
+	snprintf(tail, sizeof(tail),
+		 "%s ORDER BY started_ns DESC, rowid DESC LIMIT ?1", where);
 	pthread_mutex_lock(&a->lock);
-	r = prep(a,
-		 run_sql(a, false,
-			 "ORDER BY started_ns DESC, rowid DESC LIMIT ?1", sql,
-			 sizeof(sql)),
-		 &st);
+	r = prep(a, run_sql(a, false, tail, sql, sizeof(sql)), &st);
 	if (!r) {
 		sqlite3_bind_int64(st, 1, limit > 0 ? limit : -1);
+		filter_bind(st, f);
 		r = EACH_ROW(a, st, struct audit_run, fill_run, fn, arg);
 	}
 	pthread_mutex_unlock(&a->lock);
@@ -525,7 +598,7 @@ static int merge(struct audit *a, struct source src[SRC_N],
 	int r = 0;
 
 	for (int i = 0; i < SRC_N && !r; i++)
-		r = source_next(a, &src[i], i);
+		r = src[i].st ? source_next(a, &src[i], i) : 0; /* NULL: none */
 	while (!r) {
 		int best = -1;
 		struct audit_item it;
@@ -544,6 +617,23 @@ static int merge(struct audit *a, struct source src[SRC_N],
 	return r;
 }
 
+/* merge() in one read transaction: the cursors see one snapshot even
+ * while a run is being written. */
+static int merge_snapshot(struct audit *a, struct source src[SRC_N],
+			  int (*fn)(const struct audit_item *, void *),
+			  void *arg)
+{
+	int r;
+
+	if (sqlite3_exec(a->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+		return audit_sqlfail(a, SQLITE_ERROR, a->path);
+	r = merge(a, src, fn, arg);
+	for (int i = 0; i < SRC_N; i++)
+		sqlite3_reset(src[i].st);
+	sqlite3_exec(a->db, "COMMIT", NULL, NULL, NULL);
+	return r;
+}
+
 int audit_timeline_each(struct audit *a, const char *run_id,
 			int (*fn)(const struct audit_item *, void *), void *arg)
 {
@@ -554,16 +644,47 @@ int audit_timeline_each(struct audit *a, const char *run_id,
 	pthread_mutex_lock(&a->lock);
 	for (int i = 0; i < SRC_N && !r; i++)
 		r = prep_run(a, source_sql[i], run_id, &src[i].st);
-	/* One read transaction: the three cursors see one snapshot even
-	 * while a run is being written. */
-	if (!r && sqlite3_exec(a->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK) {
-		r = merge(a, src, fn, arg);
-		for (int i = 0; i < SRC_N; i++)
-			sqlite3_reset(src[i].st);
-		sqlite3_exec(a->db, "COMMIT", NULL, NULL, NULL);
-	} else if (!r) {
-		r = audit_sqlfail(a, SQLITE_ERROR, a->path);
-	}
+	if (!r)
+		r = merge_snapshot(a, src, fn, arg);
+	for (int i = 0; i < SRC_N; i++)
+		sqlite3_finalize(src[i].st);
+	pthread_mutex_unlock(&a->lock);
+	return r;
+}
+
+/* ----------------------------- replay ----------------------------- */
+
+int audit_replay_each(struct audit *a, const char *run_id, long long from_ns,
+		      long long to_ns, unsigned what,
+		      int (*fn)(const struct audit_item *, void *), void *arg)
+{
+#define REPLAY_RANGE "AND ts_ns >= ?2 AND ts_ns <= ?3 "
+	struct source src[SRC_N];
+	int r = 0;
+
+	memset(src, 0, sizeof(src));
+	pthread_mutex_lock(&a->lock);
+	if (what & AUDIT_REPLAY_OUTPUTS)
+		r = prep_run(a, OUTPUT_COLS REPLAY_RANGE "ORDER BY seq", run_id,
+			     &src[SRC_OUTPUT].st);
+	if (!r && (what & AUDIT_REPLAY_DENIALS))
+		r = prep_run(
+			a,
+			EVENT_COLS
+			"AND (decision <> 'allow' OR would_deny) " REPLAY_RANGE
+			"ORDER BY ts_ns, seq",
+			run_id, &src[SRC_EVENT].st);
+	else if (!r && (what & AUDIT_REPLAY_EVENTS))
+		r = prep_run(a, EVENT_COLS REPLAY_RANGE "ORDER BY ts_ns, seq",
+			     run_id, &src[SRC_EVENT].st);
+#undef REPLAY_RANGE
+	for (int i = 0; i < SRC_N && !r; i++)
+		if (src[i].st) {
+			sqlite3_bind_int64(src[i].st, 2, from_ns);
+			sqlite3_bind_int64(src[i].st, 3, to_ns);
+		}
+	if (!r)
+		r = merge_snapshot(a, src, fn, arg);
 	for (int i = 0; i < SRC_N; i++)
 		sqlite3_finalize(src[i].st);
 	pthread_mutex_unlock(&a->lock);

@@ -1227,25 +1227,6 @@ static int show_summary(struct audit *a, const char *id, const char *path,
 
 /* ------------------------------- main ------------------------------- */
 
-/* The full id for the user's RUN argument, or a message and -1. */
-static int resolve(struct audit *a, const char *path, const char *query,
-		   char id[AUDIT_RUN_ID_LEN + 1])
-{
-	int r = audit_find_run(a, query, id);
-
-	if (r == -ENOENT && !strcmp(query, "last"))
-		warn("no runs recorded in %s", path);
-	else if (r == -ENOENT)
-		warn("no run matches '%s' in %s", query, path);
-	else if (r == -EINVAL)
-		warn("'%s' matches more than one run in %s; give more of "
-		     "the id",
-		     query, path);
-	else if (r)
-		warn("reading %s: %s", path, audit_errmsg(a));
-	return r ? -1 : 0;
-}
-
 int ward_cmd_show(int argc, char **argv)
 {
 	struct show_opts o;
@@ -1262,7 +1243,7 @@ int ward_cmd_show(int argc, char **argv)
 		free(o.syscalls);
 		return WARD_EXIT_INTERNAL;
 	}
-	r = resolve(a, path, o.run, id);
+	r = view_find_run(a, path, o.run, id);
 	if (!r) {
 		r = o.json	? show_json(a, id)
 		    : o.summary ? show_summary(a, id, path, o.db)

@@ -43,6 +43,25 @@ struct audit *view_open_db(const char *db_opt, char *path, size_t n)
 	return a;
 }
 
+int view_find_run(struct audit *a, const char *path, const char *query,
+		  char id[AUDIT_RUN_ID_LEN + 1])
+{
+	int r = audit_find_run(a, query, id);
+
+	if (r == -ENOENT && !strcmp(query, "last"))
+		warn("no runs recorded in %s", path);
+	else if (r == -ENOENT)
+		warn("no run matches '%s' in %s (`ward runs` lists them)",
+		     query, path);
+	else if (r == -EINVAL)
+		warn("'%s' matches more than one run in %s; give more of "
+		     "the id",
+		     query, path);
+	else if (r)
+		warn("reading %s: %s", path, audit_errmsg(a));
+	return r ? -1 : 0;
+}
+
 /* ------------------------------- text ------------------------------- */
 
 /* Characters that reorder or hide text on a terminal. */
@@ -108,6 +127,51 @@ void view_json(FILE *f, const char *s)
 {
 	if (s)
 		view_text(f, s, strlen(s), VIEW_RAW_BSLASH);
+	else
+		fputc('-', f);
+}
+
+void view_html(FILE *f, const void *s, size_t len, unsigned flags)
+{
+	const uint8_t *p = s;
+
+	while (len) {
+		uint32_t cp;
+		size_t n = ward_utf8_decode(p, len, &cp);
+
+		if (n == 0) {
+			fprintf(f, "<span class=\"bad\">\\x%02x</span>", *p);
+			n = 1;
+		} else if (n == 1 && (raw_ok(cp, flags) || cp == '\\')) {
+			fputc((int)cp, f);
+		} else if (n == 1 && (cp < 0x20 || cp == 0x7f)) {
+			fputs("<span class=\"esc\">", f);
+			put_byte_escaped(f, *p);
+			fputs("</span>", f);
+		} else if ((cp >= 0x80 && cp < 0xa0) || is_bidi(cp)) {
+			fprintf(f, "<span class=\"esc\">\\u{%x}</span>", cp);
+		} else if (cp == '&') {
+			fputs("&amp;", f);
+		} else if (cp == '<') {
+			fputs("&lt;", f);
+		} else if (cp == '>') {
+			fputs("&gt;", f);
+		} else if (cp == '"') {
+			fputs("&quot;", f);
+		} else if (cp == '\'') {
+			fputs("&#39;", f);
+		} else {
+			fwrite(p, 1, n, f);
+		}
+		p += n;
+		len -= n;
+	}
+}
+
+void view_html_str(FILE *f, const char *s)
+{
+	if (s)
+		view_html(f, s, strlen(s), 0);
 	else
 		fputc('-', f);
 }

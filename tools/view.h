@@ -21,6 +21,15 @@
 struct audit *view_open_db(const char *db_opt, char *path, size_t n);
 
 /*
+ * The full id for the user's RUN argument (an id, a unique prefix, or
+ * "last") in the database at path. On failure prints a "ward: ..."
+ * message naming RUN and path (no such run, ambiguous prefix, no runs at
+ * all, read error) and returns -1 (the caller exits 125).
+ */
+int view_find_run(struct audit *a, const char *path, const char *query,
+		  char id[AUDIT_RUN_ID_LEN + 1]);
+
+/*
  * Prints len bytes of recorded (untrusted) text so that it cannot change
  * the terminal: valid printable UTF-8 as is; backslash, controls, DEL, C1
  * controls and bidirectional overrides escaped (\\, \n, \t, \r, \xNN,
@@ -38,6 +47,16 @@ enum {
 void view_text(FILE *f, const void *s, size_t len, unsigned flags);
 void view_str(FILE *f, const char *s);	/* NULL prints "-" */
 void view_json(FILE *f, const char *s); /* JSON text; NULL prints "-" */
+/*
+ * The same text for an HTML page, where it may stand in element content
+ * or a quoted attribute: & < > " ' as entities; controls, DEL, C1
+ * controls and bidirectional overrides as <span class="esc">\n</span>
+ * (\xNN, \u{202e}) and each byte that is not valid UTF-8 as <span
+ * class="bad">\xNN</span>. VIEW_RAW_NL and VIEW_RAW_TAB let newlines and
+ * tabs through (in <pre>); backslashes are always themselves.
+ */
+void view_html(FILE *f, const void *s, size_t len, unsigned flags);
+void view_html_str(FILE *f, const char *s); /* NULL prints "-" */
 
 /* "2025-12-02 11:32:05" (local time); with_ms adds ".123 +0100". */
 void view_time(char *buf, size_t n, long long ns, bool with_ms);
