@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../audit/audit.h"
 #include "../common/log.h"
@@ -21,7 +22,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ward runs [--db PATH] [--limit N] [--json]\n"
+		"usage: ward runs [--db PATH] [--limit N] [--json] [--status S[,S]]\n"
+		"                 [--denied] [--since TIME] [--until TIME] [--lang L[,L]]\n"
 		"\n"
 		"List the runs recorded in the audit database, most recently started first.\n"
 		"\n"
@@ -31,6 +33,19 @@ static void usage(FILE *f)
 		"                  ~/.local/state/ward/audit.db); opened read-only\n"
 		"  -n, --limit N   at most N runs (default %d; 0 means all)\n"
 		"  --json          print a JSON array with one object per run instead\n"
+		"  --status S[,S]  only runs with one of these statuses (below); repeatable\n"
+		"  --denied        only runs with at least one syscall denied or killed\n"
+		"  --since TIME    only runs started at or after TIME\n"
+		"  --until TIME    only runs started at or before TIME\n"
+		"  --lang L[,L]    only runs in one of these languages (python, node, sh)\n"
+		"\n"
+		"Filters combine (all must hold) and go with --limit (the N most recent\n"
+		"runs that match) and --json; they are done by the database, fast on a\n"
+		"large one. TIME is an ISO 8601 date and time in local time\n"
+		"(2026-12-02T10:00, 2026-12-02 10:00:05, or with a zone: 2026-12-02T10:00Z,\n"
+		"2026-12-02T10:00+01:00), a date (2026-12-02: its midnight, local time),\n"
+		"`now`, or a time ago: a count and s, m, h, d or w (45s, 30m, 1h, 2d, 1w).\n"
+		"Example: ward runs --since 1d --status error,killed --denied\n"
 		"  -h, --help      this text\n"
 		"\n"
 		"columns:\n"
@@ -52,29 +67,101 @@ static void usage(FILE *f)
 		"code_sha256, code_bytes, code_first_line, policy_name, events, denials,\n"
 		"processes. Times are nanoseconds since the epoch.\n"
 		"\n"
-		"exit status: 0, or 125 (bad arguments, missing or unusable database).\n",
+		"exit status: 0 (also when no run matches), or 125 (bad arguments, an\n"
+		"unknown status or language, a TIME that cannot be read, missing or\n"
+		"unusable database).\n",
 		DEFAULT_LIMIT);
 }
+
+#define MAX_NAMES 16 /* --status, --lang values */
 
 struct runs_opts {
 	const char *db;
 	int limit;
 	bool json;
+	struct audit_run_filter f;
+	const char *status[MAX_NAMES], *lang[MAX_NAMES]; /* in argv */
 };
+
+static const char *const statuses[] = { "running", "ok",     "error",
+					"timeout", "killed", "limit",
+					"aborted", NULL };
+static const char *const languages[] = { "python", "node", "sh", NULL };
+
+static bool known(const char *const *names, const char *s)
+{
+	for (; *names; names++)
+		if (!strcmp(*names, s))
+			return true;
+	return false;
+}
+
+/* The comma-separated names in arg (cut in place) added to list: 0, or -1
+ * with a message. */
+static int add_names(const char *opt, char *arg, const char *const *valid,
+		     const char **list, size_t *n, const char *what)
+{
+	char *save = NULL;
+
+	for (char *s = strtok_r(arg, ",", &save); s;
+	     s = strtok_r(NULL, ",", &save)) {
+		if (!known(valid, s)) {
+			char all[128] = "";
+
+			for (size_t i = 0; valid[i]; i++)
+				snprintf(all + strlen(all),
+					 sizeof(all) - strlen(all), "%s%s",
+					 i ? ", " : "", valid[i]);
+			warn("runs: %s: '%s' is not a %s; give one of: %s", opt,
+			     s, what, all);
+			return -1;
+		}
+		if (*n >= MAX_NAMES) {
+			warn("runs: %s: too many values", opt);
+			return -1;
+		}
+		list[(*n)++] = s;
+	}
+	if (!*n) {
+		warn("runs: %s needs a %s", opt, what);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_when(const char *opt, const char *arg, long long *ns)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (!view_parse_time(arg, now.tv_sec * 1000000000LL + now.tv_nsec, ns))
+		return 0;
+	warn("runs: %s: cannot read '%s' as a time; give %s", opt, arg,
+	     VIEW_TIME_FORMS);
+	return -1;
+}
 
 /* 0, 1 (--help printed) or -1 (error printed). */
 static int parse_args(int argc, char **argv, struct runs_opts *o)
 {
+	enum { O_STATUS = 256, O_DENIED, O_SINCE, O_UNTIL, O_LANG };
 	static const struct option opts[] = {
 		{ "db", required_argument, NULL, 'd' },
 		{ "limit", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "status", required_argument, NULL, O_STATUS },
+		{ "denied", no_argument, NULL, O_DENIED },
+		{ "since", required_argument, NULL, O_SINCE },
+		{ "until", required_argument, NULL, O_UNTIL },
+		{ "lang", required_argument, NULL, O_LANG },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	int c;
 
 	*o = (struct runs_opts){ .limit = DEFAULT_LIMIT };
+	o->f.statuses = o->status;
+	o->f.languages = o->lang;
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":n:h", opts, NULL)) != -1) {
@@ -85,6 +172,27 @@ static int parse_args(int argc, char **argv, struct runs_opts *o)
 		case 'd': o->db = optarg; break;
 		case 'j': o->json = true; break;
 		case 'h': usage(stdout); return 1;
+		case O_DENIED: o->f.denied = true; break;
+		case O_STATUS:
+			if (add_names("--status", optarg, statuses, o->status,
+				      &o->f.n_statuses, "status"))
+				return -1;
+			break;
+		case O_LANG:
+			if (add_names("--lang", optarg, languages, o->lang,
+				      &o->f.n_languages, "language"))
+				return -1;
+			break;
+		case O_SINCE:
+			if (parse_when("--since", optarg, &o->f.since_ns))
+				return -1;
+			o->f.has_since = true;
+			break;
+		case O_UNTIL:
+			if (parse_when("--until", optarg, &o->f.until_ns))
+				return -1;
+			o->f.has_until = true;
+			break;
 		case 'n':
 			errno = 0;
 			v = strtol(optarg, &end, 10);
@@ -109,6 +217,10 @@ static int parse_args(int argc, char **argv, struct runs_opts *o)
 	if (optind < argc) {
 		warn("runs: unexpected argument '%s' (see ward runs --help)",
 		     argv[optind]);
+		return -1;
+	}
+	if (o->f.has_since && o->f.has_until && o->f.since_ns > o->f.until_ns) {
+		warn("runs: --since is after --until: no run can match");
 		return -1;
 	}
 	return 0;
@@ -203,10 +315,12 @@ static int append_json(const struct audit_run *r, void *arg)
 	return json_array_append_new(arg, o) ? -ENOMEM : 0;
 }
 
-static int print_json(struct audit *a, int limit)
+static int print_json(struct audit *a, const struct runs_opts *o)
 {
 	json_t *arr = json_array();
-	int r = arr ? audit_runs_each(a, limit, append_json, arr) : -ENOMEM;
+	int r = arr ? audit_runs_filter_each(a, &o->f, o->limit, append_json,
+					     arr)
+		    : -ENOMEM;
 
 	if (!r && json_dumpf(arr, stdout, 0) == 0)
 		fputc('\n', stdout);
@@ -227,12 +341,12 @@ int ward_cmd_runs(int argc, char **argv)
 	if (!a)
 		return WARD_EXIT_INTERNAL;
 	if (o.json) {
-		r = print_json(a, o.limit);
+		r = print_json(a, &o);
 	} else {
 		printf("%-16s  %-19s  %-8s %7s %7s  %-7s %6s  %s\n", "ID",
 		       "STARTED", "STATUS", "EXIT", "TIME", "LANG", "DENIED",
 		       "CODE");
-		r = audit_runs_each(a, o.limit, print_row, NULL);
+		r = audit_runs_filter_each(a, &o.f, o.limit, print_row, NULL);
 	}
 	if (r)
 		warn("runs: reading %s: %s", path, audit_errmsg(a));

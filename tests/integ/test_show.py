@@ -353,3 +353,91 @@ def test_dead_ward_run_is_aborted_by_the_next_run(ctx):
     assert row and " aborted " in row[0], r
     r = ctx.ward("show", run["id"], "--summary")
     assert r.code == 0 and "status    aborted\ncause     ward stopped before the run ended" in r.stdout, r
+
+
+def _local_ns(s):
+    """'2026-01-01T10:00:00' in local time, as ns."""
+    return int(time.mktime(time.strptime(s, "%Y-%m-%dT%H:%M:%S"))) * 1000000000
+
+
+def _runs_ids(ctx, *args):
+    r = ctx.ward("runs", "--json", "--limit", "0", *args)
+    assert r.code == 0, (args, r)
+    return [x["id"] for x in r.json()]
+
+
+def test_runs_filters(ctx):
+    assert ctx.run("print(1)").code == 0
+    ok_id = ctx.last_run()["id"]
+    assert ctx.run("open('/etc/shadow')").code == 1
+    err_id = ctx.last_run()["id"]
+    assert ctx.run("echo hi", lang="sh").code == 0
+    sh_id = ctx.last_run()["id"]
+    old1, old2, live = "1000000000000001", "1000000000000002", "1000000000000003"
+    con = sqlite3.connect(ctx.db)
+    with con:
+        con.execute("insert into runs(id, started_ns, status, language, denials, events)"
+                    " values (?, ?, 'timeout', 'node', 3, 10)",
+                    (old1, _local_ns("2026-01-01T10:00:00")))
+        con.execute("insert into runs(id, started_ns, status, language, denials, events)"
+                    " values (?, ?, 'ok', 'python', 0, 5)",
+                    (old2, _local_ns("2025-06-01T12:00:00")))
+        # a run without an end: no counters yet, a denial in its events
+        con.execute("insert into runs(id, started_ns, status, language)"
+                    " values (?, ?, 'running', 'python')", (live, _local_ns("2025-05-01T00:00:00")))
+        con.execute("insert into events(run_id, seq, ts_ns, pid, tid, nr, syscall, decision)"
+                    " values (?, 1, 1, 1, 1, 257, 'openat', 'deny')", (live,))
+    con.close()
+    assert _runs_ids(ctx) == [sh_id, err_id, ok_id, old1, old2, live]
+    assert _runs_ids(ctx, "--status", "error") == [err_id]
+    assert _runs_ids(ctx, "--status", "ok,timeout") == [sh_id, ok_id, old1, old2]
+    assert _runs_ids(ctx, "--status", "ok", "--status", "running") == [sh_id, ok_id, old2, live]
+    assert _runs_ids(ctx, "--denied") == [err_id, old1, live]
+    assert _runs_ids(ctx, "--lang", "sh") == [sh_id]
+    assert _runs_ids(ctx, "--lang", "node,sh") == [sh_id, old1]
+    assert _runs_ids(ctx, "--since", "1h") == [sh_id, err_id, ok_id]
+    assert _runs_ids(ctx, "--since", "30m", "--lang", "python") == [err_id, ok_id]
+    assert _runs_ids(ctx, "--until", "2026-01-02") == [old1, old2, live]
+    assert _runs_ids(ctx, "--since", "2026-01-01", "--until", "2026-01-01T23:59") == [old1]
+    assert _runs_ids(ctx, "--since", "2026-01-01T10:00") == [sh_id, err_id, ok_id, old1]
+    assert _runs_ids(ctx, "--since", "2026-01-01T10:00:01") == [sh_id, err_id, ok_id]
+    assert _runs_ids(ctx, "--until", "2026-01-01 10:00:00") == [old1, old2, live]
+    utc = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(_local_ns("2025-06-01T12:00:00") // 10**9))
+    assert _runs_ids(ctx, "--since", utc, "--until", utc) == [old2], utc
+    assert _runs_ids(ctx, "--since", "2025-01-01", "--until", "now", "--status", "ok",
+                     "--lang", "python") == [ok_id, old2]
+    assert _runs_ids(ctx, "--denied", "--status", "ok") == []
+    # with --limit: the most recent that match; and in the table
+    assert _runs_ids(ctx, "--denied", "--limit", "2") == [err_id, old1]
+    r = ctx.ward("runs", "--denied", "--until", "2026-06-01")
+    assert r.code == 0, r
+    assert [l.split()[0] for l in r.stdout.splitlines()[1:]] == [old1, live], r.stdout
+    r = ctx.ward("runs", "--status", "killed")
+    assert r.code == 0 and r.stdout.splitlines()[1:] == [], r
+
+
+def test_runs_filter_errors_exit_125(ctx):
+    assert ctx.run("print(1)").code == 0
+    bad = [
+        (["--status", "okk"], "runs: --status: 'okk' is not a status; give one of: running, ok, error,"),
+        (["--status", ""], "--status needs a status"),
+        (["--status", ",,"], "--status needs a status"),
+        (["--lang", "ruby"], "runs: --lang: 'ruby' is not a language; give one of: python, node, sh"),
+        (["--since", "yesterday"], "runs: --since: cannot read 'yesterday' as a time; give 2026-12-02T10:00"),
+        (["--since", "2026-02-30"], "cannot read '2026-02-30' as a time"),
+        (["--since", "2026-13-01"], "cannot read '2026-13-01'"),
+        (["--until", "2026-12-02T25:00"], "--until: cannot read"),
+        (["--since", "10x"], "cannot read '10x'"),
+        (["--since", "1h30"], "cannot read '1h30'"),
+        (["--since", "2026-12-02T10:00+25:00"], "cannot read"),
+        (["--since", "1d", "--until", "2d"], "--since is after --until"),
+        (["--since"], "--since needs a value"),
+    ]
+    for args, msg in bad:
+        r = ctx.ward("runs", *args)
+        assert r.code == 125 and r.stdout == "", (args, r)
+        assert "ward: " + msg in r.stderr or msg in r.stderr, (args, msg, r)
+    r = ctx.ward("runs", "--help", db=False)
+    for word in ("--status S[,S]", "--denied", "--since TIME", "--until TIME", "--lang L[,L]",
+                 "2026-12-02T10:00", "30m", "2d"):
+        assert word in r.stdout, word
