@@ -43,7 +43,7 @@ AUDIT_SRC  := $(wildcard audit/*.c)
 TRACER_SRC := $(wildcard tracer/*.c)
 TOOLS_SRC  := $(filter-out tools/embed.c,$(wildcard tools/*.c))
 # tools/ code the unit tests link too (ward links every tools/ object)
-TOOLS_LIB_SRC := tools/symbolize.c
+TOOLS_LIB_SRC := tools/symbolize.c tools/rundiff.c
 UNIT_SRC   := $(wildcard tests/unit/test-*.c)
 HELPER_SRC := $(wildcard tests/helpers/*.c)
 PROFILES   := $(sort $(wildcard profiles/*.json))

@@ -398,6 +398,17 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		die("--lang: '%s' is not one of python, node, sh", a->lang);
 }
 
+int ward_run_args_start(int argc, char **argv)
+{
+	struct run_args a;
+
+	memset(&a, 0, sizeof(a));
+	parse_args(argc, argv, &a);
+	free(a.envs);
+	free(a.inputs);
+	return argc - a.n_script_args;
+}
+
 static const char *lang_from_name(const char *file)
 {
 	const char *dot = file ? strrchr(file, '.') : NULL;

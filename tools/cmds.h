@@ -11,6 +11,12 @@ int ward_cmd_show(int argc, char **argv);
 int ward_cmd_replay(int argc, char **argv);
 int ward_cmd_serve(int argc, char **argv);
 int ward_cmd_mcp(int argc, char **argv);
+int ward_cmd_diff(int argc, char **argv);
+int ward_cmd_rerun(int argc, char **argv);
+/* In ward run's command line argv (argv[0] "run", as recorded in
+ * runs.argv after "ward"): the index of the code's first own argument
+ * (argc when none). Dies (125) on a command line ward run refuses. */
+int ward_run_args_start(int argc, char **argv);
 int ward_cmd_verify(int argc, char **argv);
 int ward_cmd_recheck(int argc, char **argv);
 int ward_cmd_learn(int argc, char **argv);

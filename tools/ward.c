@@ -25,6 +25,8 @@ static void usage(FILE *f)
 		"  replay   a run's output again, as it came  ward replay RUN [--decisions]\n"
 		"  serve    sessions over JSON lines (stdio)  ward serve [--db PATH]\n"
 		"  mcp      MCP server for agents (stdio)     ward mcp [--db PATH]\n"
+		"  rerun    run a recorded run again, diff    ward rerun RUN [--policy FILE]\n"
+		"  diff     compare two recorded runs         ward diff RUN1 RUN2\n"
 		"  recheck  judge runs again under a policy   ward recheck RUN|--all --policy F\n"
 		"  learn    a policy from audit-mode runs     ward learn RUN... -o FILE\n"
 		"  verify   check records for tampering       ward verify RUN...|--all [--json]\n"
@@ -65,6 +67,10 @@ int main(int argc, char **argv)
 		return ward_cmd_serve(argc - 1, argv + 1);
 	if (!strcmp(cmd, "mcp"))
 		return ward_cmd_mcp(argc - 1, argv + 1);
+	if (!strcmp(cmd, "diff"))
+		return ward_cmd_diff(argc - 1, argv + 1);
+	if (!strcmp(cmd, "rerun"))
+		return ward_cmd_rerun(argc - 1, argv + 1);
 	if (!strcmp(cmd, "recheck"))
 		return ward_cmd_recheck(argc - 1, argv + 1);
 	if (!strcmp(cmd, "learn"))
