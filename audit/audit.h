@@ -176,7 +176,8 @@ struct audit_event {
 	int err;	       /* errno returned to the code on deny, else 0 */
 	bool would_deny;       /* audit mode: would have been denied */
 	const char *backtrace; /* JSON array text, or NULL */
-	const char *pyframes;  /* JSON array text (Python frames), or NULL */
+	const char *pyframes;  /* Python frames read from the code's memory
+				* (untrusted), JSON object text, or NULL */
 };
 /* Appends one event; its seq is 1, 2, ... in call order within the run.
  * deny/kill commit at once. */

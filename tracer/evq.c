@@ -164,7 +164,7 @@ int evq_push(struct tracer *t, const struct audit_event *e)
 {
 	size_t n = slen(e->syscall) + slen(e->args_json) + slen(e->raw) +
 		   slen(e->target) + slen(e->decision) + slen(e->rule) +
-		   slen(e->reason) + slen(e->backtrace);
+		   slen(e->reason) + slen(e->backtrace) + slen(e->pyframes);
 	struct evrec *r = rec_new(EV_EVENT, n);
 	char *at;
 
@@ -180,6 +180,7 @@ int evq_push(struct tracer *t, const struct audit_event *e)
 	r->u.e.rule = put(&at, e->rule);
 	r->u.e.reason = put(&at, e->reason);
 	r->u.e.backtrace = put(&at, e->backtrace);
+	r->u.e.pyframes = put(&at, e->pyframes);
 	return enqueue(t, r);
 }
 

@@ -13,6 +13,7 @@
 #include "tracer-int.h"
 #include "args.h"
 #include "decode.h"
+#include "pyframe.h"
 #include "spawn.h"
 
 #include <errno.h>
@@ -382,6 +383,7 @@ static void record_event(struct tracer *t, struct tracee *tc,
 		.err = v->action == POLICY_DENY || !v->would_deny ? v->err : 0,
 		.would_deny = v->would_deny,
 		.backtrace = bt,
+		.pyframes = t->pyf[0] ? t->pyf : NULL, /* untrusted */
 	};
 
 	t->res->events++;
@@ -445,6 +447,12 @@ static void apply_verdict(struct tracer *t, struct tracee *tc,
 	if (v->backtrace &&
 	    tracer_backtrace(tc->tid, tc->tgid, t->bt, sizeof(t->bt)) == 0)
 		bt = t->bt;
+	/* the Python frames, from the code's memory: recorded, never
+	 * judged ("" when not CPython or nothing to read) */
+	t->pyf[0] = '\0';
+	if (v->backtrace)
+		tracer_pyframes(tc->tid, tc->tgid, tracer_ns_pid(t, tc->tid),
+				t->pyf, sizeof(t->pyf));
 
 	switch (v->action) {
 	case POLICY_ALLOW:

@@ -329,6 +329,7 @@ struct tracer {
 	struct argcopy cp;    /* argument copies of the current stop */
 	struct ward_event ev; /* scratch for the current stop */
 	char bt[4096];	      /* scratch for backtraces */
+	char pyf[16384];      /* scratch for Python frames (pyframe.h) */
 };
 
 enum stop_reason {
