@@ -262,6 +262,26 @@ static int get_int(struct vctx *c, const json_t *v, long long lo, long long hi,
 	return 0;
 }
 
+/* A rule's optional "why" (free text for the reader, e.g. what ward learn
+ * saw): a string of at most WHY_MAX bytes, not kept. */
+#define WHY_MAX 4096
+static int check_why(struct vctx *c, json_t *rule)
+{
+	json_t *v = json_object_get(rule, "why");
+	const char *s;
+	size_t old;
+	int rc;
+
+	if (!v)
+		return 0;
+	old = push_key(c, "why");
+	rc = get_string(c, v, &s);
+	if (!rc && strlen(s) > WHY_MAX)
+		rc = fail(c, "longer than %d bytes", WHY_MAX);
+	pop(c, old);
+	return rc;
+}
+
 static int get_dup(struct vctx *c, const json_t *v, char **out)
 {
 	const char *s;
@@ -481,8 +501,8 @@ static int get_rule_id(struct vctx *c, json_t *rule, const char *pos,
 
 static int parse_fs_rule(struct vctx *c, json_t *v, size_t idx)
 {
-	static const char *const keys[] = { "id",   "path",  "allow",
-					    "deny", "errno", NULL };
+	static const char *const keys[] = { "id",    "path", "allow", "deny",
+					    "errno", "why",  NULL };
 	struct pol_fs_rule *r = &c->p->fs[idx];
 	json_t *allow, *deny, *m;
 	char pos[48];
@@ -491,7 +511,7 @@ static int parse_fs_rule(struct vctx *c, json_t *v, size_t idx)
 	int rc;
 
 	if ((rc = want(c, v, JSON_OBJECT, "an object")) ||
-	    (rc = check_keys(c, v, keys)))
+	    (rc = check_keys(c, v, keys)) || (rc = check_why(c, v)))
 		return rc;
 	snprintf(pos, sizeof(pos), "fs[%zu]", idx);
 	if ((rc = get_rule_id(c, v, pos, &r->id)))
@@ -602,13 +622,13 @@ static int parse_exec_allow(struct vctx *c, json_t *v)
 
 static int parse_exec(struct vctx *c, json_t *v)
 {
-	static const char *const keys[] = { "allow", "errno", NULL };
+	static const char *const keys[] = { "allow", "errno", "why", NULL };
 	json_t *m;
 	size_t old;
 	int rc;
 
 	if ((rc = want(c, v, JSON_OBJECT, "an object")) ||
-	    (rc = check_keys(c, v, keys)))
+	    (rc = check_keys(c, v, keys)) || (rc = check_why(c, v)))
 		return rc;
 	if ((m = json_object_get(v, "allow"))) {
 		old = push_key(c, "allow");
@@ -781,7 +801,7 @@ static int parse_net_rule(struct vctx *c, json_t *v, size_t idx)
 	static const char *const keys[] = { "id",	"ops",	  "family",
 					    "addr",	"port",	  "path",
 					    "abstract", "action", "errno",
-					    NULL };
+					    "why",	NULL };
 	struct pol_net_rule *r = &c->p->net[idx];
 	char pos[48];
 	uint64_t ops;
@@ -790,7 +810,7 @@ static int parse_net_rule(struct vctx *c, json_t *v, size_t idx)
 	int rc, x = 0;
 
 	if ((rc = want(c, v, JSON_OBJECT, "an object")) ||
-	    (rc = check_keys(c, v, keys)))
+	    (rc = check_keys(c, v, keys)) || (rc = check_why(c, v)))
 		return rc;
 	snprintf(pos, sizeof(pos), "net.rules[%zu]", idx);
 	if ((rc = get_rule_id(c, v, pos, &r->id)))
@@ -952,8 +972,8 @@ static int check_syscall_name(struct vctx *c, struct pol_sys_rule *r)
 
 static int parse_sys_rule(struct vctx *c, json_t *v, size_t idx)
 {
-	static const char *const keys[] = { "id", "name", "action", "errno",
-					    NULL };
+	static const char *const keys[] = { "id",    "name", "action",
+					    "errno", "why",  NULL };
 	struct pol_sys_rule *r = &c->p->sys[idx];
 	char pos[48], list[128];
 	json_t *m;
@@ -961,7 +981,7 @@ static int parse_sys_rule(struct vctx *c, json_t *v, size_t idx)
 	int rc, x = 0;
 
 	if ((rc = want(c, v, JSON_OBJECT, "an object")) ||
-	    (rc = check_keys(c, v, keys)))
+	    (rc = check_keys(c, v, keys)) || (rc = check_why(c, v)))
 		return rc;
 	snprintf(pos, sizeof(pos), "syscalls[%zu]", idx);
 	if ((rc = get_rule_id(c, v, pos, &r->id)))

@@ -1,0 +1,64 @@
+/*
+ * learn.h - the least-privilege policy that allows what recorded events
+ * did (ward learn). Pure: events in (rebuilt with policy_event_from_row),
+ * policy JSON text out (docs/policy.md), no file system, no SQLite.
+ *
+ * Generalization, in this order:
+ *   - paths in a run's workdir become "$WORKDIR/..." (runs merge);
+ *     /proc/PID/... of the event's own process becomes /proc/self/...
+ *   - read, stat and exec inside the interpreter's own trees (directories
+ *     whose name starts like the interpreter's, "python" for python3.11,
+ *     directly under /usr/lib, /usr/local/lib, /usr/lib64, /usr/share,
+ *     /usr/include, /etc) become one rule per tree
+ *   - more than threshold paths directly under one directory become one
+ *     rule on the directory with the union of their access (repeated
+ *     upwards; never onto "/", a top-level directory or above $WORKDIR)
+ *   - a rule whose access an ancestor rule already grants is dropped
+ * Programs run become exact exec.allow entries; peers exact address and
+ * port (unix: exact path or abstract name); signals outside the run make
+ * "signals": "any". Every rule gets a "why": the runs, the number of
+ * events and an example.
+ */
+#ifndef WARD_POLICY_LEARN_H
+#define WARD_POLICY_LEARN_H
+
+#include <stddef.h>
+
+#include "../common/event.h"
+
+struct learn;
+
+/* Where an event came from (for "why"). Borrowed for the call. */
+struct learn_src {
+	const char *run_id;
+	long long seq;
+	const char *syscall;
+	const char *target;
+};
+
+/* threshold: see above (> 0). 0 or -ENOMEM. */
+int learn_new(unsigned threshold, struct learn **out);
+void learn_free(struct learn *l); /* NULL: no-op */
+
+/* The run's language ("python", ...) and interpreter path as recorded. */
+int learn_interpreter(struct learn *l, const char *lang, const char *path);
+
+/*
+ * One event of a run whose workdir is workdir (absolute). Events any
+ * policy allows (a missing program, an fd without a name, a send on a
+ * connected socket, a new process) add nothing. 0 or -ENOMEM.
+ */
+int learn_event(struct learn *l, const struct ward_event *ev,
+		const char *workdir, const struct learn_src *src);
+
+/* Number of events that needed a rule so far. */
+long long learn_count(const struct learn *l);
+
+/*
+ * The policy as JSON text (*out malloc'd, NUL-terminated), named name,
+ * with description. 0 or -ENOMEM.
+ */
+int learn_policy_text(struct learn *l, const char *name,
+		      const char *description, char **out);
+
+#endif
