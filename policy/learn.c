@@ -23,6 +23,8 @@ struct why {
 	bool more_runs;
 	long long count;
 	char *example;
+	long long flagged; /* events the recording policy would have denied */
+	char *flag_rule;   /* by this rule (the first seen) */
 };
 
 struct fs_ent {
@@ -96,6 +98,7 @@ static void why_free(struct why *w)
 	for (int i = 0; i < w->nruns; i++)
 		free(w->runs[i]);
 	free(w->example);
+	free(w->flag_rule);
 	memset(w, 0, sizeof(*w));
 }
 
@@ -158,6 +161,11 @@ static int why_run(struct why *w, const char *run)
 static int why_add(struct why *w, const struct learn_src *s)
 {
 	w->count++;
+	if (s->would_deny) {
+		w->flagged++;
+		if (!w->flag_rule && !(w->flag_rule = strdup(s->would_deny)))
+			return -ENOMEM;
+	}
 	if (!w->example) {
 		const char *t = s->target ? s->target : "";
 		size_t n =
@@ -176,6 +184,10 @@ static int why_merge(struct why *dst, const struct why *src)
 {
 	dst->count += src->count;
 	dst->more_runs |= src->more_runs;
+	dst->flagged += src->flagged;
+	if (!dst->flag_rule && src->flag_rule &&
+	    !(dst->flag_rule = strdup(src->flag_rule)))
+		return -ENOMEM;
 	if (!dst->example && src->example &&
 	    !(dst->example = strdup(src->example)))
 		return -ENOMEM;
@@ -188,7 +200,8 @@ static int why_merge(struct why *dst, const struct why *src)
 /* "runs a, b: 12 events, e.g. run a #47 openat /x" */
 static char *why_text(const struct why *w)
 {
-	size_t n = 96 + (w->example ? strlen(w->example) : 0);
+	size_t n = 200 + (w->example ? strlen(w->example) : 0) +
+		   (w->flag_rule ? strlen(w->flag_rule) : 0);
 	char *s, *p;
 
 	for (int i = 0; i < w->nruns; i++)
@@ -203,7 +216,12 @@ static char *why_text(const struct why *w)
 		p += sprintf(p, " and more");
 	p += sprintf(p, ": %lld event%s", w->count, w->count == 1 ? "" : "s");
 	if (w->example)
-		sprintf(p, ", e.g. %s", w->example);
+		p += sprintf(p, ", e.g. %s", w->example);
+	if (w->flagged)
+		sprintf(p,
+			"; REVIEW: the recording policy would have denied %lld "
+			"of them (rule %s)",
+			w->flagged, w->flag_rule);
 	if (strlen(s) > 4000) /* the policy's limit for "why" */
 		s[4000] = '\0';
 	return s;
@@ -463,6 +481,25 @@ int learn_event(struct learn *l, const struct ward_event *ev,
 long long learn_count(const struct learn *l)
 {
 	return l->count;
+}
+
+size_t learn_flagged(const struct learn *l)
+{
+	const struct fs_ent *f = l->fs.v;
+	const struct net_ent *e = l->net.v;
+	size_t n = l->sig.flagged > 0;
+
+	for (size_t i = 0; i < l->fs.n; i++)
+		n += !f[i].dead && f[i].why.flagged;
+	for (size_t i = 0; i < l->net.n; i++)
+		n += e[i].why.flagged > 0;
+	for (size_t i = 0; i < l->exec.n; i++)
+		n += ((const struct named *)l->exec.v)[i].why.flagged > 0;
+	for (size_t i = 0; i < l->sys.n; i++)
+		n += ((const struct named *)l->sys.v)[i].why.flagged > 0;
+	for (size_t i = 0; i < l->fam.n; i++)
+		n += ((const struct named *)l->fam.v)[i].why.flagged > 0;
+	return n;
 }
 
 /* ---- generalizing ---- */

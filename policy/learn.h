@@ -34,6 +34,8 @@ struct learn_src {
 	long long seq;
 	const char *syscall;
 	const char *target;
+	const char *would_deny; /* the rule that would have denied it (audit
+				 * mode's would_deny), or NULL */
 };
 
 /* threshold: see above (> 0). 0 or -ENOMEM. */
@@ -53,6 +55,9 @@ int learn_event(struct learn *l, const struct ward_event *ev,
 
 /* Number of events that needed a rule so far. */
 long long learn_count(const struct learn *l);
+/* After learn_policy_text: rules (an exec.allow entry counts as one) that
+ * allow what the recording policy would have denied; their "why" says so. */
+size_t learn_flagged(const struct learn *l);
 
 /*
  * The policy as JSON text (*out malloc'd, NUL-terminated), named name,

@@ -244,6 +244,7 @@ static int row_cb(const struct audit_event_row *row, void *arg)
 		.seq = row->seq,
 		.syscall = e->syscall ? e->syscall : "?",
 		.target = e->target,
+		.would_deny = e->would_deny && e->rule ? e->rule : NULL,
 	};
 	struct policy_verdict v;
 	char why[160];
@@ -347,6 +348,7 @@ int ward_cmd_learn(int argc, char **argv)
 	char *text = NULL, *desc = NULL;
 	char path[4096], msg[1024];
 	struct opts o;
+	size_t flagged = 0;
 	int rc = parse_args(argc, argv, &o), status = WARD_EXIT_INTERNAL;
 
 	if (rc)
@@ -390,6 +392,7 @@ int ward_cmd_learn(int argc, char **argv)
 		     msg);
 		goto out;
 	}
+	flagged = learn_flagged(ps->l);
 	learn_free(ps->l);
 	ps->l = NULL;
 	ps->check = learned;
@@ -405,6 +408,13 @@ int ward_cmd_learn(int argc, char **argv)
 		goto out;
 	if (o.out)
 		fprintf(stderr, "ward: learned policy written to %s\n", o.out);
+	if (flagged)
+		fprintf(stderr,
+			"ward: review %zu rule%s: %s what the recording policy "
+			"would have denied (their \"why\" starts REVIEW after "
+			"the example)\n",
+			flagged, flagged == 1 ? "" : "s",
+			flagged == 1 ? "it allows" : "they allow");
 	status = 0;
 	goto out;
 oom:
