@@ -11,6 +11,7 @@ int ward_cmd_show(int argc, char **argv);
 int ward_cmd_replay(int argc, char **argv);
 int ward_cmd_serve(int argc, char **argv);
 int ward_cmd_mcp(int argc, char **argv);
+int ward_cmd_export(int argc, char **argv);
 int ward_cmd_diff(int argc, char **argv);
 int ward_cmd_rerun(int argc, char **argv);
 /* In ward run's command line argv (argv[0] "run", as recorded in

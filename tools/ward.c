@@ -25,6 +25,7 @@ static void usage(FILE *f)
 		"  replay   a run's output again, as it came  ward replay RUN [--decisions]\n"
 		"  serve    sessions over JSON lines (stdio)  ward serve [--db PATH]\n"
 		"  mcp      MCP server for agents (stdio)     ward mcp [--db PATH]\n"
+		"  export   runs as JSON Lines or OCSF        ward export RUN...|--all --format F\n"
 		"  rerun    run a recorded run again, diff    ward rerun RUN [--policy FILE]\n"
 		"  diff     compare two recorded runs         ward diff RUN1 RUN2\n"
 		"  recheck  judge runs again under a policy   ward recheck RUN|--all --policy F\n"
@@ -67,6 +68,8 @@ int main(int argc, char **argv)
 		return ward_cmd_serve(argc - 1, argv + 1);
 	if (!strcmp(cmd, "mcp"))
 		return ward_cmd_mcp(argc - 1, argv + 1);
+	if (!strcmp(cmd, "export"))
+		return ward_cmd_export(argc - 1, argv + 1);
 	if (!strcmp(cmd, "diff"))
 		return ward_cmd_diff(argc - 1, argv + 1);
 	if (!strcmp(cmd, "rerun"))
