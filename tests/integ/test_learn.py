@@ -1,0 +1,164 @@
+"""ward learn: a least-privilege policy from audit-mode runs. Proven by
+running the same code under the learned policy (no denials) and code that
+goes further (a write outside the workdir, a connect to another port, a
+program not seen) being denied; its refusals and errors (exit 125)."""
+import json
+import os
+import socket
+
+import wardtest
+
+
+def _free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def _workload(port):
+    return f"""
+import os, socket, subprocess, threading
+rows = open('data.csv').read().splitlines()
+total = sum(int(r.split(',')[1]) for r in rows[1:])
+os.makedirs('out', exist_ok=True)
+with open('out/total.txt', 'w') as f:
+    f.write(str(total))
+names = sorted(os.listdir('.'))
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(('127.0.0.1', {port}))
+srv.listen(1)
+c = socket.create_connection(('127.0.0.1', {port}))
+c.close()
+srv.close()
+kernel = subprocess.run(['uname', '-s'], capture_output=True, text=True).stdout.strip()
+print(total, names, kernel)
+"""
+
+
+def _run(ctx, code, *opts):
+    data = ctx.path("data.csv")
+    if not os.path.exists(data):
+        ctx.write("data.csv", "name,n\na,1\nb,2\nc,39\n")
+    return ctx.ward("run", "--input", data, *opts, "-c", code)
+
+
+def test_learn_allows_exactly_what_the_run_did(ctx):
+    port = _free_port()
+    code = _workload(port)
+    r = _run(ctx, code, "--profile", "audit")
+    assert r.code == 0 and r.stdout.startswith("42 "), r
+    audit_run = ctx.last_run()
+    # the audit run would have been denied under the default profile
+    assert audit_run["denials"] > 0, audit_run
+    learned = ctx.path("learned.json")
+    r = ctx.ward("learn", audit_run["id"], "-o", learned, "--db", ctx.db)
+    assert r.code == 0, r
+    pol = json.load(open(learned))
+    assert pol["mode"] == "enforce" and pol["version"] == 1
+    assert all("why" in rule for rule in pol["fs"]), pol["fs"]
+    assert all(audit_run["id"] in rule["why"] for rule in pol["fs"]), pol["fs"]
+    paths = {rule["path"]: rule["allow"] for rule in pol["fs"]}
+    assert "write" in paths.get("$WORKDIR/out/total.txt", []) or \
+        "write" in paths.get("$WORKDIR/out", []), paths
+    assert not any(p.startswith(audit_run["workdir"]) for p in paths), \
+        "the workdir is $WORKDIR, not the run's temporary path"
+    assert "/usr/lib/python3.11" in paths or any(
+        p.startswith("/usr/lib/python3") and p.count("/") == 3 for p in paths), paths
+    assert "/usr/bin/uname" in pol["exec"]["allow"], pol["exec"]
+    net = pol["net"]["rules"]
+    peer = [n for n in net if n.get("port") == port]
+    assert len(peer) == 1 and peer[0]["addr"] == "127.0.0.1", net
+    assert sorted(peer[0]["ops"]) == ["bind", "connect"], net
+    assert {"ops": ["listen"], "family": "inet"} in \
+        [{k: v for k, v in n.items() if k != "why"} for n in net], net
+    assert pol["signals"] == "run"
+
+    # the same code under the learned policy: nothing denied
+    r = _run(ctx, code, "--policy", learned)
+    assert r.code == 0 and r.stdout.startswith("42 "), r
+    enforced = ctx.last_run()
+    assert enforced["policy_name"] == "learned" and enforced["denials"] == 0, \
+        ctx.denials(enforced["id"])
+    # and ward recheck agrees: the audit run changes nothing under it
+    r = ctx.ward("recheck", audit_run["id"], "--policy", learned, "--db", ctx.db,
+                 "--fail-on-change")
+    assert r.code == 0, r
+
+    # what the learned policy must not cover
+    outside = ctx.path("outside.txt")
+    r = _run(ctx, f"""
+import socket, subprocess
+for what, fn in [
+    ('outside', lambda: open({outside!r}, 'w').write('x')),
+    ('home', lambda: open('/root/x', 'w').write('x')),
+    ('port', lambda: socket.create_connection(('127.0.0.1', {port + 1}))),
+    ('prog', lambda: subprocess.run(['/usr/bin/id'])),
+]:
+    try:
+        fn()
+        print(what, 'ok')
+    except OSError as e:
+        print(what, e.errno)
+""", "--policy", learned)
+    assert r.code == 0, r
+    assert r.stdout.split("\n")[:4] == ["outside 13", "home 13", "port 111", "prog 13"], r
+    assert not os.path.exists(outside)
+    d = ctx.denials(ctx.last_run()["id"])
+    assert [(x["syscall"], x["rule"]) for x in d] == [
+        ("openat", "default"), ("openat", "default"), ("connect", "default"),
+        ("execve", "default")], d
+
+
+def test_learn_folds_directories_and_flags_what_audit_would_deny(ctx):
+    code = ("import os\nos.makedirs('d', exist_ok=True)\n"
+            "for i in range(12):\n    open(f'd/f{i}', 'w').write('x')\n"
+            "for i in range(3):\n    open(f'e{i}', 'w').write('x')\n"
+            "try:\n    open('/etc/shadow').read()\nexcept OSError:\n    pass\n")
+    r = ctx.run(code, "--profile", "audit")
+    assert r.code == 0, r
+    run_id = ctx.last_run()["id"]
+    r = ctx.ward("learn", run_id, "--db", ctx.db)
+    assert r.code == 0 and "review 1 rule" in r.stderr, r
+    pol = json.loads(r.stdout)
+    paths = {rule["path"]: rule for rule in pol["fs"]}
+    assert "$WORKDIR/d" in paths and not any(p.startswith("$WORKDIR/d/") for p in paths), paths
+    assert set(paths["$WORKDIR/d"]["allow"]) >= {"write", "create"}
+    assert "13 events" in paths["$WORKDIR/d"]["why"], paths["$WORKDIR/d"]  # mkdir + 12
+    assert all(f"$WORKDIR/e{i}" in paths for i in range(3)), "3 files stay exact"
+    assert "REVIEW" in paths["/etc/shadow"]["why"] and \
+        "secret-shadow" in paths["/etc/shadow"]["why"], paths["/etc/shadow"]
+    r = ctx.ward("learn", run_id, "--db", ctx.db, "--threshold", "20")
+    pol = json.loads(r.stdout)
+    assert "$WORKDIR/d/f11" in {rule["path"] for rule in pol["fs"]}, "--threshold 20 keeps them"
+
+
+def test_learn_refusals_and_errors(ctx):
+    r = ctx.run("print(1)")
+    assert r.code == 0, r
+    enforce_id = ctx.last_run()["id"]
+    r = ctx.ward("learn", enforce_id, "--db", ctx.db)
+    assert r.code == 125 and "enforce mode" in r.stderr and "--profile audit" in r.stderr, r
+    assert r.stdout == ""
+    r = ctx.ward("learn", "--help")
+    assert r.code == 0 and "--threshold" in r.stdout and "audit" in r.stdout, r
+    r = ctx.ward("learn", "--db", ctx.db)
+    assert r.code == 125 and "name the runs" in r.stderr, r
+    r = ctx.ward("learn", "abcdefabcdef", "--db", ctx.db)
+    assert r.code == 125 and "no run 'abcdefabcdef'" in r.stderr, r
+    r = ctx.ward("learn", enforce_id, "--threshold", "0", "--db", ctx.db)
+    assert r.code == 125 and "--threshold" in r.stderr, r
+    r = ctx.run("print(2)", "--profile", "audit")
+    audit_id = ctx.last_run()["id"]
+    r = ctx.ward("learn", audit_id, "-o", ctx.path("no", "such", "dir.json"), "--db", ctx.db)
+    assert r.code == 125 and "dir.json" in r.stderr, r
+    junk = ctx.write("junk.db", "not sqlite " * 200)
+    r = ctx.ward("learn", "last", "--db", junk)
+    assert r.code == 125 and "junk.db" in r.stderr, r
+    # a policy file with errors, as `ward run --policy` reports it
+    bad = ctx.write("learned.json", '{"version": 1,\n "fs": [{"path": "/x", "allow": ["read"],\n'
+                    '  "why": 7}]}')
+    r = ctx.ward("run", "--policy", bad, "-c", "print(1)")
+    assert r.code == 125 and "learned.json:3:" in r.stderr and "fs[0].why" in r.stderr, r
