@@ -143,7 +143,8 @@ static bool fd_key(const char *k)
 
 static bool pid_key(const char *k)
 {
-	return !strcmp(k, "pid") || !strcmp(k, "tgid") || !strcmp(k, "tid");
+	return !strcmp(k, "pid") || !strcmp(k, "tgid") || !strcmp(k, "tid") ||
+	       !strcmp(k, "ppid") || !strcmp(k, "host_pid");
 }
 
 /* v normalized in place (strings masked, fds and pids replaced). */
