@@ -75,6 +75,8 @@ struct audit_chain_key {
 	char id[17]; /* hex of the first 8 bytes of SHA-256("ward-key-id-v1"
 		      * || key) */
 	struct ward_sha256 inner, outer;
+	long long since_ns; /* the key file's mtime: every run begun after it
+			     * is chained */
 };
 
 struct audit {
@@ -151,6 +153,9 @@ void audit_chain_row(struct audit *a, enum audit_chain_table t,
 /* Inside the transaction that ends the run: reads the run row, its
  * processes and inputs, and writes runs.chain. */
 int audit_chain_seal(struct audit *a);
+/* Seals a run the reaper closed (its ward died) with the heads its rows
+ * have now: rows lost from its end cannot be told. */
+int audit_chain_seal_reaped(struct audit *a, const char *run_id);
 /* One statement committed at once (cells.c): sql with the values bound by
  * fill, after the queued batch; what names it in errors. */
 int audit_exec_one(struct audit *a, const char *sql, const char *what,

@@ -266,6 +266,8 @@ static int key_read(struct audit *a, const char *path, bool create)
 				  path);
 	}
 	explicit_bzero(text, sizeof(text));
+	k->since_ns = (long long)st.st_mtim.tv_sec * 1000000000LL +
+		      st.st_mtim.tv_nsec;
 	hmac_init(k);
 	{
 		struct ward_sha256 c;
@@ -591,7 +593,8 @@ static json_t *tags_json(const struct tags *g)
 
 static char *chain_json(const struct audit_chain_key *k, const struct heads *h,
 			const struct sealed *s,
-			const uint8_t seal[WARD_SHA256_LEN])
+			const uint8_t seal[WARD_SHA256_LEN],
+			const char *sealed_by)
 {
 	char hx[2 * WARD_SHA256_LEN + 1];
 	json_t *o = json_object();
@@ -612,6 +615,7 @@ static char *chain_json(const struct audit_chain_key *k, const struct heads *h,
 	json_object_set_new(o, "run", tags_json(&s->run));
 	json_object_set_new(o, "processes", tags_json(&s->procs));
 	json_object_set_new(o, "inputs", tags_json(&s->inputs));
+	json_object_set_new(o, "sealed_by", json_string(sealed_by));
 	to_hex(seal, WARD_SHA256_LEN, hx);
 	json_object_set_new(o, "seal", json_string(hx));
 	text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -619,27 +623,25 @@ static char *chain_json(const struct audit_chain_key *k, const struct heads *h,
 	return text;
 }
 
-int audit_chain_seal(struct audit *a)
+/* Seals run_id with the heads h: writes runs.chain (in the caller's
+ * transaction). text_out (may be NULL) receives the JSON text. */
+static int seal_run(struct audit *a, const char *run_id, const struct heads *h,
+		    const char *sealed_by, char **text_out)
 {
 	const struct audit_chain_key *k = a->key.loaded ? &a->key : NULL;
 	struct sealed s = { 0 };
-	struct heads h;
 	uint8_t seal[WARD_SHA256_LEN];
 	sqlite3_stmt *st = NULL;
 	char *text = NULL;
 	int r, rc;
 
-	for (int i = 0; i < AUDIT_CHAIN__COUNT; i++) {
-		h.count[i] = a->chain[i].count;
-		memcpy(h.head[i], a->chain[i].link, WARD_SHA256_LEN);
-	}
-	r = read_sealed(a, k, a->run_id, &s);
+	r = read_sealed(a, k, run_id, &s);
 	if (!r && !s.has_run)
 		r = audit_fail(a, -ENOENT, "%s: run %s is not in the database",
-			       a->path, a->run_id);
+			       a->path, run_id);
 	if (!r) {
-		seal_of(k, a->run_id, &h, &s, seal);
-		text = chain_json(k, &h, &s, seal);
+		seal_of(k, run_id, h, &s, seal);
+		text = chain_json(k, h, &s, seal, sealed_by);
 		if (!text)
 			r = audit_fail(a, -ENOMEM, "out of memory");
 	}
@@ -648,7 +650,7 @@ int audit_chain_seal(struct audit *a)
 			a->db, "UPDATE runs SET chain = ?2 WHERE id = ?1", -1,
 			&st, NULL);
 		if (rc == SQLITE_OK) {
-			sqlite3_bind_text(st, 1, a->run_id, -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
 			sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
 			rc = sqlite3_step(st);
 		}
@@ -656,14 +658,77 @@ int audit_chain_seal(struct audit *a)
 			r = audit_sqlfail(a, rc, "seal the run's chain");
 		sqlite3_finalize(st);
 	}
-	if (!r) {
-		free(a->last_chain);
-		a->last_chain = text;
+	if (!r && text_out) {
+		*text_out = text;
 		text = NULL;
 	}
 	free(text);
 	sealed_free(&s);
 	return r;
+}
+
+int audit_chain_seal(struct audit *a)
+{
+	struct heads h;
+	char *text = NULL;
+	int r;
+
+	for (int i = 0; i < AUDIT_CHAIN__COUNT; i++) {
+		h.count[i] = a->chain[i].count;
+		memcpy(h.head[i], a->chain[i].link, WARD_SHA256_LEN);
+	}
+	r = seal_run(a, a->run_id, &h, "ward", &text);
+	if (!r) {
+		free(a->last_chain);
+		a->last_chain = text;
+	}
+	return r;
+}
+
+/* The stored head of one chain: its row count and last row's link (zero
+ * when it has none or the link does not parse). */
+static int stored_head(struct audit *a, enum audit_chain_table t,
+		       const char *run_id, struct heads *h)
+{
+	static const char *const sql[] = {
+		[AUDIT_CHAIN_EVENTS] =
+			"SELECT count(*), (SELECT hash FROM events WHERE"
+			" run_id = ?1 ORDER BY seq DESC LIMIT 1) FROM events"
+			" WHERE run_id = ?1",
+		[AUDIT_CHAIN_OUTPUTS] =
+			"SELECT count(*), (SELECT hash FROM outputs WHERE"
+			" run_id = ?1 ORDER BY seq DESC LIMIT 1) FROM outputs"
+			" WHERE run_id = ?1",
+	};
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(a->db, sql[t], -1, &st, NULL);
+
+	memset(h->head[t], 0, WARD_SHA256_LEN);
+	h->count[t] = 0;
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+	}
+	if (rc == SQLITE_ROW) {
+		const char *hs = (const char *)sqlite3_column_text(st, 1);
+
+		h->count[t] = sqlite3_column_int64(st, 0);
+		if (hs && strlen(hs) >= 64 && from_hex(hs, 32, h->head[t]))
+			memset(h->head[t], 0, WARD_SHA256_LEN);
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_OK ? 0 : audit_sqlfail(a, rc, a->path);
+}
+
+int audit_chain_seal_reaped(struct audit *a, const char *run_id)
+{
+	struct heads h;
+	int r = 0;
+
+	for (int t = 0; !r && t < AUDIT_CHAIN__COUNT; t++)
+		r = stored_head(a, (enum audit_chain_table)t, run_id, &h);
+	return r ? r : seal_run(a, run_id, &h, "reaper", NULL);
 }
 
 const char *audit_run_chain(const struct audit *a)
@@ -672,6 +737,10 @@ const char *audit_run_chain(const struct audit *a)
 }
 
 /* ------------------------------ verify ------------------------------ */
+
+/* The first chained run's start time is taken just before its key is
+ * made; a run older than that by more than this predates the chain. */
+#define KEY_SLACK_NS (10 * 1000000000LL)
 
 struct vctx {
 	struct audit *a;
@@ -736,13 +805,36 @@ static bool parse_hash(const char *s, struct stored *h)
 	return true;
 }
 
+/* The link of the statement's current row after prev. */
+static void row_link(sqlite3_stmt *st, const char *table, int ncols,
+		     const uint8_t prev[WARD_SHA256_LEN],
+		     uint8_t out[WARD_SHA256_LEN])
+{
+	struct ward_sha256 c;
+
+	ward_sha256_init(&c);
+	ward_sha256_update(&c, prev, WARD_SHA256_LEN);
+	put_text(&c, table);
+	for (int i = 0; i < ncols; i++)
+		put_col(&c, st, i);
+	ward_sha256_final(&c, out);
+}
+
+#define MOVED_MAX 64 /* rows looked back at for a moved predecessor */
+
 /* One chain: every row's link recomputed from the row before it as
  * stored, so an edited row is named by itself; gaps in seq are deletions.
- * Fills the count and the last stored link. */
+ * A row that follows changed rows is also tried after each of their
+ * stored links (up to MOVED_MAX): when rows were swapped, the row after
+ * them still follows the one that was moved, and is not named. Fills the
+ * count, the last seq and the last stored link. */
 static int verify_chain(struct vctx *v, enum audit_chain_table t,
 			const struct audit_chain_key *k, long long *count,
-			uint8_t last[WARD_SHA256_LEN], long long *unhashed)
+			long long *last_seq, uint8_t last[WARD_SHA256_LEN],
+			long long *unhashed)
 {
+	uint8_t moved[MOVED_MAX][WARD_SHA256_LEN];
+	int n_moved = 0;
 	const char *tn = table_name[t];
 	sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(v->a->db, chain_sql[t], -1, &st, NULL);
@@ -751,6 +843,7 @@ static int verify_chain(struct vctx *v, enum audit_chain_table t,
 	bool prev_known = true;
 
 	*count = 0;
+	*last_seq = 0;
 	*unhashed = 0;
 	memset(last, 0, WARD_SHA256_LEN);
 	if (rc != SQLITE_OK)
@@ -761,7 +854,6 @@ static int verify_chain(struct vctx *v, enum audit_chain_table t,
 		long long seq = sqlite3_column_int64(st, 1);
 		const char *hs = (const char *)sqlite3_column_text(st, nc);
 		struct stored h;
-		struct ward_sha256 c;
 		uint8_t link[WARD_SHA256_LEN];
 
 		(*count)++;
@@ -793,17 +885,20 @@ static int verify_chain(struct vctx *v, enum audit_chain_table t,
 			prev_known = false;
 			continue;
 		}
-		ward_sha256_init(&c);
-		ward_sha256_update(&c, prev, WARD_SHA256_LEN);
-		put_text(&c, tn);
-		for (int i = 0; i < nc; i++)
-			put_col(&c, st, i);
-		ward_sha256_final(&c, link);
-		if (prev_known && memcmp(link, h.link, WARD_SHA256_LEN))
+		row_link(st, tn, nc, prev, link);
+		bool good = !memcmp(link, h.link, WARD_SHA256_LEN);
+		for (int i = 0; !good && i < n_moved; i++) {
+			row_link(st, tn, nc, moved[i], link);
+			good = !memcmp(link, h.link, WARD_SHA256_LEN);
+		}
+		if (prev_known && !good)
 			problem(v, tn, seq, NULL,
 				"changed: the row does not match its hash "
-				"(edited, moved from another seq, or the row "
-				"before it was changed)");
+				"(edited, or moved from another seq)");
+		if (good || !prev_known)
+			n_moved = 0;
+		else if (n_moved < MOVED_MAX)
+			memcpy(moved[n_moved++], h.link, WARD_SHA256_LEN);
 		if (k && h.has_mac) {
 			char want[AUDIT_HASH_TEXT_LEN + 1];
 
@@ -820,6 +915,7 @@ static int verify_chain(struct vctx *v, enum audit_chain_table t,
 		}
 		memcpy(prev, h.link, WARD_SHA256_LEN);
 		memcpy(last, h.link, WARD_SHA256_LEN);
+		*last_seq = seq;
 		prev_known = true;
 	}
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
@@ -940,7 +1036,8 @@ int audit_verify_run(struct audit *a, const char *run_id,
 	struct sealed s = { 0 };
 	struct chain_rec c = { 0 };
 	struct heads h = { 0 };
-	long long unhashed[AUDIT_CHAIN__COUNT];
+	long long unhashed[AUDIT_CHAIN__COUNT], started_ns = 0;
+	long long last_seq[AUDIT_CHAIN__COUNT];
 	int r;
 
 	memset(out, 0, sizeof(*out));
@@ -956,13 +1053,15 @@ int audit_verify_run(struct audit *a, const char *run_id,
 		sqlite3_stmt *st = NULL;
 
 		if (sqlite3_prepare_v2(a->db,
-				       "SELECT status FROM runs WHERE id = ?1",
+				       "SELECT status, started_ns FROM runs"
+				       " WHERE id = ?1",
 				       -1, &st, NULL) == SQLITE_OK) {
 			sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
 			if (sqlite3_step(st) == SQLITE_ROW &&
 			    sqlite3_column_text(st, 0))
 				snprintf(out->status, sizeof(out->status), "%s",
 					 sqlite3_column_text(st, 0));
+			started_ns = sqlite3_column_int64(st, 1);
 			sqlite3_finalize(st);
 		}
 	}
@@ -998,7 +1097,7 @@ int audit_verify_run(struct audit *a, const char *run_id,
 	out->key_checked = k != NULL;
 	for (int t = 0; !r && t < AUDIT_CHAIN__COUNT; t++) {
 		r = verify_chain(&v, (enum audit_chain_table)t, k, &h.count[t],
-				 h.head[t], &unhashed[t]);
+				 &last_seq[t], h.head[t], &unhashed[t]);
 		out->rows[t] = h.count[t];
 		to_hex(h.head[t], WARD_SHA256_LEN, out->head[t]);
 	}
@@ -1012,11 +1111,18 @@ int audit_verify_run(struct audit *a, const char *run_id,
 				"%lld row(s) without a hash in a chained run "
 				"(inserted, or their hash removed)",
 				unhashed[t]);
+	/* Every run begun after the key was made is chained by ward. */
+	if (out->unchained && k && started_ns >= k->since_ns - KEY_SLACK_NS) {
+		problem(&v, "runs", 0, "chain",
+			"no chain, but the run began after this database's "
+			"key was made: its hashes and seal were removed");
+		out->unchained = false;
+	}
 	if (!out->sealed) {
-		bool running = !strcmp(out->status, "running");
-		bool reaped = !strcmp(out->status, "aborted");
-
-		if (!out->unchained && !out->broken_seal && !running && !reaped)
+		/* ward seals a run at its end, the reaper one whose ward
+		 * died: only a running run has no seal */
+		if (!out->unchained && !out->broken_seal &&
+		    strcmp(out->status, "running"))
 			problem(&v, "runs", 0, "chain",
 				"the run ended (%s) but has no seal "
 				"(runs.chain removed?)",
@@ -1027,11 +1133,18 @@ int audit_verify_run(struct audit *a, const char *run_id,
 		char hx[2 * WARD_SHA256_LEN + 1];
 
 		to_hex(h.head[t], WARD_SHA256_LEN, hx);
-		if (h.count[t] < c.count[t])
-			problem(&v, table_name[t], h.count[t] + 1, NULL,
+		if (last_seq[t] < c.count[t])
+			problem(&v, table_name[t], last_seq[t] + 1, NULL,
+				"deleted: seq %lld to %lld, the end of the "
+				"chain, are gone (the seal has %lld rows, "
+				"the table %lld)",
+				last_seq[t] + 1, c.count[t], c.count[t],
+				h.count[t]);
+		else if (h.count[t] < c.count[t])
+			problem(&v, table_name[t], 0, NULL,
 				"deleted: the seal has %lld rows, the table "
-				"%lld (seq %lld and after are gone)",
-				c.count[t], h.count[t], h.count[t] + 1);
+				"%lld",
+				c.count[t], h.count[t]);
 		else if (h.count[t] > c.count[t])
 			problem(&v, table_name[t], c.count[t] + 1, NULL,
 				"inserted: the seal has %lld rows, the table "

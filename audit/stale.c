@@ -189,8 +189,15 @@ static int mark_aborted(struct audit *a, const struct idlist *l, int *n)
 		sqlite3_bind_text(st, 2, REAP_CAUSE, -1, SQLITE_STATIC);
 		rc = sqlite3_step(st);
 		if (rc == SQLITE_DONE) {
-			*n += sqlite3_changes(a->db);
+			int changed = sqlite3_changes(a->db);
+
+			*n += changed;
 			rc = sqlite3_reset(st);
+			/* its ward cannot seal it any more: seal what is
+			 * there (chain.c) */
+			if (rc == SQLITE_OK && changed && a->key.loaded &&
+			    audit_chain_seal_reaped(a, l->id[i]))
+				rc = SQLITE_ERROR;
 		}
 	}
 	if (rc != SQLITE_OK)

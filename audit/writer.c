@@ -387,11 +387,11 @@ int audit_run_begin(struct audit *a, const struct audit_run_info *ri,
 		r = audit_commit_batch(a);
 	/* Closing the runs of dead wards is housekeeping: its failure must
 	 * not stop this run (the next one tries again). */
-	if (!r)
-		audit_reap_locked(a, &me, NULL);
 	/* No run without its chain key (made at the first run). */
 	if (!r)
 		r = audit_chain_key_load(a, true);
+	if (!r)
+		audit_reap_locked(a, &me, NULL);
 	/* 64 random bits: a second collision means something else is wrong */
 	for (int tries = 0; !r && tries < 3; tries++) {
 		r = new_run_id(id);

@@ -757,7 +757,7 @@ static json_t *layers_json(const struct tracer_result *r)
 }
 
 static void print_json(const struct tracer_result *r, const char *run_id,
-		       const char *db, int exit_status)
+		       const char *db, int exit_status, const char *chain)
 {
 	json_t *o = json_object(), *den = json_array();
 
@@ -800,6 +800,13 @@ static void print_json(const struct tracer_result *r, const char *run_id,
 	json_object_set_new(o, "layers", layers_json(r));
 	json_object_set_new(o, "denials", den);
 	json_object_set_new(o, "db", json_string(db));
+	/* the run's seal and heads, to keep elsewhere (ward verify --seal);
+	 * the tags of its rows stay in the record */
+	json_t *cj = chain ? json_loads(chain, 0, NULL) : NULL;
+	json_object_del(cj, "run");
+	json_object_del(cj, "processes");
+	json_object_del(cj, "inputs");
+	json_object_set_new(o, "chain", cj ? cj : json_null());
 	json_dumpf(o, stdout, JSON_COMPACT);
 	fputc('\n', stdout);
 	fflush(stdout);
@@ -1037,7 +1044,7 @@ static int record_artifact(const char *path, long long size,
 	debug("end of run recorded");
 
 	if (a.json)
-		print_json(&r, run_id, db, status);
+		print_json(&r, run_id, db, status, audit_run_chain(au));
 	if (r.setup_error[0])
 		warn("the sandbox could not be set up: %s", r.setup_error);
 	else if (rc < 0 && rc != -ECHILD)

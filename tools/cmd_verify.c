@@ -87,7 +87,7 @@ static void parse(int argc, char **argv, struct vopts *o)
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case O_DB: o->db = optarg; break;
 		case O_KEY: o->key = optarg; break;

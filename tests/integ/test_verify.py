@@ -1,0 +1,434 @@
+"""ward verify: the hash chain of each run and its seal. Real runs are made
+with ward run, then the SQLite file is tampered with in every way a forger
+could (edit, delete, insert, reorder, the run row, its processes, a chain
+recomputed without the key); each must be caught with its place named. Also:
+an independent implementation of docs/schema.md's "The hash chain" checks
+ward's hashes, and the database is out of the code's reach."""
+import hashlib
+import hmac
+import json
+import os
+import shutil
+import sqlite3
+import struct
+
+import wardtest
+
+CODE = ("import os, sys\n"
+        "print('one', flush=True)\n"
+        "sys.stderr.write('two\\n'); sys.stderr.flush()\n"
+        "try:\n    open('/etc/shadow')\nexcept OSError:\n    print('denied', flush=True)\n"
+        "pid = os.fork()\nif pid == 0:\n    os._exit(0)\nos.waitpid(pid, 0)\n"
+        "print('three', flush=True)\n")
+
+
+def _run(ctx, code=CODE):
+    r, j = ctx.run_json(code)
+    assert r.code == 0, r
+    return j
+
+
+def _verify(ctx, *args, db=None):
+    return ctx.ward("verify", "--db", db or ctx.db, *args)
+
+
+def _tamper(ctx, sql, *params):
+    con = sqlite3.connect(ctx.db)
+    try:
+        con.execute(sql, params)
+        con.commit()
+    finally:
+        con.close()
+
+
+def _problems(ctx, run_id, *args):
+    r = _verify(ctx, run_id, "--json", *args)
+    assert r.code in (0, 1), r
+    j = json.loads(r.stdout)
+    return r, j, j["runs"][0]["problems"]
+
+
+def _named(problems, table, row=None, column=None):
+    return [p for p in problems if p["table"] == table and
+            (row is None or p["row"] == row) and
+            (column is None or p["column"] == column)]
+
+
+# ---------------------------------------------------------------- intact
+
+def test_verify_intact_text_and_json(ctx):
+    j = _run(ctx)
+    rid = j["run_id"]
+    # ward run --json gives the seal to keep elsewhere
+    assert len(j["chain"]["seal"]) == 64 and j["chain"]["alg"] == "hmac-sha256", j
+    r = _verify(ctx, rid)
+    assert r.code == 0, r
+    assert r.stdout.startswith(f"{rid}: intact (ok; "), r
+    assert j["chain"]["seal"] in r.stdout, r
+    r = _verify(ctx, rid[:6], "--json")
+    assert r.code == 0, r
+    v = json.loads(r.stdout)
+    assert v["ok"] and v["key"]["available"] and v["tampered"] == 0, v
+    run = v["runs"][0]
+    assert run["verdict"] == "intact" and run["key_checked"] and run["seal_checked"], run
+    assert run["events"] == len(ctx.events(rid)) and run["outputs"] >= 3, run
+    assert run["seal"] == j["chain"]["seal"] and run["problems"] == [], run
+    last = ctx.sql("select hash from events where run_id=? order by seq desc limit 1", rid)[0]
+    assert run["heads"]["events"] == last["hash"][:64], (run, last)
+    # the anchored seal matches
+    assert _verify(ctx, rid, "--seal", j["chain"]["seal"]).code == 0
+    # the key: next to the database, mode 0600
+    st = os.stat(ctx.db + ".key")
+    assert st.st_mode & 0o777 == 0o600, oct(st.st_mode)
+
+
+def test_verify_all_and_strict(ctx):
+    a, b = _run(ctx)["run_id"], _run(ctx, "print('b')")["run_id"]
+    r = _verify(ctx, "--all")
+    assert r.code == 0, r
+    assert f"{a}: intact" in r.stdout and f"{b}: intact" in r.stdout, r
+    assert "verify: 2 runs: 2 intact or not checkable, 0 tampered" in r.stdout, r
+    _tamper(ctx, "update outputs set data = x'00' where run_id = ? and seq = 1", b)
+    r = _verify(ctx, "--all")
+    assert r.code == 1, r
+    assert f"{a}: intact" in r.stdout and f"{b}: TAMPERED" in r.stdout, r
+    assert "  outputs seq 1: changed" in r.stdout, r
+    # a run made before the chain (schema version 3): unchained, exit 0;
+    # --strict fails. Make one: an older run looks like this.
+    _tamper(ctx, "update outputs set data = x'62' where run_id = ? and seq = 1", b)
+    old = "0123456789abcdef"
+    _tamper(ctx, "insert into runs(id, started_ns, status) values (?, 1000, 'ok')", old)
+    r = _verify(ctx, old)
+    assert r.code == 0, r
+    assert f"{old}: unchained (recorded before the hash chain" in r.stdout, r
+    r = _verify(ctx, old, "--strict")
+    assert r.code == 1, r
+
+
+def test_verify_session_run(ctx):
+    """A session of ward serve is one run: sealed at its end like ward run."""
+    import test_serve
+    s = test_serve.serve(ctx)
+    c = s.ok("session.create", {})
+    assert s.run(c["session_id"], "print(6 * 7)")["status"] == "ok"
+    s.ok("session.close", {"session_id": c["session_id"]})
+    assert s.close() == 0
+    rid = c["run_id"]
+    r = _verify(ctx, rid)
+    assert r.code == 0 and f"{rid}: intact (ok; " in r.stdout, r
+    _tamper(ctx, "update outputs set data = ? where run_id = ?", b"41\n", rid)
+    r = _verify(ctx, rid)
+    assert r.code == 1 and "  outputs seq 1: changed" in r.stdout, r
+
+
+# ---------------------------------------------------------------- tampering
+
+def test_edit_event_field(ctx):
+    rid = _run(ctx)["run_id"]
+    seq = ctx.denials(rid)[0]["seq"]
+    _tamper(ctx, "update events set decision='allow', errno=0 where run_id=? and seq=?", rid, seq)
+    r, j, p = _problems(ctx, rid)
+    assert r.code == 1 and not j["ok"] and j["runs"][0]["verdict"] == "tampered", r
+    assert _named(p, "events", seq) and len(p) == 1, p
+    assert "changed" in p[0]["what"], p
+    r = _verify(ctx, rid)
+    assert r.code == 1 and f"  events seq {seq}: changed" in r.stdout, r
+
+
+def test_edit_output_data(ctx):
+    rid = _run(ctx)["run_id"]
+    seq = ctx.sql("select seq from outputs where run_id=? and data=?", rid, b"one\n")[0]["seq"]
+    _tamper(ctx, "update outputs set data=? where run_id=? and seq=?", b"eno\n", rid, seq)
+    r, _, p = _problems(ctx, rid)
+    assert r.code == 1 and _named(p, "outputs", seq) and len(p) == 1, p
+
+
+def test_delete_event_and_output(ctx):
+    rid = _run(ctx)["run_id"]
+    n = len(ctx.events(rid))
+    _tamper(ctx, "delete from events where run_id=? and seq=5", rid)
+    r, _, p = _problems(ctx, rid)
+    assert r.code == 1, r
+    miss = _named(p, "events", 5)
+    assert miss and "deleted" in miss[0]["what"], p
+    # the last row gone: the seal's count says so
+    _tamper(ctx, "delete from events where run_id=? and seq=?", rid, n)
+    _tamper(ctx, "delete from outputs where run_id=? and seq=1", rid)
+    r, _, p = _problems(ctx, rid)
+    assert r.code == 1, r
+    assert any("deleted" in x["what"] and x["row"] == n for x in _named(p, "events")), p
+    assert any("deleted" in x["what"] for x in _named(p, "outputs", 1)), p
+
+
+def test_delete_last_output(ctx):
+    rid = _run(ctx)["run_id"]
+    m = ctx.sql("select max(seq) m from outputs where run_id=?", rid)[0]["m"]
+    _tamper(ctx, "delete from outputs where run_id=? and seq=?", rid, m)
+    r, _, p = _problems(ctx, rid)
+    assert r.code == 1 and _named(p, "outputs", m), p
+    assert "deleted" in _named(p, "outputs", m)[0]["what"], p
+
+
+def test_insert_forged_event(ctx):
+    rid = _run(ctx)["run_id"]
+    last = ctx.events(rid)[-1]
+    forged = dict(last, seq=last["seq"] + 1, syscall="openat", target="/etc/passwd")
+    cols = ",".join(forged)
+    _tamper(ctx, f"insert into events({cols}) values ({','.join('?' * len(forged))})",
+            *forged.values())
+    r, _, p = _problems(ctx, rid)
+    assert r.code == 1, r
+    ins = _named(p, "events", last["seq"] + 1)
+    assert ins and any("inserted" in x["what"] for x in ins), p
+
+
+def test_reorder_events(ctx):
+    rid = _run(ctx)["run_id"]
+    _tamper(ctx, "update events set seq = -1 where run_id=? and seq=3", rid)
+    _tamper(ctx, "update events set seq = 3 where run_id=? and seq=4", rid)
+    _tamper(ctx, "update events set seq = 4 where run_id=? and seq=-1", rid)
+    r, _, p = _problems(ctx, rid)
+    assert r.code == 1, r
+    assert _named(p, "events", 3) and _named(p, "events", 4), p
+    assert {x["row"] for x in p} == {3, 4}, p  # not 5: it still follows old 4
+
+
+def test_edit_run_row(ctx):
+    for col, val in (("exit_code", 0), ("status", "error"), ("policy_json", "{}"),
+                     ("code", b"print('harmless')"), ("cause", "nothing")):
+        r, j = ctx.run_json("import sys; sys.exit(3)" if col == "exit_code" else CODE)
+        rid = j["run_id"]
+        _tamper(ctx, f"update runs set {col} = ? where id = ?", val, rid)
+        r, _, p = _problems(ctx, rid)
+        assert r.code == 1, (col, r)
+        assert _named(p, "runs", column=col), (col, p)
+        r = _verify(ctx, rid)
+        assert f"  runs.{col}: changed" in r.stdout, (col, r)
+
+
+def test_edit_process_row(ctx):
+    rid = _run(ctx)["run_id"]
+    procs = ctx.sql("select serial, exe from processes where run_id=? and kind='process' "
+                    "order by serial", rid)
+    assert len(procs) >= 2, procs
+    s = procs[1]["serial"]
+    _tamper(ctx, "update processes set exe='/usr/bin/harmless', exit_code=0 "
+            "where run_id=? and serial=?", rid, s)
+    r, _, p = _problems(ctx, rid)
+    assert r.code == 1 and _named(p, "processes", s) and len(p) == 1, p
+    _tamper(ctx, "delete from processes where run_id=? and serial=?", rid,
+            ctx.sql("select max(serial) m from processes where run_id=?", rid)[0]["m"])
+    r, _, p = _problems(ctx, rid)
+    assert r.code == 1 and any("deleted" in x["what"] for x in _named(p, "processes")), p
+
+
+def test_seal_removed_or_chain_stripped(ctx):
+    rid = _run(ctx)["run_id"]
+    _tamper(ctx, "update runs set chain = NULL where id = ?", rid)
+    r, _, p = _problems(ctx, rid)
+    assert r.code == 1 and _named(p, "runs", column="chain"), p
+    # every hash gone too: made to look like a run from before the chain
+    _tamper(ctx, "update events set hash = NULL where run_id = ?", rid)
+    _tamper(ctx, "update outputs set hash = NULL where run_id = ?", rid)
+    r, _, p = _problems(ctx, rid)
+    assert r.code == 1 and _named(p, "runs", column="chain"), p
+    assert "removed" in p[0]["what"], p
+
+
+# ------------------------------------------- the chain, by another program
+
+def _enc(v, t):
+    t = t.decode() if isinstance(t, bytes) else t
+    if t == "null":
+        return b"N"
+    if t == "integer":
+        return b"I" + struct.pack(">q", v)
+    if t == "text":
+        return b"T" + struct.pack(">Q", len(v)) + v
+    assert t == "blob", t
+    return b"B" + struct.pack(">Q", len(v)) + v
+
+
+EVENT_COLS = ["run_id", "seq", "ts_ns", "pid", "tid", "proc_serial", "nr", "syscall",
+              "args", "raw", "target", "decision", "rule", "reason", "errno",
+              "would_deny", "backtrace", "pyframes"]
+OUTPUT_COLS = ["run_id", "seq", "ts_ns", "stream", "data"]
+RUN_COLS = ["id", "started_ns", "ended_ns", "duration_ms", "argv", "language",
+            "interpreter", "code_name", "code", "code_sha256", "policy_name",
+            "policy_json", "policy_sha256", "workdir", "limits", "uid", "exit_code",
+            "signal", "status", "cause", "stdout_bytes", "stderr_bytes",
+            "stdout_truncated", "stderr_truncated", "events", "denials", "processes",
+            "host", "kernel", "ward_version", "ward_pid", "ward_start_ticks", "boot_id",
+            "layers", "env"]
+PROC_COLS = ["run_id", "serial", "parent_serial", "pid", "tgid", "ppid", "kind",
+             "start_ns", "start_ticks", "exe", "argv", "exec_ns", "exit_ns",
+             "exit_code", "signal"]
+INPUT_COLS = ["run_id", "n", "name", "size", "sha256", "data"]
+
+
+def _rows(con, table, cols, where, order, *params):
+    sel = ", ".join(f"{c}, typeof({c})" for c in cols)
+    out = []
+    for row in con.execute(f"select {sel} from {table} where {where} order by {order}", params):
+        out.append([(row[2 * i], row[2 * i + 1]) for i in range(len(cols))])
+    return out
+
+
+def _record(table, row):
+    return _enc(table.encode(), "text") + b"".join(_enc(v, t) for v, t in row)
+
+
+def _key(ctx):
+    return bytes.fromhex(open(ctx.db + ".key").read().strip())
+
+
+def _tag(key, data):
+    return hmac.new(key, data, hashlib.sha256).digest()
+
+
+def _links(con, rid, table, cols, key=None):
+    """(seq, hash text) for each row, recomputed from the columns."""
+    link, out = bytes(32), []
+    for row in _rows(con, table, cols, "run_id = ?", "seq", rid):
+        link = hashlib.sha256(link + _record(table, row)).digest()
+        text = link.hex()
+        if key:
+            text += ":" + _tag(key, b"ward-link-v1" + link)[:16].hex()
+        out.append((row[1][0], text))
+    return out
+
+
+def test_chain_matches_docs(ctx):
+    """docs/schema.md's serialization, written again here: the same hashes,
+    tags and seal as ward's."""
+    rid = _run(ctx)["run_id"]
+    key = _key(ctx)
+    con = sqlite3.connect(ctx.db)
+    con.text_factory = bytes
+    try:
+        for table, cols in (("events", EVENT_COLS), ("outputs", OUTPUT_COLS)):
+            want = _links(con, rid, table, cols, key)
+            got = [(s, h.decode()) for s, h in
+                   con.execute(f"select seq, hash from {table} where run_id=? order by seq", (rid,))]
+            assert want == got and got, (table, want[:2], got[:2])
+        chain = json.loads(con.execute("select chain from runs where id=?", (rid,)).fetchone()[0])
+        run = _rows(con, "runs", RUN_COLS, "id = ?", "id", rid)[0]
+        run_tags = [_tag(key, _enc(b"runs", "text") + _enc(c.encode(), "text") + _enc(v, t))[:16]
+                    for c, (v, t) in zip(RUN_COLS, run)]
+        assert [t.hex() for t in run_tags] == chain["run"], chain
+        proc_tags = [_tag(key, _record("processes", r))[:16]
+                     for r in _rows(con, "processes", PROC_COLS, "run_id = ?", "serial", rid)]
+        assert [t.hex() for t in proc_tags] == chain["processes"], chain
+        input_tags = [_tag(key, _record("inputs", r))[:16]
+                      for r in _rows(con, "inputs", INPUT_COLS, "run_id = ?", "n", rid)]
+        msg = _enc(b"ward-seal-v1", "text") + _enc(rid.encode(), "text")
+        for table in ("events", "outputs"):
+            msg += _enc(chain[table]["count"], "integer")
+            msg += _enc(bytes.fromhex(chain[table]["head"]), "blob")
+        for tags in (run_tags, proc_tags, input_tags):
+            msg += _enc(len(tags), "integer") + b"".join(_enc(t, "blob") for t in tags)
+        assert _tag(key, msg).hex() == chain["seal"], chain
+        assert chain["key_id"] == hashlib.sha256(b"ward-key-id-v1" + key).hexdigest()[:16]
+    finally:
+        con.close()
+
+
+def test_forger_without_key_recomputes_chain(ctx):
+    """Someone who can write the database but not read its key edits an
+    event and recomputes the plain SHA-256 chain (and the heads in the seal):
+    the links all agree, the keyed tags do not."""
+    rid = _run(ctx)["run_id"]
+    seq = ctx.denials(rid)[0]["seq"]
+    con = sqlite3.connect(ctx.db)
+    con.text_factory = bytes
+    try:
+        con.execute("update events set decision='allow', errno=0, rule=NULL "
+                    "where run_id=? and seq=?", (rid, seq))
+        old = dict(con.execute("select seq, hash from events where run_id=?", (rid,)).fetchall())
+        new = _links(con, rid, "events", EVENT_COLS)
+        for s, h in new:  # the tag cannot be made: keep the old one
+            tag = old[s].decode().split(":")[1]
+            con.execute("update events set hash=? where run_id=? and seq=?",
+                        (f"{h}:{tag}", rid, s))
+        chain = json.loads(con.execute("select chain from runs where id=?", (rid,)).fetchone()[0])
+        chain["events"]["head"] = new[-1][1]
+        con.execute("update runs set chain=? where id=?", (json.dumps(chain), rid))
+        con.commit()
+    finally:
+        con.close()
+    r, _, p = _problems(ctx, rid)
+    assert r.code == 1, r
+    first = sorted(x["row"] for x in _named(p, "events"))[0]
+    assert first == seq, p
+    assert "forged" in _named(p, "events", seq)[0]["what"], p
+    assert _named(p, "runs", column="chain"), p  # the seal covers the head
+    # Without the key, only the links are checked: the forgery passes
+    # them, and ward verify says what it could not check.
+    hidden = ctx.path("elsewhere.key")
+    shutil.move(ctx.db + ".key", hidden)
+    try:
+        r = _verify(ctx, rid)
+        assert r.code == 0, r
+        assert "only the chains' links, counts and heads are checked" in r.stderr, r
+        assert "links only, no key" in r.stdout, r
+        assert _verify(ctx, rid, "--strict").code == 1
+        # a plain edit is still caught by the links alone
+        _tamper(ctx, "update events set target='/x' where run_id=? and seq=1", rid)
+        r = _verify(ctx, rid)
+        assert r.code == 1 and "  events seq 1: changed" in r.stdout, r
+        # --key names a key kept elsewhere
+        r = _verify(ctx, rid, "--key", hidden)
+        assert r.code == 1 and "forged" in r.stdout, r
+    finally:
+        shutil.move(hidden, ctx.db + ".key")
+
+
+def test_seal_anchor_catches_a_key_holder(ctx):
+    """Whoever holds the key can seal a rewrite again; a seal kept
+    elsewhere (ward run --json) does not match it any more."""
+    j = _run(ctx)
+    rid, seal = j["run_id"], j["chain"]["seal"]
+    other = "0" * 64
+    r = _verify(ctx, rid, "--seal", other)
+    assert r.code == 1 and "--seal" in r.stdout, r
+    assert _verify(ctx, rid, "--seal", seal).code == 0
+
+
+# ---------------------------------------------------------------- errors
+
+def test_verify_errors(ctx):
+    r = ctx.ward("verify", "--help")
+    assert r.code == 0 and "usage: ward verify" in r.stdout, r
+    _run(ctx, "print(1)")
+    for args, words in (((), "which runs?"),
+                        (("ffffffffffff",), "no run 'ffffffffffff'"),
+                        (("--all", "last"), "not both"),
+                        (("--bogus",), "unknown option"),
+                        (("--seal", "abc", "last"), "64 hex digits")):
+        r = _verify(ctx, *args)
+        assert r.code == 125 and words in r.stderr, (args, r)
+        assert r.stderr.count("\n") == 1, r
+    # foreign, corrupt and missing databases
+    foreign = ctx.path("foreign.db")
+    con = sqlite3.connect(foreign)
+    con.execute("create table t(x)")
+    con.commit()
+    con.close()
+    r = _verify(ctx, "--all", db=foreign)
+    assert r.code == 125 and "not a ward audit database" in r.stderr, r
+    junk = ctx.write("junk.db", "this is not a database at all\n" * 100)
+    r = _verify(ctx, "--all", db=junk)
+    assert r.code == 125 and "junk.db" in r.stderr, r
+    r = _verify(ctx, "--all", db=ctx.path("missing.db"))
+    assert r.code == 125 and "missing.db" in r.stderr, r
+    # a key that others may read is not trusted
+    os.chmod(ctx.db + ".key", 0o644)
+    try:
+        r = _verify(ctx, "last")
+        assert r.code == 125 and "chmod 600" in r.stderr, r
+    finally:
+        os.chmod(ctx.db + ".key", 0o600)
+    # a key that is not a key
+    bad = ctx.write("bad.key", "nope\n", mode=0o600)
+    r = _verify(ctx, "last", "--key", bad)
+    assert r.code == 125 and "not a ward chain key" in r.stderr, r
