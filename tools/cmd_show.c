@@ -18,13 +18,15 @@
 #include "../common/errnames.h"
 #include "../common/json.h"
 #include "../common/log.h"
+#include "show-filter.h"
 #include "symbolize.h"
 #include "view.h"
 
 static void usage(FILE *f)
 {
-	fputs("usage: ward show RUN [--db PATH] [--summary | --json]\n"
-	      "                     [--denied] [--syscall NAME]...\n"
+	fputs("usage: ward show RUN [--db PATH] [--summary | --json] [--tree]\n"
+	      "                     [--denied] [--syscall NAME[,NAME]]... [--path GLOB]...\n"
+	      "                     [--pid N]... [--proc N]...\n"
 	      "\n"
 	      "Show one recorded run: RUN is its id, any unique prefix of the id, or\n"
 	      "`last` (the most recently started run). `ward runs` lists the ids.\n"
@@ -37,10 +39,31 @@ static void usage(FILE *f)
 	      "  --json          print one JSON object instead (below)\n"
 	      "  --denied        limit the timeline to syscalls denied or killed, and to\n"
 	      "                  those audit mode would have denied\n"
-	      "  --syscall NAME  limit the timeline to decisions on syscall NAME (e.g.\n"
-	      "                  openat, connect, execve); repeat for several. With\n"
-	      "                  --denied: both limits apply. Limited timelines show only\n"
-	      "                  syscall decisions (no process or output lines).\n"
+	      "  --syscall NAME[,NAME]  limit the timeline to decisions on these syscalls\n"
+	      "                  (e.g. openat, connect, execve); repeatable\n"
+	      "  --path GLOB     limit it to decisions whose target (the resolved path or\n"
+	      "                  address) or raw argument (as the code gave it) matches\n"
+	      "                  GLOB (fnmatch: * and ? also match /, so '/etc/*' is all\n"
+	      "                  of /etc; '*:443' any connect to port 443); repeatable\n"
+	      "  --pid N         limit it to the process or thread whose kernel pid or\n"
+	      "                  tid is N (a process's pid matches all its threads'\n"
+	      "                  decisions); repeatable\n"
+	      "  --proc N        limit it to the process of serial N ([N] in the\n"
+	      "                  timeline; pids can be reused, serials not) and its\n"
+	      "                  threads; repeatable\n"
+	      "  --tree          the process tree instead of the header and timeline:\n"
+	      "                  each process with its serial, argv, executable, pid,\n"
+	      "                  exit status or signal and how many of its decisions\n"
+	      "                  were recorded, denied and would have been denied (with\n"
+	      "                  its threads'), its threads under it, then its child\n"
+	      "                  processes; with --json, a JSON tree (below)\n"
+	      "\n"
+	      "Limits combine: a line is shown when it passes all of them, and one of\n"
+	      "the values of each limit given several times. Output chunks pass no\n"
+	      "limit; process starts, execs and exits pass only --pid and --proc. With\n"
+	      "--json the same limits apply to \"events\", \"processes\" and\n"
+	      "\"outputs\", and \"filter\" says which were given. With --tree they\n"
+	      "limit what is counted (the tree itself stays whole).\n"
 	      "  -h, --help      this text\n"
 	      "\n"
 	      "Text: a header (id, status, exit status or signal, cause, start and end\n"
@@ -85,6 +108,11 @@ static void usage(FILE *f)
 	      "them exactly. The code likewise: \"code\", \"code_bytes\" and, if\n"
 	      "needed, \"code_base64\".\n"
 	      "\n"
+	      "Tree JSON (--tree --json): {\"run\": {...}, \"tree\": [NODE...]}, a NODE\n"
+	      "being {serial, kind, pid, tgid, ppid, parent_serial, exe, argv, start_ns,\n"
+	      "exit_code, signal, events, denied, would_deny, threads: [NODE...],\n"
+	      "children: [NODE...]} (threads have no threads or children).\n"
+	      "\n"
 	      "exit status: 0, or 125 (bad arguments, missing or unusable database, no\n"
 	      "such run, an ambiguous prefix).\n",
 	      f);
@@ -92,31 +120,53 @@ static void usage(FILE *f)
 
 struct show_opts {
 	const char *db, *run;
-	bool json, summary, denied;
-	const char **syscalls; /* --syscall names (owned array, borrowed
-				* strings from argv) */
-	int n_syscalls;
+	bool json, summary, tree;
+	struct show_filter f; /* the limits (show-filter.h) */
 };
 
-/* 0, 1 (--help printed) or -1 (error printed). o->syscalls is allocated
- * in every case; the caller frees it. */
+/* "--NAME" of the long option whose value is c. */
+static const char *opt_name(const struct option *opts, int c)
+{
+	static char buf[64];
+
+	for (; opts->name; opts++)
+		if (opts->val == c) {
+			snprintf(buf, sizeof(buf), "--%s", opts->name);
+			return buf;
+		}
+	return "?";
+}
+
+/* 0, 1 (--help printed) or -1 (error printed). o->f is allocated in every
+ * case; the caller frees it. */
 static int parse_args(int argc, char **argv, struct show_opts *o)
 {
-	enum { O_SUMMARY = 256, O_DENIED, O_SYSCALL };
+	enum {
+		O_SUMMARY = 256,
+		O_DENIED,
+		O_SYSCALL,
+		O_PATH,
+		O_PID,
+		O_PROC,
+		O_TREE
+	};
 	static const struct option opts[] = {
 		{ "db", required_argument, NULL, 'd' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "summary", no_argument, NULL, O_SUMMARY },
 		{ "denied", no_argument, NULL, O_DENIED },
 		{ "syscall", required_argument, NULL, O_SYSCALL },
+		{ "path", required_argument, NULL, O_PATH },
+		{ "pid", required_argument, NULL, O_PID },
+		{ "proc", required_argument, NULL, O_PROC },
+		{ "tree", no_argument, NULL, O_TREE },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	int c;
 
 	*o = (struct show_opts){ 0 };
-	o->syscalls = calloc((size_t)argc + 1, sizeof(*o->syscalls));
-	if (!o->syscalls) {
+	if (show_filter_init(&o->f, (size_t)argc)) {
 		warn("show: out of memory");
 		return -1;
 	}
@@ -127,13 +177,14 @@ static int parse_args(int argc, char **argv, struct show_opts *o)
 		case 'd': o->db = optarg; break;
 		case 'j': o->json = true; break;
 		case O_SUMMARY: o->summary = true; break;
-		case O_DENIED: o->denied = true; break;
+		case O_DENIED: o->f.denied = true; break;
+		case O_TREE: o->tree = true; break;
 		case O_SYSCALL:
-			if (!*optarg) {
-				warn("show: --syscall needs a syscall name");
+		case O_PATH:
+		case O_PID:
+		case O_PROC:
+			if (show_filter_add(&o->f, opt_name(opts, c), optarg))
 				return -1;
-			}
-			o->syscalls[o->n_syscalls++] = optarg;
 			break;
 		case 'h': usage(stdout); return 1;
 		case ':':
@@ -150,10 +201,12 @@ static int parse_args(int argc, char **argv, struct show_opts *o)
 		warn("show: --json and --summary exclude each other");
 		return -1;
 	}
-	if ((o->json || o->summary) && (o->denied || o->n_syscalls)) {
-		warn("show: --denied and --syscall limit the text timeline; "
-		     "they do not go with %s",
-		     o->json ? "--json" : "--summary");
+	if (o->summary && (o->tree || show_filter_active(&o->f))) {
+		warn("show: --summary does not go with %s (it is a fixed "
+		     "summary)",
+		     o->tree ? "--tree"
+			     : "--denied, --syscall, --path, --pid "
+			       "or --proc");
 		return -1;
 	}
 	if (optind >= argc) {
@@ -538,26 +591,13 @@ static void print_output(const struct show_ctx *ctx,
 
 static bool limited(const struct show_opts *o)
 {
-	return o->denied || o->n_syscalls;
+	return show_filter_active(&o->f);
 }
 
-/* Whether the timeline's limits (--denied, --syscall) let it through. */
+/* Whether the timeline's limits (show-filter.h) let it through. */
 static bool wanted(const struct show_opts *o, const struct audit_item *it)
 {
-	const struct audit_event *e;
-	bool match = false;
-
-	if (!limited(o))
-		return true;
-	if (it->kind != AUDIT_ITEM_EVENT)
-		return false;
-	e = &it->event->e;
-	if (o->denied && !e->would_deny && e->decision &&
-	    !strcmp(e->decision, "allow"))
-		return false;
-	for (int i = 0; i < o->n_syscalls && !match; i++)
-		match = e->syscall && !strcmp(e->syscall, o->syscalls[i]);
-	return match || !o->n_syscalls;
+	return show_filter_item(&o->f, it);
 }
 
 static int keep_cell(const struct audit_cell *c, void *arg)
@@ -640,14 +680,7 @@ static int print_item(const struct audit_item *it, void *arg)
 /* "only ...": what the limits let through. */
 static void print_limits(const struct show_opts *o)
 {
-	fputs(o->denied ? "only denied, killed and would-be-denied calls"
-			: "only calls",
-	      stdout);
-	for (int i = 0; i < o->n_syscalls; i++) {
-		fputs(i ? ", " : " to ", stdout);
-		view_str(stdout, o->syscalls[i]);
-	}
-	fputc('\n', stdout);
+	show_filter_describe(stdout, &o->f);
 }
 
 static int show_text(struct audit *a, const char *id, const struct show_opts *o)
@@ -831,23 +864,57 @@ static int output_json(const struct audit_output_row *out, void *arg)
 #undef I
 #undef P
 
-static int show_json(struct audit *a, const char *id)
+/* The rows the limits let through (show-filter.h), for show_json(). */
+struct json_limits {
+	const struct show_filter *f;
+	void *arg; /* the array, or struct events_json */
+};
+
+static int proc_json_if(const struct audit_proc_row *p, void *arg)
+{
+	struct json_limits *l = arg;
+
+	return show_filter_active(l->f) && !show_filter_proc(l->f, p)
+		       ? 0
+		       : proc_json(p, l->arg);
+}
+
+static int event_json_if(const struct audit_event_row *ev, void *arg)
+{
+	struct json_limits *l = arg;
+
+	return show_filter_event(l->f, &ev->e) ? event_json(ev, l->arg) : 0;
+}
+
+static int output_json_if(const struct audit_output_row *out, void *arg)
+{
+	struct json_limits *l = arg;
+
+	return show_filter_active(l->f) ? 0 : output_json(out, l->arg);
+}
+
+static int show_json(struct audit *a, const char *id,
+		     const struct show_filter *f)
 {
 	json_t *root = json_object();
 	json_t *procs = json_array(), *events = json_array(),
 	       *outputs = json_array();
 	struct events_json ej = { events, sym_cache_new() };
+	struct json_limits lp = { f, procs }, le = { f, &ej },
+			   lo = { f, outputs };
 	int r = audit_run_read(a, id, run_json, root);
 
 	json_object_set_new(root, "processes", procs);
 	json_object_set_new(root, "events", events);
 	json_object_set_new(root, "outputs", outputs);
+	if (show_filter_active(f))
+		json_object_set_new(root, "filter", show_filter_json(f));
 	if (!r)
-		r = audit_processes_each(a, id, proc_json, procs);
+		r = audit_processes_each(a, id, proc_json_if, &lp);
 	if (!r)
-		r = audit_events_each(a, id, event_json, &ej);
+		r = audit_events_each(a, id, event_json_if, &le);
 	if (!r)
-		r = audit_outputs_each(a, id, output_json, outputs);
+		r = audit_outputs_each(a, id, output_json_if, &lo);
 	if (!r && json_dumpf(root, stdout, 0) == 0)
 		fputc('\n', stdout);
 	json_decref(root);
@@ -931,61 +998,6 @@ static int count_procs(const struct audit_proc_row *p, void *arg)
 	return 0;
 }
 
-/* Whether an argument needs quotes to read back as one word. */
-static bool needs_quotes(const char *a)
-{
-	return !*a || strpbrk(a, " \t\n'\"\\$`;&|<>()*?[]{}~#!") != NULL;
-}
-
-/* argv (JSON array text) as a shell-like line, appended to sb. */
-static void argv_line(struct ward_strbuf *sb, const char *json)
-{
-	json_t *arr = json ? json_loads(json, 0, NULL) : NULL;
-	json_t *v;
-	size_t i;
-
-	if (!json_is_array(arr)) {
-		ward_strbuf_puts(sb, json ? json : "-");
-		json_decref(arr);
-		return;
-	}
-	json_array_foreach(arr, i, v)
-	{
-		const char *a = json_string_value(v);
-
-		if (i)
-			ward_strbuf_puts(sb, " ");
-		if (!a) {
-			ward_strbuf_puts(sb, "?");
-		} else if (!needs_quotes(a)) {
-			ward_strbuf_puts(sb, a);
-		} else {
-			ward_strbuf_puts(sb, "'");
-			for (const char *c = a; *c; c++)
-				ward_strbuf_append(sb, *c == '\'' ? "'\\''" : c,
-						   *c == '\'' ? 4 : 1);
-			ward_strbuf_puts(sb, "'");
-		}
-	}
-	json_decref(arr);
-}
-
-/* The first max bytes of s (len bytes), cut at a UTF-8 boundary and
- * followed by " ..." if cut; escaped for the terminal. */
-static void print_cut(const char *s, size_t len, size_t max)
-{
-	size_t n = len;
-
-	if (len > max) {
-		n = max;
-		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-			n--;
-	}
-	view_text(stdout, s, n, 0);
-	if (n < len)
-		fputs(" ...", stdout);
-}
-
 static int print_sum_proc(const struct audit_proc_row *p, void *arg)
 {
 	struct summary *s = arg;
@@ -1007,8 +1019,8 @@ static int print_sum_proc(const struct audit_proc_row *p, void *arg)
 		snprintf(ex, sizeof(ex), "exit %d", p->exit_code);
 	printf("  %-5s %-9s %-8s ", serial, parent, ex);
 	if (p->p.argv_json || p->p.exe) {
-		argv_line(&sb, p->p.argv_json ? p->p.argv_json : "[]");
-		print_cut(ward_strbuf_str(&sb), sb.len, SUM_ARGV);
+		view_argv_line(&sb, p->p.argv_json ? p->p.argv_json : "[]");
+		view_text_cut(stdout, ward_strbuf_str(&sb), sb.len, SUM_ARGV);
 		fputs("  (", stdout);
 		view_str(stdout, p->p.exe);
 	} else {
@@ -1227,25 +1239,66 @@ static int show_summary(struct audit *a, const char *id, const char *path,
 
 /* ------------------------------- main ------------------------------- */
 
+/* --tree: the run's first lines and its process tree, or JSON. */
+static int show_tree(struct audit *a, const char *id, struct show_opts *o,
+		     struct show_procs *procs)
+{
+	json_t *root, *tree = NULL;
+	int r;
+
+	if (!o->json) {
+		r = audit_run_read(a, id, summary_header,
+				   &(struct summary){ 0 });
+		if (!r) {
+			fputc('\n', stdout);
+			r = show_tree_text(a, id, procs, &o->f);
+		}
+		return r;
+	}
+	root = json_object();
+	r = audit_run_read(a, id, run_json, root);
+	if (!r)
+		r = show_tree_json(a, id, procs, &o->f, &tree);
+	if (!r) {
+		json_object_set_new(root, "tree", tree);
+		if (show_filter_active(&o->f))
+			json_object_set_new(root, "filter",
+					    show_filter_json(&o->f));
+		if (json_dumpf(root, stdout, 0) == 0)
+			fputc('\n', stdout);
+	}
+	json_decref(root);
+	return r;
+}
+
 int ward_cmd_show(int argc, char **argv)
 {
 	struct show_opts o;
+	struct show_procs *procs = NULL;
 	char path[4096], id[AUDIT_RUN_ID_LEN + 1];
 	struct audit *a;
 	int r = parse_args(argc, argv, &o);
 
 	if (r) {
-		free(o.syscalls);
+		show_filter_free(&o.f);
 		return r > 0 ? 0 : WARD_EXIT_INTERNAL;
 	}
 	a = view_open_db(o.db, path, sizeof(path));
 	if (!a) {
-		free(o.syscalls);
+		show_filter_free(&o.f);
 		return WARD_EXIT_INTERNAL;
 	}
 	r = view_find_run(a, path, o.run, id);
+	if (!r && (o.tree || show_filter_needs_procs(&o.f))) {
+		r = show_procs_load(a, id, &procs);
+		o.f.owners = procs;
+		if (r)
+			warn("show: reading run %s from %s: %s", id, path,
+			     audit_errmsg(a));
+	}
 	if (!r) {
-		r = o.json	? show_json(a, id)
+		r = o.tree	? show_tree(a, id, &o, procs)
+		    : o.json	? show_json(a, id, &o.f)
 		    : o.summary ? show_summary(a, id, path, o.db)
 				: show_text(a, id, &o);
 		if (r)
@@ -1253,7 +1306,8 @@ int ward_cmd_show(int argc, char **argv)
 			     audit_errmsg(a));
 	}
 	audit_close(a);
-	free(o.syscalls);
+	show_procs_free(procs);
+	show_filter_free(&o.f);
 	if (fflush(stdout) != 0)
 		r = -EIO;
 	return r ? WARD_EXIT_INTERNAL : 0;

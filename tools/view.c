@@ -230,6 +230,58 @@ void view_exit(char *buf, size_t n, bool has_exit, int code, int sig)
 		snprintf(buf, n, "%d", code);
 }
 
+/* Whether an argument needs quotes to read back as one word. */
+static bool needs_quotes(const char *a)
+{
+	return !*a || strpbrk(a, " \t\n'\"\\$`;&|<>()*?[]{}~#!") != NULL;
+}
+
+void view_argv_line(struct ward_strbuf *sb, const char *json)
+{
+	json_t *arr = json ? json_loads(json, 0, NULL) : NULL;
+	json_t *v;
+	size_t i;
+
+	if (!json_is_array(arr)) {
+		ward_strbuf_puts(sb, json ? json : "-");
+		json_decref(arr);
+		return;
+	}
+	json_array_foreach(arr, i, v)
+	{
+		const char *a = json_string_value(v);
+
+		if (i)
+			ward_strbuf_puts(sb, " ");
+		if (!a) {
+			ward_strbuf_puts(sb, "?");
+		} else if (!needs_quotes(a)) {
+			ward_strbuf_puts(sb, a);
+		} else {
+			ward_strbuf_puts(sb, "'");
+			for (const char *c = a; *c; c++)
+				ward_strbuf_append(sb, *c == '\'' ? "'\\''" : c,
+						   *c == '\'' ? 4 : 1);
+			ward_strbuf_puts(sb, "'");
+		}
+	}
+	json_decref(arr);
+}
+
+void view_text_cut(FILE *f, const char *s, size_t len, size_t max)
+{
+	size_t n = len;
+
+	if (len > max) {
+		n = max;
+		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--;
+	}
+	view_text(f, s, n, 0);
+	if (n < len)
+		fputs(" ...", f);
+}
+
 /* ------------------------------- times ------------------------------- */
 
 /* n decimal digits at *p into *v; advances *p. */

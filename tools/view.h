@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "../audit/audit.h"
+#include "../common/json.h"
 
 /*
  * Opens the audit database read-only: db_opt (--db) if given, else the
@@ -47,6 +48,9 @@ enum {
 void view_text(FILE *f, const void *s, size_t len, unsigned flags);
 void view_str(FILE *f, const char *s);	/* NULL prints "-" */
 void view_json(FILE *f, const char *s); /* JSON text; NULL prints "-" */
+/* The first max bytes of s (len bytes), cut at a UTF-8 boundary and
+ * followed by " ..." if cut; escaped as by view_text(f, ..., 0). */
+void view_text_cut(FILE *f, const char *s, size_t len, size_t max);
 /*
  * The same text for an HTML page, where it may stand in element content
  * or a quoted attribute: & < > " ' as entities; controls, DEL, C1
@@ -66,6 +70,9 @@ void view_duration(char *buf, size_t n, long long ms);
 void view_exit(char *buf, size_t n, bool has_exit, int code, int sig);
 /* "SIGKILL" style name, or "signal N". */
 const char *view_signame(int sig, char *buf, size_t n);
+/* argv (JSON array text) as a shell-like line (words quoted where needed
+ * to read back as one), appended to sb; not escaped for a terminal. */
+void view_argv_line(struct ward_strbuf *sb, const char *json);
 
 /*
  * A point in time the user gave (--since, --until), as nanoseconds since

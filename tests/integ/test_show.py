@@ -243,7 +243,7 @@ def test_show_denied_and_syscall_filters(ctx):
     assert r.code == 0, r
     assert [l for l in _timeline(r.stdout) if "DENY" in l], r
 
-    for bad in (["--summary", "--json"], ["--json", "--denied"], ["--summary", "--syscall", "openat"]):
+    for bad in (["--summary", "--json"], ["--summary", "--syscall", "openat"]):
         r = ctx.ward("show", "last", *bad)
         assert r.code == 125 and "ward: show: " in r.stderr, (bad, r)
 
@@ -440,4 +440,208 @@ def test_runs_filter_errors_exit_125(ctx):
     r = ctx.ward("runs", "--help", db=False)
     for word in ("--status S[,S]", "--denied", "--since TIME", "--until TIME", "--lang L[,L]",
                  "2026-12-02T10:00", "30m", "2d"):
+        assert word in r.stdout, word
+
+
+def _stamped(out):
+    """The timeline's stamped lines (no args/backtrace lines under them)."""
+    return [l for l in _timeline(out) if not l.startswith(" " * 19)]
+
+
+def _serial_of(line):
+    return int(re.search(r"\[(\d+)\] ", line).group(1))
+
+
+def test_show_path_pid_proc_filters(ctx):
+    run = _summary_run(ctx)
+    rid = run["id"]
+    # --path: the target or the raw argument, fnmatch with * across /
+    r = ctx.ward("show", "last", "--path", "/etc/*")
+    assert r.code == 0, r
+    lines = _stamped(r.stdout)
+    n = ctx.sql("select count(*) n from events where run_id=? and"
+                " (target glob '/etc/*' or raw glob '/etc/*')", rid)[0]["n"]
+    assert len(lines) == n and n >= 2, (lines, n)
+    assert all(" /etc/" in l for l in lines), lines
+    assert any("DENY   openat /etc/shadow" in l for l in lines), lines
+    r = ctx.ward("show", "last", "--path", "*f1.txt")
+    lines = _stamped(r.stdout)
+    assert len(lines) == 1 and "f1.txt" in lines[0] and "(given as f1.txt)" in lines[0], lines
+    r = ctx.ward("show", "last", "--path", "*f1.txt", "--path", "*f2.txt")
+    assert len(_stamped(r.stdout)) == 2, r.stdout
+    r = ctx.ward("show", "last", "--path", "/etc/*", "--denied")
+    lines = _stamped(r.stdout)
+    assert len(lines) == 1 and "/etc/shadow" in lines[0], lines
+    r = ctx.ward("show", "last", "--path", "/nowhere/*")
+    assert _timeline(r.stdout) == ["(none in this run)"], r.stdout
+    # --syscall with a comma list
+    r = ctx.ward("show", "last", "--syscall", "execve,clone")
+    n = ctx.sql("select count(*) n from events where run_id=? and syscall in ('execve','clone')",
+                rid)[0]["n"]
+    assert len(_stamped(r.stdout)) == n and n >= 2, r.stdout
+
+    procs = ctx.sql("select * from processes where run_id=? order by serial", rid)
+    uname = [p for p in procs if p["exe"] == "/usr/bin/uname"][0]
+    thread = [p for p in procs if p["kind"] == "thread"][0]
+    # --pid: that process's decisions and its start, exec and exit
+    r = ctx.ward("show", "last", "--pid", str(uname["pid"]))
+    assert r.code == 0, r
+    lines = _stamped(r.stdout)
+    n = ctx.sql("select count(*) n from events where run_id=? and (pid=?1 or tid=?1)".replace("?1", "?2"),
+                rid, uname["pid"])[0]["n"]
+    assert len(lines) == n + 3, (lines, n)
+    assert all(_serial_of(l) == uname["serial"] for l in lines), lines
+    assert "start  pid" in lines[0] and "exit   status 0" in lines[-1], lines
+    assert not any("stdout|" in l for l in lines)
+    # a thread's tid: only its own decisions and lines
+    r = ctx.ward("show", "last", "--pid", str(thread["pid"]))
+    assert all(_serial_of(l) == thread["serial"] for l in _stamped(r.stdout)), r.stdout
+    # --proc 1: the interpreter and its thread, not uname
+    r = ctx.ward("show", "last", "--proc", "1")
+    serials = {_serial_of(l) for l in _stamped(r.stdout)}
+    assert serials == {1, thread["serial"]}, serials
+    r = ctx.ward("show", "last", "--proc", str(uname["serial"]), "--syscall", "execve")
+    lines = _stamped(r.stdout)
+    assert lines and all(_serial_of(l) == uname["serial"] and " execve " in l for l in lines), lines
+    assert any("execve /usr/bin/uname," in l for l in lines), lines
+    # AND: uname's pid and a path it never touched
+    r = ctx.ward("show", "last", "--pid", str(uname["pid"]), "--path", "/etc/shadow")
+    assert _timeline(r.stdout) == ["(none in this run)"], r.stdout
+
+    # the same limits apply to --json
+    r = ctx.ward("show", "last", "--json", "--denied")
+    assert r.code == 0, r
+    j = r.json()
+    assert j["filter"] == {"denied": True}, j["filter"]
+    assert [e["target"] for e in j["events"]] == ["/etc/shadow"], j["events"]
+    assert j["outputs"] == [] and j["processes"] == [] and j["run"]["id"] == rid
+    r = ctx.ward("show", "last", "--json", "--pid", str(uname["pid"]))
+    j = r.json()
+    assert [p["serial"] for p in j["processes"]] == [uname["serial"]], j["processes"]
+    assert j["events"] and all(e["pid"] == uname["pid"] for e in j["events"]), j["events"]
+    assert j["filter"] == {"pids": [uname["pid"]]}
+    r = ctx.ward("show", "last", "--json", "--path", "/etc/*", "--syscall", "openat")
+    j = r.json()
+    assert all(e["syscall"] == "openat" for e in j["events"]) and len(j["events"]) >= 2, j["events"]
+    assert j["filter"] == {"syscalls": ["openat"], "paths": ["/etc/*"]}
+    r = ctx.ward("show", "last", "--json")
+    assert "filter" not in r.json() and r.json()["outputs"], "no limits: everything"
+
+
+TREE_CODE = ("import subprocess, threading, os\n"
+             "try:\n    open('/etc/shadow')\nexcept OSError:\n    pass\n"
+             "t = threading.Thread(target=lambda: open('t.txt', 'w').close()); t.start(); t.join()\n"
+             "subprocess.run(['uname', '-p'], check=True)\n"
+             "subprocess.run(['/bin/sh', '-c', 'uname -r; exit 3'])\n")
+
+
+def test_show_tree(ctx):
+    prof = ctx.write("tree.json", json.dumps({
+        "version": 1, "name": "tree", "extends": "default",
+        "exec": {"allow": ["/usr/bin/uname", "/usr/bin/dash", "/bin/sh", "/usr/bin/sh"]}}))
+    r = ctx.run(TREE_CODE, "--policy", prof)
+    if r.code != 0:
+        r = ctx.run(TREE_CODE.replace("subprocess.run(['/bin/sh', '-c', 'uname -r; exit 3'])\n", ""))
+    assert r.code == 0, r
+    rid = ctx.last_run()["id"]
+    procs = ctx.sql("select * from processes where run_id=? order by serial", rid)
+    counts = {c["s"]: c for c in ctx.sql(
+        "select proc_serial s, count(*) n, sum(decision<>'allow') d from events"
+        " where run_id=? group by proc_serial", rid)}
+    thread = [p for p in procs if p["kind"] == "thread"][0]
+    unames = [p for p in procs if p["exe"] == "/usr/bin/uname"]
+    r = ctx.ward("show", "last", "--tree")
+    assert r.code == 0, r
+    out = r.stdout
+    assert out.startswith(f"run       {rid}\n") and "status    ok, exit 0" in out, out
+    tree = out.split("process tree (", 1)[1].splitlines()[2:]
+    total1 = counts[1]["n"] + counts.get(thread["serial"], {"n": 0})["n"]
+    assert re.match(r"^\[1\] /usr/bin/python3 -c .* \.\.\.  \(/usr/bin/python3[.\d]*\)  "
+                    rf"pid {procs[0]['pid']}, exit 0, {total1} events, 1 denied$", tree[0]), tree
+    tl = [l for l in tree if f"thread [{thread['serial']}] tid {thread['pid']}" in l]
+    assert len(tl) == 1 and re.match("^(\u251c|\u2514)\u2500 thread", tl[0]), tree
+    n_t = counts.get(thread["serial"], {"n": 0})["n"]
+    assert tl[0].endswith(f", {n_t} event{'s' if n_t != 1 else ''}"), tl
+    first_uname = [l for l in tree if f"[{unames[0]['serial']}] uname -p  (/usr/bin/uname)" in l]
+    n_u = counts[unames[0]["serial"]]["n"]
+    assert len(first_uname) == 1 and first_uname[0].endswith(
+        f"pid {unames[0]['pid']}, exit 0, {n_u} events"), (first_uname, tree)
+    assert first_uname[0].startswith(("\u251c\u2500\u2500 [", "\u2514\u2500\u2500 [")), first_uname
+    assert tree.index(tl[0]) < tree.index(first_uname[0]), "threads before child processes"
+    if len(unames) > 1:  # uname run by sh: a grandchild, indented under sh
+        sh = [p for p in procs if p["serial"] == unames[1]["parent_serial"]][0]
+        shl = [l for l in tree if re.search(rf"\[{sh['serial']}\] (/bin/sh|sh) ", l)]
+        assert len(shl) == 1 and "exit 3" in shl[0], (shl, tree)
+        gl = [l for l in tree if f"[{unames[1]['serial']}] uname -r" in l]
+        assert len(gl) == 1 and gl[0].startswith("    \u2514\u2500\u2500 ["), (gl, tree)
+        assert tree.index(shl[0]) < tree.index(gl[0])
+
+    # JSON
+    r = ctx.ward("show", "last", "--tree", "--json")
+    assert r.code == 0, r
+    j = r.json()
+    assert j["run"]["id"] == rid and len(j["tree"]) == 1, j.get("tree")
+    root = j["tree"][0]
+    assert root["serial"] == 1 and root["kind"] == "process" and root["events"] == total1
+    assert root["denied"] == 1 and root["exit_code"] == 0 and root["argv"][0] == "/usr/bin/python3"
+    assert [t["serial"] for t in root["threads"]] == [thread["serial"]]
+    assert root["threads"][0]["events"] == n_t and "children" not in root["threads"][0]
+    kids = root["children"]
+    assert kids[0]["exe"] == "/usr/bin/uname" and kids[0]["events"] == n_u, kids
+
+    def all_nodes(ns):
+        for n in ns:
+            yield n
+            yield from all_nodes(n.get("threads", []) + n.get("children", []))
+    assert sorted(n["serial"] for n in all_nodes(j["tree"])) == [p["serial"] for p in procs]
+    assert sum(n["events"] for n in all_nodes(j["tree"]) if n["kind"] == "thread") + \
+        sum(n["events"] - sum(t["events"] for t in n["threads"])
+            for n in all_nodes(j["tree"]) if n["kind"] == "process") == ctx.last_run()["events"]
+
+    # with limits: what is counted
+    r = ctx.ward("show", "last", "--tree", "--denied")
+    assert r.code == 0, r
+    assert "only denied, killed and would-be-denied calls" in r.stdout, r.stdout
+    assert re.search(r"^\[1\] .* exit 0, 1 event, 1 denied$", r.stdout, re.M), r.stdout
+    assert re.search(rf"\[{unames[0]['serial']}\] uname -p .* exit 0, 0 events$", r.stdout, re.M)
+    r = ctx.ward("show", "last", "--tree", "--json", "--syscall", "execve")
+    j = r.json()
+    assert j["filter"] == {"syscalls": ["execve"]}
+    execs = {c["s"]: c["n"] for c in ctx.sql(
+        "select proc_serial s, count(*) n from events where run_id=? and syscall='execve'"
+        " group by proc_serial", rid)}
+    for n in all_nodes(j["tree"]):
+        own = n["events"] - sum(t["events"] for t in n.get("threads", []))
+        assert own == execs.get(n["serial"], 0), (n["serial"], own, execs)
+    assert j["tree"][0]["children"][0]["events"] >= 1
+
+
+def test_show_filter_errors_exit_125(ctx):
+    assert ctx.run("print(1)").code == 0
+    bad = [
+        (["--pid", "abc"], "show: --pid: 'abc' is not a pid"),
+        (["--pid", "0"], "--pid: '0' is not a pid"),
+        (["--proc", "-1"], "--proc: '-1' is not a process serial"),
+        (["--syscall", "open at"], "--syscall: 'open at' is not a syscall name"),
+        (["--syscall", ","], "--syscall needs a syscall name"),
+        (["--path", ""], "--path needs a pattern"),
+        (["--summary", "--tree"], "--summary does not go with --tree"),
+        (["--summary", "--pid", "1"], "--summary does not go with"),
+        (["--tree", "--frob"], "unknown option '--frob'"),
+        (["--path"], "--path needs a value"),
+    ]
+    for args, msg in bad:
+        r = ctx.ward("show", "last", *args)
+        assert r.code == 125 and r.stdout == "", (args, r)
+        assert msg in r.stderr and r.stderr.startswith("ward: "), (args, msg, r)
+    r = ctx.ward("show", "fedcba9876543210", "--tree")
+    assert r.code == 125 and "no run matches 'fedcba9876543210'" in r.stderr, r
+    junk = ctx.path("junk.db")
+    with open(junk, "wb") as f:
+        f.write(b"\0garbage" * 500)
+    r = ctx.ward("show", "--db", junk, "last", "--tree", db=False)
+    assert r.code == 125 and junk in r.stderr, r
+    r = ctx.ward("show", "--help", db=False)
+    for word in ("--path GLOB", "--pid N", "--proc N", "--tree", "fnmatch", "NAME[,NAME]",
+                 '"filter"', "children"):
         assert word in r.stdout, word
