@@ -31,8 +31,8 @@
 
 #define EVENT_COLS                                                             \
 	"SELECT seq, ts_ns, pid, tid, proc_serial, nr, syscall, args, raw,"    \
-	" target, decision, rule, reason, errno, would_deny, backtrace"        \
-	" FROM events WHERE run_id = ?1 "
+	" target, decision, rule, reason, errno, would_deny, backtrace,"       \
+	" pyframes FROM events WHERE run_id = ?1 "
 
 #define OUTPUT_COLS                                                            \
 	"SELECT seq, ts_ns, stream, data FROM outputs WHERE run_id = ?1 "
@@ -379,6 +379,7 @@ static void fill_event(sqlite3_stmt *st, struct audit_event_row *ev)
 	e->err = (int)cint(st, 13, 0);
 	e->would_deny = cint(st, 14, 0) != 0;
 	e->backtrace = ctext(st, 15);
+	e->pyframes = ctext(st, 16);
 }
 
 static void fill_output(sqlite3_stmt *st, struct audit_output_row *o)
@@ -397,6 +398,14 @@ static void fill_output(sqlite3_stmt *st, struct audit_output_row *o)
 static int prep_run(struct audit *a, const char *sql, const char *run_id,
 		    sqlite3_stmt **st)
 {
+	/* events.pyframes (version 4) reads as NULL in an older file
+	 * opened readonly */
+	const char *py = a->v4_cols ? NULL : strstr(sql, " pyframes FROM");
+	char old[2048];
+
+	if (py && snprintf(old, sizeof(old), "%.*s NULL%s", (int)(py - sql),
+			   sql, py + strlen(" pyframes")) < (int)sizeof(old))
+		sql = old;
 	int r = prep(a, sql, st);
 
 	if (!r)

@@ -82,6 +82,10 @@ static void usage(FILE *f)
 	      "only their exported functions; `??` when none covers the frame). If the\n"
 	      "file changed since the run (an upgrade), the names may be wrong; the\n"
 	      "header says `backtrace (symbols from the files as they are now):`.\n"
+	      "For a CPython interpreter (3.11, 3.13) the Python frames follow, under\n"
+	      "`python (from untrusted memory):`, innermost first, as `#0  FUNCTION\n"
+	      "FILE:LINE`: ward read them from the stopped interpreter's memory, which\n"
+	      "the code controls, so they may be forged (docs/security.md).\n"
 	      "Output lines are prefixed with their stream (stdout| or stderr|). Text\n"
 	      "from the run is printed safely: control characters, invalid UTF-8 and\n"
 	      "bidirectional overrides are escaped (\\n, \\xNN, \\u{202e}).\n"
@@ -99,7 +103,9 @@ static void usage(FILE *f)
 	      "\n"
 	      "JSON: {\"run\": {...}, \"processes\": [...], \"events\": [...],\n"
 	      "\"outputs\": [...]} with the columns of the database (docs/schema.md);\n"
-	      "JSON columns (argv, args, limits, policy, backtrace) are embedded parsed.\n"
+	      "JSON columns (argv, args, limits, policy, backtrace, pyframes) are\n"
+	      "embedded parsed; pyframes is {\"untrusted\": true, \"frames\": [{\"file\",\n"
+	      "\"line\", \"function\"}, ...], \"truncated\"} or null.\n"
 	      "Events carry errno (a number) and errno_name; backtrace frames gain\n"
 	      "\"symbol\": \"name+0xNN\" when one is found (in the file as it is now, as\n"
 	      "above). Bytes the code produced are given as UTF-8 text with invalid\n"
@@ -515,6 +521,48 @@ static void print_backtrace(const char *text, struct sym_cache *syms)
 	json_decref(bt);
 }
 
+/*
+ * The Python frames the tracer read from the code's own memory
+ * (tracer/pyframe.c), innermost first, as "#0  leak  /path/x.py:5". The
+ * code could have forged every byte of them: the heading says so.
+ */
+static void print_pyframes(const char *text)
+{
+	json_t *p = json_loads(text, 0, NULL);
+	json_t *frames = json_object_get(p, "frames"), *f, *line;
+	const char *why = json_string_value(json_object_get(p, "incomplete"));
+	size_t i = 0;
+
+	printf(INDENT "python (from untrusted memory):\n");
+	if (!json_is_array(frames)) {
+		printf(INDENT "  ");
+		view_str(stdout, text);
+		fputc('\n', stdout);
+		json_decref(p);
+		return;
+	}
+	json_array_foreach(frames, i, f)
+	{
+		printf(INDENT "  #%-2zu ", i);
+		view_str(stdout, frame_str(f, "function"));
+		fputs("  ", stdout);
+		view_str(stdout, frame_str(f, "file"));
+		line = json_object_get(f, "line");
+		if (json_is_integer(line))
+			printf(":%" JSON_INTEGER_FORMAT,
+			       json_integer_value(line));
+		fputc('\n', stdout);
+	}
+	if (json_is_true(json_object_get(p, "truncated")))
+		printf(INDENT "  ... deeper frames not read (%zu shown)\n", i);
+	if (why) {
+		printf(INDENT "  (stopped: ");
+		view_str(stdout, why);
+		printf(")\n");
+	}
+	json_decref(p);
+}
+
 static void print_event(const struct show_ctx *ctx, const struct audit_item *it)
 {
 	const struct audit_event *e = &it->event->e;
@@ -560,6 +608,8 @@ static void print_event(const struct show_ctx *ctx, const struct audit_item *it)
 	}
 	if (e->backtrace)
 		print_backtrace(e->backtrace, ctx->syms);
+	if (e->pyframes)
+		print_pyframes(e->pyframes);
 }
 
 /* One line per line of the chunk, "stdout| " before each. */
@@ -845,6 +895,7 @@ static int event_json(const struct audit_event_row *ev, void *arg)
 	json_object_set_new(o, "would_deny", json_boolean(e->would_deny));
 	P("backtrace", e->backtrace);
 	sym_backtrace_add(ej->syms, json_object_get(o, "backtrace"));
+	P("pyframes", e->pyframes); /* untrusted: read from the code */
 	return json_array_append_new(ej->events, o) ? -ENOMEM : 0;
 }
 
