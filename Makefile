@@ -126,6 +126,7 @@ demo: all
 # e.g. make bench BENCH_ARGS="--base-ward /tmp/ward-base/build/ward --rounds 7"
 bench: all
 	/usr/bin/python3 bench/bench.py --build $(O) $(BENCH_ARGS)
+	/usr/bin/python3 bench/forensics.py --build $(O)
 
 check-style:
 	clang-format --dry-run --Werror common/*.[ch] policy/*.[ch] audit/*.[ch] tracer/*.[ch] tools/*.[ch] tests/unit/*.[ch] tests/escapes/*.[ch] bench/*.c
