@@ -235,11 +235,14 @@ static void remove_stage(void)
 	stage_dir = NULL;
 }
 
-static char *stage_path(const char *name)
+/* A file of the stage: inputs in in/, the code in code/, the policy at
+ * the top, so that no recorded name can collide with another. */
+static char *stage_path(const char *sub, const char *name)
 {
 	char *p;
 
-	if (asprintf(&p, "%s/%s", stage_dir, name) < 0)
+	if (asprintf(&p, "%s/%s%s%s", stage_dir, sub ? sub : "", sub ? "/" : "",
+		     name) < 0)
 		die("out of memory");
 	return p;
 }
@@ -316,7 +319,7 @@ static char **stage_inputs(const struct rerun_opts *o,
 			die("run %s: input %zu has the name '%s', which is not "
 			    "a file name: the record is damaged",
 			    rec->id, j + 1, c->name);
-		paths[j] = stage_path(c->name);
+		paths[j] = stage_path("in", c->name);
 		if (c->kept) {
 			ward_sha256_hex(c->data, c->data_len, sha);
 			if ((long long)c->data_len != c->size ||
@@ -453,7 +456,7 @@ static void build_argv(const struct rerun_opts *o, const struct recorded *rec,
 		arg(b, o->profile);
 	} else {
 		char *p = o->policy ? xstrdup(o->policy)
-				    : stage_path("policy.json");
+				    : stage_path(NULL, "policy.json");
 
 		if (!o->policy)
 			stage_write(p, rec->policy_json,
@@ -538,7 +541,7 @@ static void build_argv(const struct rerun_opts *o, const struct recorded *rec,
 				die("run %s: its code and an input are both "
 				    "named %s",
 				    rec->id, base);
-		p = stage_path(base);
+		p = stage_path("code", base);
 		stage_write(p, rec->code, rec->code_len);
 		arg(b, p);
 		free(p);
@@ -669,6 +672,13 @@ int ward_cmd_rerun(int argc, char **argv)
 	if (!mkdtemp(tmpl))
 		die_errno("cannot create a staging directory in /tmp");
 	stage_dir = xstrdup(tmpl);
+	for (const char *const *d = (const char *const[]){ "in", "code", NULL };
+	     *d; d++) {
+		char *p = stage_path(NULL, *d);
+		if (mkdir(p, 0700) < 0)
+			die_errno("cannot create %s", p);
+		free(p);
+	}
 	atexit(remove_stage);
 	char **inputs = stage_inputs(&o, &rec, &ins);
 	build_argv(&o, &rec, env, inputs, ins.n, dbabs, &b);

@@ -106,6 +106,7 @@ static void test_digits(void)
 /* ------------------------ runs in a database ------------------------ */
 
 static char dir[] = "/tmp/ward-rdtest-XXXXXX";
+static const char *later_kind = "process"; /* kind of processes 2.. */
 
 struct ev {
 	int serial;
@@ -141,7 +142,7 @@ static int write_run(struct audit *a, const char *workdir, const int *serials,
 			.parent_serial = i ? serials[0] : 0,
 			.pid = 1000 + serials[i] * 7, /* differs per run */
 			.tgid = 1000 + serials[i] * 7,
-			.kind = "process",
+			.kind = i ? later_kind : "process",
 			.exe = "/usr/bin/python3",
 			.argv_json = "[\"python3\"]",
 		};
@@ -251,6 +252,35 @@ static void test_compare(void)
 	ok(d.proc_what && strstr(d.proc_what, "only in the second"),
 	   "said so: %s", d.proc_what ? d.proc_what : "");
 	is_int(d.n_maybe, 0, "no hint");
+
+	/* Run 5: process 2 is a thread, and a read of /dev/urandom. */
+	struct rd_run r5;
+	char id5[17];
+	const struct ev e5[] = {
+		{ 1, "openat", "{\"path\":\"/tmp/ward-eeeeee/in\",\"fd\":3}",
+		  "/tmp/ward-eeeeee/in", "allow" },
+		{ 2, "kill", "{\"pid\":1234}", NULL, "allow" },
+		{ 1, "connect", "{\"fd\":4}", "1.2.3.4:80", "deny" },
+		{ 1, "openat", "{\"path\":\"/dev/urandom\"}", "/dev/urandom",
+		  "allow" },
+	};
+	later_kind = "thread";
+	ok(write_run(a, "/tmp/ward-eeeeee", s1, 2, e5, 4, "n=1\n", 0, id5) == 0,
+	   "run 5 written");
+	ok(rd_load(a, id5, &r5) == 0, "run 5 loaded");
+	is_int(r5.threads, 1, "one thread");
+	is_int(r5.timerand, 1, "one time/random call");
+	rd_compare(&r1, &r5, &d);
+	ok(!d.equivalent && d.proc == 1 && d.ev_differs && d.index == 3 &&
+		   !d.a_line && d.b_line,
+	   "process 1: run 5 has one decision more");
+	is_int(d.procs_differing, 2, "and process 2 differs in kind");
+	ok(d.n_maybe == 2 && strstr(d.maybe[0], "threads (0 and 1)") &&
+		   strstr(d.maybe[1], "time or randomness (0 and 1; first: "
+				      "openat"),
+	   "thread and randomness hints: %s / %s",
+	   d.n_maybe > 0 ? d.maybe[0] : "", d.n_maybe > 1 ? d.maybe[1] : "");
+	rd_run_free(&r5);
 
 	json_t *j = rd_json(&r1, &r3, &(struct rd_diff){ 0 });
 	ok(j != NULL, "json");
