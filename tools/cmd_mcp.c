@@ -17,7 +17,17 @@
  *
  * What the model may choose is deliberately narrow: the tools pass on only
  * the arguments their schemas name, never a policy file or a profile, so
- * the operator's --profile/--policy bound every session.
+ * the operator's --profile/--policy bound every session (and
+ * --max-timeout its time).
+ *
+ * Two threads. The main thread reads requests and answers at once what
+ * needs no session (initialize, ping, tools/list, errors) and
+ * notifications/cancelled; tools/call requests (and batches) queue for the
+ * call thread, which runs them one at a time through ws_call (the session
+ * server has one caller thread) and expires idle sessions between them. A
+ * cancelled call that is still queued is dropped; one that is running has
+ * its cell interrupted (ws_server_cancel); neither is answered, as the
+ * specification asks.
  */
 #include "cmds.h"
 
@@ -27,12 +37,14 @@
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../common/json.h"
@@ -46,6 +58,15 @@
 #define SUMMARY_DENIALS	    5		/* denials listed in the text */
 #define PROGRESS_CHUNK_MAX  1000 /* bytes of output per progress message */
 #define TICK_MS		    1000 /* session expiry checks while idle */
+#define MAX_QUEUED	    256	 /* tools/call requests waiting their turn */
+
+/* A tools/call request (or a batch) for the call thread. */
+struct job {
+	struct job *next;
+	json_t *msg;
+	json_t *id; /* the request's id (in msg); NULL for a batch */
+	bool cancelled;
+};
 
 /* Newest first; the first is what a client with an unknown version gets. */
 static const char *const protocol_versions[] = {
@@ -68,6 +89,14 @@ struct mcp {
 	json_t *progress_token;
 	long long progress;
 	bool out_broken;
+	pthread_mutex_t out_lock; /* one message at a time on out_fd */
+	/* the call thread's queue; lock guards it, running and eof */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct job *head, *tail, *running;
+	size_t queued;
+	bool eof;
+	pthread_t caller;
 };
 
 /* ---- output ---- */
@@ -104,11 +133,21 @@ static void send_msg(struct mcp *m, json_t *msg)
 	}
 	len = strlen(text);
 	text[len] = '\n'; /* replaces the NUL; written by length */
+	pthread_mutex_lock(&m->out_lock);
 	if (!m->out_broken && write_all(m->out_fd, text, len + 1) < 0) {
 		warn_errno("mcp: writing to stdout");
 		m->out_broken = true;
 	}
+	pthread_mutex_unlock(&m->out_lock);
 	free(text);
+}
+
+static bool out_is_broken(struct mcp *m)
+{
+	pthread_mutex_lock(&m->out_lock);
+	bool b = m->out_broken;
+	pthread_mutex_unlock(&m->out_lock);
+	return b;
 }
 
 /* ---- text helpers ---- */
@@ -274,7 +313,8 @@ static const struct tool tools[] = {
 			"\"language\": " LANG_SCHEMA ","
 			"\"session_id\": " SESSION_SCHEMA ","
 			"\"timeout_s\": {\"type\": \"number\", \"exclusiveMinimum\": 0,"
-			" \"description\": \"wall-clock limit for this code (default: the server's)\"}},"
+			" \"description\": \"wall-clock limit for this code (default: the server's;"
+			" the server may cap it)\"}},"
 			"\"required\": [\"code\"], \"additionalProperties\": false}",
 		.output_schema =
 			"{\"type\": \"object\", \"properties\": {"
@@ -666,6 +706,14 @@ static json_t *run_content(struct mcp *m, json_t *result, bool *is_error)
 			(long long)json_integer_value(
 				json_object_get(result, "execution_count")));
 	ward_strbuf_puts(&sb, "\n");
+	v = json_object_get(result, "timeout_capped_from");
+	if (json_is_number(v))
+		ward_strbuf_appendf(
+			&sb,
+			"time limit: %g s (the %g s asked for is above the "
+			"server's cap)\n",
+			json_number_value(json_object_get(result, "timeout_s")),
+			json_number_value(v));
 	v = json_object_get(result, "interrupted");
 	if (json_is_true(v))
 		ward_strbuf_puts(
@@ -941,9 +989,134 @@ static bool valid_id(json_t *id)
 	return json_is_string(id) || json_is_integer(id);
 }
 
+/* ---- the call thread's queue ---- */
+
+static void job_free(struct job *j)
+{
+	json_decref(j->msg);
+	free(j);
+}
+
+/* Queues msg (a tools/call request or a batch) for the call thread;
+ * returns an error response when the queue is full, else NULL. */
+static json_t *enqueue(struct mcp *m, json_t *msg, json_t *id)
+{
+	struct job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return rpc_error(id, WS_E_INTERNAL, "out of memory");
+	pthread_mutex_lock(&m->lock);
+	if (m->queued >= MAX_QUEUED) {
+		pthread_mutex_unlock(&m->lock);
+		free(j);
+		return rpc_error(id, WS_E_LIMIT,
+				 "%d tool calls are waiting already; wait for "
+				 "their results",
+				 MAX_QUEUED);
+	}
+	j->msg = json_incref(msg);
+	j->id = id;
+	if (m->tail)
+		m->tail->next = j;
+	else
+		m->head = j;
+	m->tail = j;
+	m->queued++;
+	pthread_cond_signal(&m->cond);
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
+}
+
+/* notifications/cancelled {requestId, reason?}: a queued call is dropped,
+ * a running one has its cell interrupted; neither gets a response. An
+ * unknown or finished request is ignored, as the specification says. */
+static void cancel_request(struct mcp *m, json_t *params)
+{
+	json_t *rid = json_object_get(params, "requestId");
+
+	if (!valid_id(rid))
+		return;
+	pthread_mutex_lock(&m->lock);
+	if (m->running && m->running->id && json_equal(m->running->id, rid)) {
+		if (!m->running->cancelled)
+			ws_server_cancel(m->ws);
+		m->running->cancelled = true;
+	} else {
+		for (struct job **pp = &m->head; *pp; pp = &(*pp)->next) {
+			struct job *j = *pp;
+
+			if (!j->id || !json_equal(j->id, rid))
+				continue;
+			*pp = j->next;
+			if (m->tail == j) {
+				m->tail = NULL;
+				for (struct job *t = m->head; t; t = t->next)
+					m->tail = t;
+			}
+			m->queued--;
+			job_free(j);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+static json_t *handle(struct mcp *m, json_t *msg, bool direct);
+static json_t *handle_batch(struct mcp *m, json_t *batch);
+
+/* The call thread: runs queued calls in order; between them, expires idle
+ * sessions every TICK_MS. */
+static void *call_main(void *arg)
+{
+	struct mcp *m = arg;
+
+	pthread_mutex_lock(&m->lock);
+	for (;;) {
+		while (!m->head && !m->eof) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_sec += TICK_MS / 1000;
+			if (pthread_cond_timedwait(&m->cond, &m->lock, &ts) ==
+			    ETIMEDOUT) {
+				pthread_mutex_unlock(&m->lock);
+				ws_server_tick(m->ws);
+				pthread_mutex_lock(&m->lock);
+			}
+		}
+		struct job *j = m->head;
+		if (!j)
+			break; /* end of input, nothing left */
+		m->head = j->next;
+		if (!m->head)
+			m->tail = NULL;
+		m->queued--;
+		m->running = j;
+		pthread_mutex_unlock(&m->lock);
+
+		json_t *resp = json_is_array(j->msg) ? handle_batch(m, j->msg)
+						     : handle(m, j->msg, true);
+
+		pthread_mutex_lock(&m->lock);
+		m->running = NULL;
+		ws_server_cancel_clear(m->ws); /* a cancel that came late */
+		bool drop = j->cancelled;
+		pthread_mutex_unlock(&m->lock);
+		if (drop)
+			json_decref(resp);
+		else
+			send_msg(m, resp);
+		job_free(j);
+		pthread_mutex_lock(&m->lock);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
+}
+
 /* One JSON-RPC message; returns the response, or NULL for none
- * (notifications, and responses to requests we never send). */
-static json_t *handle(struct mcp *m, json_t *msg)
+ * (notifications, responses to requests we never send, and tools/call
+ * requests queued for the call thread unless direct: the call thread). */
+static json_t *handle(struct mcp *m, json_t *msg, bool direct)
 {
 	json_t *id = json_object_get(msg, "id");
 	json_t *params = json_object_get(msg, "params");
@@ -964,8 +1137,12 @@ static json_t *handle(struct mcp *m, json_t *msg)
 		return rpc_error(
 			valid_id(id) ? id : NULL, WS_E_INVALID,
 			"Invalid Request: \"method\" must be a string");
-	if (!id)
+	if (!id) {
+		if (!strcmp(method, "notifications/cancelled") &&
+		    json_is_object(params))
+			cancel_request(m, params);
 		return NULL; /* notifications: initialized, cancelled, ... */
+	}
 	if (!valid_id(id))
 		return rpc_error(
 			NULL, WS_E_INVALID,
@@ -990,7 +1167,7 @@ static json_t *handle(struct mcp *m, json_t *msg)
 		return rpc_result(id, json_pack("{s:O}", "tools", m->tools));
 	}
 	if (!strcmp(method, "tools/call"))
-		return tools_call(m, id, params);
+		return direct ? tools_call(m, id, params) : enqueue(m, msg, id);
 	return rpc_error(
 		id, WS_E_METHOD,
 		"Method not found: %s (ward mcp serves initialize, ping, "
@@ -1018,7 +1195,7 @@ static json_t *handle_batch(struct mcp *m, json_t *batch)
 			r = rpc_error(json_object_get(msg, "id"), WS_E_INVALID,
 				      "initialize must not be part of a batch");
 		else
-			r = handle(m, msg);
+			r = handle(m, msg, true);
 		if (r)
 			json_array_append_new(out, r);
 	}
@@ -1050,7 +1227,12 @@ static void handle_line(struct mcp *m, const char *line, size_t len)
 				jerr.text, jerr.column));
 		return;
 	}
-	send_msg(m, json_is_array(msg) ? handle_batch(m, msg) : handle(m, msg));
+	/* a batch waits its turn whole: its answer is one array */
+	if (json_is_array(msg) && json_array_size(msg))
+		send_msg(m, enqueue(m, msg, NULL));
+	else
+		send_msg(m, json_is_array(msg) ? handle_batch(m, msg)
+					       : handle(m, msg, false));
 	json_decref(msg);
 }
 
@@ -1058,7 +1240,6 @@ static void handle_line(struct mcp *m, const char *line, size_t len)
 
 struct reader {
 	int fd;
-	struct ws_server *ws; /* ticked while no input comes */
 	char *buf;
 	size_t len, cap, scanned;
 	size_t consumed; /* bytes of the line last returned, dropped next */
@@ -1108,12 +1289,6 @@ static int next_line(struct reader *r, size_t max, char **line, size_t *n)
 				return -ENOMEM;
 			r->buf = nb;
 			r->cap = cap;
-		}
-		/* Idle sessions expire while the client is quiet too. */
-		if (poll(&(struct pollfd){ .fd = r->fd, .events = POLLIN }, 1,
-			 TICK_MS) == 0) {
-			ws_server_tick(r->ws);
-			continue;
 		}
 		got = read(r->fd, r->buf + r->len, r->cap - r->len);
 		if (got < 0 && errno == EINTR)
@@ -1177,6 +1352,8 @@ static void usage(FILE *f)
 		"  --max-life SECONDS   close a session this old (3600)\n"
 		"  --max-sessions N     sessions open at once (16)\n"
 		"  --max-request BYTES  longest request line (%u)\n"
+		"  --max-timeout SEC    cap on the timeout_s a model asks for (none): a\n"
+		"                       larger one is capped, and the result says so\n"
 		"  -v                   ward's own milestones on stderr\n"
 		"  -h, --help           this text\n"
 		"\n"
@@ -1221,7 +1398,8 @@ static void parse_args(int argc, char **argv, struct ws_config *cfg,
 		O_IDLE,
 		O_LIFE,
 		O_MAX,
-		O_REQ
+		O_REQ,
+		O_MAXT
 	};
 	static const struct option opts[] = {
 		{ "db", required_argument, 0, O_DB },
@@ -1232,6 +1410,7 @@ static void parse_args(int argc, char **argv, struct ws_config *cfg,
 		{ "max-life", required_argument, 0, O_LIFE },
 		{ "max-sessions", required_argument, 0, O_MAX },
 		{ "max-request", required_argument, 0, O_REQ },
+		{ "max-timeout", required_argument, 0, O_MAXT },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -1264,6 +1443,10 @@ static void parse_args(int argc, char **argv, struct ws_config *cfg,
 			*max_request = (size_t)parse_count("--max-request",
 							   optarg, 1L << 30);
 			break;
+		case O_MAXT:
+			cfg->max_timeout_s =
+				parse_seconds("--max-timeout", optarg);
+			break;
 		case ':':
 			die("mcp: %s needs a value (see `ward mcp --help`)",
 			    argv[optind - 1]);
@@ -1275,6 +1458,10 @@ static void parse_args(int argc, char **argv, struct ws_config *cfg,
 	if (optind < argc)
 		die("mcp: unexpected argument '%s' (see `ward mcp --help`)",
 		    argv[optind]);
+	if (cfg->max_timeout_s > 0 && cfg->cell_timeout_s > cfg->max_timeout_s)
+		die("mcp: --timeout %g is above --max-timeout %g; give a "
+		    "default within the cap",
+		    cfg->cell_timeout_s, cfg->max_timeout_s);
 }
 
 /* The protocol gets private descriptors; fd 0 becomes /dev/null and fd 1 a
@@ -1297,7 +1484,7 @@ int ward_cmd_mcp(int argc, char **argv)
 {
 	struct ws_config cfg = {
 		.profile = NULL,
-		.cell_timeout_s = 30,
+		.cell_timeout_s = 0, /* 30, or --max-timeout when lower */
 		.idle_s = 600,
 		.max_life_s = 3600,
 		.max_sessions = 16,
@@ -1316,8 +1503,19 @@ int ward_cmd_mcp(int argc, char **argv)
 		errno = -rc;
 		die_errno("mcp: cannot start");
 	}
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&m.cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&m.lock, NULL);
+	pthread_mutex_init(&m.out_lock, NULL);
+	rc = pthread_create(&m.caller, NULL, call_main, &m);
+	if (rc) {
+		errno = rc;
+		die_errno("mcp: cannot start the call thread");
+	}
 	r.fd = m.in_fd;
-	r.ws = m.ws;
 	for (;;) {
 		char *line = NULL;
 		size_t n = 0;
@@ -1341,9 +1539,22 @@ int ward_cmd_mcp(int argc, char **argv)
 			break;
 		}
 		handle_line(&m, line, n);
-		if (m.out_broken)
+		if (out_is_broken(&m))
 			break;
 	}
+	/* The calls read before the end of input are answered; with stdout
+	 * gone there is no one to answer. */
+	pthread_mutex_lock(&m.lock);
+	m.eof = true;
+	if (out_is_broken(&m))
+		while (m.head) {
+			struct job *j = m.head;
+			m.head = j->next;
+			job_free(j);
+		}
+	pthread_cond_signal(&m.cond);
+	pthread_mutex_unlock(&m.lock);
+	pthread_join(m.caller, NULL);
 	ws_server_free(m.ws);
 	json_decref(m.tools);
 	free(r.buf);

@@ -57,6 +57,9 @@ static void usage(FILE *f)
 		"  --idle SECONDS       close a session idle this long (600)\n"
 		"  --max-life SECONDS   close a session this old (3600)\n"
 		"  --max-sessions N     sessions open at once (16)\n"
+		"  --max-timeout SEC    cap on any cell's timeout_s (none): a larger\n"
+		"                       one is capped, and the result says so\n"
+		"                       (timeout_s, timeout_capped_from)\n"
 		"\n"
 		"Error codes: -32700 parse error, -32600 invalid request, -32601 unknown\n"
 		"method, -32602 bad params, -32603 internal, -32001 no such session,\n"
@@ -198,6 +201,7 @@ int ward_cmd_serve(int argc, char **argv)
 		{ "idle", required_argument, 0, 'i' },
 		{ "max-life", required_argument, 0, 'l' },
 		{ "max-sessions", required_argument, 0, 'm' },
+		{ "max-timeout", required_argument, 0, 'T' },
 		{ "session-worker", no_argument, 0, 'W' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
@@ -219,6 +223,9 @@ int ward_cmd_serve(int argc, char **argv)
 			cfg.max_sessions =
 				(int)num_arg("--max-sessions", optarg);
 			break;
+		case 'T':
+			cfg.max_timeout_s = num_arg("--max-timeout", optarg);
+			break;
 		case 'W': return ws_worker_main();
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return WARD_EXIT_INTERNAL;
@@ -229,6 +236,10 @@ int ward_cmd_serve(int argc, char **argv)
 		    argv[optind]);
 	if (cfg.policy && access(cfg.policy, R_OK) < 0)
 		die_errno("--policy %s", cfg.policy);
+	if (cfg.max_timeout_s > 0 && cfg.cell_timeout_s > cfg.max_timeout_s)
+		die("serve: --timeout %g is above --max-timeout %g; give a "
+		    "default within the cap",
+		    cfg.cell_timeout_s, cfg.max_timeout_s);
 
 	struct ws_server *s;
 	int rc = ws_server_new(&cfg, &s);

@@ -269,6 +269,7 @@ int ws_worker_main(void)
 		.n_code_fds = 2,
 		.side_in = side[0],
 		.side_out = WS_FD_RESULT,
+		.end_with_root = true,
 	};
 	reply(json_pack("{s:s}", "run_id", run_id));
 

@@ -79,6 +79,11 @@ struct sess {
 	bool dead;
 	char end_status[16];
 	char end_cause[300];
+	bool end_known; /* the worker said how the interpreter ended: */
+	int end_exit;	/* its exit status, 128+N for signal N */
+	int end_signal;
+	pid_t code_pid; /* the interpreter as this server sees it (0: not
+			 * found yet) */
 };
 
 struct ws_server {
@@ -88,6 +93,7 @@ struct ws_server {
 	struct sess *list;
 	int n;
 	bool drop;
+	int cancel[2]; /* ws_server_cancel: a byte interrupts the cell */
 };
 
 /* ------------------------------------------------------------------ */
@@ -266,6 +272,13 @@ static void parse_end(struct sess *x, const char *line)
 	const char *cause = json_string_value(json_object_get(end, "cause"));
 
 	if (end) {
+		json_int_t code = json_integer_value(
+				   json_object_get(end, "exit_code")),
+			   sig = json_integer_value(
+				   json_object_get(end, "signal"));
+		x->end_known = true;
+		x->end_signal = (int)sig;
+		x->end_exit = sig > 0 ? 128 + (int)sig : (int)code;
 		x->dead = true;
 		snprintf(x->end_status, sizeof(x->end_status), "%s",
 			 st ? st : "error");
@@ -731,7 +744,29 @@ struct cell {
 	json_t *errors;	  /* channel errors */
 	char carry[3][4]; /* a character cut at the end of a chunk */
 	size_t carry_len[3];
+	int cancel_fd;	  /* the server's cancel pipe */
+	bool cancelled;	  /* ws_server_cancel came while it ran */
+	long long int_ms; /* when it was last interrupted */
 };
+
+/* A cell's time limit: what was asked, and what the operator's cap
+ * (ws_config.max_timeout_s) made of it. */
+struct cell_limits {
+	double timeout_s, asked_s;
+	bool capped;
+};
+
+static struct cell_limits cell_limits_of(const struct ws_server *s,
+					 double asked)
+{
+	struct cell_limits cl = { asked, asked, false };
+
+	if (s->cfg.max_timeout_s > 0 && asked > s->cfg.max_timeout_s) {
+		cl.timeout_s = s->cfg.max_timeout_s;
+		cl.capped = true;
+	}
+	return cl;
+}
 
 /* The length of p's prefix that does not end inside a UTF-8 sequence
  * (streamed chunks are cut where the pipe was read, not at characters). */
@@ -999,24 +1034,121 @@ static int send_cell(struct sess *x, struct cell *c, const char *code,
 	return rc ? rc : write_all(x->cells, code, len);
 }
 
-/* Waits for the cell's result, reading its output; true if it came. */
+/* The first pid listed in /proc/PID/task/PID/children, or -1. */
+static pid_t first_child(pid_t pid)
+{
+	char path[64], buf[64];
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
+		 (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	return (pid_t)strtol(buf, NULL, 10) > 0 ? (pid_t)strtol(buf, NULL, 10)
+						: -1;
+}
+
+/* True if pid is the init of a pid namespace (its last NSpid is 1). */
+static bool is_ns_init(pid_t pid)
+{
+	char path[64], buf[4096];
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	char *l = strstr(buf, "\nNSpid:"), *e;
+	if (!l)
+		return false;
+	e = strchr(l + 1, '\n');
+	if (e)
+		*e = '\0';
+	e = strrchr(l, '\t');
+	return e && !strcmp(e + 1, "1");
+}
+
+/* The interpreter's pid: the worker's child, or that child's child when
+ * the child is the run's init (tracer/ns.c). */
+static pid_t code_pid(struct sess *x)
+{
+	if (x->code_pid > 0)
+		return x->code_pid;
+	pid_t p = x->worker > 0 ? first_child(x->worker) : -1;
+	if (p > 0 && is_ns_init(p))
+		p = first_child(p);
+	if (p > 0)
+		x->code_pid = p; /* not before the interpreter is there */
+	return p;
+}
+
+/* Interrupts the running cell as Ctrl-C would: SIGINT to the
+ * interpreter's process group (it is a session leader, tracer/spawn.c).
+ * The drivers turn it into an exception in the cell's code (python:
+ * KeyboardInterrupt; node: vm's breakOnSigint; sh: the command dies). */
+static int interrupt_code(struct sess *x)
+{
+	pid_t p = code_pid(x);
+
+	if (p <= 0)
+		return -ESRCH;
+	if (kill(getpgid(p) == p ? -p : p, SIGINT) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Waits for the cell's result, reading its output; true if it came.
+ * A cancel (ws_server_cancel) interrupts the cell and leaves it GRACE_MS
+ * to stop. */
 static bool await_result(struct cell *c, long long deadline)
 {
 	struct sess *x = c->x;
 
 	while (!c->frame && !x->dead) {
-		struct pollfd q[4] = { { x->out[1], POLLIN, 0 },
+		struct pollfd q[5] = { { x->out[1], POLLIN, 0 },
 				       { x->out[2], POLLIN, 0 },
 				       { x->res, POLLIN, 0 },
-				       { x->ctl, POLLIN, 0 } };
+				       { x->ctl, POLLIN, 0 },
+				       { c->cancelled ? -1 : c->cancel_fd,
+					 POLLIN, 0 } };
 		long long left = deadline - mono_ms();
 		if (left <= 0)
 			return false;
 		if (x->res < 0 && x->ctl < 0)
 			return false;
-		int n = poll(q, 4, (int)(left > 1000 ? 1000 : left));
+		/* sh: a SIGINT that came while the shell was starting a
+		 * command missed it (the shell only notes it): again */
+		bool again = c->cancelled && !strcmp(x->lang, "sh");
+		long long wait = left > 1000 ? 1000 : left;
+		if (again && wait > 200)
+			wait = 200;
+		int n = poll(q, 5, (int)wait);
+		if (again && mono_ms() - c->int_ms >= 200) {
+			interrupt_code(x);
+			c->int_ms = mono_ms();
+		}
 		if (n <= 0)
 			continue;
+		if (q[4].revents) {
+			c->cancelled = true;
+			interrupt_code(x);
+			c->int_ms = mono_ms();
+			if (deadline > mono_ms() + GRACE_MS)
+				deadline = mono_ms() + GRACE_MS;
+		}
 		if (q[0].revents)
 			read_out(c, 1);
 		if (q[1].revents)
@@ -1039,7 +1171,7 @@ static json_t *result_object(struct ws_server *s, struct cell *c,
 			     const char *status, bool timed_out,
 			     bool interrupted, json_t *error, long long t0,
 			     long long start_ns, long long end_ns, json_t *arts,
-			     bool one_shot)
+			     bool one_shot, const struct cell_limits *cl)
 {
 	struct sess *x = c->x;
 	json_t *o = json_object(), *logs = json_object(), *tr = json_object();
@@ -1052,6 +1184,8 @@ static json_t *result_object(struct ws_server *s, struct cell *c,
 	if (frame && json_is_integer(json_object_get(frame, "exit_code")))
 		exit_code = (int)json_integer_value(
 			json_object_get(frame, "exit_code"));
+	else if (!frame && x->end_known)
+		exit_code = x->end_exit; /* the interpreter's own */
 	json_object_set_new(logs, "stdout", cap_json(&c->out[1], &ret[1]));
 	json_object_set_new(logs, "stderr", cap_json(&c->out[2], &ret[2]));
 	json_object_set_new(tr, "stdout",
@@ -1073,9 +1207,15 @@ static json_t *result_object(struct ws_server *s, struct cell *c,
 	json_object_set_new(o, "status", json_string(status));
 	json_object_set_new(o, "exit_code", json_integer(exit_code));
 	json_object_set_new(o, "duration_ms", json_integer(mono_ms() - t0));
-	if (timed_out)
+	if (timed_out || c->cancelled)
 		json_object_set_new(o, "interrupted",
 				    json_boolean(interrupted));
+	json_object_set_new(o, "timeout_s", json_real(cl->timeout_s));
+	if (cl->capped)
+		json_object_set_new(o, "timeout_capped_from",
+				    json_real(cl->asked_s));
+	if (x->dead && !one_shot)
+		json_object_set_new(o, "session_closed", json_true());
 	json_object_set_new(o, "logs", logs);
 	json_object_set(o, "results",
 			json_is_array(results) ? results : json_array());
@@ -1095,10 +1235,12 @@ static json_t *result_object(struct ws_server *s, struct cell *c,
 
 /* Runs one cell in x; *result on success. */
 static int run_cell(struct ws_server *s, struct sess *x, const char *code,
-		    size_t len, double timeout, ws_stream_fn fn, void *fn_arg,
-		    bool one_shot, json_t **result, struct ws_error *err)
+		    size_t len, const struct cell_limits *cl, ws_stream_fn fn,
+		    void *fn_arg, bool one_shot, json_t **result,
+		    struct ws_error *err)
 {
 	struct cell *c = calloc(1, sizeof(*c));
+	double timeout = cl->timeout_s;
 	struct wf_snap before;
 	bool timed_out = false, interrupted = false;
 	const char *status = "ok";
@@ -1110,6 +1252,7 @@ static int run_cell(struct ws_server *s, struct sess *x, const char *code,
 	c->x = x;
 	c->fn = fn;
 	c->fn_arg = fn_arg;
+	c->cancel_fd = s->cancel[0];
 	c->n = ++x->count;
 	c->errors = x->pending_errors;
 	x->pending_errors = json_array();
@@ -1139,7 +1282,20 @@ static int run_cell(struct ws_server *s, struct sess *x, const char *code,
 		timed_out = interrupted;
 		if (json_is_object(e))
 			error = json_incref(e);
-		if (timed_out)
+		if (c->cancelled &&
+		    (error || interrupted ||
+		     json_integer_value(json_object_get(f, "exit_code")))) {
+			status = "cancelled"; /* it stopped when interrupted */
+			timed_out = false;
+			interrupted = true;
+			if (!error) /* sh: only an exit status */
+				error = json_pack(
+					"{s:s, s:s, s:s}", "name", "Cancelled",
+					"value",
+					"the cell was interrupted when its "
+					"request was cancelled",
+					"traceback", "");
+		} else if (timed_out)
 			status = "timeout";
 		else if (error ||
 			 json_integer_value(json_object_get(f, "exit_code")))
@@ -1147,34 +1303,57 @@ static int run_cell(struct ws_server *s, struct sess *x, const char *code,
 	} else if (!x->dead) {
 		/* no result within the timeout and the grace: end it (no
 		 * point waiting for a driver that is stuck in the cell) */
-		timed_out = true;
-		status = "timeout";
+		timed_out = !c->cancelled;
+		status = c->cancelled ? "cancelled" : "timeout";
 		if (x->worker > 0)
 			kill(x->worker, SIGTERM);
 		sess_stop(x);
-		error = json_pack("{s:s, s:s, s:s}", "name", "Timeout", "value",
+		error = json_pack("{s:s, s:s, s:s}", "name",
+				  c->cancelled ? "Cancelled" : "Timeout",
+				  "value",
 				  "the cell did not stop when interrupted; "
 				  "the session was ended",
 				  "traceback", "");
 	} else {
-		/* the code ended it (exit, a crash): an error; a limit or a
-		 * kill keeps its own status */
+		/* the code ended it (exit, a crash): an error with the
+		 * interpreter's own exit status; a limit or a kill keeps its
+		 * own status. The session is closed (not restarted: its
+		 * state is gone, and the caller should know). */
 		bool own = x->end_status[0] && strcmp(x->end_status, "ok") &&
 			   strcmp(x->end_status, "error");
-		status = own ? x->end_status : "error";
+		char what[600];
+		int sig = x->end_signal;
+		status = c->cancelled ? "cancelled"
+			 : own	      ? x->end_status
+				      : "error";
+		if (x->end_known && sig > 0)
+			snprintf(what, sizeof(what),
+				 "the interpreter was killed by signal %d "
+				 "(SIG%s); the session is closed",
+				 sig,
+				 sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+		else if (x->end_known)
+			snprintf(what, sizeof(what),
+				 "the interpreter exited with status %d; the "
+				 "session is closed",
+				 x->end_exit);
+		else
+			snprintf(what, sizeof(what),
+				 "the interpreter ended the session");
+		if (x->end_cause[0]) {
+			size_t l = strlen(what);
+			snprintf(what + l, sizeof(what) - l, " (%s)",
+				 x->end_cause);
+		}
 		error = json_pack("{s:s, s:s, s:s}", "name", "SessionEnded",
-				  "value",
-				  x->end_cause[0]
-					  ? x->end_cause
-					  : "the interpreter ended the session",
-				  "traceback", "");
+				  "value", what, "traceback", "");
 	}
 	snprintf(x->last_nonce, sizeof(x->last_nonce), "%s", c->nonce);
 	long long end_ns = realtime_ns();
 	json_t *arts = artifacts(s, x, &before, c->n);
 	wf_snap_free(&before);
 	json_t *o = result_object(s, c, status, timed_out, interrupted, error,
-				  t0, start_ns, end_ns, arts, one_shot);
+				  t0, start_ns, end_ns, arts, one_shot, cl);
 	char *rj = json_dumps(o, JSON_COMPACT);
 	struct audit_cell ac = {
 		.run_id = x->run_id,
@@ -1350,10 +1529,11 @@ static int m_run(struct ws_server *s, json_t *p, ws_stream_fn fn, void *arg,
 				    "params.language: session %s runs %s, not "
 				    "%s",
 				    x->id, x->lang, lang);
+		struct cell_limits cl =
+			cell_limits_of(s, timeout > 0 ? timeout : x->timeout_s);
 		rc = run_cell(s, x, json_string_value(code),
-			      json_string_length(code),
-			      timeout > 0 ? timeout : x->timeout_s, fn, arg,
-			      false, res, err);
+			      json_string_length(code), &cl, fn, arg, false,
+			      res, err);
 		if (x->dead)
 			close_sess(s, x);
 		return rc;
@@ -1367,8 +1547,9 @@ static int m_run(struct ws_server *s, json_t *p, ws_stream_fn fn, void *arg,
 	json_decref(cp);
 	if (rc < 0)
 		return -1;
+	struct cell_limits cl = cell_limits_of(s, x->timeout_s);
 	rc = run_cell(s, x, json_string_value(code), json_string_length(code),
-		      x->timeout_s, fn, arg, true, res, err);
+		      &cl, fn, arg, true, res, err);
 	close_sess(s, x);
 	return rc;
 }
@@ -1531,6 +1712,9 @@ int ws_server_new(const struct ws_config *cfg, struct ws_server **out)
 		s->cfg.profile = "default";
 	if (s->cfg.cell_timeout_s <= 0)
 		s->cfg.cell_timeout_s = 30;
+	if (s->cfg.max_timeout_s > 0 &&
+	    s->cfg.cell_timeout_s > s->cfg.max_timeout_s)
+		s->cfg.cell_timeout_s = s->cfg.max_timeout_s; /* the default */
 	if (s->cfg.idle_s <= 0)
 		s->cfg.idle_s = 600;
 	if (s->cfg.max_life_s <= 0)
@@ -1538,10 +1722,16 @@ int ws_server_new(const struct ws_config *cfg, struct ws_server **out)
 	if (s->cfg.max_sessions <= 0)
 		s->cfg.max_sessions = 16;
 	s->drop = geteuid() == 0;
+	if (pipe2(s->cancel, O_CLOEXEC | O_NONBLOCK) < 0) {
+		free(s);
+		return -errno;
+	}
 	int rc = audit_default_path(s->cfg.db, s->db, sizeof(s->db));
 	if (!rc)
 		rc = audit_open(s->db, false, &s->au, msg, sizeof(msg));
 	if (rc < 0) {
+		close(s->cancel[0]);
+		close(s->cancel[1]);
 		free(s);
 		return rc;
 	}
@@ -1559,7 +1749,25 @@ void ws_server_free(struct ws_server *s)
 	while (s->list)
 		close_sess(s, s->list);
 	audit_close(s->au);
+	close(s->cancel[0]);
+	close(s->cancel[1]);
 	free(s);
+}
+
+void ws_server_cancel(struct ws_server *s)
+{
+	char b = 'c';
+	ssize_t w = write(s->cancel[1], &b, 1);
+
+	(void)w; /* full: a cancel is pending already */
+}
+
+void ws_server_cancel_clear(struct ws_server *s)
+{
+	char buf[64];
+
+	while (read(s->cancel[0], buf, sizeof(buf)) > 0)
+		;
 }
 
 const char *ws_server_db(const struct ws_server *s)

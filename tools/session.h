@@ -15,6 +15,9 @@ struct ws_config {
 	double cell_timeout_s;  /* default per-cell timeout (30) */
 	double idle_s, max_life_s; /* session idle expiry (600), lifetime (3600) */
 	int max_sessions;       /* (16) */
+	double max_timeout_s;   /* operator's cap on any cell's timeout (0: none);
+				 * a larger timeout_s is capped, and the result
+				 * says so (timeout_s, timeout_capped_from) */
 };
 struct ws_server;
 int ws_server_new(const struct ws_config *cfg, struct ws_server **out); /* 0 or -errno */
@@ -60,5 +63,13 @@ void ws_server_tick(struct ws_server *s);
 json_t *ws_json_text(const char *s, size_t len);
 /* The audit database the server records to. */
 const char *ws_server_db(const struct ws_server *s);
+/* Cancelling (any thread, async-signal-safe): interrupts the cell that
+ * ws_call is running now (SIGINT to its interpreter, as Ctrl-C; one that
+ * does not stop within 2 s ends its session) and it returns with status
+ * "cancelled". A cancel that comes between cells stays pending until
+ * ws_server_cancel_clear, which the caller makes when the call it meant
+ * is over (under the same lock as it decides to cancel). */
+void ws_server_cancel(struct ws_server *s);
+void ws_server_cancel_clear(struct ws_server *s);
 
 #endif

@@ -503,8 +503,13 @@ static void apply_verdict(struct tracer *t, struct tracee *tc,
 			tracer_stop(t, STOP_POLICY, cause);
 			break;
 		}
+		/* a would-be denial is queued before the code runs on, so
+		 * that a session's result cannot overtake it (copy_side) */
+		if (v->would_deny)
+			record_event(t, tc, ev, v, target, bt);
 		ptrace(copied ? PTRACE_SYSCALL : PTRACE_CONT, tc->tid, 0, 0);
-		record_event(t, tc, ev, v, target, bt);
+		if (!v->would_deny)
+			record_event(t, tc, ev, v, target, bt);
 		if (v->would_deny) {
 			t->res->denials++;
 			note_denial(t, ev, v, target);
@@ -723,6 +728,23 @@ static void on_exec(struct tracer *t, struct tracee *tc)
 	ptrace(PTRACE_CONT, tc->tid, 0, 0);
 }
 
+/* A session's interpreter exited (tracer_opts.end_with_root): the
+ * processes it left go too (its own threads are gone already). */
+static void end_rest(struct tracer *t)
+{
+	bool others = false;
+
+	pthread_mutex_lock(&t->lock);
+	for (int b = 0; b < TRACEE_BUCKETS; b++)
+		for (struct tracee *x = t->tab[b]; x; x = x->next)
+			others = others || x->tgid != t->root;
+	pthread_mutex_unlock(&t->lock);
+	if (others)
+		tracer_stop(t, STOP_ENDED,
+			    "the session's interpreter exited; the processes "
+			    "it left were ended");
+}
+
 static void on_exit_status(struct tracer *t, pid_t pid, int status)
 {
 	struct tracee *tc = tracee_find(t, pid);
@@ -732,6 +754,8 @@ static void on_exit_status(struct tracer *t, pid_t pid, int status)
 	if (pid == t->root) {
 		t->res->exit_code = code;
 		t->res->signal = sig;
+		if (t->o->end_with_root)
+			end_rest(t);
 	}
 	if (!tc)
 		return;

@@ -147,6 +147,10 @@ static bool copy_side(struct tracer *t, char *buf, bool *pass_ok)
 	ssize_t n = read(t->o->side_in, buf, CHUNK);
 	if (n <= 0)
 		return n < 0 && errno == EINTR;
+	/* and the record before it: the reader of side_out finds the
+	 * cell's events (would-be denials are queued, evq.c) committed */
+	if (evq_drain(t) == 0)
+		audit_flush(t->o->audit);
 	write_all(t->o->side_out, buf, (size_t)n, &ok);
 	return true;
 }

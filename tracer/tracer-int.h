@@ -339,6 +339,8 @@ enum stop_reason {
 	STOP_POLICY, /* a kill verdict */
 	STOP_LIMIT,  /* a limit (processes, ...) */
 	STOP_AUDIT,  /* the record could not be written */
+	STOP_ENDED,  /* a session's interpreter exited (end_with_root):
+		      * the rest go; the status is its exit's */
 };
 
 /* Ask for the whole run to end (idempotent; first reason and cause win);

@@ -56,6 +56,11 @@ struct tracer_opts {
 	int code_fds[2];
 	int n_code_fds;
 	int side_in, side_out;
+	/* Sessions: when the first process (the interpreter) exits, the
+	 * processes it left are ended at once, as a hangup would end them,
+	 * instead of the run waiting for them; the run's status is still
+	 * the interpreter's exit (res.cause says what was ended). */
+	bool end_with_root;
 };
 
 /* A denial as reported to callers (--json). */

@@ -463,3 +463,124 @@ def test_mcp_sessions_end_with_the_server(ctx):
         return not [p for p in left if os.path.exists(f"/proc/{p}")]
     assert wardtest.wait_until(gone, timeout=60), \
         [open(f"/proc/{p}/cmdline").read() for p in left if os.path.exists(f"/proc/{p}")]
+
+
+# ---- concurrency, cancellation, the operator's cap ----
+
+def _start_call(m, tool, progress=None, **args):
+    """Sends a tools/call without waiting; returns its id."""
+    m.next_id += 1
+    params = {"name": tool, "arguments": args}
+    if progress is not None:
+        params["_meta"] = {"progressToken": progress}
+    m.send({"jsonrpc": "2.0", "id": m.next_id, "method": "tools/call", "params": params})
+    return m.next_id
+
+
+def _until(m, pred, timeout=60):
+    """Messages up to and including the first one pred accepts."""
+    seen = []
+    while True:
+        r = m.recv(timeout)
+        seen.append(r)
+        if pred(r):
+            return seen
+
+
+def _started(token):
+    return lambda r: (r.get("method") == "notifications/progress"
+                      and r["params"]["progressToken"] == token
+                      and "started" in r["params"].get("message", ""))
+
+
+def _cancel(m, rid):
+    m.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": rid, "reason": "test"}})
+
+
+def test_mcp_answers_ping_and_tools_list_while_a_cell_runs(ctx):
+    import time
+    m = Mcp(ctx)
+    m.initialize()
+    sid = m.call("create_session")["structuredContent"]["session_id"]
+    slow = _start_call(m, "run_code", progress="p1", session_id=sid,
+                       code="import time\nprint('started', flush=True)\ntime.sleep(4)\n'done'")
+    _until(m, _started("p1"))
+    t = time.monotonic()
+    m.send({"jsonrpc": "2.0", "id": "ping-1", "method": "ping"})
+    m.send({"jsonrpc": "2.0", "id": "list-1", "method": "tools/list"})
+    got = _until(m, lambda r: r.get("id") == "list-1")
+    ids = [r.get("id") for r in got if "id" in r]
+    assert ids == ["ping-1", "list-1"], got  # before the cell's answer
+    assert time.monotonic() - t < 2, got
+    assert [x["name"] for x in got[-1]["result"]["tools"]][0] == "run_code"
+    done = _until(m, lambda r: r.get("id") == slow)[-1]
+    assert done["result"]["structuredContent"]["results"][0]["text"] == "'done'", done
+    assert m.close() == 0
+
+
+def test_mcp_cancel_interrupts_the_running_cell(ctx):
+    import time
+    m = Mcp(ctx)
+    m.initialize()
+    langs = {"python": ("x = 7\n", "import time\nprint('started', flush=True)\ntime.sleep(30)", "x"),
+             "sh": ("x=7", "echo started; sleep 30", "echo $x")}
+    if wardtest.NODE:
+        langs["node"] = ("var x = 7", "console.log('started'); for (;;) {}", "x")
+    for i, (lang, (setup, code, probe)) in enumerate(langs.items()):
+        s = m.call("create_session", language=lang)["structuredContent"]
+        assert not m.call("run_code", session_id=s["session_id"], code=setup).get("isError")
+        tok = "c%d" % i
+        rid = _start_call(m, "run_code", progress=tok, session_id=s["session_id"], code=code)
+        _until(m, _started(tok))
+        t = time.monotonic()
+        _cancel(m, rid)
+        # no answer for the cancelled call; the next one is answered, and
+        # the session kept its state: the cell was interrupted, not the
+        # interpreter
+        r = m.request("tools/call", {"name": "run_code",
+                                     "arguments": {"session_id": s["session_id"], "code": probe}})
+        assert time.monotonic() - t < 10, (lang, r)
+        st = r["result"]["structuredContent"]
+        assert st["execution_count"] == 3 and "7" in (text_of(r["result"])), (lang, r)
+        cells = ctx.sql("select n, status from cells where run_id=? order by n", s["run_id"])
+        assert [(c["n"], c["status"]) for c in cells] == [
+            (1, "ok"), (2, "cancelled"), (3, "ok")], (lang, cells)
+        res = json.loads(ctx.sql("select result from cells where run_id=? and n=2",
+                                 s["run_id"])[0]["result"])
+        assert res["interrupted"] is True and res["error"], (lang, res)
+    assert m.close() == 0
+
+
+def test_mcp_cancel_drops_a_queued_call(ctx):
+    m = Mcp(ctx)
+    m.initialize()
+    sid = m.call("create_session")["structuredContent"]["session_id"]
+    a = _start_call(m, "run_code", progress="qa", session_id=sid,
+                    code="import time\nprint('started', flush=True)\ntime.sleep(3)\n'a'")
+    _until(m, _started("qa"))
+    b = _start_call(m, "run_code", session_id=sid, code="ran_b = True")
+    _cancel(m, b)
+    _cancel(m, "no-such-request")  # ignored
+    got = _until(m, lambda r: r.get("id") == a)
+    assert not [r for r in got if r.get("id") == b], got
+    r = m.call("run_code", session_id=sid, code="'ran_b' in globals()")
+    assert main_text(r) == "False" and r["structuredContent"]["execution_count"] == 2, r
+    assert m.request("ping")["result"] == {}
+    assert m.close() == 0
+
+
+def test_mcp_max_timeout_caps_the_models_timeout(ctx):
+    import time
+    m = Mcp(ctx, "--max-timeout", "1")
+    m.initialize()
+    t = time.monotonic()
+    r = m.call("run_code", code="import time\ntime.sleep(20)", timeout_s=600)
+    assert time.monotonic() - t < 10, r
+    st = r["structuredContent"]
+    assert r["isError"] is True and st["status"] == "timeout", st
+    assert st["timeout_s"] == 1 and st["timeout_capped_from"] == 600, st
+    assert "above the server's cap" in text_of(r), text_of(r)
+    assert m.close() == 0
+    r = ctx.ward("mcp", "--timeout", "30", "--max-timeout", "5")
+    assert r.code == 125 and "--max-timeout" in r.stderr, r

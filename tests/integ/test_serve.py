@@ -518,3 +518,92 @@ def test_help(ctx):
     assert r.code == 0 and "session.create" in r.stdout and "files.read" in r.stdout, r
     r = ctx.ward("serve", "--bogus")
     assert r.code == 125, r
+
+
+EXITS = {"python": "import os\nprint('bye', flush=True)\nos._exit(3)",
+         "node": "console.log('bye'); process.exit(3)",
+         "sh": "echo bye; exit 3"}
+
+
+def test_interpreter_exit_ends_the_cell_at_once(ctx):
+    # The cell ends when the interpreter does, with its own exit status,
+    # not at the cell's timeout (sh's timeout watchdog once kept the run
+    # alive) and not as exit code 1; the session is closed.
+    s = serve(ctx, "--timeout", "20")
+    for lang, code in EXITS.items():
+        t = time.monotonic()
+        r = s.ok("run", {"code": code, "language": lang})
+        took = time.monotonic() - t
+        assert r["status"] == "error" and r["exit_code"] == 3, (lang, r)
+        assert r["error"]["name"] == "SessionEnded", (lang, r)
+        assert "exited with status 3" in r["error"]["value"], (lang, r)
+        assert _stdout(r) == "bye\n" and took < 10, (lang, took, r)
+        sid = s.create(language=lang)
+        t = time.monotonic()
+        r = s.run(sid, code)
+        took = time.monotonic() - t
+        assert r["exit_code"] == 3 and r["session_closed"] is True and took < 10, (lang, took, r)
+        assert "the session is closed" in r["error"]["value"], r
+        s.err("run", {"session_id": sid, "code": "1"}, NO_SESSION)
+    # a signal: 128 + N, named
+    r = s.ok("run", {"code": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"})
+    assert r["exit_code"] == 137 and "SIGKILL" in r["error"]["value"], r
+    assert s.close() == 0
+    runs = ctx.sql("select status, exit_code from runs where language='sh'")
+    assert {(x["status"], x["exit_code"]) for x in runs} == {("error", 3)}, runs
+
+
+def test_tracebacks_name_only_the_code(ctx):
+    s = serve(ctx)
+    sid = s.create()
+    r = s.run(sid, "import time\ndef f():\n    time.sleep(30)\nf()", timeout_s=0.5)
+    tb = r["error"]["traceback"]
+    assert r["status"] == "timeout" and "KeyboardInterrupt: cell timeout" in tb, r
+    assert "_alarm" not in tb and "<string>" not in tb, tb
+    assert re.findall(r'File "([^"]+)", line (\d+), in (\S+)', tb) == [
+        ("<cell 1>", "4", "<module>"), ("<cell 1>", "3", "f")], tb
+    s.run(sid, "def g():\n    raise KeyError('k')")
+    r = s.run(sid, "try:\n    g()\nexcept KeyError as e:\n    raise ValueError('v') from e")
+    tb = r["error"]["traceback"]
+    assert r["error"]["name"] == "ValueError" and "KeyError: 'k'" in tb, r
+    assert "<string>" not in tb and "_run" not in tb and "<cell 2>" in tb, tb
+    r = s.run(sid, "1 +")
+    assert r["error"]["name"] == "SyntaxError" and "<string>" not in r["error"]["traceback"], r
+    # the session still works, and the driver is not exposed by a cancel
+    # that comes between cells (SIGINT is ignored there)
+    assert _main(s.run(sid, "2 + 2")) == "4"
+    assert s.close() == 0
+
+
+def test_audit_profile_reports_would_be_denials_per_cell(ctx):
+    # Under --profile audit nothing is denied, but each cell's result
+    # lists what would have been, every time (they were written in
+    # batches and could be missing when the result was read).
+    s = serve(ctx, "--profile", "audit")
+    sid = s.create()
+    for i in range(5):
+        r = s.run(sid, "try:\n    open('/etc/shadow').close()\nexcept OSError:\n    pass\n%d" % i)
+        assert _main(r) == str(i), r
+        pol = r["policy"]
+        assert [(d["syscall"], d["target"], d["action"]) for d in pol["denials"]] == [
+            ("openat", "/etc/shadow", "audit")], (i, pol)
+        assert pol["denied"] is True and pol["denials"][0]["rule"], pol
+    r = s.ok("run", {"code": "open('/etc/shadow')"})
+    assert [d["action"] for d in r["policy"]["denials"]] == ["audit"], r
+    assert s.close() == 0
+
+
+def test_max_timeout_caps_the_callers_timeout(ctx):
+    s = serve(ctx, "--max-timeout", "1")
+    t = time.monotonic()
+    r = s.ok("run", {"code": "import time\ntime.sleep(20)", "timeout_s": 30})
+    assert time.monotonic() - t < 10, r
+    assert r["status"] == "timeout" and r["timeout_s"] == 1 and r["timeout_capped_from"] == 30, r
+    sid = s.create(timeout_s=60)  # a session's default is capped too
+    r = s.run(sid, "import time\ntime.sleep(20)")
+    assert r["status"] == "timeout" and r["timeout_s"] == 1, r
+    r = s.run(sid, "1", timeout_s=0.5)  # under the cap: as asked
+    assert r["timeout_s"] == 0.5 and "timeout_capped_from" not in r, r
+    assert s.close() == 0
+    r = ctx.ward("serve", "--timeout", "30", "--max-timeout", "5")
+    assert r.code == 125 and "--max-timeout" in r.stderr, r

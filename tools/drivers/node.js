@@ -3,8 +3,10 @@
 // and len bytes of code; each result leaves on fd 6 as one JSON line with
 // the cell's nonce. All cells run in one vm context, so declarations and
 // globals persist; the completion value of the last statement is the
-// result. vm's own timeout interrupts a cell that runs too long. Node
-// cannot mark fds 5 and 6 close-on-exec: see docs/security.md.
+// result. vm's own timeout interrupts a cell that runs too long, and a
+// SIGINT (the server cancelling the cell) interrupts it too; between
+// cells SIGINT is ignored. Node cannot mark fds 5 and 6 close-on-exec:
+// see docs/security.md. Only what Node 18 (Debian 12) has is used.
 'use strict';
 const fs = require('fs');
 const util = require('util');
@@ -37,7 +39,7 @@ function runCell(h, code) {
   const out = { nonce: h.nonce, n: h.n, results: [], error: null,
                 interrupted: false };
   try {
-    const opts = { filename: `<cell ${h.n}>` };
+    const opts = { filename: `<cell ${h.n}>`, breakOnSigint: true };
     if (h.timeout_s > 0) opts.timeout = Math.max(1, Math.round(h.timeout_s * 1000));
     const v = vm.runInContext(code, ctx, opts);
     if (v !== undefined) {
@@ -73,6 +75,7 @@ function pump() {
   }
 }
 
+process.on('SIGINT', () => {}); // between cells: nothing to interrupt
 const cells = fs.createReadStream(null, { fd: CELL_FD, highWaterMark: 65536 });
 cells.on('data', (d) => { buf = Buffer.concat([buf, d]); pump(); });
 cells.on('end', () => process.exit(0));

@@ -5,6 +5,8 @@
 # processes the code starts cannot read or write them. Code in this
 # process can (see docs/security.md): the nonce only tells the supervisor
 # which cell a frame answers and exposes a second frame for a cell.
+# SIGINT (the server cancelling a cell) and the cell's SIGALRM interrupt
+# the cell's code only: between cells they are ignored.
 import ast
 import base64
 import io
@@ -13,6 +15,7 @@ import os
 import signal
 import sys
 import traceback
+import types
 
 _CELL_FD, _RESULT_FD = 5, 6
 os.set_inheritable(_CELL_FD, False)
@@ -46,12 +49,23 @@ def _read_line():
 
 
 _fired = [False]
+_in_cell = [False]
+_DRIVER = globals()  # frames running in it are the driver's own
 
 
 def _alarm(signum, frame):
     # The cell's time is up: the same KeyboardInterrupt as a SIGINT.
-    _fired[0] = True
-    raise KeyboardInterrupt("cell timeout")
+    if _in_cell[0]:
+        _fired[0] = True
+        raise KeyboardInterrupt("cell timeout")
+
+
+def _sigint(signum, frame):
+    if _in_cell[0]:
+        raise KeyboardInterrupt()
+
+
+signal.signal(signal.SIGINT, _sigint)
 
 
 def _figures(results):
@@ -71,13 +85,35 @@ def _figures(results):
                         "is_main_result": False})
 
 
+def _strip(e, seen):
+    # The driver's frames (where the cell was called from, the signal
+    # handler that interrupted it) leave the traceback of e and of the
+    # exceptions chained to it: what remains is the code's.
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        kept = []
+        tb = e.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_globals is not _DRIVER:
+                kept.append(tb)
+            tb = tb.tb_next
+        new = None
+        for t in reversed(kept):
+            new = types.TracebackType(new, t.tb_frame, t.tb_lasti,
+                                      t.tb_lineno)
+        e.__traceback__ = new
+        _strip(e.__cause__, seen)
+        e = e.__context__
+
+
 def _error(e):
-    tb = e.__traceback__
-    # Drop the driver's own frame: the traceback starts in the cell.
-    if tb is not None and tb.tb_frame.f_code.co_filename == "<string>":
-        tb = tb.tb_next
+    try:
+        _strip(e, set())
+    except Exception:
+        pass  # a traceback with the driver's frames is still one
     return {"name": type(e).__name__, "value": str(e),
-            "traceback": "".join(traceback.format_exception(type(e), e, tb))}
+            "traceback": "".join(traceback.format_exception(
+                type(e), e, e.__traceback__))}
 
 
 def _run(ns, n, code, timeout):
@@ -85,23 +121,29 @@ def _run(ns, n, code, timeout):
     name = "<cell %d>" % n
     _fired[0] = False
     signal.signal(signal.SIGALRM, _alarm)
-    if timeout > 0:
-        signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
         tree = ast.parse(code, name, "exec")
         last = None
         if tree.body and isinstance(tree.body[-1], ast.Expr):
             last = ast.Expression(tree.body.pop().value)
-        exec(compile(tree, name, "exec"), ns)
-        if last is not None:
-            value = eval(compile(last, name, "eval"), ns)
-            if value is not None:
-                ns["_"] = value
-                results.append({"text": repr(value), "is_main_result": True})
+        code = compile(tree, name, "exec")
+        evaled = last and compile(last, name, "eval")
+        _in_cell[0] = True
+        if timeout > 0:
+            signal.setitimer(signal.ITIMER_REAL, timeout)
+        exec(code, ns)
+        value = eval(evaled, ns) if evaled is not None else None
+        text = repr(value) if value is not None else None
+        _in_cell[0] = False
+        if value is not None:
+            ns["_"] = value
+            results.append({"text": text, "is_main_result": True})
     except BaseException as e:
+        _in_cell[0] = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         interrupted = _fired[0]
         error = _error(e)
+    _in_cell[0] = False
     signal.setitimer(signal.ITIMER_REAL, 0)
     _figures(results)
     # the main result comes last, as in a notebook
