@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------ */
@@ -459,6 +460,8 @@ static int find_runtime(pid_t pid, uint64_t *rt, uint64_t *ver)
 		unsigned maj, min;
 		int pos = 0;
 
+		if (!strstr(line, "python3")) /* most lines: no sscanf */
+			continue;
 		if (sscanf(line,
 			   "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64
 			   " %x:%x %" SCNu64 " %n",
@@ -486,12 +489,15 @@ static int find_runtime(pid_t pid, uint64_t *rt, uint64_t *ver)
 /* ------------------------------------------------------------------ */
 /* reading objects                                                     */
 
+struct peek;
+
 struct walk {
 	pid_t tid;
 	pid_t ns_tid; /* tid in the code's pid namespace */
 	const struct pylayout *L;
 	uint64_t t_code, t_str, t_bytes; /* type objects already checked */
 	const char *why;		 /* first inconsistency, or NULL */
+	struct peek *pk;		 /* 3 peeks (read_code) */
 };
 
 static int rd_ptr(struct walk *w, uint64_t addr, uint64_t *out)
@@ -527,17 +533,60 @@ static bool type_is(struct walk *w, const uint8_t *hdr, const char *want,
 
 enum { OBJ_HDR = 128 }; /* bytes of a str or bytes object's header */
 
-/* The len first bytes of the object at addr into hdr (OBJ_HDR bytes), if
- * its type is named type (layout_sane() made sure len fits and holds
- * the fields read from it). */
-static int read_obj(struct walk *w, uint64_t addr, uint8_t *hdr, size_t len,
-		    const char *type, uint64_t *known)
+/*
+ * The first bytes of a few objects, read with one process_vm_readv: a
+ * code object's file name, name and line table are read together, and
+ * most of them fit. got is PEEK, or 0 when the batch failed (an object at
+ * the end of a mapping, a bad pointer): each is then read on its own.
+ */
+enum { PEEK = 256 };
+struct peek {
+	uint64_t addr;
+	size_t got;
+	uint8_t b[PEEK];
+};
+
+static void peek_objects(struct walk *w, struct peek *p, int n)
+{
+	struct iovec loc[4], rem[4];
+	size_t total = 0;
+
+	for (int i = 0; i < n && i < 4; i++) {
+		p[i].got = 0;
+		loc[i] = (struct iovec){ p[i].b, PEEK };
+		rem[i] = (struct iovec){ (void *)(uintptr_t)p[i].addr, PEEK };
+		total += PEEK;
+	}
+	if (n > 0 && n <= 4 &&
+	    process_vm_readv(w->tid, loc, (unsigned long)n, rem,
+			     (unsigned long)n, 0) == (ssize_t)total)
+		for (int i = 0; i < n; i++)
+			p[i].got = PEEK;
+}
+
+/* Bytes [off, off + len) of the object p->addr: from the peek when it
+ * has them, else read now. */
+static int obj_bytes(struct walk *w, const struct peek *p, uint64_t off,
+		     void *dst, size_t len)
+{
+	if (off <= p->got && len <= p->got - off) {
+		memcpy(dst, p->b + off, len);
+		return 0;
+	}
+	return umem_read(w->tid, p->addr + off, dst, len);
+}
+
+/* The len first bytes of the object into hdr (OBJ_HDR bytes), if its type
+ * is named type (layout_sane() made sure len fits and holds the fields
+ * read from it). */
+static int read_obj(struct walk *w, const struct peek *p, uint8_t *hdr,
+		    size_t len, const char *type, uint64_t *known)
 {
 	int r;
 
 	if (len > OBJ_HDR)
 		return -EINVAL;
-	r = umem_read(w->tid, addr, hdr, len);
+	r = obj_bytes(w, p, 0, hdr, len);
 	if (r < 0)
 		return r;
 	return type_is(w, hdr, type, known) ? 0 : -EINVAL;
@@ -585,13 +634,13 @@ enum { STR_OUT = PYF_MAX_STR * 4 + 4 };
  * PYF_MAX_STR characters, then "...". 0, or -EINVAL (not a str, a layout
  * that does not fit), -EFAULT.
  */
-static int read_str(struct walk *w, uint64_t addr, char *out)
+static int read_str(struct walk *w, const struct peek *p, char *out)
 {
 	const struct pylayout *L = w->L;
 	uint8_t hdr[OBJ_HDR];
 	uint8_t data[PYF_MAX_STR * 4];
 	size_t used = 0;
-	int r = read_obj(w, addr, hdr, L->u_ascii_size, "str", &w->t_str);
+	int r = read_obj(w, p, hdr, L->u_ascii_size, "str", &w->t_str);
 
 	if (r < 0)
 		return r;
@@ -604,8 +653,8 @@ static int read_str(struct walk *w, uint64_t addr, char *out)
 	    (ascii && kind != 1))
 		return -EINVAL;
 	size_t nch = length > PYF_MAX_STR ? PYF_MAX_STR : (size_t)length;
-	uint64_t at = addr + (ascii ? L->u_ascii_size : L->u_compact_size);
-	r = umem_read(w->tid, at, data, nch * kind);
+	uint64_t at = ascii ? L->u_ascii_size : L->u_compact_size;
+	r = obj_bytes(w, p, at, data, nch * kind);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < nch; i++) {
@@ -632,12 +681,12 @@ static int read_str(struct walk *w, uint64_t addr, char *out)
 }
 
 /* A bytes object's first bytes (at most cap) into a new buffer. */
-static int read_bytes(struct walk *w, uint64_t addr, uint8_t **out, size_t *len,
-		      size_t cap)
+static int read_bytes(struct walk *w, const struct peek *p, uint8_t **out,
+		      size_t *len, size_t cap)
 {
 	const struct pylayout *L = w->L;
 	uint8_t hdr[OBJ_HDR];
-	int r = read_obj(w, addr, hdr, L->b_data, "bytes", &w->t_bytes);
+	int r = read_obj(w, p, hdr, L->b_data, "bytes", &w->t_bytes);
 
 	if (r < 0)
 		return r;
@@ -648,7 +697,7 @@ static int read_bytes(struct walk *w, uint64_t addr, uint8_t **out, size_t *len,
 	*out = malloc(*len ? *len : 1);
 	if (!*out)
 		return -ENOMEM;
-	r = umem_read(w->tid, addr + L->b_data, *out, *len);
+	r = obj_bytes(w, p, L->b_data, *out, *len);
 	if (r < 0) {
 		free(*out);
 		*out = NULL;
@@ -705,12 +754,16 @@ static int read_code(struct walk *w, uint64_t addr, struct code *c)
 	memcpy(&first, hdr + L->co_firstlineno, sizeof(first));
 	c->firstlineno = first;
 	c->units = L->co_size ? (long long)field64(hdr, L->co_size) : -1;
-	if (read_str(w, field64(hdr, L->co_filename), c->file) < 0)
+	w->pk[0].addr = field64(hdr, L->co_filename);
+	w->pk[1].addr = field64(hdr, L->co_qualname);
+	w->pk[2].addr = field64(hdr, L->co_linetable);
+	peek_objects(w, w->pk, 3);
+	if (read_str(w, &w->pk[0], c->file) < 0)
 		snprintf(c->file, sizeof(c->file), "?");
-	if (read_str(w, field64(hdr, L->co_qualname), c->func) < 0)
+	if (read_str(w, &w->pk[1], c->func) < 0)
 		snprintf(c->func, sizeof(c->func), "?");
-	if (read_bytes(w, field64(hdr, L->co_linetable), &c->lt, &c->ltlen,
-		       PYF_MAX_LINETABLE) < 0) {
+	if (read_bytes(w, &w->pk[2], &c->lt, &c->ltlen, PYF_MAX_LINETABLE) <
+	    0) {
 		c->lt = NULL;
 		c->ltlen = 0;
 	}
@@ -920,10 +973,49 @@ static int choose_layout(pid_t tid, uint64_t rt, uint64_t ver_addr,
 	return 0;
 }
 
+/*
+ * The type objects (code, str, bytes) found in a process whose runtime is
+ * at rt: the next walk of it believes the same pointers without reading
+ * their names again. Another image (an exec, a reused pid) has its
+ * runtime elsewhere, or the same binary at the same addresses.
+ */
+struct pyproc {
+	pid_t tgid;
+	uint64_t rt, t_code, t_str, t_bytes;
+};
+
+enum { PROC_CACHE = 16 };
+static struct pyproc procs[PROC_CACHE];
+static unsigned proc_next;
+
+static void types_load(struct walk *w, pid_t tgid, uint64_t rt)
+{
+	for (int i = 0; i < PROC_CACHE; i++)
+		if (procs[i].tgid == tgid && procs[i].rt == rt) {
+			w->t_code = procs[i].t_code;
+			w->t_str = procs[i].t_str;
+			w->t_bytes = procs[i].t_bytes;
+			return;
+		}
+}
+
+static void types_save(const struct walk *w, pid_t tgid, uint64_t rt)
+{
+	struct pyproc *p = NULL;
+
+	for (int i = 0; i < PROC_CACHE && !p; i++)
+		if (procs[i].tgid == tgid)
+			p = &procs[i];
+	if (!p)
+		p = &procs[proc_next++ % PROC_CACHE];
+	*p = (struct pyproc){ tgid, rt, w->t_code, w->t_str, w->t_bytes };
+}
+
 int tracer_pyframes(pid_t tid, pid_t tgid, pid_t ns_tid, char *buf, size_t n)
 {
 	struct pylayout L;
-	struct walk w = { .tid = tid, .ns_tid = ns_tid, .L = &L };
+	struct peek pk[3];
+	struct walk w = { .tid = tid, .ns_tid = ns_tid, .L = &L, .pk = pk };
 	uint64_t rt = 0, ver_addr = 0, ts = 0, frame = 0;
 	char ver[32], head[256], tail[TAIL_ROOM];
 	bool truncated = false;
@@ -952,7 +1044,9 @@ int tracer_pyframes(pid_t tid, pid_t tgid, pid_t ns_tid, char *buf, size_t n)
 		 "\"frames\":[",
 		 L.source, ver);
 	append(buf, n, &used, head);
+	types_load(&w, tgid, rt);
 	r = walk_frames(&w, frame, buf, n, &used, &truncated);
+	types_save(&w, tgid, rt);
 	if (r < 0) {
 		buf[0] = '\0';
 		return r;
