@@ -647,6 +647,28 @@ static bool proc_mem_file(const char *path)
 	return strcmp(s, "mem") == 0;
 }
 
+/* Is path one of ward's own files (policy_protect), or a directory above
+ * one that access would create or delete? */
+static bool record_file(const struct policy *p, const char *path,
+			unsigned access)
+{
+	size_t n = strlen(path);
+
+	for (size_t i = 0; i < p->nprotect; i++) {
+		const char *e = p->protect[i];
+		size_t m = strlen(e);
+
+		if (m && e[m - 1] == '*' ? !strncmp(path, e, m - 1)
+					 : !strcmp(path, e))
+			return true;
+		if ((access & (WARD_FS_CREATE | WARD_FS_DELETE)) &&
+		    (!strcmp(path, "/") ||
+		     (n < m && !strncmp(path, e, n) && e[n] == '/')))
+			return true;
+	}
+	return false;
+}
+
 static int invalid(struct policy_verdict *out, const char *why)
 {
 	set(out, POLICY_DENY, EPERM, POL_RULE_INVALID);
@@ -678,6 +700,18 @@ static int decide(const struct policy *p, const struct ward_event *ev,
 	     (ev->has_path2 && proc_mem_file(ev->path2)))) {
 		set(out, POLICY_DENY, EACCES, POL_RULE_PROC_MEM);
 		reason(out, "%s of a process's memory file is in ward's floor",
+		       name[0] ? name : "access");
+		*floor = true;
+		return 0;
+	}
+	if ((ev->cls == WARD_CLASS_FS || ev->cls == WARD_CLASS_EXEC) &&
+	    p->nprotect &&
+	    (record_file(p, ev->path, ev->access) ||
+	     (ev->has_path2 && record_file(p, ev->path2, ev->access2)))) {
+		set(out, POLICY_DENY, EACCES, POL_RULE_RECORD);
+		reason(out,
+		       "%s of ward's record (its database or key) is in "
+		       "ward's floor",
 		       name[0] ? name : "access");
 		*floor = true;
 		return 0;

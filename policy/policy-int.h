@@ -23,6 +23,7 @@
 #define POL_RULE_CLONE		  "clone.flags"
 #define POL_RULE_ARG_FLOOR	  "floor.args"
 #define POL_RULE_PROC_MEM	  "proc.mem"
+#define POL_RULE_RECORD		  "floor.record"
 #define POL_RULE_PROC		  "proc"
 #define POL_RULE_SIGNALS	  "signals"
 
@@ -133,6 +134,8 @@ struct policy {
 	unsigned long long require; /* bit per policy_layer_name() */
 	unsigned backtrace;	    /* POL_BT_* */
 	char *workdir;		    /* bound $WORKDIR or NULL */
+	char **protect;		    /* ward's own files (policy_protect) */
+	size_t nprotect;
 };
 
 /* ---- JSON position index (jpos.c) ---- */

@@ -287,6 +287,9 @@ void policy_free(struct policy *p)
 	free(p->sys);
 	for (size_t i = 0; i < POL_NLANGS; i++)
 		free(p->interp[i]);
+	for (size_t i = 0; i < p->nprotect; i++)
+		free(p->protect[i]);
+	free(p->protect);
 	free(p->text);
 	free(p->name);
 	free(p->description);
@@ -311,6 +314,23 @@ int pol_path_bind(struct pol_path *pp, const char *wd)
 		return -ENOMEM;
 	pp->bound = b;
 	pp->len = strlen(b);
+	return 0;
+}
+
+int policy_protect(struct policy *p, const char *path)
+{
+	char **list, *copy;
+
+	if (!p || !path || path[0] != '/' || strlen(path) >= WARD_PATH_MAX)
+		return -EINVAL;
+	list = realloc(p->protect, (p->nprotect + 1) * sizeof(*list));
+	if (!list)
+		return -ENOMEM;
+	p->protect = list;
+	copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	p->protect[p->nprotect++] = copy;
 	return 0;
 }
 

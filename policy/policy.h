@@ -55,6 +55,16 @@ void policy_free(struct policy *p); /* NULL is a no-op */
  */
 int policy_set_workdir(struct policy *p, const char *workdir);
 
+/*
+ * Put one of ward's own files (the audit database, its -wal, -shm and key)
+ * in the floor: any access to path, or with a trailing '*' to any path
+ * that starts with the rest, and creating or deleting a name of a
+ * directory above it (a rename that would move it), is denied EACCES with
+ * rule "floor.record", in every mode (audit included). path is absolute.
+ * Returns 0, -EINVAL, -ENOMEM.
+ */
+int policy_protect(struct policy *p, const char *path);
+
 enum policy_action {
 	POLICY_ALLOW = 0,
 	POLICY_DENY, /* skip the syscall, return -err */

@@ -25,6 +25,7 @@
 #include "../common/sha256.h"
 #include "../policy/policy.h"
 #include "../tracer/tracer.h"
+#include "recguard.h"
 #include "runrec.h"
 #include "workfiles.h"
 
@@ -962,6 +963,9 @@ static int record_artifact(const char *path, long long size,
 	struct audit *au = NULL;
 	if (audit_default_path(a.db, db, sizeof(db)) < 0)
 		die("no audit database path: set HOME, WARD_DB or pass --db");
+	/* The record out of the code's reach (tools/recguard.c). */
+	if (ward_guard_record(pol, db, workdir, errbuf, sizeof(errbuf)) < 0)
+		die("%s", errbuf);
 	if (audit_open(db, false, &au, errbuf, sizeof(errbuf)) < 0)
 		die("audit database: %s", errbuf);
 	debug("audit database %s open", db);

@@ -25,6 +25,7 @@
 #include "../policy/policy.h"
 #include "../policy/profiles.h"
 #include "../tracer/tracer.h"
+#include "recguard.h"
 #include "runrec.h"
 
 extern const struct ward_profile ward_drivers[];
@@ -214,6 +215,8 @@ int ws_worker_main(void)
 		return fail("out of memory");
 
 	struct audit *au = NULL;
+	if (ward_guard_record(pol, db, workdir, msg, sizeof(msg)) < 0)
+		return fail("%s", msg);
 	if (audit_open(db, false, &au, msg, sizeof(msg)) < 0)
 		return fail("audit database: %s", msg);
 	char pol_sha[WARD_SHA256_HEX_LEN + 1],

@@ -432,3 +432,84 @@ def test_verify_errors(ctx):
     bad = ctx.write("bad.key", "nope\n", mode=0o600)
     r = _verify(ctx, "last", "--key", bad)
     assert r.code == 125 and "not a ward chain key" in r.stderr, r
+
+
+# ------------------------------------------------ the record out of reach
+
+def test_db_inside_workdir_is_refused(ctx):
+    wd = ctx.path("wd")
+    os.makedirs(wd)
+    for db in (os.path.join(wd, "audit.db"), os.path.join(wd, "sub", "x.db")):
+        r = ctx.ward("run", "--workdir", wd, "--db", db, "-c", "print(1)", db=False)
+        assert r.code == 125, r
+        assert "is inside the workdir" in r.stderr and "choose a database outside" in r.stderr, r
+        assert not os.path.exists(db), db
+    # the same through $WARD_DB, and a workdir above the database
+    env = dict(os.environ, WARD_DB=os.path.join(wd, "env.db"))
+    r = ctx.ward("run", "--workdir", wd, "-c", "print(1)", db=False, env=env)
+    assert r.code == 125 and "is inside the workdir" in r.stderr, r
+    r = ctx.ward("run", "--workdir", ctx.tmp, "-c", "print(1)")
+    assert r.code == 125 and "is inside the workdir" in r.stderr, r
+    assert not os.path.exists(ctx.db)
+
+
+TOUCH = """import json, os
+DB = {db!r}
+D = os.path.dirname(DB)
+tries = [("read db", lambda: open(DB, "rb").read(1)),
+         ("write db", lambda: open(DB, "r+b")),
+         ("append wal", lambda: open(DB + "-wal", "ab")),
+         ("create shm", lambda: open(DB + "-shm", "w")),
+         ("read key", lambda: open(DB + ".key").read()),
+         ("unlink db", lambda: os.unlink(DB)),
+         ("rename key", lambda: os.rename(DB + ".key", D + "/k2")),
+         ("replace db", lambda: os.rename(D + "/other", DB)),
+         ("rename dir", lambda: os.rename(D, D + "-moved"))]
+res = {{}}
+for name, f in tries:
+    try:
+        f()
+        res[name] = "done"
+    except OSError as e:
+        res[name] = e.errno
+print(json.dumps(res))
+"""
+
+
+def test_code_cannot_touch_the_record(ctx):
+    """A database the code can see (not under the run's private /tmp), a
+    policy that grants its directory, and audit mode: every access to the
+    database, its -wal, -shm and key, and renaming its directory fail, and
+    the record says ward's floor denied them."""
+    import tempfile
+    d = tempfile.mkdtemp(prefix="ward-verify-", dir="/var/tmp")
+    try:
+        os.chmod(d, 0o755)
+        db = os.path.join(d, "audit.db")
+        with open(os.path.join(d, "other"), "w") as f:
+            f.write("x")
+        assert ctx.ward("run", "--db", db, "-c", "print(1)", db=False).code == 0
+        pol = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..",
+                                          "profiles", "default.json")))
+        pol["name"] = "grants-the-db-dir"
+        pol["fs"].append({"id": "dbdir", "path": d,
+                          "allow": ["read", "write", "create", "delete", "stat"]})
+        pfile = ctx.write("pol.json", json.dumps(pol))
+        for opts in (["--policy", pfile], ["--profile", "audit"]):
+            r = ctx.ward("run", "--db", db, *opts, "-c", TOUCH.format(db=db), db=False)
+            assert r.code == 0, (opts, r)
+            res = json.loads(r.stdout.splitlines()[-1])
+            assert all(v == 13 for v in res.values()), (opts, res)
+            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+            rid = con.execute("select id from runs order by started_ns desc limit 1").fetchone()[0]
+            rows = con.execute("select target, rule, decision from events where run_id=? "
+                               "and rule='floor.record'", (rid,)).fetchall()
+            con.close()
+            targets = {t for t, _, dec in rows if dec == "deny"}
+            for t in (db, db + "-wal", db + "-shm", db + ".key", f"{d} -> {d}-moved"):
+                assert t in targets, (opts, t, rows)
+            assert os.path.isdir(d) and os.path.getsize(db) > 0
+            r = ctx.ward("verify", "--db", db, "--all")
+            assert r.code == 0, r
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
