@@ -78,14 +78,18 @@ static void usage(FILE *f)
 	      "  ward +0.001042 [1]   allow  openat /usr/lib/python3.11/os.py (rule python-stdlib)\n"
 	      "  ward +0.310000 [2] \xe2\x9c\x97 KILLED ptrace (rule ...: ...)\n"
 	      "  ward +0.120000 [1] ? would deny connect 10.0.0.1:80 (rule default: ...)\n"
-	      "with the seconds since the run started (as recorded, not scaled by\n"
-	      "--speed), [N] the process serial of `ward show`, the decision, the\n"
+	      "with the seconds since the run started (the cell, with --cell; as\n"
+	      "recorded, not scaled by --speed), [N] the process serial of `ward show`, the decision, the\n"
 	      "syscall, its target (the resolved path or address), the errno the code\n"
 	      "got, the rule and the reason. `\xe2\x9c\x97 DENIED` and `\xe2\x9c\x97 KILLED` mark a stopped call\n"
 	      "with or without colour (red when coloured; allowed calls dim, would-be\n"
 	      "denials yellow); grep for DENIED. Text from the record is escaped as in\n"
 	      "`ward show`. A decision line that would follow output without a newline\n"
-	      "on the same terminal starts on a line of its own.\n"
+	      "on the same terminal starts on a line of its own. In a session (ward\n"
+	      "serve, ward mcp), decision lines also mark where each cell starts\n"
+	      "(`ward +12.030000 >> cell 2: FIRST LINE OF ITS CODE`) and ends (`<< cell\n"
+	      "2: STATUS`); --timeline lists them as `OFFSET cell N start` and `OFFSET\n"
+	      "cell N end STATUS`.\n"
 	      "\n"
 	      "The output is written as it is: on a terminal, escape sequences the code\n"
 	      "wrote take effect, as they did for the code's user (as with cat). Use\n"
@@ -207,9 +211,11 @@ static int parse_args(int argc, char **argv, struct replay_opts *o)
 			speed_given = true;
 			break;
 		case O_MAX_PAUSE:
-			if (!strcmp(optarg, "0"))
-				v = 0;
-			else if (!parse_pos(optarg, 1e6, &v))
+			/* 0 is allowed: no pauses, the order kept */
+			errno = 0;
+			v = strtod(optarg, &end);
+			if (errno || end == optarg || *end ||
+			    !(v >= 0 && v <= 1e6))
 				return bad("--max-pause", optarg);
 			o->max_pause_ns = (long long)(v * 1e9);
 			break;
@@ -292,25 +298,56 @@ static int keep_facts(const struct audit_run *r, void *arg)
 	return 0;
 }
 
-struct cell_find {
-	long long want, first, last, count;
-	bool found;
-	long long start, end;
+/* A session's cells (ward serve), for --cell and the decision lines. */
+struct rcell {
+	long long n, start, end;
+	char *status, *first; /* owned; first: the code's first line */
+	size_t first_len, code_len;
 };
 
-static int find_cell(const struct audit_cell *c, void *arg)
-{
-	struct cell_find *cf = arg;
+struct rcells {
+	struct rcell *v;
+	size_t n;
+};
 
-	if (!cf->count++)
-		cf->first = c->n;
-	cf->last = c->n;
-	if (c->n == cf->want) {
-		cf->found = true;
-		cf->start = c->started_ns;
-		cf->end = c->ended_ns;
+static int keep_cell(const struct audit_cell *c, void *arg)
+{
+	struct rcells *cs = arg;
+	struct rcell *v = realloc(cs->v, (cs->n + 1) * sizeof(*v));
+	const char *nl = c->code ? memchr(c->code, '\n', c->code_len) : NULL;
+	size_t first = nl ? (size_t)(nl - c->code) : c->code_len;
+
+	if (!v)
+		return -ENOMEM;
+	cs->v = v;
+	v[cs->n] =
+		(struct rcell){ .n = c->n,
+				.start = c->started_ns,
+				.end = c->ended_ns,
+				.status = strdup(c->status ? c->status : "-"),
+				.first = malloc(first + 1),
+				.first_len = first,
+				.code_len = c->code_len };
+	if (!v[cs->n].status || !v[cs->n].first) {
+		free(v[cs->n].status);
+		free(v[cs->n].first);
+		return -ENOMEM;
 	}
+	if (first)
+		memcpy(v[cs->n].first, c->code, first);
+	v[cs->n].first[first] = '\0';
+	cs->n++;
 	return 0;
+}
+
+static void free_cells(struct rcells *cs)
+{
+	for (size_t i = 0; i < cs->n; i++) {
+		free(cs->v[i].status);
+		free(cs->v[i].first);
+	}
+	free(cs->v);
+	*cs = (struct rcells){ 0 };
 }
 
 /* ------------------------------ replaying ------------------------------ */
@@ -328,7 +365,10 @@ struct replay {
 	int last_tty_byte;     /* last byte written to a terminal; -1: none */
 	long long kept[3];     /* bytes written per stream */
 	bool mid_line_note;    /* notes need a newline first */
-	int err;	       /* errno of a failed write */
+	int err;
+	/* errno of a failed write */ /* cell boundaries for the decision lines: those to go, in order */
+	const struct rcell *cells;
+	size_t n_cells, next_start, next_end;
 };
 
 static int write_all(int fd, const void *data, size_t len)
@@ -509,6 +549,74 @@ static int timeline_line(struct replay *rp, const struct audit_item *it)
 	return ferror(stdout) ? -EIO : 0;
 }
 
+/* One cell boundary: ">> cell N: first line" or "<< cell N: status". */
+static int cell_line(struct replay *rp, const struct rcell *c, bool start)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int r;
+
+	wait_for(rp, start ? c->start : c->end);
+	if (rp->o->timeline) {
+		printf("%.6f cell %lld %s", (double)rp->sched_ns / 1e9, c->n,
+		       start ? "start" : "end ");
+		if (!start)
+			view_str(stdout, c->status);
+		fputc('\n', stdout);
+		return ferror(stdout) ? -EIO : 0;
+	}
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return -ENOMEM;
+	if (mid_line(rp, rp->dfd))
+		fputc('\n', f);
+	fprintf(f, "%sward %+.6f %s cell %lld: ", rp->color ? "\033[1m" : "",
+		(double)((start ? c->start : c->end) - rp->t0) / 1e9,
+		start ? ">>" : "<<", c->n);
+	if (start) {
+		view_text(f, c->first, c->first_len, 0);
+		if (c->first_len < c->code_len)
+			fputs(" ...", f);
+	} else {
+		view_str(f, c->status);
+	}
+	fprintf(f, "%s\n", rp->color ? RESET : "");
+	if (fclose(f) != 0) {
+		free(buf);
+		return -ENOMEM;
+	}
+	r = emit(rp, rp->dfd, buf, len);
+	free(buf);
+	return r;
+}
+
+/* The cells' starts and ends up to ts, in time order (decision lines). */
+static int cells_until(struct replay *rp, long long ts)
+{
+	int r = 0;
+
+	while (!r) {
+		const struct rcell *s = rp->next_start < rp->n_cells
+						? &rp->cells[rp->next_start]
+						: NULL;
+		const struct rcell *e = rp->next_end < rp->next_start
+						? &rp->cells[rp->next_end]
+						: NULL;
+
+		if (s && s->start <= ts && (!e || s->start <= e->end)) {
+			r = cell_line(rp, s, true);
+			rp->next_start++;
+		} else if (e && e->end <= ts) {
+			r = cell_line(rp, e, false);
+			rp->next_end++;
+		} else {
+			break;
+		}
+	}
+	return r;
+}
+
 static int replay_item(const struct audit_item *it, void *arg)
 {
 	struct replay *rp = arg;
@@ -517,6 +625,11 @@ static int replay_item(const struct audit_item *it, void *arg)
 	if (it->kind == AUDIT_ITEM_OUTPUT &&
 	    !(rp->o->streams & (1u << it->output->stream)))
 		return 0;
+	r = cells_until(rp, it->ts_ns);
+	if (r) {
+		rp->err = -r;
+		return r;
+	}
 	wait_for(rp, it->ts_ns);
 	if (rp->o->timeline)
 		return timeline_line(rp, it);
@@ -611,35 +724,41 @@ static int open_decisions(const struct replay_opts *o, struct replay *rp)
 /* The replay's range: the whole run, or cell o->cell. 0, or -1 with a
  * message. */
 static int range_of(struct audit *a, const struct replay_opts *o,
-		    const char *id, long long *from, long long *to)
+		    const char *id, struct rcells *cs, long long *from,
+		    long long *to)
 {
-	struct cell_find cf = { .want = o->cell };
+	const struct rcell *c = NULL;
 	int r;
 
 	*from = LLONG_MIN;
 	*to = LLONG_MAX;
-	if (!o->cell)
+	if (!o->cell && !o->events)
 		return 0;
-	r = audit_cells_each(a, id, find_cell, &cf);
+	r = audit_cells_each(a, id, keep_cell, cs);
 	if (r) {
 		warn("replay: reading the cells of run %s: %s", id,
-		     audit_errmsg(a));
+		     r == -ENOMEM ? "out of memory" : audit_errmsg(a));
 		return -1;
 	}
-	if (!cf.count) {
+	if (!o->cell)
+		return 0;
+	if (!cs->n) {
 		warn("replay: run %s has no cells: --cell is for the sessions "
 		     "of ward serve and ward mcp; replay the run without it",
 		     id);
 		return -1;
 	}
-	if (!cf.found) {
+	for (size_t i = 0; i < cs->n; i++)
+		if (cs->v[i].n == o->cell)
+			c = &cs->v[i];
+	if (!c) {
 		warn("replay: run %s has no cell %lld (its cells are %lld to "
 		     "%lld)",
-		     id, o->cell, cf.first, cf.last);
+		     id, o->cell, cs->v[0].n, cs->v[cs->n - 1].n);
 		return -1;
 	}
-	*from = cf.start;
-	*to = cf.end > cf.start ? cf.end : LLONG_MAX;
+	*from = c->start;
+	*to = c->end > c->start ? c->end : LLONG_MAX;
 	return 0;
 }
 
@@ -650,6 +769,7 @@ int ward_cmd_replay(int argc, char **argv)
 	struct replay rp = { .o = &o, .last_tty_byte = -1 };
 	char path[4096], id[AUDIT_RUN_ID_LEN + 1];
 	long long from, to;
+	struct rcells cells = { 0 };
 	struct audit *a;
 	int r = parse_args(argc, argv, &o);
 
@@ -665,13 +785,19 @@ int ward_cmd_replay(int argc, char **argv)
 		r = -1;
 	}
 	if (!r)
-		r = range_of(a, &o, id, &from, &to);
+		r = range_of(a, &o, id, &cells, &from, &to);
 	if (!r && !o.timeline && o.events)
 		r = open_decisions(&o, &rp);
 	if (r) {
+		free_cells(&cells);
 		audit_close(a);
 		return WARD_EXIT_INTERNAL;
 	}
+	for (size_t i = 0; o.events && i < cells.n; i++)
+		if (!o.cell || cells.v[i].n == o.cell) {
+			rp.cells = rp.cells ? rp.cells : &cells.v[i];
+			rp.n_cells++;
+		}
 	for (int fd = 1; fd <= 2; fd++) {
 		rp.tty[fd] = isatty(fd);
 		rp.last_byte[fd] = -1;
@@ -681,6 +807,10 @@ int ward_cmd_replay(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &rp.start);
 	r = audit_replay_each(a, id, from, to, AUDIT_REPLAY_OUTPUTS | o.events,
 			      replay_item, &rp);
+	if (!r) {
+		r = cells_until(&rp, LLONG_MAX);
+		rp.err = -r;
+	}
 	if (r && rp.err)
 		warn("replay: writing the output: %s", strerror(rp.err));
 	else if (r)
@@ -690,6 +820,7 @@ int ward_cmd_replay(int argc, char **argv)
 		notes(&rp, &facts, id);
 	if (rp.dfd > 2)
 		close(rp.dfd);
+	free_cells(&cells);
 	audit_close(a);
 	if (fflush(stdout) != 0)
 		r = -EIO;

@@ -212,6 +212,18 @@ def test_replay_of_a_session_cell(ctx):
     sched = _schedule(replay(ctx, run_id, "--timeline", "--cell", "2"))
     assert [x[1] for x in sched] == ["stdout 4", "stdout 5"], sched
     assert sched[0][0] < 0.3 and sched[1][0] - sched[0][0] >= 0.25, sched
+    # with decisions: where each cell starts and ends, in order
+    p = replay(ctx, run_id, "--instant", "--denied", "--color", "never")
+    assert p.code == 0 and p.stdout == b"one\ntwo\nthreefour\n", p
+    marks = [re.sub(r"^ward \+\d+\.\d{6} ", "", l) for l in p.stderr.decode().splitlines()]
+    assert marks == [">> cell 1: print('one')", "<< cell 1: ok",
+                     ">> cell 2: import time, sys ...", "<< cell 2: ok",
+                     ">> cell 3: print('four')", "<< cell 3: ok"], marks
+    p = replay(ctx, run_id, "--timeline", "--decisions", "--cell", "2")
+    lines = [l.split(None, 1)[1] for l in p.stdout.decode().splitlines()]
+    assert lines[0] == "cell 2 start" and lines[-1] == "cell 2 end ok", lines
+    assert "stdout 4" in lines and "stdout 5" in lines, lines
+    assert p.stdout.decode().splitlines()[0].startswith("0.000000 "), p.stdout
     p = replay(ctx, run_id, "--instant", "--cell", "9")
     assert p.code == 125, p
     assert f"ward: replay: run {run_id} has no cell 9 (its cells are 1 to 3)" in p.stderr.decode()
