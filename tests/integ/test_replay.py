@@ -300,3 +300,18 @@ def test_replay_help(ctx):
         assert word in p.stdout, word
     p = ctx.ward("--help", db=False)
     assert "replay" in p.stdout, p
+
+
+def test_replay_marks_what_audit_mode_would_deny(ctx):
+    r = ctx.run("try:\n    open('/etc/shadow')\nexcept OSError:\n    pass\nprint('end')",
+                "--profile", "audit")
+    assert r.code == 0, r
+    assert ctx.sql("select count(*) n from events where run_id=? and would_deny",
+                   ctx.last_run()["id"])[0]["n"] >= 1
+    p = replay(ctx, "last", "--instant", "--denied", "--color", "always")
+    assert p.code == 0 and p.stdout == b"end\n", p
+    lines = p.stderr.decode().splitlines()
+    shadow = [l for l in lines if "/etc/shadow" in l]
+    assert len(shadow) == 1, lines
+    assert shadow[0].startswith("\x1b[33mward +") and "[1] ? would deny openat /etc/shadow (rule " in shadow[0], shadow
+    assert "DENIED" not in p.stderr.decode(), "allowed in audit mode: not marked as stopped"
