@@ -87,8 +87,8 @@ struct audit_run_info {
 	const char *host;	 /* uname() nodename; NULL: looked up */
 	const char *kernel;	 /* uname -r and -v */
 	const char *ward_version;
-	uid_t uid;	    /* uid the code runs as */
-	long long start_ns; /* CLOCK_REALTIME */
+	uid_t uid;	      /* uid the code runs as */
+	long long start_ns;   /* CLOCK_REALTIME */
 	const char *env_json; /* runs.env: what --env passed (JSON array,
 			       * docs/schema.md), or NULL */
 };
