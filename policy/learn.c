@@ -78,6 +78,12 @@ static void *vec_push(struct vec *v)
 	return (char *)v->v + v->n++ * v->size;
 }
 
+static void vec_sort(struct vec *v, int (*cmp)(const void *, const void *))
+{
+	if (v->n > 1) /* never qsort(NULL, 0, ...) */
+		qsort(v->v, v->n, v->size, cmp);
+}
+
 int learn_new(unsigned threshold, struct learn **out)
 {
 	struct learn *l = calloc(1, sizeof(*l));
@@ -842,9 +848,9 @@ int learn_policy_text(struct learn *l, const char *name,
 	if (rc || !fs || !execo || !ex || !net || !socks || !sys || !interp)
 		goto out;
 	rc = -ENOMEM;
-	qsort(l->fs.v, l->fs.n, sizeof(struct fs_ent), cmp_fs);
-	qsort(l->exec.v, l->exec.n, sizeof(struct named), cmp_named);
-	qsort(l->fam.v, l->fam.n, sizeof(struct named), cmp_named);
+	vec_sort(&l->fs, cmp_fs);
+	vec_sort(&l->exec, cmp_named);
+	vec_sort(&l->fam, cmp_named);
 	for (size_t i = 0; i < l->fs.n; i++) {
 		struct fs_ent *e = &((struct fs_ent *)l->fs.v)[i];
 		json_t *r;
