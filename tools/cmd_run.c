@@ -836,17 +836,6 @@ static int exit_status_of(const struct tracer_result *r)
 	return r->exit_code;
 }
 
-int ward_cmd_run(int argc, char **argv)
-{
-	struct run_args a;
-	memset(&a, 0, sizeof(a));
-	parse_args(argc, argv, &a);
-
-	const char *lang = a.lang ? a.lang : lang_from_name(a.file);
-	debug("start");
-	struct policy *pol = load_policy(&a, lang);
-	debug("policy %s loaded", policy_name(pol));
-	const char *interp = a.interp ? a.interp
 /* The files the run created or changed in its workdir, as artifacts of
  * cell 0 (a session's cells are 1, 2, ...). */
 struct run_art {
@@ -873,6 +862,17 @@ static int record_artifact(const char *path, long long size,
 	return 0;
 }
 
+int ward_cmd_run(int argc, char **argv)
+{
+	struct run_args a;
+	memset(&a, 0, sizeof(a));
+	parse_args(argc, argv, &a);
+
+	const char *lang = a.lang ? a.lang : lang_from_name(a.file);
+	debug("start");
+	struct policy *pol = load_policy(&a, lang);
+	debug("policy %s loaded", policy_name(pol));
+	const char *interp = a.interp ? a.interp
 				      : policy_interpreter(pol, lang);
 	if (!interp)
 		interp = !strcmp(lang, "node") ? "/usr/bin/node"
@@ -1027,6 +1027,8 @@ static int record_artifact(const char *path, long long size,
 		.prepared = prep,
 	};
 	struct tracer_result r;
+	struct wf_snap before;
+	wf_snap_take(workdir, &before);
 	debug("run %s recorded; starting the code", run_id);
 	int rc = tracer_run(&to, &r);
 	debug("code finished: %s (memory limit by %s)", r.status, r.memory_by);
@@ -1038,9 +1040,10 @@ static int record_artifact(const char *path, long long size,
 	char *layers = json_dumps(lj, JSON_COMPACT);
 	json_decref(lj);
 	if (!layers)
-	struct wf_snap before;
-	wf_snap_take(workdir, &before);
 		die("out of memory");
+	struct run_art ra = { au, run_id };
+	wf_each_changed(workdir, &before, record_artifact, &ra);
+	wf_snap_free(&before);
 	struct audit_run_end re;
 	ward_run_end_of(&r, layers, realtime_ns(), &re);
 	int arc = audit_run_end(au, &re);
@@ -1052,9 +1055,6 @@ static int record_artifact(const char *path, long long size,
 	if (r.setup_error[0])
 		warn("the sandbox could not be set up: %s", r.setup_error);
 	else if (rc < 0 && rc != -ECHILD)
-	struct run_art ra = { au, run_id };
-	wf_each_changed(workdir, &before, record_artifact, &ra);
-	wf_snap_free(&before);
 		warn("the run was stopped: %s",
 		     r.cause[0] ? r.cause : strerror(-rc));
 	else if (strcmp(r.status, "ok") && strcmp(r.status, "error") && !a.json)

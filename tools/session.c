@@ -969,15 +969,6 @@ static int den_one(const struct audit_event_row *r, void *arg)
 	return 0;
 }
 
-static json_t *artifacts(struct ws_server *s, struct sess *x,
-			 const struct wf_snap *before, long long n)
-{
-	struct art_ctx c = { s, x, n, json_array() };
-
-	wf_each_changed(x->workdir, before, art_one, &c);
-	return c.list;
-}
-
 struct art_ctx {
 	struct ws_server *s;
 	struct sess *x;
@@ -1005,6 +996,15 @@ static int art_one(const char *path, long long size, const char *sha256,
 					"size", (json_int_t)size, "sha256",
 					sha256));
 	return 0;
+}
+
+static json_t *artifacts(struct ws_server *s, struct sess *x,
+			 const struct wf_snap *before, long long n)
+{
+	struct art_ctx c = { s, x, n, json_array() };
+
+	wf_each_changed(x->workdir, before, art_one, &c);
+	return c.list;
 }
 
 static int send_cell(struct sess *x, struct cell *c, const char *code,
