@@ -106,38 +106,27 @@ int audit_artifact(struct audit *a, const struct audit_artifact *f)
 			      "recording an artifact", fill_artifact, f);
 }
 
-int audit_cells_each(struct audit *a, const char *run_id,
-		     int (*fn)(const struct audit_cell *, void *), void *arg)
+/*
+ * One run's rows of a session table: prepares sql (?1 is the run id) and
+ * calls row(st) for each row until it returns non-zero. A readonly open of
+ * a file older than version 3 has no such table: no rows.
+ */
+static int run_rows_each(struct audit *a, const char *run_id, const char *sql,
+			 int (*row)(sqlite3_stmt *, void *), void *arg)
 {
 	sqlite3_stmt *st = NULL;
 	int r = 0, rc;
 
 	pthread_mutex_lock(&a->lock);
-	rc = sqlite3_prepare_v2(
-		a->db,
-		"SELECT n, code, started_ns, ended_ns, status, "
-		"result FROM cells WHERE run_id = ?1 ORDER BY n",
-		-1, &st, NULL);
+	rc = sqlite3_prepare_v2(a->db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK) {
-		/* a readonly open of a file older than version 3 */
 		bool old = strstr(sqlite3_errmsg(a->db), "no such table");
 		pthread_mutex_unlock(&a->lock);
 		return old ? 0 : audit_sqlfail(a, rc, a->path);
 	}
 	sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
-	while (!r && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct audit_cell c = {
-			.run_id = run_id,
-			.n = sqlite3_column_int64(st, 0),
-			.code = (const char *)sqlite3_column_blob(st, 1),
-			.code_len = (size_t)sqlite3_column_bytes(st, 1),
-			.started_ns = sqlite3_column_int64(st, 2),
-			.ended_ns = sqlite3_column_int64(st, 3),
-			.status = (const char *)sqlite3_column_text(st, 4),
-			.result_json = (const char *)sqlite3_column_text(st, 5),
-		};
-		r = fn(&c, arg);
-	}
+	while (!r && (rc = sqlite3_step(st)) == SQLITE_ROW)
+		r = row(st, arg);
 	if (!r && rc != SQLITE_DONE)
 		r = audit_sqlfail(a, rc, a->path);
 	sqlite3_finalize(st);
@@ -145,40 +134,65 @@ int audit_cells_each(struct audit *a, const char *run_id,
 	return r;
 }
 
+struct cells_it {
+	const char *run_id;
+	int (*fn)(const struct audit_cell *, void *);
+	int (*afn)(const struct audit_artifact *, void *);
+	void *arg;
+};
+
+static int cell_row(sqlite3_stmt *st, void *arg)
+{
+	struct cells_it *it = arg;
+	struct audit_cell c = {
+		.run_id = it->run_id,
+		.n = sqlite3_column_int64(st, 0),
+		.code = (const char *)sqlite3_column_blob(st, 1),
+		.code_len = (size_t)sqlite3_column_bytes(st, 1),
+		.started_ns = sqlite3_column_int64(st, 2),
+		.ended_ns = sqlite3_column_int64(st, 3),
+		.status = (const char *)sqlite3_column_text(st, 4),
+		.result_json = (const char *)sqlite3_column_text(st, 5),
+	};
+
+	return it->fn(&c, it->arg);
+}
+
+int audit_cells_each(struct audit *a, const char *run_id,
+		     int (*fn)(const struct audit_cell *, void *), void *arg)
+{
+	struct cells_it it = { .run_id = run_id, .fn = fn, .arg = arg };
+
+	return run_rows_each(a, run_id,
+			     "SELECT n, code, started_ns, ended_ns, status, "
+			     "result FROM cells WHERE run_id = ?1 ORDER BY n",
+			     cell_row, &it);
+}
+
+static int artifact_row(sqlite3_stmt *st, void *arg)
+{
+	struct cells_it *it = arg;
+	struct audit_artifact f = {
+		.run_id = it->run_id,
+		.cell = sqlite3_column_int64(st, 0),
+		.path = (const char *)sqlite3_column_text(st, 1),
+		.size = sqlite3_column_int64(st, 2),
+		.sha256 = (const char *)sqlite3_column_text(st, 3),
+		.ts_ns = sqlite3_column_int64(st, 4),
+	};
+
+	return it->afn(&f, it->arg);
+}
+
 int audit_artifacts_each(struct audit *a, const char *run_id,
 			 int (*fn)(const struct audit_artifact *, void *),
 			 void *arg)
 {
-	sqlite3_stmt *st = NULL;
-	int r = 0, rc;
+	struct cells_it it = { .run_id = run_id, .afn = fn, .arg = arg };
 
-	pthread_mutex_lock(&a->lock);
-	rc = sqlite3_prepare_v2(a->db,
-				"SELECT cell, path, size, sha256, ts_ns FROM "
-				"artifacts WHERE run_id = ?1 ORDER BY cell, "
-				"path, ts_ns",
-				-1, &st, NULL);
-	if (rc != SQLITE_OK) {
-		/* a readonly open of a file older than version 3 */
-		bool old = strstr(sqlite3_errmsg(a->db), "no such table");
-		pthread_mutex_unlock(&a->lock);
-		return old ? 0 : audit_sqlfail(a, rc, a->path);
-	}
-	sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
-	while (!r && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct audit_artifact f = {
-			.run_id = run_id,
-			.cell = sqlite3_column_int64(st, 0),
-			.path = (const char *)sqlite3_column_text(st, 1),
-			.size = sqlite3_column_int64(st, 2),
-			.sha256 = (const char *)sqlite3_column_text(st, 3),
-			.ts_ns = sqlite3_column_int64(st, 4),
-		};
-		r = fn(&f, arg);
-	}
-	if (!r && rc != SQLITE_DONE)
-		r = audit_sqlfail(a, rc, a->path);
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&a->lock);
-	return r;
+	return run_rows_each(a, run_id,
+			     "SELECT cell, path, size, sha256, ts_ns FROM "
+			     "artifacts WHERE run_id = ?1 ORDER BY cell, "
+			     "path, ts_ns",
+			     artifact_row, &it);
 }

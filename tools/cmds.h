@@ -8,6 +8,7 @@
 int ward_cmd_run(int argc, char **argv);
 int ward_cmd_runs(int argc, char **argv);
 int ward_cmd_show(int argc, char **argv);
+int ward_cmd_report(int argc, char **argv);
 int ward_cmd_replay(int argc, char **argv);
 int ward_cmd_serve(int argc, char **argv);
 int ward_cmd_mcp(int argc, char **argv);

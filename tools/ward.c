@@ -22,6 +22,7 @@ static void usage(FILE *f)
 		"  run      run code under supervision        ward run [options] FILE|-c CODE|-\n"
 		"  runs     list recorded runs                ward runs [--limit N] [--json]\n"
 		"  show     one run: timeline or summary      ward show RUN|last [--summary]\n"
+		"  report   one run as an HTML page or text   ward report RUN [-o FILE.html]\n"
 		"  replay   a run's output again, as it came  ward replay RUN [--decisions]\n"
 		"  serve    sessions over JSON lines (stdio)  ward serve [--db PATH]\n"
 		"  mcp      MCP server for agents (stdio)     ward mcp [--db PATH]\n"
@@ -62,6 +63,8 @@ int main(int argc, char **argv)
 		return ward_cmd_runs(argc - 1, argv + 1);
 	if (!strcmp(cmd, "show"))
 		return ward_cmd_show(argc - 1, argv + 1);
+	if (!strcmp(cmd, "report"))
+		return ward_cmd_report(argc - 1, argv + 1);
 	if (!strcmp(cmd, "replay"))
 		return ward_cmd_replay(argc - 1, argv + 1);
 	if (!strcmp(cmd, "serve"))

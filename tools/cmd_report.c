@@ -1,0 +1,2101 @@
+/*
+ * cmd_report.c - `ward report RUN`: one recorded run as a self-contained
+ * HTML page (inline CSS under a strict Content-Security-Policy, no script,
+ * nothing fetched) or as plain text for a terminal.
+ *
+ * The run is read once per part (run row, processes, timeline, denials,
+ * events, cells, artifacts) into bounded summaries, then rendered. Every
+ * string from the record is untrusted (the sandboxed code chose it):
+ * view_html() / view_text() escape each one where it is written.
+ */
+#include "cmds.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../audit/audit.h"
+#include "../common/errnames.h"
+#include "../common/json.h"
+#include "../common/log.h"
+#include "../common/sha256.h"
+#include "symbolize.h"
+#include "view.h"
+
+/* Bounds: a huge run gives a page of bounded size. */
+enum {
+	TL_HEAD = 250,	      /* timeline items kept from the start */
+	TL_TAIL = 250,	      /* and from the end */
+	CHUNK_MAX = 2048,     /* bytes of one output chunk shown */
+	CODE_MAX = 256 << 10, /* bytes of code shown */
+	PROC_MAX = 500,	      /* processes and threads listed */
+	RULE_MAX = 100,	      /* denial groups */
+	RULE_EX = 5,	      /* denials shown per rule */
+	BT_FRAMES = 40,	      /* backtrace frames shown */
+	PY_FRAMES = 40,	      /* Python frames shown */
+	FILE_MAX = 4000,      /* distinct paths tracked */
+	FILE_ROWS = 500,      /* rows of each file table */
+	NET_MAX = 300,	      /* network attempts listed */
+	ART_MAX = 2000,	      /* artifacts listed */
+	CELL_MAX = 1000,      /* cells of a session listed */
+};
+
+static void usage(FILE *f)
+{
+	fputs("usage: ward report RUN [-o FILE] [--format html|text] [--db PATH]\n"
+	      "\n"
+	      "A report of one recorded run, for a reviewer: RUN is its id, a unique\n"
+	      "prefix of it, or `last`. Read from the audit database alone (nothing is\n"
+	      "run).\n"
+	      "\n"
+	      "options:\n"
+	      "  -o, --output FILE  write the report to FILE (mode 0600; replaced\n"
+	      "                     whole, never left half-written) instead of stdout\n"
+	      "  --format FORMAT    html (the default) or text; without --format and\n"
+	      "                     without -o, a terminal gets text\n"
+	      "  --db PATH          audit database (default: $WARD_DB, else\n"
+	      "                     $XDG_STATE_HOME/ward/audit.db, else\n"
+	      "                     ~/.local/state/ward/audit.db); opened read-only\n"
+	      "  -h, --help         this text\n"
+	      "\n"
+	      "Sections: the verdict (status, exit or signal, cause, denials, policy,\n"
+	      "containment layers); the code (a session: each cell's code, status and\n"
+	      "times); the process tree; the timeline of process starts, execs and\n"
+	      "exits, syscall decisions and output, in time order (a session's grouped\n"
+	      "by cell; the first 250 and last 250 items, saying how many of each kind\n"
+	      "are left out between them; 2 KiB of each output chunk); denials grouped\n"
+	      "by rule, each with its errno, target, reason, arguments, backtrace\n"
+	      "(symbolized from the module files as they are now, as ward show does)\n"
+	      "and, when recorded, the Python frames that made the call (read from the\n"
+	      "code's memory: untrusted); files written, created or removed and files\n"
+	      "read, from the decisions (open flags, mkdir, unlink, rename, ...), with\n"
+	      "the SHA-256 of the files the run left in its workdir (artifacts: `ward\n"
+	      "run` hashes them at the end of the run, a session after each cell);\n"
+	      "network attempts (connect, bind, listen, sendto, sendmsg) with their\n"
+	      "decisions; limits and timings.\n"
+	      "\n"
+	      "HTML: one file that needs nothing else: inline CSS allowed by its hash\n"
+	      "in a Content-Security-Policy (default-src 'none'), no script, no fonts,\n"
+	      "images or links outside the page; it can be opened offline and mailed.\n"
+	      "Text from the run is escaped (HTML entities; control characters,\n"
+	      "bidirectional overrides and bytes that are not UTF-8 shown as \\xNN or\n"
+	      "\\u{NNNN}). Text: the same sections for a terminal, escaped as ward show\n"
+	      "does; colour only when writing to a terminal.\n"
+	      "\n"
+	      "exit status: 0, or 125 (bad arguments, missing, corrupt or foreign\n"
+	      "database, no such run, an ambiguous prefix, FILE not writable).\n",
+	      f);
+}
+
+/* ------------------------------ the model ------------------------------ */
+
+/* What the report holds of one timeline item. */
+enum tl_class { TL_PROC, TL_ALLOW, TL_DENY, TL_WOULD, TL_OUT, TL_ERR, TL_N };
+static const char *const tl_class_name[TL_N] = {
+	"process starts, execs and exits",
+	"allowed calls",
+	"denied or killed calls",
+	"calls audit mode would deny",
+	"stdout chunks",
+	"stderr chunks",
+};
+
+struct tl_item {
+	long long ts;
+	int serial;
+	long long cell; /* the cell it happened in, 0: none */
+	enum tl_class cls;
+	const char *what; /* static: start, exec, allow, DENY, stdout, ... */
+	char *text;	  /* bytes (untrusted) */
+	size_t len, more; /* more: bytes of an output chunk left out */
+	bool json;	  /* text ends in JSON (exec: argv) */
+	char *rule;	  /* for decisions */
+};
+
+struct proc {
+	int serial, parent;
+	int pid;
+	bool thread, execed, exited;
+	char *exe, *argv_json;
+	long long start, exec, exit;
+	int code, sig;
+	int depth;
+};
+
+struct denial {
+	long long ts, seq, cell;
+	int serial, err;
+	bool would;
+	char *syscall, *decision, *target, *raw, *reason, *args;
+	json_t *bt;    /* parsed, symbols added; NULL: none */
+	char *bt_text; /* when not an array */
+	char *py;      /* pyframes column text */
+};
+
+struct rule {
+	char *name;
+	long long n;
+	long long syscalls_denied, syscalls_killed, would;
+	struct denial ex[RULE_EX];
+	int nex;
+};
+
+enum {
+	F_READ = 1,
+	F_WRITE = 2,
+	F_CREATE = 4,
+	F_DELETE = 8,
+	F_META = 16,
+	F_EXEC = 32,
+};
+
+struct file {
+	char *path;
+	unsigned what;
+	long long calls, denied;
+	long long first;
+};
+
+struct net {
+	long long ts;
+	int serial, err;
+	char *syscall, *target, *decision, *rule;
+};
+
+struct cell {
+	long long n, start, end;
+	char *status, *code;
+	size_t code_len;
+};
+
+struct art {
+	long long cell, size;
+	char *path, *sha256;
+};
+
+struct report {
+	/* the run row */
+	char id[AUDIT_RUN_ID_LEN + 1];
+	char *status, *cause, *argv_json, *language, *interpreter, *code_name;
+	char *code, *code_sha256, *policy_name, *policy_sha256, *workdir;
+	char *limits_json, *host, *kernel, *ward_version, *layers_json;
+	size_t code_len, code_total;
+	long long started, ended, duration_ms, uid;
+	bool has_exit;
+	int exit_code, sig;
+	long long stdout_bytes, stderr_bytes, events, denials, processes;
+	int stdout_trunc, stderr_trunc;
+
+	struct proc *procs;
+	size_t nprocs;
+	long long procs_total;
+
+	struct tl_item head[TL_HEAD], tail[TL_TAIL];
+	size_t nhead, ntail, tail_pos;
+	long long tl_total[TL_N], tl_shown[TL_N];
+
+	struct rule *rules;
+	size_t nrules;
+	long long rules_other; /* denials under rules past RULE_MAX */
+	long long ndenials;
+	struct sym_cache *syms;
+	bool symbolized; /* some symbol came from a module file */
+
+	struct file *files; /* hashed by path: fcap slots */
+	size_t nfiles, fcap;
+	size_t *forder; /* slots in order of first appearance */
+	long long files_other;
+
+	struct net *nets;
+	size_t nnets;
+	long long nets_total;
+
+	struct cell *cells;
+	size_t ncells;
+	long long cells_total;
+
+	struct art *arts;
+	size_t narts;
+	long long arts_total;
+};
+
+static char *dup_n(const void *s, size_t n)
+{
+	char *d = malloc(n + 1);
+
+	if (d) {
+		if (n)
+			memcpy(d, s, n);
+		d[n] = '\0';
+	}
+	return d;
+}
+
+static char *dup_s(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* The cell that was running at ts (0: none). */
+static long long cell_at(const struct report *r, long long ts)
+{
+	for (size_t i = 0; i < r->ncells; i++)
+		if (ts >= r->cells[i].start && ts <= r->cells[i].end)
+			return r->cells[i].n;
+	return 0;
+}
+
+/* ------------------------------ gathering ------------------------------ */
+
+#define SET(f, v)                                                              \
+	do {                                                                   \
+		if ((v) && !((r->f) = strdup(v)))                              \
+			return -ENOMEM;                                        \
+	} while (0)
+
+static int got_run(const struct audit_run *run, void *arg)
+{
+	struct report *r = arg;
+
+	memcpy(r->id, run->id, sizeof(r->id));
+	SET(status, run->status);
+	SET(cause, run->cause);
+	SET(argv_json, run->argv_json);
+	SET(language, run->language);
+	SET(interpreter, run->interpreter);
+	SET(code_name, run->code_name);
+	SET(code_sha256, run->code_sha256);
+	SET(policy_name, run->policy_name);
+	SET(policy_sha256, run->policy_sha256);
+	SET(workdir, run->workdir);
+	SET(limits_json, run->limits_json);
+	SET(host, run->host);
+	SET(kernel, run->kernel);
+	SET(ward_version, run->ward_version);
+	SET(layers_json, run->layers_json);
+	r->code_total = run->code_total;
+	r->code_len = run->code_len > CODE_MAX ? CODE_MAX : run->code_len;
+	r->code = dup_n(run->code ? run->code : "", r->code_len);
+	if (!r->code)
+		return -ENOMEM;
+	r->started = run->started_ns;
+	r->ended = run->ended_ns;
+	r->duration_ms = run->duration_ms;
+	r->uid = run->uid;
+	r->has_exit = run->has_exit;
+	r->exit_code = run->exit_code;
+	r->sig = run->signal;
+	r->stdout_bytes = run->stdout_bytes;
+	r->stderr_bytes = run->stderr_bytes;
+	r->stdout_trunc = run->stdout_truncated;
+	r->stderr_trunc = run->stderr_truncated;
+	r->events = run->events;
+	r->denials = run->denials;
+	r->processes = run->processes;
+	return 0;
+}
+#undef SET
+
+static int got_proc(const struct audit_proc_row *p, void *arg)
+{
+	struct report *r = arg;
+	struct proc *n;
+
+	if (r->procs_total++ >= PROC_MAX)
+		return 0;
+	n = realloc(r->procs, (r->nprocs + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	r->procs = n;
+	n = &r->procs[r->nprocs++];
+	*n = (struct proc){
+		.serial = p->p.serial,
+		.parent = p->p.parent_serial,
+		.pid = (int)p->p.pid,
+		.thread = p->p.kind && !strcmp(p->p.kind, "thread"),
+		.execed = p->execed,
+		.exited = p->exited,
+		.exe = dup_s(p->p.exe),
+		.argv_json = dup_s(p->p.argv_json),
+		.start = p->p.start_ns,
+		.exec = p->exec_ns,
+		.exit = p->exit_ns,
+		.code = p->exit_code,
+		.sig = p->signal,
+	};
+	/* depth in the tree: parents come first (serials by appearance) */
+	for (size_t i = 0; i + 1 < r->nprocs; i++)
+		if (r->procs[i].serial == n->parent)
+			n->depth = r->procs[i].depth + 1;
+	return 0;
+}
+
+static int got_cell(const struct audit_cell *c, void *arg)
+{
+	struct report *r = arg;
+	struct cell *n;
+
+	if (r->cells_total++ >= CELL_MAX)
+		return 0;
+	n = realloc(r->cells, (r->ncells + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	r->cells = n;
+	n = &r->cells[r->ncells++];
+	*n = (struct cell){
+		.n = c->n,
+		.start = c->started_ns,
+		.end = c->ended_ns,
+		.status = dup_s(c->status),
+		.code_len = c->code_len > CODE_MAX ? CODE_MAX : c->code_len,
+	};
+	n->code = dup_n(c->code ? c->code : "", n->code_len);
+	return n->code ? 0 : -ENOMEM;
+}
+
+static int got_art(const struct audit_artifact *f, void *arg)
+{
+	struct report *r = arg;
+	struct art *n;
+
+	if (r->arts_total++ >= ART_MAX)
+		return 0;
+	n = realloc(r->arts, (r->narts + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	r->arts = n;
+	r->arts[r->narts++] = (struct art){
+		.cell = f->cell,
+		.size = f->size,
+		.path = dup_s(f->path),
+		.sha256 = dup_s(f->sha256),
+	};
+	return 0;
+}
+
+/* "openat /etc/shadow (given as ...) -> EACCES" */
+static void event_text(struct ward_strbuf *sb, const struct audit_event *e)
+{
+	ward_strbuf_puts(sb, e->syscall ? e->syscall : "?");
+	ward_strbuf_puts(sb, " ");
+	ward_strbuf_puts(sb, e->target ? e->target : e->raw ? e->raw : "");
+	if (e->raw && e->target && strcmp(e->raw, e->target)) {
+		ward_strbuf_puts(sb, " (given as ");
+		ward_strbuf_puts(sb, e->raw);
+		ward_strbuf_puts(sb, ")");
+	}
+	if (e->err)
+		ward_strbuf_appendf(sb, " -> %s", ward_errno_name(e->err));
+	if (e->pid != e->tid)
+		ward_strbuf_appendf(sb, ", tid %d", (int)e->tid);
+}
+
+static void tl_free(struct tl_item *t)
+{
+	free(t->text);
+	free(t->rule);
+	memset(t, 0, sizeof(*t));
+}
+
+static int got_item(const struct audit_item *it, void *arg)
+{
+	struct report *r = arg;
+	struct ward_strbuf sb = WARD_STRBUF_INIT;
+	struct tl_item t = { .ts = it->ts_ns };
+	char sig[32];
+
+	if (it->kind == AUDIT_ITEM_EVENT) {
+		const struct audit_event *e = &it->event->e;
+		bool allow = e->decision && !strcmp(e->decision, "allow");
+
+		t.serial = e->proc_serial;
+		t.cls = !allow ? TL_DENY : e->would_deny ? TL_WOULD : TL_ALLOW;
+		t.what = allow ? (e->would_deny ? "would deny" : "allow")
+			 : e->decision && !strcmp(e->decision, "kill") ? "KILL"
+								       : "DENY";
+		event_text(&sb, e);
+		t.rule = dup_s(e->rule);
+	} else if (it->kind == AUDIT_ITEM_OUTPUT) {
+		const struct audit_output_row *o = it->output;
+		size_t n = o->len > CHUNK_MAX ? CHUNK_MAX : o->len;
+
+		t.cls = o->stream == AUDIT_STDERR ? TL_ERR : TL_OUT;
+		t.what = o->stream == AUDIT_STDERR ? "stderr" : "stdout";
+		ward_strbuf_append(&sb, o->data, n);
+		t.more = o->len - n;
+	} else {
+		const struct audit_proc_row *p = it->proc;
+
+		t.serial = p->p.serial;
+		t.cls = TL_PROC;
+		if (it->kind == AUDIT_ITEM_START) {
+			t.what = "start";
+			ward_strbuf_appendf(&sb, "pid %d, %s", (int)p->p.pid,
+					    p->p.kind ? p->p.kind : "process");
+			if (p->p.parent_serial > 0)
+				ward_strbuf_appendf(&sb, " of [%d]",
+						    p->p.parent_serial);
+		} else if (it->kind == AUDIT_ITEM_EXEC) {
+			t.what = "exec";
+			t.json = true;
+			ward_strbuf_puts(&sb, p->p.exe ? p->p.exe : "-");
+			ward_strbuf_puts(&sb, " ");
+			ward_strbuf_puts(&sb,
+					 p->p.argv_json ? p->p.argv_json : "");
+		} else {
+			t.what = "exit";
+			if (p->signal > 0)
+				ward_strbuf_appendf(&sb, "killed by %s",
+						    view_signame(p->signal, sig,
+								 sizeof(sig)));
+			else
+				ward_strbuf_appendf(&sb, "status %d",
+						    p->exit_code);
+		}
+	}
+	if (sb.truncated) {
+		ward_strbuf_free(&sb);
+		free(t.rule);
+		return -ENOMEM;
+	}
+	t.len = sb.len;
+	t.text = sb.len ? ward_strbuf_steal(&sb) : strdup("");
+	if (!t.text) {
+		free(t.rule);
+		return -ENOMEM;
+	}
+	t.cell = cell_at(r, t.ts);
+	r->tl_total[t.cls]++;
+	if (r->nhead < TL_HEAD) {
+		r->head[r->nhead++] = t;
+		return 0;
+	}
+	/* a ring of the last TL_TAIL */
+	if (r->ntail == TL_TAIL)
+		tl_free(&r->tail[r->tail_pos]);
+	else
+		r->ntail++;
+	r->tail[r->tail_pos] = t;
+	r->tail_pos = (r->tail_pos + 1) % TL_TAIL;
+	return 0;
+}
+
+static void denial_free(struct denial *d)
+{
+	free(d->syscall);
+	free(d->decision);
+	free(d->target);
+	free(d->raw);
+	free(d->reason);
+	free(d->args);
+	free(d->bt_text);
+	free(d->py);
+	json_decref(d->bt);
+}
+
+static int got_denial(const struct audit_event_row *ev, void *arg)
+{
+	struct report *r = arg;
+	const struct audit_event *e = &ev->e;
+	const char *name = e->rule ? e->rule : "(no rule)";
+	struct rule *g = NULL;
+	struct denial *d;
+
+	r->ndenials++;
+	for (size_t i = 0; i < r->nrules && !g; i++)
+		if (!strcmp(r->rules[i].name, name))
+			g = &r->rules[i];
+	if (!g) {
+		if (r->nrules >= RULE_MAX) {
+			r->rules_other++;
+			return 0;
+		}
+		g = realloc(r->rules, (r->nrules + 1) * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		r->rules = g;
+		g = &r->rules[r->nrules++];
+		*g = (struct rule){ .name = strdup(name) };
+		if (!g->name)
+			return -ENOMEM;
+	}
+	g->n++;
+	if (e->would_deny && e->decision && !strcmp(e->decision, "allow"))
+		g->would++;
+	else if (e->decision && !strcmp(e->decision, "kill"))
+		g->syscalls_killed++;
+	else
+		g->syscalls_denied++;
+	if (g->nex >= RULE_EX)
+		return 0;
+	d = &g->ex[g->nex++];
+	*d = (struct denial){
+		.ts = e->ts_ns,
+		.seq = ev->seq,
+		.cell = cell_at(r, e->ts_ns),
+		.serial = e->proc_serial,
+		.err = e->err,
+		.would = e->would_deny && e->decision &&
+			 !strcmp(e->decision, "allow"),
+		.syscall = dup_s(e->syscall),
+		.decision = dup_s(e->decision),
+		.target = dup_s(e->target),
+		.raw = dup_s(e->raw),
+		.reason = dup_s(e->reason),
+		.args = dup_s(e->args_json),
+		.py = dup_s(e->pyframes),
+	};
+	if (e->backtrace) {
+		d->bt = json_loads(e->backtrace, 0, NULL);
+		if (!json_is_array(d->bt)) {
+			json_decref(d->bt);
+			d->bt = NULL;
+			d->bt_text = strdup(e->backtrace);
+		} else if (sym_backtrace_add(r->syms, d->bt)) {
+			r->symbolized = true;
+		}
+	}
+	return 0;
+}
+
+/* The file entry for path, added if new; NULL past FILE_MAX. */
+static struct file *file_slot(struct report *r, const char *path)
+{
+	size_t h = 5381, i;
+
+	if (!r->fcap) {
+		r->fcap = 2 * FILE_MAX;
+		r->files = calloc(r->fcap, sizeof(*r->files));
+		r->forder = calloc(FILE_MAX, sizeof(*r->forder));
+		if (!r->files || !r->forder)
+			return NULL;
+	}
+	for (const char *c = path; *c; c++)
+		h = h * 33 + (unsigned char)*c;
+	for (i = h % r->fcap; r->files[i].path; i = (i + 1) % r->fcap)
+		if (!strcmp(r->files[i].path, path))
+			return &r->files[i];
+	if (r->nfiles >= FILE_MAX)
+		return NULL;
+	r->files[i].path = strdup(path);
+	if (!r->files[i].path)
+		return NULL;
+	r->forder[r->nfiles++] = i;
+	return &r->files[i];
+}
+
+static void add_file(struct report *r, const char *path, unsigned what,
+		     const struct audit_event *e)
+{
+	struct file *f;
+
+	if (!path || !*path)
+		return;
+	f = file_slot(r, path);
+	if (!f) {
+		r->files_other++;
+		return;
+	}
+	if (!f->calls)
+		f->first = e->ts_ns;
+	f->calls++;
+	f->what |= what;
+	if (e->decision && strcmp(e->decision, "allow"))
+		f->denied++;
+}
+
+/* What an open's flags ask: read, write, create. */
+static unsigned open_what(const char *args_json)
+{
+	json_t *a = args_json ? json_loads(args_json, 0, NULL) : NULL;
+	const char *fl = json_string_value(json_object_get(a, "flags"));
+	unsigned w = 0;
+
+	if (!fl) {
+		w = F_READ;
+	} else {
+		if (strstr(fl, "O_WRONLY") || strstr(fl, "O_RDWR") ||
+		    strstr(fl, "O_TRUNC") || strstr(fl, "O_APPEND"))
+			w |= F_WRITE;
+		if (!strstr(fl, "O_WRONLY"))
+			w |= F_READ;
+		if (strstr(fl, "O_CREAT") || strstr(fl, "O_TMPFILE"))
+			w |= F_CREATE;
+	}
+	json_decref(a);
+	return w;
+}
+
+static bool is_one_of(const char *s, const char *const *list)
+{
+	for (; s && *list; list++)
+		if (!strcmp(s, *list))
+			return true;
+	return false;
+}
+
+static int got_event(const struct audit_event_row *ev, void *arg)
+{
+	static const char *const opens[] = { "open", "openat", "openat2",
+					     NULL };
+	static const char *const creates[] = { "creat",	    "mkdir",
+					       "mkdirat",   "mknod",
+					       "mknodat",   "symlink",
+					       "symlinkat", NULL };
+	static const char *const deletes[] = { "unlink", "unlinkat", "rmdir",
+					       NULL };
+	static const char *const moves[] = { "rename", "renameat", "renameat2",
+					     "link",   "linkat",   NULL };
+	static const char *const metas[] = {
+		"chmod",     "fchmodat",    "fchmodat2",    "chown",
+		"lchown",    "fchownat",    "truncate",	    "utime",
+		"utimes",    "utimensat",   "futimesat",    "setxattr",
+		"lsetxattr", "removexattr", "lremovexattr", NULL
+	};
+	static const char *const nets[] = { "connect", "bind",	  "listen",
+					    "sendto",  "sendmsg", "sendmmsg",
+					    NULL };
+	struct report *r = arg;
+	const struct audit_event *e = &ev->e;
+	const char *sc = e->syscall;
+
+	if (is_one_of(sc, opens)) {
+		add_file(r, e->target, open_what(e->args_json), e);
+	} else if (is_one_of(sc, creates)) {
+		add_file(r, e->target, F_CREATE, e);
+	} else if (is_one_of(sc, deletes)) {
+		add_file(r, e->target, F_DELETE, e);
+	} else if (is_one_of(sc, metas)) {
+		add_file(r, e->target, F_META, e);
+	} else if (is_one_of(sc, moves) && e->target) {
+		/* target is "FROM -> TO" */
+		const char *arrow = strstr(e->target, " -> ");
+		char *from =
+			arrow ? dup_n(e->target, (size_t)(arrow - e->target))
+			      : NULL;
+		bool link = strstr(sc, "link") != NULL;
+
+		if (arrow && !from)
+			return -ENOMEM;
+		add_file(r, from ? from : e->target, link ? F_READ : F_DELETE,
+			 e);
+		if (arrow)
+			add_file(r, arrow + 4, F_CREATE, e);
+		free(from);
+	} else if (is_one_of(sc, nets)) {
+		struct net *n;
+
+		if (r->nets_total++ >= NET_MAX)
+			return 0;
+		n = realloc(r->nets, (r->nnets + 1) * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		r->nets = n;
+		r->nets[r->nnets++] = (struct net){
+			.ts = e->ts_ns,
+			.serial = e->proc_serial,
+			.err = e->err,
+			.syscall = dup_s(sc),
+			.target = dup_s(e->target ? e->target : e->raw),
+			.decision = dup_s(e->would_deny ? "would deny"
+							: e->decision),
+			.rule = dup_s(e->rule),
+		};
+	}
+	return 0;
+}
+
+static int gather(struct audit *a, const char *id, struct report *r)
+{
+	int rc = audit_run_read(a, id, got_run, r);
+
+	if (!rc)
+		rc = audit_cells_each(a, id, got_cell, r);
+	if (!rc)
+		rc = audit_artifacts_each(a, id, got_art, r);
+	if (!rc)
+		rc = audit_processes_each(a, id, got_proc, r);
+	if (!rc)
+		rc = audit_timeline_each(a, id, got_item, r);
+	if (!rc)
+		rc = audit_denials_each(a, id, got_denial, r);
+	if (!rc)
+		rc = audit_events_each(a, id, got_event, r);
+	return rc;
+}
+
+static void report_free(struct report *r)
+{
+	char **strs[] = { &r->status,	     &r->cause,	      &r->argv_json,
+			  &r->language,	     &r->interpreter, &r->code_name,
+			  &r->code,	     &r->code_sha256, &r->policy_name,
+			  &r->policy_sha256, &r->workdir,     &r->limits_json,
+			  &r->host,	     &r->kernel,      &r->ward_version,
+			  &r->layers_json };
+
+	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+		free(*strs[i]);
+	for (size_t i = 0; i < r->nprocs; i++) {
+		free(r->procs[i].exe);
+		free(r->procs[i].argv_json);
+	}
+	free(r->procs);
+	for (size_t i = 0; i < r->nhead; i++)
+		tl_free(&r->head[i]);
+	for (size_t i = 0; i < r->ntail; i++)
+		tl_free(&r->tail[i]);
+	for (size_t i = 0; i < r->nrules; i++) {
+		for (int j = 0; j < r->rules[i].nex; j++)
+			denial_free(&r->rules[i].ex[j]);
+		free(r->rules[i].name);
+	}
+	free(r->rules);
+	for (size_t i = 0; i < r->fcap; i++)
+		free(r->files[i].path);
+	free(r->files);
+	free(r->forder);
+	for (size_t i = 0; i < r->nnets; i++) {
+		free(r->nets[i].syscall);
+		free(r->nets[i].target);
+		free(r->nets[i].decision);
+		free(r->nets[i].rule);
+	}
+	free(r->nets);
+	for (size_t i = 0; i < r->ncells; i++) {
+		free(r->cells[i].status);
+		free(r->cells[i].code);
+	}
+	free(r->cells);
+	for (size_t i = 0; i < r->narts; i++) {
+		free(r->arts[i].path);
+		free(r->arts[i].sha256);
+	}
+	free(r->arts);
+	sym_cache_free(r->syms);
+}
+
+/* ------------------------------ rendering ------------------------------ */
+
+/*
+ * One writer for both forms: headings, key/value lines, tables and
+ * preformatted blocks. Untrusted text goes through txt() only.
+ */
+struct out {
+	FILE *f;
+	bool html;
+	bool color; /* text on a terminal */
+	int col;    /* cells written in the current table row */
+};
+
+static const char css[] =
+	":root{color-scheme:light;--fg:#1b1f24;--mute:#57606a;--line:#d0d7de;"
+	"--bg:#fff;--soft:#f6f8fa;--deny:#b42318;--denybg:#fdecea;"
+	"--ok:#1a7f37;--warn:#9a6700;--warnbg:#fff8c5}"
+	"*{box-sizing:border-box}"
+	"body{margin:0;font:14px/1.45 system-ui,sans-serif;color:var(--fg);"
+	"background:var(--bg)}"
+	"header{padding:18px 28px;border-bottom:1px solid var(--line);"
+	"background:var(--soft)}"
+	"h1{font-size:20px;margin:0 0 6px}h2{font-size:17px;margin:28px 0 8px;"
+	"padding-bottom:4px;border-bottom:1px solid var(--line)}"
+	"h3{font-size:15px;margin:18px 0 6px}"
+	"main{padding:0 28px 40px;max-width:1400px}"
+	"nav{margin-top:8px}nav a{margin-right:14px;color:#0969da;"
+	"text-decoration:none}"
+	".verdict{display:inline-block;padding:3px 10px;border-radius:12px;"
+	"font-weight:600;background:var(--soft);border:1px solid var(--line)}"
+	".v-ok{color:var(--ok);border-color:var(--ok)}"
+	".v-bad{color:var(--deny);border-color:var(--deny);"
+	"background:var(--denybg)}"
+	"table{border-collapse:collapse;margin:6px 0 12px;width:100%}"
+	"th,td{border:1px solid var(--line);padding:3px 7px;text-align:left;"
+	"vertical-align:top}"
+	"th{background:var(--soft);font-weight:600}"
+	"table.kv th{width:13em}"
+	"td{overflow-wrap:anywhere}td.n{white-space:nowrap}"
+	"code,pre,td.m{font:12.5px/1.4 ui-monospace,monospace}"
+	"pre{background:var(--soft);border:1px solid var(--line);padding:8px;"
+	"white-space:pre-wrap;overflow-wrap:anywhere;margin:6px 0}"
+	"tr.deny td{background:var(--denybg)}tr.deny td.k{color:var(--deny);"
+	"font-weight:700}tr.would td{background:var(--warnbg)}"
+	"tr.err td.t{color:#8250df}tr.proc td{color:var(--mute)}"
+	"tr.cell td{background:#ddf4ff;font-weight:600}"
+	"tr.out td.t,tr.err td.t{white-space:pre-wrap}"
+	"tr.gap td{text-align:center;font-style:italic;color:var(--mute)}"
+	".esc,.bad{color:#fff;background:#6e7781;border-radius:3px;"
+	"padding:0 2px;font-size:11px}.bad{background:var(--deny)}"
+	".note{color:var(--mute)}.untrusted{color:var(--warn);"
+	"font-weight:600}"
+	".rule{border:1px solid var(--line);border-left:4px solid var(--deny);"
+	"padding:4px 12px 8px;margin:10px 0}"
+	"ol.bt{margin:4px 0;padding-left:28px;"
+	"font:12px/1.4 ui-monospace,monospace}"
+	".on{color:var(--ok);font-weight:600}.off{color:var(--deny);"
+	"font-weight:600}";
+
+/* Untrusted bytes. pre: newlines and tabs kept. */
+static void txt(struct out *o, const void *s, size_t n, bool pre)
+{
+	if (o->html)
+		view_html(o->f, s, n, pre ? VIEW_RAW_NL | VIEW_RAW_TAB : 0);
+	else
+		view_text(o->f, s, n, pre ? VIEW_CODE : 0);
+}
+
+static void str(struct out *o, const char *s)
+{
+	if (s)
+		txt(o, s, strlen(s), false);
+	else
+		fputc('-', o->f);
+}
+
+/* A JSON column's text: its backslashes are its own escapes. */
+static void jsn(struct out *o, const char *s)
+{
+	if (s && !o->html)
+		view_text(o->f, s, strlen(s), VIEW_RAW_BSLASH);
+	else
+		str(o, s);
+}
+
+/* Trusted text (ward's own words and numbers). */
+__attribute__((format(printf, 2, 3))) static void say(struct out *o,
+						      const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfprintf(o->f, fmt, ap);
+	va_end(ap);
+}
+
+/* Markup only in HTML. */
+static void tag(struct out *o, const char *html)
+{
+	if (o->html)
+		fputs(html, o->f);
+}
+
+static void color(struct out *o, const char *sgr)
+{
+	if (o->color)
+		fprintf(o->f, "\033[%sm", sgr);
+}
+
+static void section(struct out *o, const char *id, const char *title)
+{
+	if (o->html) {
+		say(o, "<section id=\"%s\"><h2>%s</h2>\n", id, title);
+		return;
+	}
+	fputc('\n', o->f);
+	color(o, "1");
+	say(o, "== %s ==", title);
+	color(o, "0");
+	fputc('\n', o->f);
+}
+
+static void section_end(struct out *o)
+{
+	tag(o, "</section>\n");
+}
+
+static void sub(struct out *o, const char *title)
+{
+	if (o->html)
+		say(o, "<h3>%s</h3>\n", title);
+	else
+		say(o, "\n-- %s --\n", title);
+}
+
+/* A note in ward's words: "<p class=note>" or an indented line. */
+static void note_begin(struct out *o)
+{
+	if (o->html)
+		fputs("<p class=\"note\">", o->f);
+	else
+		fputs("  ", o->f);
+}
+
+static void note_end(struct out *o)
+{
+	if (o->html)
+		fputs("</p>\n", o->f);
+	else
+		fputc('\n', o->f);
+}
+
+static void kv_begin(struct out *o)
+{
+	tag(o, "<table class=\"kv\">\n");
+}
+
+static void kv_end(struct out *o)
+{
+	tag(o, "</table>\n");
+}
+
+/* A key's row; the value follows, then kv_row_end. */
+static void kv_key(struct out *o, const char *key)
+{
+	if (o->html)
+		say(o, "<tr><th>%s</th><td>", key);
+	else
+		say(o, "  %-13s ", key);
+}
+
+static void kv_row_end(struct out *o)
+{
+	if (o->html)
+		fputs("</td></tr>\n", o->f);
+	else
+		fputc('\n', o->f);
+}
+
+static void kv_str(struct out *o, const char *key, const char *v)
+{
+	kv_key(o, key);
+	str(o, v);
+	kv_row_end(o);
+}
+
+/* A table with the given column heads ("" ends the list). */
+static void table(struct out *o, const char *cls, const char *const *heads)
+{
+	if (o->html) {
+		say(o, "<table class=\"%s\"><tr>", cls);
+		for (; **heads; heads++)
+			say(o, "<th>%s</th>", *heads);
+		fputs("</tr>\n", o->f);
+		return;
+	}
+	fputs("  ", o->f);
+	for (const char *const *h = heads; **h; h++)
+		say(o, "%s%s", h == heads ? "" : " | ", *h);
+	fputc('\n', o->f);
+}
+
+static void table_end(struct out *o)
+{
+	tag(o, "</table>\n");
+}
+
+static void row(struct out *o, const char *cls)
+{
+	o->col = 0;
+	if (o->html)
+		say(o, "<tr class=\"%s\">", cls);
+	else
+		fputs("  ", o->f);
+}
+
+static void row_end(struct out *o)
+{
+	if (o->html)
+		fputs("</tr>\n", o->f);
+	else
+		fputc('\n', o->f);
+}
+
+/* The next cell of a row (cls: a class for HTML, may be ""). */
+static void td(struct out *o, const char *cls)
+{
+	if (o->html)
+		say(o, "<td class=\"%s\">", cls);
+	else if (o->col)
+		fputs(" | ", o->f);
+	o->col++;
+}
+
+static void td_end(struct out *o)
+{
+	tag(o, "</td>");
+}
+
+static void td_str(struct out *o, const char *cls, const char *s)
+{
+	td(o, cls);
+	str(o, s);
+	td_end(o);
+}
+
+/* A row spanning the table: gaps, cell headings. */
+static void row_wide(struct out *o, const char *cls, int cols)
+{
+	if (o->html)
+		say(o, "<tr class=\"%s\"><td colspan=\"%d\">", cls, cols);
+	else
+		fputs("  ", o->f);
+}
+
+static void row_wide_end(struct out *o)
+{
+	if (o->html)
+		fputs("</td></tr>\n", o->f);
+	else
+		fputc('\n', o->f);
+}
+
+static void pre(struct out *o, const void *s, size_t n)
+{
+	if (o->html) {
+		fputs("<pre>", o->f);
+		txt(o, s, n, true);
+		fputs("</pre>\n", o->f);
+		return;
+	}
+	const char *c = s, *end = c + n;
+
+	while (c < end) {
+		const char *nl = memchr(c, '\n', (size_t)(end - c));
+		size_t len = nl ? (size_t)(nl - c) : (size_t)(end - c);
+
+		fputs("  | ", o->f);
+		view_text(o->f, c, len, VIEW_CODE);
+		fputc('\n', o->f);
+		c += len + 1;
+	}
+}
+
+static double rel(const struct report *r, long long ts)
+{
+	return (double)(ts - r->started) / 1e9;
+}
+
+static bool bad_status(const char *s)
+{
+	return !s || strcmp(s, "ok");
+}
+
+/* "exit 1", "killed by SIGKILL", or "no exit recorded" */
+static void exit_words(char *buf, size_t n, bool has, int code, int sig)
+{
+	char s[32];
+
+	if (!has)
+		snprintf(buf, n, "no exit recorded");
+	else if (sig > 0)
+		snprintf(buf, n, "killed by %s",
+			 view_signame(sig, s, sizeof(s)));
+	else
+		snprintf(buf, n, "exit %d", code);
+}
+
+/* ------------------------------ sections ------------------------------ */
+
+static void layers(struct out *o, const struct report *r)
+{
+	json_t *arr = r->layers_json ? json_loads(r->layers_json, 0, NULL)
+				     : NULL;
+	size_t i;
+	json_t *l;
+
+	kv_key(o, "layers");
+	if (!json_is_array(arr) || !json_array_size(arr)) {
+		say(o, "%s", arr ? "(none)" : "not recorded");
+		kv_row_end(o);
+		json_decref(arr);
+		return;
+	}
+	tag(o, "<ul>");
+	json_array_foreach(arr, i, l)
+	{
+		bool on = json_is_true(json_object_get(l, "active"));
+
+		if (o->html)
+			fputs("<li>", o->f);
+		else if (i)
+			say(o, "\n  %-13s ", "");
+		str(o, json_string_value(json_object_get(l, "name")));
+		if (o->html)
+			say(o, " <span class=\"%s\">%s</span>: ",
+			    on ? "on" : "off", on ? "on" : "OFF");
+		else
+			say(o, " %s: ", on ? "on" : "OFF");
+		str(o, json_string_value(json_object_get(l, "detail")));
+		tag(o, "</li>");
+	}
+	tag(o, "</ul>");
+	kv_row_end(o);
+	json_decref(arr);
+}
+
+static void verdict(struct out *o, const struct report *r)
+{
+	char ex[64], t[64], d[32];
+
+	section(o, "verdict", "Verdict");
+	exit_words(ex, sizeof(ex), r->has_exit, r->exit_code, r->sig);
+	if (o->html) {
+		say(o, "<p><span class=\"verdict %s\">",
+		    bad_status(r->status) ? "v-bad" : "v-ok");
+		str(o, r->status);
+		say(o, ", %s</span> &nbsp; %lld denial%s</p>\n", ex,
+		    r->ndenials, r->ndenials == 1 ? "" : "s");
+	}
+	kv_begin(o);
+	kv_key(o, "status");
+	str(o, r->status);
+	say(o, ", %s", ex);
+	kv_row_end(o);
+	if (r->cause)
+		kv_str(o, "cause", r->cause);
+	kv_key(o, "denials");
+	say(o, "%lld (denied, killed, or would be denied in audit mode)",
+	    r->ndenials);
+	kv_row_end(o);
+	kv_key(o, "policy");
+	str(o, r->policy_name);
+	say(o, ", sha256 ");
+	str(o, r->policy_sha256);
+	kv_row_end(o);
+	layers(o, r);
+	kv_key(o, "run");
+	say(o, "%s", r->id);
+	kv_row_end(o);
+	view_time(t, sizeof(t), r->started, true);
+	kv_key(o, "started");
+	say(o, "%s", t);
+	kv_row_end(o);
+	if (r->ended >= 0) {
+		view_time(t, sizeof(t), r->ended, true);
+		view_duration(d, sizeof(d), r->duration_ms);
+		kv_key(o, "ended");
+		say(o, "%s (%s)", t, d);
+		kv_row_end(o);
+	}
+	kv_key(o, "language");
+	str(o, r->language);
+	say(o, ", ");
+	str(o, r->interpreter);
+	kv_row_end(o);
+	kv_str(o, "workdir", r->workdir);
+	kv_key(o, "ward argv");
+	jsn(o, r->argv_json);
+	kv_row_end(o);
+	kv_key(o, "host");
+	str(o, r->host);
+	say(o, ", kernel ");
+	str(o, r->kernel);
+	say(o, ", ward ");
+	str(o, r->ward_version);
+	kv_row_end(o);
+	kv_end(o);
+	section_end(o);
+}
+
+static void code_section(struct out *o, const struct report *r)
+{
+	char t[32];
+
+	section(o, "code", r->ncells ? "Code (cells of the session)" : "Code");
+	if (!r->ncells || r->code_total) {
+		note_begin(o);
+		str(o, r->code_name);
+		say(o, ", %zu bytes, sha256 ", r->code_total);
+		str(o, r->code_sha256);
+		if (r->code_len < r->code_total)
+			say(o, " (the first %zu bytes shown)", r->code_len);
+		note_end(o);
+		pre(o, r->code, r->code_len);
+	}
+	for (size_t i = 0; i < r->ncells; i++) {
+		const struct cell *c = &r->cells[i];
+
+		view_duration(t, sizeof(t), (c->end - c->start) / 1000000);
+		if (o->html)
+			say(o, "<h3 id=\"cell-%lld\">", c->n);
+		else
+			fputs("\n-- ", o->f);
+		say(o, "cell %lld: ", c->n);
+		str(o, c->status);
+		say(o, ", +%.3fs, %s", rel(r, c->start), t);
+		if (o->html)
+			fputs("</h3>\n", o->f);
+		else
+			fputs(" --\n", o->f);
+		pre(o, c->code, c->code_len);
+	}
+	if (r->cells_total > (long long)r->ncells) {
+		note_begin(o);
+		say(o, "... and %lld more cells not shown",
+		    r->cells_total - (long long)r->ncells);
+		note_end(o);
+	}
+	section_end(o);
+}
+
+static void procs_section(struct out *o, const struct report *r)
+{
+	static const char *const heads[] = { "process", "pid",
+					     "kind",	"program and argv",
+					     "started", "ended",
+					     "" };
+	char ex[64];
+
+	section(o, "processes", "Process tree");
+	note_begin(o);
+	say(o,
+	    "%lld processes and threads; [N] is the serial ward gave each in "
+	    "order of appearance, indented under its parent",
+	    r->procs_total);
+	note_end(o);
+	table(o, "procs", heads);
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct proc *p = &r->procs[i];
+
+		row(o, p->thread ? "thread" : "proc-row");
+		td(o, "m n");
+		for (int d = 0; d < p->depth && d < 30; d++)
+			say(o, "%s", o->html ? "&nbsp;&nbsp;&nbsp;" : "  ");
+		say(o, "[%d]", p->serial);
+		td_end(o);
+		td(o, "m n");
+		say(o, "%d", p->pid);
+		td_end(o);
+		td_str(o, "n", p->thread ? "thread" : "process");
+		td(o, "m");
+		if (p->exe || p->argv_json) {
+			str(o, p->exe);
+			say(o, " ");
+			jsn(o, p->argv_json);
+		} else {
+			say(o, "(never exec'd)");
+		}
+		td_end(o);
+		td(o, "m n");
+		say(o, "+%.6f", rel(r, p->start));
+		td_end(o);
+		td(o, "m n");
+		exit_words(ex, sizeof(ex), p->exited, p->code, p->sig);
+		if (p->exited)
+			say(o, "+%.6f, %s", rel(r, p->exit), ex);
+		else
+			say(o, "no exit seen");
+		td_end(o);
+		row_end(o);
+	}
+	table_end(o);
+	if (r->procs_total > (long long)r->nprocs) {
+		note_begin(o);
+		say(o, "... and %lld more not listed",
+		    r->procs_total - (long long)r->nprocs);
+		note_end(o);
+	}
+	section_end(o);
+}
+
+static const char *tl_row_class(const struct tl_item *t)
+{
+	switch (t->cls) {
+	case TL_DENY: return "deny";
+	case TL_WOULD: return "would";
+	case TL_ERR: return "err";
+	case TL_OUT: return "out";
+	case TL_PROC: return "proc";
+	default: return "allow";
+	}
+}
+
+static void tl_row(struct out *o, const struct report *r,
+		   const struct tl_item *t, long long *cell)
+{
+	if (r->ncells && t->cell != *cell) {
+		row_wide(o, "cell", 5);
+		if (t->cell)
+			say(o, "cell %lld", t->cell);
+		else
+			say(o, "between cells");
+		row_wide_end(o);
+		*cell = t->cell;
+	}
+	row(o, tl_row_class(t));
+	td(o, "m n");
+	say(o, "%+.6f", rel(r, t->ts));
+	td_end(o);
+	td(o, "m n");
+	if (t->serial > 0)
+		say(o, "[%d]", t->serial);
+	else
+		say(o, "-");
+	td_end(o);
+	td(o, "k n");
+	if (t->cls == TL_DENY)
+		color(o, "1;31");
+	say(o, "%s", t->what);
+	if (t->cls == TL_DENY)
+		color(o, "0");
+	td_end(o);
+	td(o, "m t");
+	if (t->json && !o->html)
+		view_text(o->f, t->text, t->len, VIEW_RAW_BSLASH);
+	else
+		txt(o, t->text, t->len,
+		    o->html && (t->cls == TL_OUT || t->cls == TL_ERR));
+	if (t->more)
+		say(o, " ... (%zu more bytes of this chunk)", t->more);
+	td_end(o);
+	td(o, "m");
+	if (t->rule)
+		str(o, t->rule);
+	td_end(o);
+	row_end(o);
+}
+
+static void timeline(struct out *o, const struct report *r)
+{
+	static const char *const heads[] = { "time (s)", "proc", "what",
+					     "detail",	 "rule", "" };
+	long long total = 0, shown = 0, cell = 0;
+	long long omitted[TL_N];
+
+	section(o, "timeline", "Timeline");
+	for (int i = 0; i < TL_N; i++)
+		total += r->tl_total[i];
+	shown = (long long)(r->nhead + r->ntail);
+	note_begin(o);
+	say(o,
+	    "process starts, execs and exits, syscall decisions and "
+	    "output, in time order; seconds from the start of the run; "
+	    "%lld items",
+	    total);
+	if (shown < total)
+		say(o, ", the first %zu and the last %zu shown", r->nhead,
+		    r->ntail);
+	note_end(o);
+	table(o, "timeline", heads);
+	for (size_t i = 0; i < r->nhead; i++)
+		tl_row(o, r, &r->head[i], &cell);
+	if (shown < total) {
+		/* what lies between head and tail, by class */
+		for (int i = 0; i < TL_N; i++)
+			omitted[i] = r->tl_total[i];
+		for (size_t i = 0; i < r->nhead; i++)
+			omitted[r->head[i].cls]--;
+		for (size_t i = 0; i < r->ntail; i++)
+			omitted[r->tail[i].cls]--;
+		row_wide(o, "gap", 5);
+		say(o, "... %lld items left out here:", total - shown);
+		for (int i = 0; i < TL_N; i++)
+			if (omitted[i])
+				say(o, " %lld %s;", omitted[i],
+				    tl_class_name[i]);
+		say(o, " see `ward show %s` for all of them", r->id);
+		row_wide_end(o);
+	}
+	for (size_t i = 0; i < r->ntail; i++)
+		tl_row(o, r,
+		       &r->tail[(r->tail_pos + TL_TAIL - r->ntail + i) %
+				TL_TAIL],
+		       &cell);
+	table_end(o);
+	if (!total) {
+		note_begin(o);
+		say(o, "(nothing recorded)");
+		note_end(o);
+	}
+	section_end(o);
+}
+
+static void backtrace(struct out *o, const struct report *r,
+		      const struct denial *d)
+{
+	size_t i;
+	json_t *f;
+
+	if (d->bt_text) {
+		note_begin(o);
+		say(o, "backtrace (not frames): ");
+		str(o, d->bt_text);
+		note_end(o);
+		return;
+	}
+	if (!d->bt)
+		return;
+	note_begin(o);
+	say(o, "backtrace, innermost first%s:",
+	    r->symbolized ? " (function names from the module files as they "
+			    "are now)"
+			  : "");
+	note_end(o);
+	tag(o, "<ol class=\"bt\" start=\"0\">");
+	json_array_foreach(d->bt, i, f)
+	{
+		const char *mod =
+			json_string_value(json_object_get(f, "module"));
+		const char *off =
+			json_string_value(json_object_get(f, "offset"));
+		const char *sym =
+			json_string_value(json_object_get(f, "symbol"));
+		const char *base = mod ? strrchr(mod, '/') : NULL;
+
+		if (i >= BT_FRAMES) {
+			if (o->html)
+				say(o, "<li>... %zu more frames</li>",
+				    json_array_size(d->bt) - i);
+			else
+				say(o, "      ... %zu more frames\n",
+				    json_array_size(d->bt) - i);
+			break;
+		}
+		if (o->html)
+			fputs("<li>", o->f);
+		else
+			say(o, "      #%-2zu ", i);
+		str(o, base && base[1] ? base + 1 : mod);
+		say(o, " ");
+		str(o, sym ? sym : "??");
+		say(o, "  (");
+		str(o, mod);
+		say(o, "+");
+		str(o, off);
+		say(o, ")");
+		if (o->html)
+			fputs("</li>", o->f);
+		else
+			fputc('\n', o->f);
+	}
+	tag(o, "</ol>\n");
+}
+
+/* One Python frame {file, line, function}. */
+static void pyframe(struct out *o, json_t *f, size_t i)
+{
+	json_t *line = json_object_get(f, "line");
+
+	if (o->html)
+		fputs("<li>", o->f);
+	else
+		say(o, "      #%-2zu ", i);
+	str(o, json_string_value(json_object_get(f, "file")));
+	if (json_is_integer(line))
+		say(o, ":%lld", (long long)json_integer_value(line));
+	say(o, " in ");
+	str(o, json_string_value(json_object_get(f, "function")));
+	if (o->html)
+		fputs("</li>", o->f);
+	else
+		fputc('\n', o->f);
+}
+
+/* The pyframes column: an array of frames, or an object holding one
+ * under "frames"; anything else is shown as text. */
+static void pyframes(struct out *o, const char *text)
+{
+	json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+	json_t *frames = json_is_array(j) ? j : json_object_get(j, "frames");
+	size_t i;
+	json_t *f;
+
+	if (!text)
+		return;
+	note_begin(o);
+	if (o->html)
+		fputs("<span class=\"untrusted\">", o->f);
+	say(o, "Python frames, innermost first (read from the code's own "
+	       "memory: untrusted, the code could have written them)");
+	if (o->html)
+		fputs("</span>", o->f);
+	if (json_is_string(json_object_get(j, "source"))) {
+		say(o, "; from ");
+		str(o, json_string_value(json_object_get(j, "source")));
+	}
+	if (json_is_string(json_object_get(j, "version"))) {
+		say(o, ", Python ");
+		str(o, json_string_value(json_object_get(j, "version")));
+	}
+	if (json_is_true(json_object_get(j, "truncated")))
+		say(o, "; cut: more frames than were read");
+	note_end(o);
+	if (!json_is_array(frames)) {
+		pre(o, text, strlen(text));
+		json_decref(j);
+		return;
+	}
+	tag(o, "<ol class=\"bt\" start=\"0\">");
+	json_array_foreach(frames, i, f)
+	{
+		if (i >= PY_FRAMES) {
+			note_begin(o);
+			say(o, "... %zu more frames",
+			    json_array_size(frames) - i);
+			note_end(o);
+			break;
+		}
+		pyframe(o, f, i);
+	}
+	tag(o, "</ol>\n");
+	json_decref(j);
+}
+
+static void denial_one(struct out *o, const struct report *r,
+		       const struct denial *d)
+{
+	kv_begin(o);
+	kv_key(o, "call");
+	say(o, "+%.6f ", rel(r, d->ts));
+	if (d->serial > 0)
+		say(o, "[%d] ", d->serial);
+	if (d->cell)
+		say(o, "cell %lld ", d->cell);
+	if (d->would)
+		say(o, "would deny (audit mode) ");
+	else if (d->decision && !strcmp(d->decision, "kill"))
+		say(o, "KILL ");
+	else
+		say(o, "DENY ");
+	str(o, d->syscall);
+	say(o, " (event %lld)", d->seq);
+	kv_row_end(o);
+	kv_str(o, "target", d->target ? d->target : d->raw);
+	if (d->raw && d->target && strcmp(d->raw, d->target))
+		kv_str(o, "given as", d->raw);
+	kv_key(o, "errno");
+	say(o, "%s", d->err ? ward_errno_name(d->err) : "-");
+	if (d->err)
+		say(o, " (%d)", d->err);
+	kv_row_end(o);
+	kv_str(o, "reason", d->reason);
+	kv_key(o, "arguments");
+	jsn(o, d->args);
+	kv_row_end(o);
+	kv_end(o);
+	backtrace(o, r, d);
+	pyframes(o, d->py);
+}
+
+static void denials_section(struct out *o, const struct report *r)
+{
+	section(o, "denials", "Denials by rule");
+	if (!r->ndenials) {
+		note_begin(o);
+		say(o, "none: no call was denied or killed");
+		note_end(o);
+	}
+	for (size_t i = 0; i < r->nrules; i++) {
+		const struct rule *g = &r->rules[i];
+
+		tag(o, "<div class=\"rule\">");
+		if (o->html) {
+			fputs("<h3>rule ", o->f);
+			str(o, g->name);
+			fputs("</h3>\n", o->f);
+		} else {
+			fputs("\n-- rule ", o->f);
+			color(o, "1;31");
+			str(o, g->name);
+			color(o, "0");
+			fputs(" --\n", o->f);
+		}
+		note_begin(o);
+		say(o,
+		    "%lld call%s: %lld denied, %lld killed, %lld would be "
+		    "denied (audit mode)",
+		    g->n, g->n == 1 ? "" : "s", g->syscalls_denied,
+		    g->syscalls_killed, g->would);
+		if (g->n > g->nex)
+			say(o, "; the first %d shown", g->nex);
+		note_end(o);
+		for (int j = 0; j < g->nex; j++)
+			denial_one(o, r, &g->ex[j]);
+		tag(o, "</div>\n");
+	}
+	if (r->rules_other) {
+		note_begin(o);
+		say(o, "... and %lld denials under more rules, not shown",
+		    r->rules_other);
+		note_end(o);
+	}
+	section_end(o);
+}
+
+/* The artifact recorded for absolute path p (under the workdir), or NULL. */
+static const struct art *art_of(const struct report *r, const char *p)
+{
+	size_t wl = r->workdir ? strlen(r->workdir) : 0;
+	const struct art *found = NULL;
+
+	if (!wl || strncmp(p, r->workdir, wl) || p[wl] != '/')
+		return NULL;
+	for (size_t i = 0; i < r->narts; i++)
+		if (!strcmp(r->arts[i].path, p + wl + 1))
+			found = &r->arts[i]; /* the latest cell's */
+	return found;
+}
+
+static void what_words(struct out *o, unsigned w)
+{
+	static const struct {
+		unsigned bit;
+		const char *word;
+	} words[] = { { F_CREATE, "created" },
+		      { F_WRITE, "written" },
+		      { F_DELETE, "removed" },
+		      { F_META, "metadata" },
+		      { F_READ, "read" } };
+	bool first = true;
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (w & words[i].bit) {
+			say(o, "%s%s", first ? "" : ", ", words[i].word);
+			first = false;
+		}
+}
+
+static void file_rows(struct out *o, const struct report *r, bool written)
+{
+	static const char *const heads[] = { "path",   "what", "calls",
+					     "denied", "size", "sha256",
+					     "" };
+	static const char *const rheads[] = { "path", "calls", "denied", "" };
+	size_t rows = 0, more = 0, n = 0;
+
+	for (size_t i = 0; i < r->nfiles; i++) {
+		unsigned w = r->files[r->forder[i]].what;
+
+		n += ((w & (F_WRITE | F_CREATE | F_DELETE | F_META)) != 0) ==
+		     written;
+	}
+	if (!n) {
+		note_begin(o);
+		say(o, "(none)");
+		note_end(o);
+		return;
+	}
+	table(o, "files", written ? heads : rheads);
+	for (size_t i = 0; i < r->nfiles; i++) {
+		const struct file *f = &r->files[r->forder[i]];
+		bool w = f->what & (F_WRITE | F_CREATE | F_DELETE | F_META);
+		const struct art *a;
+
+		if (w != written)
+			continue;
+		if (rows++ >= FILE_ROWS) {
+			more++;
+			continue;
+		}
+		row(o, f->denied ? "deny" : "");
+		td_str(o, "m", f->path);
+		if (written) {
+			td(o, "");
+			what_words(o, f->what);
+			td_end(o);
+		}
+		td(o, "");
+		say(o, "%lld", f->calls);
+		td_end(o);
+		td(o, "");
+		say(o, "%lld", f->denied);
+		td_end(o);
+		if (written) {
+			a = art_of(r, f->path);
+			td(o, "");
+			if (a)
+				say(o, "%lld", a->size);
+			td_end(o);
+			td(o, "m");
+			if (a)
+				str(o, a->sha256);
+			td_end(o);
+		}
+		row_end(o);
+	}
+	table_end(o);
+	if (more) {
+		note_begin(o);
+		say(o, "... and %zu more paths not listed", more);
+		note_end(o);
+	}
+}
+
+static void files_section(struct out *o, const struct report *r)
+{
+	static const char *const heads[] = { "cell", "path", "size", "sha256",
+					     "" };
+
+	section(o, "files", "Files");
+	note_begin(o);
+	say(o, "from the decisions on paths (opens by their flags, mkdir, "
+	       "unlink, rename, link, chmod, truncate, ...); a path counts "
+	       "as written when a call asked to write it, whether or not it "
+	       "was allowed");
+	if (r->files_other)
+		say(o,
+		    "; %lld calls on paths past the first %d are not "
+		    "counted",
+		    r->files_other, FILE_MAX);
+	note_end(o);
+	sub(o, "Written, created or removed");
+	file_rows(o, r, true);
+	sub(o, r->ncells ? "Files the cells left in the workdir (hashed after "
+			   "each cell)"
+			 : "Files the run left in its workdir (hashed at its "
+			   "end)");
+	if (r->narts)
+		table(o, "arts", heads);
+	for (size_t i = 0; i < r->narts; i++) {
+		const struct art *a = &r->arts[i];
+
+		row(o, "");
+		td(o, "");
+		say(o, "%lld", a->cell);
+		td_end(o);
+		td_str(o, "m", a->path);
+		td(o, "");
+		say(o, "%lld", a->size);
+		td_end(o);
+		td_str(o, "m", a->sha256);
+		row_end(o);
+	}
+	if (r->narts)
+		table_end(o);
+	note_begin(o);
+	if (!r->narts)
+		say(o, "(none recorded: the run left no new or changed files, "
+		       "or was recorded by a ward that did not hash them)");
+	else if (r->arts_total > (long long)r->narts)
+		say(o, "... and %lld more not listed",
+		    r->arts_total - (long long)r->narts);
+	else
+		say(o, "paths relative to the workdir; cell 0 is the run "
+		       "itself (ward run)");
+	note_end(o);
+	sub(o, "Read");
+	file_rows(o, r, false);
+	section_end(o);
+}
+
+static void net_section(struct out *o, const struct report *r)
+{
+	static const char *const heads[] = { "time (s)", "proc",     "call",
+					     "address",	 "decision", "errno",
+					     "rule",	 "" };
+
+	section(o, "network", "Network attempts");
+	if (!r->nets_total) {
+		note_begin(o);
+		say(o, "none: no connect, bind, listen, sendto or sendmsg");
+		note_end(o);
+		section_end(o);
+		return;
+	}
+	table(o, "net", heads);
+	for (size_t i = 0; i < r->nnets; i++) {
+		const struct net *n = &r->nets[i];
+		bool allow = n->decision && !strcmp(n->decision, "allow");
+
+		row(o, allow ? "" : "deny");
+		td(o, "m n");
+		say(o, "%+.6f", rel(r, n->ts));
+		td_end(o);
+		td(o, "m n");
+		say(o, "[%d]", n->serial);
+		td_end(o);
+		td_str(o, "", n->syscall);
+		td_str(o, "m", n->target);
+		td_str(o, "k", n->decision);
+		td(o, "");
+		say(o, "%s", n->err ? ward_errno_name(n->err) : "-");
+		td_end(o);
+		td_str(o, "m", n->rule);
+		row_end(o);
+	}
+	table_end(o);
+	if (r->nets_total > (long long)r->nnets) {
+		note_begin(o);
+		say(o, "... and %lld more not listed",
+		    r->nets_total - (long long)r->nnets);
+		note_end(o);
+	}
+	section_end(o);
+}
+
+static void limits_section(struct out *o, const struct report *r)
+{
+	json_t *l = r->limits_json ? json_loads(r->limits_json, 0, NULL) : NULL;
+	const char *k;
+	json_t *v;
+	char d[32];
+
+	section(o, "limits", "Limits and timings");
+	kv_begin(o);
+	if (json_is_object(l)) {
+		json_object_foreach(l, k, v)
+		{
+			char *s = json_dumps(v, JSON_ENCODE_ANY);
+
+			kv_key(o, "limit");
+			str(o, k);
+			say(o, " = ");
+			jsn(o, s);
+			kv_row_end(o);
+			free(s);
+		}
+	} else {
+		kv_str(o, "limits", r->limits_json);
+	}
+	view_duration(d, sizeof(d), r->duration_ms);
+	kv_key(o, "duration");
+	say(o, "%s", d);
+	kv_row_end(o);
+	kv_key(o, "output");
+	say(o, "stdout %lld bytes%s, stderr %lld bytes%s", r->stdout_bytes,
+	    r->stdout_trunc > 0 ? " (truncated: not all kept)" : "",
+	    r->stderr_bytes,
+	    r->stderr_trunc > 0 ? " (truncated: not all kept)" : "");
+	kv_row_end(o);
+	kv_key(o, "counts");
+	say(o, "%lld processes, %lld events, %lld denied", r->processes,
+	    r->events, r->denials);
+	kv_row_end(o);
+	kv_key(o, "uid");
+	say(o, "%lld", r->uid);
+	kv_row_end(o);
+	kv_end(o);
+	json_decref(l);
+	section_end(o);
+}
+
+/* The CSP source for the stylesheet: 'sha256-BASE64'. */
+static void css_hash(char *buf, size_t n)
+{
+	uint8_t dig[WARD_SHA256_LEN];
+	struct ward_sha256 c;
+	json_t *b64;
+
+	ward_sha256_init(&c);
+	ward_sha256_update(&c, css, strlen(css));
+	ward_sha256_final(&c, dig);
+	b64 = view_json_base64(dig, sizeof(dig));
+	snprintf(buf, n, "'sha256-%s'", json_string_value(b64));
+	json_decref(b64);
+}
+
+static void render(struct out *o, const struct report *r)
+{
+	if (o->html) {
+		char h[96];
+
+		css_hash(h, sizeof(h));
+		say(o,
+		    "<!DOCTYPE html>\n<html lang=\"en\"><head>"
+		    "<meta charset=\"utf-8\">\n"
+		    "<meta http-equiv=\"Content-Security-Policy\" "
+		    "content=\"default-src 'none'; style-src %s; "
+		    "base-uri 'none'; form-action 'none'\">\n"
+		    "<meta name=\"referrer\" content=\"no-referrer\">\n"
+		    "<meta name=\"viewport\" content=\"width=device-width, "
+		    "initial-scale=1\">\n"
+		    "<meta name=\"generator\" content=\"ward %s\">\n"
+		    "<title>ward report %s</title>\n<style>%s</style>\n"
+		    "</head><body>\n<header><h1>ward report: run %s</h1>\n"
+		    "<nav><a href=\"#verdict\">verdict</a>"
+		    "<a href=\"#code\">code</a>"
+		    "<a href=\"#processes\">processes</a>"
+		    "<a href=\"#timeline\">timeline</a>"
+		    "<a href=\"#denials\">denials</a>"
+		    "<a href=\"#files\">files</a>"
+		    "<a href=\"#network\">network</a>"
+		    "<a href=\"#limits\">limits</a></nav>"
+		    "<p class=\"note\">Everything below comes from the audit "
+		    "record; text the run produced is shown escaped.</p>"
+		    "</header>\n<main>\n",
+		    h, WARD_VERSION, r->id, css, r->id);
+	} else {
+		color(o, "1");
+		say(o, "ward report: run %s", r->id);
+		color(o, "0");
+		fputc('\n', o->f);
+	}
+	verdict(o, r);
+	code_section(o, r);
+	procs_section(o, r);
+	timeline(o, r);
+	denials_section(o, r);
+	files_section(o, r);
+	net_section(o, r);
+	limits_section(o, r);
+	tag(o, "</main>\n</body></html>\n");
+}
+
+/* -------------------------------- main -------------------------------- */
+
+struct report_opts {
+	const char *db, *run, *output;
+	int html; /* 1 html, 0 text, -1 not given */
+};
+
+/* 0, 1 (--help printed) or -1 (error printed). */
+static int parse_args(int argc, char **argv, struct report_opts *o)
+{
+	enum { O_FORMAT = 256 };
+	static const struct option opts[] = {
+		{ "db", required_argument, NULL, 'd' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, O_FORMAT },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int c;
+
+	*o = (struct report_opts){ .html = -1 };
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': o->db = optarg; break;
+		case 'o':
+			if (!*optarg) {
+				warn("report: -o needs a file name");
+				return -1;
+			}
+			o->output = optarg;
+			break;
+		case O_FORMAT:
+			if (!strcmp(optarg, "html")) {
+				o->html = 1;
+			} else if (!strcmp(optarg, "text")) {
+				o->html = 0;
+			} else {
+				warn("report: --format %s: give html or text",
+				     optarg);
+				return -1;
+			}
+			break;
+		case 'h': usage(stdout); return 1;
+		case ':':
+			warn("report: %s needs a value (see ward report --help)",
+			     argv[optind - 1]);
+			return -1;
+		default:
+			warn("report: unknown option '%s' (see ward report "
+			     "--help)",
+			     argv[optind - 1]);
+			return -1;
+		}
+	}
+	if (optind >= argc) {
+		warn("report: which run? Give an id, a unique prefix of one, "
+		     "or `last` (see ward report --help)");
+		return -1;
+	}
+	if (optind + 1 < argc) {
+		warn("report: unexpected argument '%s' (see ward report "
+		     "--help)",
+		     argv[optind + 1]);
+		return -1;
+	}
+	o->run = argv[optind];
+	return 0;
+}
+
+/* A temporary file beside path (replaced into place when complete). */
+static FILE *open_output(const char *path, char **tmp)
+{
+	int fd;
+	FILE *f;
+
+	if (asprintf(tmp, "%s.XXXXXX", path) < 0) {
+		*tmp = NULL;
+		errno = ENOMEM;
+		return NULL;
+	}
+	fd = mkostemp(*tmp, O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+
+		free(*tmp);
+		*tmp = NULL;
+		errno = e;
+		return NULL;
+	}
+	f = fdopen(fd, "w");
+	if (!f) {
+		int e = errno;
+
+		close(fd);
+		unlink(*tmp);
+		free(*tmp);
+		*tmp = NULL;
+		errno = e;
+	}
+	return f;
+}
+
+int ward_cmd_report(int argc, char **argv)
+{
+	struct report_opts o;
+	struct report *r = NULL;
+	char path[4096], id[AUDIT_RUN_ID_LEN + 1];
+	struct audit *a;
+	char *tmp = NULL;
+	int rc = parse_args(argc, argv, &o);
+	struct out out = { 0 };
+
+	if (rc)
+		return rc > 0 ? 0 : WARD_EXIT_INTERNAL;
+	a = view_open_db(o.db, path, sizeof(path));
+	if (!a)
+		return WARD_EXIT_INTERNAL;
+	if (view_find_run(a, path, o.run, id)) {
+		audit_close(a);
+		return WARD_EXIT_INTERNAL;
+	}
+	r = calloc(1, sizeof(*r));
+	if (r)
+		r->syms = sym_cache_new();
+	rc = !r ? -ENOMEM : gather(a, id, r);
+	if (rc) {
+		warn("report: reading run %s from %s: %s", id, path,
+		     rc == -ENOMEM ? "out of memory" : audit_errmsg(a));
+		goto out;
+	}
+	out.f = stdout;
+	out.html = o.html > 0 || (o.html < 0 && (o.output || !isatty(1)));
+	out.color = !out.html && !o.output && isatty(1);
+	if (o.output) {
+		out.f = open_output(o.output, &tmp);
+		if (!out.f) {
+			warn("report: cannot write %s: %s (choose a file in a "
+			     "directory you can write)",
+			     o.output, strerror(errno));
+			rc = -EIO;
+			goto out;
+		}
+	}
+	render(&out, r);
+	if (o.output) {
+		if (fflush(out.f) || ferror(out.f) || fsync(fileno(out.f))) {
+			rc = -errno;
+		}
+		if (fclose(out.f) && !rc)
+			rc = -errno;
+		if (!rc && rename(tmp, o.output) < 0)
+			rc = -errno;
+		if (rc) {
+			warn("report: cannot write %s: %s", o.output,
+			     strerror(-rc));
+			unlink(tmp);
+		}
+	} else if (fflush(stdout)) {
+		rc = -EIO;
+		warn("report: cannot write the report to stdout: %s",
+		     strerror(errno));
+	}
+out:
+	free(tmp);
+	if (r)
+		report_free(r);
+	free(r);
+	audit_close(a);
+	return rc ? WARD_EXIT_INTERNAL : 0;
+}
