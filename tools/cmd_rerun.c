@@ -87,6 +87,7 @@ struct recorded {
 	char *code;
 	size_t code_len;
 	long long cells;
+	bool env_recorded; /* runs.env is not NULL */
 };
 
 struct input_copy {
@@ -189,6 +190,7 @@ static void read_recorded(const struct rerun_opts *o, char *db, size_t dbn,
 	if (r)
 		die("reading run %s in %s: %s", rec->id, db, audit_errmsg(a));
 	audit_close(a);
+	rec->env_recorded = envs != NULL;
 	*env = json_loads(envs ? envs : "[]", 0, &jerr);
 	if (!*env || !json_is_array(*env))
 		die("run %s in %s: its recorded environment (runs.env) is not "
@@ -392,9 +394,13 @@ static void argf(struct argv_b *b, const char *fmt, ...)
 }
 
 /* The code's own arguments: those after the code in the recorded ward run
- * command line. */
-static void script_args(const struct recorded *rec, struct argv_b *out)
+ * command line. Checks that the record has every input and the
+ * environment that command line gave (a run recorded before schema
+ * version 4 has neither). */
+static void script_args(const struct recorded *rec, size_t n_inputs,
+			struct argv_b *out)
 {
+	size_t argv_inputs, argv_envs;
 	json_t *js = json_loads(rec->argv_json, 0, NULL);
 	size_t n = json_array_size(js);
 	char **v = calloc(n + 1, sizeof(char *));
@@ -415,7 +421,17 @@ static void script_args(const struct recorded *rec, struct argv_b *out)
 			    rec->id);
 		v[i - 1] = xstrdup(s);
 	}
-	first = ward_run_args_start((int)n - 1, v);
+	first = ward_run_args_start((int)n - 1, v, &argv_inputs, &argv_envs);
+	if (argv_inputs != n_inputs)
+		die("run %s was given %zu --input files but the record holds "
+		    "%zu (recorded by a ward older than schema version 4?): "
+		    "it cannot be re-run faithfully",
+		    rec->id, argv_inputs, n_inputs);
+	if (argv_envs && !rec->env_recorded)
+		die("run %s was given --env but the record does not say what "
+		    "reached the code (recorded by a ward older than schema "
+		    "version 4?): it cannot be re-run faithfully",
+		    rec->id);
 	for (int i = first; i < (int)n - 1; i++)
 		arg(out, v[i]);
 	for (size_t i = 0; i < n; i++)
@@ -547,7 +563,7 @@ static void build_argv(const struct rerun_opts *o, const struct recorded *rec,
 		free(p);
 	}
 	arg(b, "--");
-	script_args(rec, b);
+	script_args(rec, n_inputs, b);
 }
 
 /* Runs `ward run` with argv; returns the new run's id from its --json

@@ -399,7 +399,8 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		die("--lang: '%s' is not one of python, node, sh", a->lang);
 }
 
-int ward_run_args_start(int argc, char **argv)
+int ward_run_args_start(int argc, char **argv, size_t *n_inputs,
+			size_t *n_envs)
 {
 	struct run_args a;
 
@@ -407,6 +408,8 @@ int ward_run_args_start(int argc, char **argv)
 	parse_args(argc, argv, &a);
 	free(a.envs);
 	free(a.inputs);
+	*n_inputs = a.n_inputs;
+	*n_envs = a.n_envs;
 	return argc - a.n_script_args;
 }
 

@@ -5,6 +5,8 @@
 #ifndef WARD_TOOLS_CMDS_H
 #define WARD_TOOLS_CMDS_H
 
+#include <stddef.h>
+
 int ward_cmd_run(int argc, char **argv);
 int ward_cmd_runs(int argc, char **argv);
 int ward_cmd_show(int argc, char **argv);
@@ -17,8 +19,10 @@ int ward_cmd_diff(int argc, char **argv);
 int ward_cmd_rerun(int argc, char **argv);
 /* In ward run's command line argv (argv[0] "run", as recorded in
  * runs.argv after "ward"): the index of the code's first own argument
- * (argc when none). Dies (125) on a command line ward run refuses. */
-int ward_run_args_start(int argc, char **argv);
+ * (argc when none), and how many --input and --env it has. Dies (125) on
+ * a command line ward run refuses. */
+int ward_run_args_start(int argc, char **argv, size_t *n_inputs,
+			size_t *n_envs);
 int ward_cmd_verify(int argc, char **argv);
 int ward_cmd_recheck(int argc, char **argv);
 int ward_cmd_learn(int argc, char **argv);

@@ -290,3 +290,24 @@ def test_rerun_and_diff_help(ctx):
     assert "Sessions" in ctx.ward("rerun", "--help").stdout
     r = ctx.ward("run", "--help")
     assert "--keep-inputs SIZE" in r.stdout and "--rerun-of RUN" in r.stdout, r
+
+
+def test_rerun_of_a_record_without_inputs_or_env_is_refused(ctx):
+    """A run recorded before ward kept inputs and env (schema < 4) cannot
+    be re-run faithfully: ward rerun says so instead of running without
+    them."""
+    run = _original(ctx)
+    con = sqlite3.connect(ctx.db)
+    con.execute("delete from inputs where run_id=?", (run["id"],))
+    con.commit()
+    con.close()
+    r = _rerun(ctx, run["id"])
+    assert r.code == 125, r
+    assert "was given 1 --input files but the record holds 0" in r.stderr, r
+    run = _original(ctx)
+    con = sqlite3.connect(ctx.db)
+    con.execute("update runs set env = NULL where id=?", (run["id"],))
+    con.commit()
+    con.close()
+    r = _rerun(ctx, run["id"])
+    assert r.code == 125 and "was given --env but the record does not say" in r.stderr, r
