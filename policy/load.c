@@ -107,10 +107,23 @@ static const struct named lang_names[] = {
 
 /* Ids ward itself puts in verdict.rule; a policy may not reuse them. */
 static const char *const builtin_ids[] = {
-	POL_RULE_DEFAULT,	   POL_RULE_INVALID,	  POL_RULE_EXEC_MISSING,
-	POL_RULE_NET_UNIX_MISSING, POL_RULE_FD_ANONYMOUS, POL_RULE_NET_SOCKET,
-	POL_RULE_NET_CONNECTED,	   POL_RULE_CLONE,	  POL_RULE_PROC,
+	POL_RULE_DEFAULT,
+	POL_RULE_INVALID,
+	POL_RULE_EXEC_MISSING,
+	POL_RULE_NET_UNIX_MISSING,
+	POL_RULE_FD_ANONYMOUS,
+	POL_RULE_NET_SOCKET,
+	POL_RULE_NET_CONNECTED,
+	POL_RULE_CLONE,
+	POL_RULE_PROC,
 	POL_RULE_SIGNALS,
+	POL_RULE_PROC_MEM,
+	POL_RULE_ARG_FLOOR,
+	/* the supervisor's own decisions (tracer/loop.c): ward recheck keeps
+	 * rows with these rules (and floor.*) as not the policy's */
+	"copy",
+	"decode",
+	"limits.procs",
 };
 
 /* Exit paths must always work: no deny/kill rule may name them. */
@@ -487,6 +500,8 @@ static int get_rule_id(struct vctx *c, json_t *rule, const char *pos,
 	for (size_t i = 0; !rc && i < NELEM(builtin_ids); i++)
 		if (strcmp(s, builtin_ids[i]) == 0)
 			rc = fail(c, "\"%s\" is a built-in rule id", s);
+	if (!rc && !strncmp(s, "floor.", 6))
+		rc = fail(c, "\"%s\": ids starting floor. are ward's", s);
 	if (!rc && id_taken(c->p, s))
 		rc = fail(c, "duplicate rule id \"%s\"", s);
 	if (!rc) {

@@ -428,6 +428,29 @@ static void test_why_key(void)
 	policy_free(p);
 }
 
+/* ward recheck keeps rows decided by these as ward's own: no policy rule
+ * may take their names. */
+static void test_reserved_ids(void)
+{
+	static const char *const ids[] = { "copy",	   "decode",
+					   "limits.procs", "proc.mem",
+					   "floor.args",   "floor.mine" };
+	struct policy *p = NULL;
+	struct policy_error err;
+	char text[256];
+
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		snprintf(text, sizeof(text),
+			 "{\"version\": 1, \"fs\": [{\"id\": \"%s\", "
+			 "\"path\": \"/x\", \"deny\": [\"read\"]}]}",
+			 ids[i]);
+		ok(policy_load_string(text, "t", &p, &err) == -EINVAL,
+		   "rule id \"%s\" is refused: %s", ids[i], err.msg);
+		policy_free(p);
+		p = NULL;
+	}
+}
+
 int main(void)
 {
 	test_rebuild();
@@ -435,5 +458,6 @@ int main(void)
 	test_learn();
 	test_learn_net();
 	test_why_key();
+	test_reserved_ids();
 	return done_testing();
 }
