@@ -311,29 +311,34 @@ def _measure(argv, out_path, env):
 
 
 def test_export_large_run_bounded_memory(ctx):
-    r = ctx.run("import os\nfor i in range(50):\n    os.path.exists('x')\n"
-                "open('/etc/shadow', 'rb') if False else None\n")
+    r = ctx.run("import os\nfor i in range(50):\n    os.path.exists('x')\n")
     assert r.code == 0, r
     run_id = ctx.last_run()["id"]
+    env = dict(os.environ, ASAN_OPTIONS="quarantine_size_mb=1:" +
+               os.environ.get("ASAN_OPTIONS", ""))
+    argv = [wardtest.ward_bin(), "export", "--db", ctx.db, run_id, "--format"]
+    # ward's own peak on the small run, then the same run grown by SQL
+    small = {fmt: _measure(argv + [fmt], ctx.path("small." + fmt), env)[1]
+             for fmt in ("jsonl", "ocsf")}
     n = 100000
     _grow(ctx.db, run_id, n)
     total = ctx.sql("select count(*) as n from events where run_id = ?", run_id)[0]["n"]
     assert total > n
-    env = dict(os.environ, ASAN_OPTIONS="quarantine_size_mb=1:" +
-               os.environ.get("ASAN_OPTIONS", ""))
     for fmt in ("jsonl", "ocsf"):
         out = ctx.path("big." + fmt)
         t0 = time.monotonic()
-        code, rss = _measure([wardtest.ward_bin(), "export", "--db", ctx.db,
-                              "--format", fmt, run_id], out, env)
+        code, rss = _measure(argv + [fmt], out, env)
         took = time.monotonic() - t0
         assert code == 0, code
         size = os.path.getsize(out)
         with open(out, "rb") as f:
             lines = sum(1 for _ in f)
         assert lines >= total, (lines, total)
-        # Loading the run would take at least the output's size; streaming
-        # keeps ward's memory a fraction of it (and under a fixed bound).
+        # Loading the run would grow ward by about the output's size (the
+        # rows at least); streaming grows it by a small fraction, and its
+        # peak stays under a fixed bound (ASan's allocator included).
         assert size > 40 << 20, size
-        assert rss < size / 3 and rss < 64 << 20, (fmt, rss, size)
-        print(f"{fmt}: {total} events, {size >> 20} MiB out, max RSS {rss >> 20} MiB, {took:.1f} s")
+        grew = rss - small[fmt]
+        assert grew < size / 4 and rss < 96 << 20, (fmt, small[fmt], rss, size)
+        print(f"{fmt}: {total} events, {size >> 20} MiB out, max RSS {rss >> 20} MiB "
+              f"({small[fmt] >> 20} MiB for the run before it grew), {took:.1f} s")
