@@ -519,8 +519,8 @@ static char *interp_tree(const struct learn *l, const char *path)
 					     "/usr/include", "/etc" };
 	size_t fl = l->ifamily ? strlen(l->ifamily) : 0;
 
-	if (fl < 2)
-		return NULL;
+	if (fl < 4)
+		return NULL; /* "sh" would make /usr/share/shells... a tree */
 	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
 		size_t rl = strlen(roots[i]);
 		const char *name = path + rl + 1;

@@ -8,6 +8,7 @@
  *     /proc/PID/... of the event's own process becomes /proc/self/...
  *   - read, stat and exec inside the interpreter's own trees (directories
  *     whose name starts like the interpreter's, "python" for python3.11,
+ *     "node"; none for names shorter than 4 such as "sh",
  *     directly under /usr/lib, /usr/local/lib, /usr/lib64, /usr/share,
  *     /usr/include, /etc) become one rule per tree
  *   - more than threshold paths directly under one directory become one
