@@ -84,6 +84,9 @@ struct sess {
 	int end_signal;
 	pid_t code_pid; /* the interpreter as this server sees it (0: not
 			 * found yet) */
+	bool retired;	/* a one-shot's: its driver has EOF and its worker
+			 * ends on its own (its record too); expire() reaps
+			 * it. Not listed, not found, not counted. */
 };
 
 struct ws_server {
@@ -571,7 +574,10 @@ static int sess_start(struct ws_server *s, json_t *p, struct sess **out,
 				    "and a string value",
 				    k);
 	}
-	if (s->n >= s->cfg.max_sessions)
+	int open = 0;
+	for (struct sess *o = s->list; o; o = o->next)
+		open += !o->retired;
+	if (open >= s->cfg.max_sessions)
 		return fail(err, WS_E_LIMIT,
 			    "%d sessions are open, the most this server "
 			    "allows; close one first (session.close)",
@@ -1404,7 +1410,7 @@ static struct sess *find_sess(struct ws_server *s, json_t *p, bool need,
 		return NULL;
 	}
 	for (struct sess *x = s->list; x; x = x->next)
-		if (!strcmp(x->id, id))
+		if (!x->retired && !strcmp(x->id, id))
 			return x;
 	fail(err, WS_E_NO_SESSION,
 	     "no session '%s' (it was closed, expired, or never existed; "
@@ -1419,6 +1425,13 @@ static void close_sess(struct ws_server *s, struct sess *x)
 	sess_free(x);
 }
 
+static bool stale(const struct ws_server *s, const struct sess *x,
+		  long long now)
+{
+	return x->dead || now - x->last_ms > s->cfg.idle_s * 1000 ||
+	       now - x->created_ms > s->cfg.max_life_s * 1000;
+}
+
 /* Closes sessions that were idle too long, lived too long, or ended. */
 static void expire(struct ws_server *s)
 {
@@ -1428,8 +1441,8 @@ static void expire(struct ws_server *s)
 	pump_idle(s);
 	for (; x; x = next) {
 		next = x->next;
-		if (x->dead || now - x->last_ms > s->cfg.idle_s * 1000 ||
-		    now - x->created_ms > s->cfg.max_life_s * 1000)
+		if (x->retired ? reap(x, 0) || now - x->last_ms > CLOSE_MS
+			       : stale(s, x, now))
 			close_sess(s, x);
 	}
 }
@@ -1459,6 +1472,8 @@ static int m_list(struct ws_server *s, json_t *p, json_t **res,
 		return -1;
 	}
 	for (struct sess *x = s->list; x; x = x->next) {
+		if (x->retired)
+			continue;
 		double last =
 			(double)(now_ns - (now_ms - x->last_ms) * 1000000) /
 			1e9;
@@ -1550,7 +1565,12 @@ static int m_run(struct ws_server *s, json_t *p, ws_stream_fn fn, void *arg,
 	struct cell_limits cl = cell_limits_of(s, x->timeout_s);
 	rc = run_cell(s, x, json_string_value(code), json_string_length(code),
 		      &cl, fn, arg, true, res, err);
-	close_sess(s, x);
+	/* The answer need not wait for the end: EOF lets the driver finish,
+	 * the worker records the run's end and exits by itself, and expire()
+	 * reaps it (or stops it, CLOSE_MS on) and removes the workdir. */
+	close_fd(&x->cells);
+	x->retired = true;
+	x->last_ms = mono_ms();
 	return rc;
 }
 

@@ -8,14 +8,13 @@
 # SIGINT (the server cancelling a cell) and the cell's SIGALRM interrupt
 # the cell's code only: between cells they are ignored.
 import ast
-import base64
-import io
 import json
 import os
 import signal
 import sys
-import traceback
-import types
+
+# traceback, types, base64 and io are imported when first needed: each
+# module the driver imports at start is start-up time of every session.
 
 _CELL_FD, _RESULT_FD = 5, 6
 os.set_inheritable(_CELL_FD, False)
@@ -72,6 +71,8 @@ def _figures(results):
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is None:
         return
+    import base64
+    import io
     try:
         for num in plt.get_fignums():
             fig = plt.figure(num)
@@ -86,6 +87,7 @@ def _figures(results):
 
 
 def _strip(e, seen):
+    import types
     # The driver's frames (where the cell was called from, the signal
     # handler that interrupted it) leave the traceback of e and of the
     # exceptions chained to it: what remains is the code's.
@@ -107,6 +109,7 @@ def _strip(e, seen):
 
 
 def _error(e):
+    import traceback
     try:
         _strip(e, set())
     except Exception:
