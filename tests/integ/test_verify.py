@@ -105,23 +105,6 @@ def test_verify_all_and_strict(ctx):
     assert r.code == 1, r
 
 
-def test_verify_version3_file(ctx):
-    """A database from before the chain (schema version 3), read as it is:
-    every run unchained, exit 0; --strict fails."""
-    rid = _run(ctx, "print(1)")["run_id"]
-    con = sqlite3.connect(ctx.db)
-    con.executescript("ALTER TABLE runs DROP COLUMN env; ALTER TABLE runs DROP COLUMN chain;"
-                      "ALTER TABLE events DROP COLUMN pyframes; ALTER TABLE events DROP COLUMN hash;"
-                      "ALTER TABLE outputs DROP COLUMN hash; DROP TABLE inputs;"
-                      "PRAGMA user_version = 3;")
-    con.close()
-    os.unlink(ctx.db + ".key")
-    r = _verify(ctx, "--all")
-    assert r.code == 0 and f"{rid}: unchained (recorded before the hash chain" in r.stdout, r
-    assert _verify(ctx, "--all", "--strict").code == 1
-    assert ctx.sql("pragma user_version")[0]["user_version"] == 3, "verify never migrates"
-
-
 def test_verify_session_run(ctx):
     """A session of ward serve is one run: sealed at its end like ward run."""
     import test_serve
