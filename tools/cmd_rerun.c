@@ -361,6 +361,34 @@ static char **stage_inputs(const struct rerun_opts *o,
 	return paths;
 }
 
+static void free_inputs(struct inputs *ins)
+{
+	for (size_t i = 0; i < ins->n; i++) {
+		free(ins->v[i].name);
+		free(ins->v[i].sha256);
+		free(ins->v[i].data);
+	}
+	free(ins->v);
+	ins->v = NULL;
+	ins->n = 0;
+}
+
+/* The re-run got the recorded inputs: a file given again with --input
+ * could have changed between its check and its copy. */
+static void same_inputs(const struct inputs *want, const struct inputs *got,
+			const char *id)
+{
+	bool same = want->n == got->n;
+
+	for (size_t i = 0; same && i < want->n; i++)
+		same = !strcmp(want->v[i].name, got->v[i].name) &&
+		       !strcmp(want->v[i].sha256, got->v[i].sha256);
+	if (!same)
+		die("the re-run %s was not given the recorded inputs (a file "
+		    "changed while it started?): do not trust its comparison",
+		    id);
+}
+
 /* ------------------------------ the run ------------------------------ */
 
 struct argv_b {
@@ -710,10 +738,15 @@ int ward_cmd_rerun(int argc, char **argv)
 		rc = rd_load(a, nid, &r2);
 	else
 		memset(&r2, 0, sizeof(r2));
+	struct inputs got = { 0 };
+	if (!rc)
+		rc = audit_inputs_each(a, nid, input_cb, &got);
 	if (rc)
 		die("reading %s: %s", db,
 		    rc == -ENOMEM ? "out of memory" : audit_errmsg(a));
 	audit_close(a);
+	same_inputs(&ins, &got, nid);
+	free_inputs(&got);
 	if (o.json) {
 		struct rd_diff d;
 		rd_compare(&r1, &r2, &d);
@@ -743,13 +776,9 @@ int ward_cmd_rerun(int argc, char **argv)
 	for (size_t i = 0; i < b.n; i++)
 		free(b.v[i]);
 	free(b.v);
-	for (size_t i = 0; i < ins.n; i++) {
-		free(ins.v[i].name);
-		free(ins.v[i].sha256);
-		free(ins.v[i].data);
+	for (size_t i = 0; i < ins.n; i++)
 		free(inputs[i]);
-	}
-	free(ins.v);
+	free_inputs(&ins);
 	free(inputs);
 	json_decref(env);
 	free(rec.argv_json);
