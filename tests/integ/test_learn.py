@@ -116,9 +116,10 @@ def test_learn_folds_directories_and_flags_what_audit_would_deny(ctx):
     code = ("import os\nos.makedirs('d', exist_ok=True)\n"
             "for i in range(12):\n    open(f'd/f{i}', 'w').write('x')\n"
             "for i in range(3):\n    open(f'e{i}', 'w').write('x')\n"
-            "try:\n    open('/etc/shadow').read()\nexcept OSError:\n    pass\n")
+            "try:\n    open('/etc/shadow').read()\nexcept OSError:\n    pass\n"
+            "try:\n    open('/proc/self/mem', 'rb')\nexcept OSError as e:\n    print(e.errno)\n")
     r = ctx.run(code, "--profile", "audit")
-    assert r.code == 0, r
+    assert r.code == 0 and r.stdout == "13\n", "ward's floor holds in audit mode too"
     run_id = ctx.last_run()["id"]
     r = ctx.ward("learn", run_id, "--db", ctx.db)
     assert r.code == 0 and "review 1 rule" in r.stderr, r
@@ -130,6 +131,13 @@ def test_learn_folds_directories_and_flags_what_audit_would_deny(ctx):
     assert all(f"$WORKDIR/e{i}" in paths for i in range(3)), "3 files stay exact"
     assert "REVIEW" in paths["/etc/shadow"]["why"] and \
         "secret-shadow" in paths["/etc/shadow"]["why"], paths["/etc/shadow"]
+    assert not any("/mem" in p for p in paths), "the floor's denial is not learned"
+    learned = ctx.write("learned.json", r.stdout)
+    r = ctx.run(code, "--policy", learned)
+    assert r.code == 0 and r.stdout == "13\n", r
+    d = ctx.denials(ctx.last_run()["id"])
+    assert [(x["rule"], x["target"]) for x in d][-1][0] == "proc.mem", d
+    assert [x["rule"] for x in d] == ["proc.mem"], "only the floor denies"
     r = ctx.ward("learn", run_id, "--db", ctx.db, "--threshold", "20")
     pol = json.loads(r.stdout)
     assert "$WORKDIR/d/f11" in {rule["path"] for rule in pol["fs"]}, "--threshold 20 keeps them"
