@@ -39,8 +39,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -62,6 +64,7 @@ void copy_reset(struct argcopy *c)
 	c->nrelocs = 0;
 	c->nr = -1;
 	c->mmsg = 0;
+	c->in_place = false;
 }
 
 long copy_put(struct argcopy *c, const void *data, size_t len, size_t align)
@@ -75,7 +78,8 @@ long copy_put(struct argcopy *c, const void *data, size_t len, size_t align)
 	return (long)at;
 }
 
-static void set_reg(struct argcopy *c, int arg, bool mem, uint64_t val)
+static void set_reg(struct argcopy *c, int arg, bool mem, uint64_t val,
+		    size_t src_len)
 {
 	int i;
 
@@ -90,26 +94,43 @@ static void set_reg(struct argcopy *c, int arg, bool mem, uint64_t val)
 	c->regs[i].arg = arg;
 	c->regs[i].mem = mem;
 	c->regs[i].val = val;
+	c->regs[i].src_len = (uint32_t)src_len;
 }
 
-int copy_arg(struct argcopy *c, int arg, const void *data, size_t len)
+static int put_arg(struct argcopy *c, int arg, const void *data, size_t len,
+		   size_t src_len)
 {
 	long at = copy_put(c, data, len, 8);
 
 	if (at < 0)
 		return (int)at;
-	set_reg(c, arg, true, (uint64_t)at);
+	set_reg(c, arg, true, (uint64_t)at, src_len);
 	return 0;
+}
+
+int copy_arg(struct argcopy *c, int arg, const void *data, size_t len)
+{
+	return put_arg(c, arg, data, len, 0);
+}
+
+int copy_arg_src(struct argcopy *c, int arg, const void *data, size_t len)
+{
+	return put_arg(c, arg, data, len, len);
 }
 
 void copy_arg_at(struct argcopy *c, int arg, uint64_t off)
 {
-	set_reg(c, arg, true, off);
+	set_reg(c, arg, true, off, 0);
+}
+
+void copy_arg_at_src(struct argcopy *c, int arg, uint64_t off, size_t len)
+{
+	set_reg(c, arg, true, off, len);
 }
 
 void copy_arg_val(struct argcopy *c, int arg, uint64_t val)
 {
-	set_reg(c, arg, false, val);
+	set_reg(c, arg, false, val, 0);
 }
 
 int copy_reloc(struct argcopy *c, size_t at)
@@ -129,6 +150,8 @@ static struct space *space_new(void)
 	if (sp) {
 		sp->refs = 1;
 		sp->mem_fd = -1;
+		sp->maps_fd = -1;
+		sp->fd_dir = -1;
 	}
 	return sp;
 }
@@ -145,6 +168,10 @@ static void space_put(struct space *sp)
 		return;
 	if (sp->mem_fd >= 0)
 		close(sp->mem_fd);
+	if (sp->maps_fd >= 0)
+		close(sp->maps_fd);
+	if (sp->fd_dir >= 0)
+		close(sp->fd_dir);
 	free(sp);
 }
 
@@ -178,6 +205,17 @@ static struct space *space_of(struct tracer *t, struct tracee *tc)
 	if (tc->sp && leader)
 		leader->sp = space_get(tc->sp);
 	return tc->sp;
+}
+
+int scratch_attach(struct tracer *t, struct tracee *tc)
+{
+	return space_of(t, tc) ? 0 : -ENOMEM;
+}
+
+void scratch_mark_async(struct tracee *tc)
+{
+	if (tc->sp)
+		tc->sp->async = true;
 }
 
 void scratch_detach(struct tracee *tc)
@@ -254,6 +292,175 @@ bool scratch_can_seal(void)
 	return known;
 }
 
+/* ---- arguments left in place ---- */
+
+/*
+ * Copies stop a sibling from rewriting an argument between ward's read
+ * and the kernel's. When no sibling can exist, the copy is not needed and
+ * neither is the exit stop that restores the registers (the dearest part
+ * of a checked syscall). Nothing but the stopped thread can change a byte
+ * of its memory while the syscall runs when:
+ *
+ *   - its address space has no other task (sp->refs == 1: every tracee
+ *     holds its space from its first stop, threads and CLONE_VM children
+ *     share their parent's; a new task stays stopped until ward has seen
+ *     it, so the count is never low);
+ *   - the bytes lie in one private anonymous writable mapping (heap,
+ *     stack, anonymous mmap): not MAP_SHARED (another process may hold
+ *     it), not file-backed (a MAP_PRIVATE page not yet copied shows what
+ *     others write to the file), asked of the kernel with PROCMAP_QUERY
+ *     (Linux 6.11) at each syscall, so no cached view goes stale;
+ *   - the kernel itself writes nothing there on the process's behalf:
+ *     io_uring and userfaultfd kill, process_vm_writev and ptrace kill,
+ *     /proc/PID/mem is refused (the floor), and an allowed io_setup (AIO
+ *     completes later) marks the space for copies for good;
+ *   - the signal handler case is already safe: a handler runs only when
+ *     the thread returns to user space, and a restarted syscall stops at
+ *     seccomp again and is decided again on what its memory then holds.
+ *
+ * An open in place has no exit stop where EMFILE could end the run: it is
+ * left in place only while the highest descriptor the open-files limit
+ * allows is free (descriptors are given lowest first, so the open cannot
+ * fail for lack of one) and no fd table is shared across processes.
+ */
+
+#ifndef PROCMAP_QUERY
+struct procmap_query {
+	uint64_t size;
+	uint64_t query_flags;
+	uint64_t query_addr;
+	uint64_t vma_start;
+	uint64_t vma_end;
+	uint64_t vma_flags;
+	uint64_t vma_page_size;
+	uint64_t vma_offset;
+	uint64_t inode;
+	uint32_t dev_major;
+	uint32_t dev_minor;
+	uint32_t vma_name_size;
+	uint32_t build_id_size;
+	uint64_t vma_name_addr;
+	uint64_t build_id_addr;
+};
+#define PROCMAP_QUERY		   _IOWR('f', 17, struct procmap_query)
+#define PROCMAP_QUERY_VMA_READABLE 0x01
+#define PROCMAP_QUERY_VMA_WRITABLE 0x02
+#define PROCMAP_QUERY_VMA_SHARED   0x08
+#endif
+
+static int maps_query(int fd, uint64_t addr, struct procmap_query *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->size = sizeof(*q);
+	q->query_addr = addr;
+	return ioctl(fd, PROCMAP_QUERY, q);
+}
+
+bool scratch_can_query(void)
+{
+	static int known = -1;
+
+	if (known < 0) {
+		struct procmap_query q;
+		int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+		known = fd >= 0 &&
+			maps_query(fd, (uint64_t)(uintptr_t)&q, &q) == 0;
+		if (fd >= 0)
+			close(fd);
+	}
+	return known;
+}
+
+static int proc_fd(int *fd, pid_t tid, const char *what, int flags)
+{
+	if (*fd < 0) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/%s", (int)tid, what);
+		*fd = open(path, flags | O_CLOEXEC);
+	}
+	return *fd;
+}
+
+/* len bytes at addr lie in one private anonymous writable mapping. */
+static bool private_anon(struct space *sp, pid_t tid, uint64_t addr,
+			 uint64_t len)
+{
+	const uint64_t rw = PROCMAP_QUERY_VMA_READABLE |
+			    PROCMAP_QUERY_VMA_WRITABLE;
+	struct procmap_query q;
+
+	if (len == 0 || addr + len < addr ||
+	    proc_fd(&sp->maps_fd, tid, "maps", O_RDONLY) < 0 ||
+	    maps_query(sp->maps_fd, addr, &q) < 0)
+		return false;
+	return q.vma_start <= addr && addr + len <= q.vma_end &&
+	       (q.vma_flags & rw) == rw &&
+	       !(q.vma_flags & PROCMAP_QUERY_VMA_SHARED) && q.inode == 0 &&
+	       q.dev_major == 0 && q.dev_minor == 0;
+}
+
+static bool is_open(long nr)
+{
+	return nr == __NR_open || nr == __NR_openat || nr == __NR_openat2 ||
+	       nr == __NR_creat;
+}
+
+/* The descriptor the open-files limit allows last is in use by thread
+ * tid (or cannot be checked): an open may fail with EMFILE. dir: an open
+ * /proc/TID/fd of that thread, or -1. */
+static bool fds_may_be_full(struct tracer *t, int dir, pid_t tid)
+{
+	char name[64];
+	struct stat st;
+
+	if (t->o->limits.nofile <= 0)
+		return false;
+	if (dir >= 0)
+		snprintf(name, sizeof(name), "%lld", t->o->limits.nofile - 1);
+	else
+		snprintf(name, sizeof(name), "/proc/%d/fd/%lld", (int)tid,
+			 t->o->limits.nofile - 1);
+	return fstatat(dir >= 0 ? dir : AT_FDCWD, name, &st,
+		       AT_SYMLINK_NOFOLLOW) == 0 ||
+	       errno != ENOENT;
+}
+
+/* /proc/TID/fd of the space's one task, kept while it is that task. */
+static int fd_dir(struct space *sp, pid_t tid)
+{
+	if (sp->fd_dir >= 0 && sp->fd_dir_tid != tid) {
+		close(sp->fd_dir);
+		sp->fd_dir = -1;
+	}
+	sp->fd_dir_tid = tid;
+	return proc_fd(&sp->fd_dir, tid, "fd", O_PATH | O_DIRECTORY);
+}
+
+bool scratch_in_place(struct tracer *t, struct tracee *tc, long nr)
+{
+	const struct argcopy *c = &t->cp;
+	struct space *sp = tc->sp;
+
+	if (t->copy_private <= 0 || !sp || c->nrelocs || c->nr >= 0 ||
+	    c->mmsg || sp->refs != 1 || sp->async)
+		return false;
+	for (int i = 0; i < c->nregs; i++) {
+		uint64_t code = c->args[c->regs[i].arg];
+		if (!c->regs[i].mem) {
+			if (c->regs[i].val != code)
+				return false;
+		} else if (!c->regs[i].src_len ||
+			   !private_anon(sp, tc->tid, code,
+					 c->regs[i].src_len)) {
+			return false;
+		}
+	}
+	if (is_open(nr) && (t->files_shared ||
+			    fds_may_be_full(t, fd_dir(sp, tc->tid), tc->tid)))
+		return false;
+	return true;
+}
+
 /* ---- using it ---- */
 
 static uint64_t *arg_reg(struct user_regs_struct *r, int arg)
@@ -296,6 +503,10 @@ int scratch_apply(struct tracer *t, struct tracee *tc)
 
 	if (c->nregs == 0 && c->nr < 0)
 		return 0;
+	if (c->in_place) {
+		t->n_in_place++;
+		return 0;
+	}
 	if (!sp || !sp->base)
 		return -EFAULT; /* scratch_prepare ran first: a bug */
 	if (!sp->sealed && !t->copy_warned) {
@@ -329,6 +540,7 @@ int scratch_apply(struct tracer *t, struct tracee *tc)
 	if (ptrace(PTRACE_SETREGS, tc->tid, 0, &r) < 0)
 		return -errno;
 	sp->busy |= 1ull << slot;
+	t->n_copied++;
 	tc->slot = slot;
 	tc->mmsg = c->mmsg;
 	return 1;
@@ -368,11 +580,11 @@ void scratch_on_exit(struct tracer *t, struct tracee *tc)
 		injected(tc, &r);
 	} else if (tc->slot >= 0) {
 		long nr = (long)tc->saved.orig_rax;
-		if ((long)r.rax == -EMFILE &&
-		    (nr == __NR_open || nr == __NR_openat ||
-		     nr == __NR_openat2 || nr == __NR_creat)) {
+		if ((long)r.rax == -EMFILE && is_open(nr) &&
+		    fds_may_be_full(t, -1, tc->tid)) {
 			/* The open-files limit ends the run like the other
-			 * limits, with its cause. */
+			 * limits, with its cause (not a lower limit the code
+			 * set itself: its own business). */
 			char cause[128];
 			snprintf(
 				cause, sizeof(cause),

@@ -77,7 +77,7 @@ int decode_path(struct tracer *t, struct tracee *tc, int dirfd,
 			return rc;
 		if (!raw[0])
 			return -ENOENT; /* the kernel's answer for "" */
-		rc = copy_arg(&t->cp, argi, raw, strlen(raw) + 1);
+		rc = copy_arg_src(&t->cp, argi, raw, strlen(raw) + 1);
 		if (rc < 0)
 			return rc;
 	}
@@ -553,7 +553,7 @@ static int symlink_common(struct tracer *t, struct tracee *tc,
 
 	if (rc < 0)
 		return rc;
-	rc = copy_arg(&t->cp, targeti, ev->raw2, strlen(ev->raw2) + 1);
+	rc = copy_arg_src(&t->cp, targeti, ev->raw2, strlen(ev->raw2) + 1);
 	if (rc < 0)
 		return rc;
 	args_str(ev, "target", ev->raw2);

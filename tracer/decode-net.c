@@ -198,7 +198,8 @@ static int addr_regs(struct tracer *t, struct tracee *tc, struct ward_event *ev,
 	int rc = addr_op(t, tc, ev, op, A(0), A(addri), A(addri + 1), &off);
 
 	if (rc == 0 && off >= 0) {
-		copy_arg_at(&t->cp, addri, (uint64_t)off);
+		/* the sockaddr's bytes are the code's at that address */
+		copy_arg_at_src(&t->cp, addri, (uint64_t)off, A(addri + 1));
 		copy_arg_val(&t->cp, addri + 1, (uint32_t)A(addri + 1));
 	}
 	return rc;

@@ -221,6 +221,7 @@ static struct tracee *tracee_add(struct tracer *t, pid_t tid,
 	x->tid = tid;
 	x->slot = -1;
 	identify(t, x, by, &parent);
+	scratch_attach(t, x); /* its address space, counted from now */
 	pthread_mutex_lock(&t->lock);
 	x->serial = ++t->next_serial;
 	x->next = t->tab[bucket(tid)];
@@ -579,6 +580,7 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 	}
 	ward_event_reset(ev);
 	copy_reset(&t->cp);
+	memcpy(t->cp.args, si.seccomp.args, sizeof(t->cp.args));
 	ev->pid = tc->tgid;
 	ev->tid = tc->tid;
 	ev->nr = (int)si.seccomp.nr;
@@ -596,7 +598,9 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 		 * area within the address-space limit. */
 		copy_reset(&t->cp);
 	int copy_err = 0;
-	if (rc == 0 && (t->cp.nregs > 0 || t->cp.nr >= 0)) {
+	if (rc == 0 && (t->cp.nregs > 0 || t->cp.nr >= 0))
+		t->cp.in_place = scratch_in_place(t, tc, ev->nr);
+	if (rc == 0 && (t->cp.nregs > 0 || t->cp.nr >= 0) && !t->cp.in_place) {
 		/* Copies need the scratch area of this address space. */
 		int p = scratch_prepare(t, tc);
 		if (p > 0)
@@ -632,8 +636,16 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 		apply_verdict(t, tc, ev, &v);
 		return;
 	}
-	if (ev->cls == WARD_CLASS_PROC)
+	if (ev->cls == WARD_CLASS_PROC) {
 		tc->clone_flags = ev->clone_flags;
+		/* another process on this fd table: opens can fill it
+		 * unseen (copy.c) */
+		if ((ev->clone_flags & CLONE_FILES) &&
+		    !(ev->clone_flags & CLONE_THREAD))
+			t->files_shared = true;
+	}
+	if (ev->nr == __NR_io_setup && v.action == POLICY_ALLOW)
+		scratch_mark_async(tc); /* AIO: the kernel writes later */
 	apply_verdict(t, tc, ev, &v);
 }
 
@@ -691,6 +703,7 @@ static void on_exec(struct tracer *t, struct tracee *tc)
 	/* A new image: the old address space and its copies are gone, and
 	 * so is the unwind information cached for it. */
 	scratch_detach(tc);
+	scratch_attach(t, tc);
 	tracer_backtrace_flush();
 	tc->execed = true;
 	proc_exe_argv(tc->tid, exe, sizeof(exe), argv, sizeof(argv));
@@ -941,6 +954,8 @@ static const char *final_status(struct tracer *t, struct tracer_result *r)
 	return r->exit_code == 0 && r->signal == 0 ? "ok" : "error";
 }
 
+static void copies_layer(struct tracer *t);
+
 /* The layers every run has: the child loads the filters before its
  * execve, or the run fails with a set-up error. */
 static void record_core_layers(struct tracer *t, const struct sock_fprog *f)
@@ -958,8 +973,15 @@ static void record_core_layers(struct tracer *t, const struct sock_fprog *f)
 			 : "every sensitive syscall decided",
 		 policy_name(t->o->policy));
 	tracer_layer_add(t->res, "ptrace", true, d);
-	tracer_layer_add(
-		t->res, "argument-copies", true,
+	copies_layer(t);
+}
+
+/* The argument-copies layer; at the end of the run, with its counts. */
+static void copies_layer(struct tracer *t)
+{
+	char d[sizeof(t->res->layers[0].detail)];
+	int n = snprintf(
+		d, sizeof(d), "%s",
 		scratch_can_seal()
 			? "checked arguments passed to the kernel from a "
 			  "read-only scratch area sealed with mseal"
@@ -967,6 +989,20 @@ static void record_core_layers(struct tracer *t, const struct sock_fprog *f)
 			  "read-only scratch area, NOT sealed (this kernel "
 			  "lacks mseal, Linux 6.10): the code could "
 			  "mprotect it writable");
+
+	if (n > 0 && (size_t)n < sizeof(d))
+		snprintf(d + n, sizeof(d) - (size_t)n, "%s",
+			 t->copy_private > 0
+				 ? "; in place when only their thread can "
+				   "write them"
+				 : "; always (no PROCMAP_QUERY, Linux 6.11)");
+	if (t->n_copied || t->n_in_place) {
+		size_t used = strlen(d);
+		snprintf(d + used, sizeof(d) - used,
+			 "; %lld copied, %lld in place", t->n_copied,
+			 t->n_in_place);
+	}
+	tracer_layer_add(t->res, "argument-copies", true, d);
 }
 
 /* Start: fork, seize, release. Returns the child's pid or -errno. */
@@ -1042,6 +1078,11 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	t->out_fd[0] = t->out_fd[1] = t->out_fd[2] = -1;
 	t->err_fd = t->wake_fd = t->sig_fd = t->timer_fd = t->kick_fd = -1;
 	t->cg_fd = t->cg_pids_fd = t->cg_pids_events = -1;
+	/* TEST ONLY: WARD_TEST_COPY_ALWAYS=1 copies every checked argument,
+	 * as a kernel without PROCMAP_QUERY does (tests compare both). */
+	t->copy_private = scratch_can_query() &&
+			  !(getenv("WARD_TEST_COPY_ALWAYS") &&
+			    !strcmp(getenv("WARD_TEST_COPY_ALWAYS"), "1"));
 	{
 		cpu_set_t cpus;
 		t->ncpus = sched_getaffinity(0, sizeof(cpus), &cpus) == 0
@@ -1122,6 +1163,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 		handle_status(t, w, status);
 	}
 	debug("last tracee gone");
+	copies_layer(t);
 	tracer_io_finish(t);
 	evq_drain(t);
 	debug("output drained, events recorded");

@@ -106,10 +106,17 @@ struct argcopy {
 		int arg;  /* 0..5 */
 		bool mem; /* val is an offset in buf, else a value */
 		uint64_t val;
+		/* mem: the bytes are the len bytes the decoder read at the
+		 * code's own register value (0: something else, e.g. a
+		 * rewritten struct). Such an argument may be left in place
+		 * when its memory is the thread's alone (scratch_apply). */
+		uint32_t src_len;
 	} regs[6];
 	int nrelocs;
 	uint32_t reloc[COPY_RELOCS]; /* offsets of u64 fields in buf that
 				      * hold buf offsets (made addresses) */
+	uint64_t args[6];	     /* the code's own argument registers */
+	bool in_place;		     /* no copy needed (scratch_in_place) */
 	long nr;		     /* >= 0: run this syscall instead */
 	uint64_t mmsg;		     /* sendmmsg sent as sendmsg: the
 				      * code's mmsghdr[0], for msg_len */
@@ -124,6 +131,11 @@ struct space {
 	int map_err;   /* the last mmap of the area failed with this */
 	uint64_t busy; /* slots in use */
 	int mem_fd;    /* /proc/PID/mem of a task using this mm, or -1 */
+	int maps_fd;   /* /proc/PID/maps (PROCMAP_QUERY), or -1 */
+	int fd_dir;    /* /proc/TID/fd of its one task (O_PATH), or -1 */
+	pid_t fd_dir_tid;
+	bool async; /* it may have kernel writers of its own (AIO):
+			* always copy */
 };
 
 void copy_reset(struct argcopy *c);
@@ -131,8 +143,13 @@ void copy_reset(struct argcopy *c);
 long copy_put(struct argcopy *c, const void *data, size_t len, size_t align);
 /* Point argument arg at data copied into the slot. 0 or -E2BIG. */
 int copy_arg(struct argcopy *c, int arg, const void *data, size_t len);
+/* The same, for data read at the code's register value of arg itself
+ * (len bytes): such an argument may stay in place (scratch_apply). */
+int copy_arg_src(struct argcopy *c, int arg, const void *data, size_t len);
 /* Point argument arg at an offset already in the slot. */
 void copy_arg_at(struct argcopy *c, int arg, uint64_t off);
+/* The same, when the len bytes at off were read at arg's own value. */
+void copy_arg_at_src(struct argcopy *c, int arg, uint64_t off, size_t len);
 /* Set argument arg to a value (restored at exit like the others). */
 void copy_arg_val(struct argcopy *c, int arg, uint64_t val);
 /* The u64 at offset at holds a slot offset to be made an address. */
@@ -149,6 +166,16 @@ int scratch_prepare(struct tracer *t, struct tracee *tc);
  * the exit stop), 0 when there was nothing to copy, -errno on failure
  * (the run is stopped: nothing runs on unchecked memory). */
 int scratch_apply(struct tracer *t, struct tracee *tc);
+/* After decoding: the arguments may stay where they are, because only
+ * the stopped thread could change them while the syscall runs (copy.c
+ * says when). Stays true until the thread is resumed. */
+bool scratch_in_place(struct tracer *t, struct tracee *tc, long nr);
+/* A new tracee: its address space (its process's, its parent's when
+ * they share memory, else a new one). 0 or -ENOMEM. */
+int scratch_attach(struct tracer *t, struct tracee *tc);
+/* An allowed syscall that gives this tracee's address space writers of
+ * its own in the kernel (io_setup): its arguments are always copied. */
+void scratch_mark_async(struct tracee *tc);
 /* A syscall-exit stop: finish an injection or restore the registers of a
  * copied syscall. Resumes the tracee. */
 void scratch_on_exit(struct tracer *t, struct tracee *tc);
@@ -157,6 +184,9 @@ void scratch_on_exit(struct tracer *t, struct tracee *tc);
 void scratch_detach(struct tracee *tc);
 /* Whether the kernel offers mseal (probed once on a page of ward's). */
 bool scratch_can_seal(void);
+/* Whether it answers PROCMAP_QUERY (Linux 6.11): arguments in memory
+ * private to their thread can then stay in place. */
+bool scratch_can_query(void);
 
 /* ---- path resolution (resolve.c) ---- */
 
@@ -324,8 +354,13 @@ struct tracer {
 	bool pinned;
 	cpu_set_t cpus; /* ward's CPU set before pinning */
 
-	int audit_err;	      /* first audit error (-errno) */
-	bool copy_warned;     /* said once that copies are not sealed */
+	int audit_err;	  /* first audit error (-errno) */
+	bool copy_warned; /* said once that copies are not sealed */
+	/* argument copies: -1 unknown, 0 no, 1 yes (copy.c) */
+	int copy_private;     /* arguments in private memory stay in place */
+	bool files_shared;    /* a clone shared an fd table across processes */
+	long long n_copied;   /* allowed syscalls given copies */
+	long long n_in_place; /* ... whose arguments were the thread's alone */
 	struct argcopy cp;    /* argument copies of the current stop */
 	struct ward_event ev; /* scratch for the current stop */
 	char bt[4096];	      /* scratch for backtraces */
