@@ -439,11 +439,12 @@ static bool python_name(const char *path)
 	const char *base = strrchr(path, '/');
 
 	base = base ? base + 1 : path;
-	return !strncmp(base, "python3", 7) || !strncmp(base, "libpython3", 10);
+	return !strncmp(base, "python", 6) || !strncmp(base, "libpython3", 10);
 }
 
 /* Where _PyRuntime and Py_Version are in pid's memory: from the first
- * mapping of a python3* or libpython3* file whose symbols name it. */
+ * mapping of a python* file (a venv's copy may be plain "python") or a
+ * libpython3* one whose symbols name it. */
 static int find_runtime(pid_t pid, uint64_t *rt, uint64_t *ver)
 {
 	char path[64], *line = NULL;
@@ -460,7 +461,7 @@ static int find_runtime(pid_t pid, uint64_t *rt, uint64_t *ver)
 		unsigned maj, min;
 		int pos = 0;
 
-		if (!strstr(line, "python3")) /* most lines: no sscanf */
+		if (!strstr(line, "python")) /* most lines: no sscanf */
 			continue;
 		if (sscanf(line,
 			   "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64

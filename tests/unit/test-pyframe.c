@@ -3,7 +3,8 @@
  * the lines CPython itself gives for real code objects (3.11 and 3.13,
  * tests/unit/data/pyframe/linetables.h), damaged tables, and the walk of
  * live interpreters' stacks (Debian's python3.11, pyenv's 3.11 and 3.13
- * when installed; 3.10 and 3.12 give nothing).
+ * when installed, a copy named plain "python"; 3.10 and 3.12 give
+ * nothing).
  */
 #include <errno.h>
 #include <signal.h>
@@ -253,6 +254,26 @@ static void test_not_python(void)
 	       "a gone process: -ESRCH");
 }
 
+/* A copy of the interpreter named plain "python" (as `python -m venv
+ * --copies` makes): still found. */
+static void test_copy_named_python(const char *script_path)
+{
+	char dir[] = "/tmp/ward-pyf-copy-XXXXXX", exe[64], cmd[256];
+
+	if (!mkdtemp(dir)) {
+		ok(0, "mkdtemp");
+		return;
+	}
+	snprintf(exe, sizeof(exe), "%s/python", dir);
+	snprintf(cmd, sizeof(cmd), "cp /usr/bin/python3.11 %s", exe);
+	if (access("/usr/bin/python3.11", X_OK) == 0 && system(cmd) == 0)
+		test_live(exe, script_path, "3.11");
+	else
+		skip("no /usr/bin/python3.11 to copy");
+	unlink(exe);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	char path[] = "/tmp/ward-pyf-XXXXXX";
@@ -267,6 +288,7 @@ int main(void)
 	test_live("/usr/bin/python3.11", path, "3.11");
 	test_live("/root/.pyenv/versions/3.11.7/bin/python3.11", path, "3.11");
 	test_live("/root/.pyenv/versions/3.13.0/bin/python3.13", path, "3.13");
+	test_copy_named_python(path);
 	unlink(path);
 	test_unsupported("/root/.pyenv/versions/3.12.1/bin/python3.12");
 	test_unsupported("/root/.pyenv/versions/3.10.13/bin/python3.10");
