@@ -178,22 +178,11 @@ static int read_runs(struct audit *a, const struct opts *o, const char *path,
 		     struct run_info *v)
 {
 	for (int i = 0; i < o->nruns; i++) {
-		int rc = audit_find_run(a, o->runs[i], v[i].id);
+		int rc;
 
-		if (rc == -ENOENT) {
-			warn("learn: no run '%s' in %s (`ward runs --db %s` "
-			     "lists them)",
-			     o->runs[i], path, path);
+		if (view_find_run(a, path, o->runs[i], v[i].id) < 0)
 			return -1;
-		}
-		if (rc == -EINVAL) {
-			warn("learn: '%s' names more than one run in %s; give "
-			     "more of the id",
-			     o->runs[i], path);
-			return -1;
-		}
-		if (!rc)
-			rc = audit_run_read(a, v[i].id, info_cb, &v[i]);
+		rc = audit_run_read(a, v[i].id, info_cb, &v[i]);
 		if (rc) {
 			warn("learn: reading %s: %s", path,
 			     rc == -ENOMEM ? "out of memory" : audit_errmsg(a));

@@ -271,21 +271,9 @@ static int select_runs(struct audit *a, const struct opts *o, const char *path,
 	for (int i = 0; i < o->nruns; i++) {
 		char id[AUDIT_RUN_ID_LEN + 1];
 
-		rc = audit_find_run(a, o->runs[i], id);
-		if (rc == -ENOENT) {
-			warn("recheck: no run '%s' in %s (`ward runs --db %s` "
-			     "lists them)",
-			     o->runs[i], path, path);
+		if (view_find_run(a, path, o->runs[i], id) < 0)
 			return -1;
-		}
-		if (rc == -EINVAL) {
-			warn("recheck: '%s' names more than one run in %s; give "
-			     "more of the id",
-			     o->runs[i], path);
-			return -1;
-		}
-		if (rc == 0)
-			rc = audit_run_read(a, id, full_cb, l);
+		rc = audit_run_read(a, id, full_cb, l);
 		if (rc) {
 			warn("recheck: reading %s: %s", path,
 			     rc == -ENOMEM ? "out of memory" : audit_errmsg(a));

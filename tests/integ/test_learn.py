@@ -155,7 +155,7 @@ def test_learn_refusals_and_errors(ctx):
     r = ctx.ward("learn", "--db", ctx.db)
     assert r.code == 125 and "name the runs" in r.stderr, r
     r = ctx.ward("learn", "abcdefabcdef", "--db", ctx.db)
-    assert r.code == 125 and "no run 'abcdefabcdef'" in r.stderr, r
+    assert r.code == 125 and "no run matches 'abcdefabcdef'" in r.stderr, r
     r = ctx.ward("learn", enforce_id, "--threshold", "0", "--db", ctx.db)
     assert r.code == 125 and "--threshold" in r.stderr, r
     r = ctx.run("print(2)", "--profile", "audit")

@@ -129,7 +129,7 @@ def test_recheck_errors(ctx):
     r = ctx.ward("recheck", "--help")
     assert r.code == 0 and "trap_stat" in r.stdout and "--fail-on-change" in r.stdout, r
     r = ctx.ward("recheck", "ffffffffff", "--profile", "default", "--db", ctx.db)
-    assert r.code == 125 and "no run 'ffffffffff'" in r.stderr, r
+    assert r.code == 125 and "no run matches 'ffffffffff'" in r.stderr, r
     r = ctx.ward("recheck", run["id"], "--db", ctx.db)
     assert r.code == 125 and "--policy FILE or --profile NAME" in r.stderr, r
     r = ctx.ward("recheck", run["id"], "--all", "--profile", "default", "--db", ctx.db)
