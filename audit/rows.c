@@ -175,6 +175,17 @@ out:
 	return r;
 }
 
+int audit_rows_snapshot(struct audit *a, bool begin)
+{
+	int rc;
+
+	pthread_mutex_lock(&a->lock);
+	rc = sqlite3_exec(a->db, begin ? "BEGIN DEFERRED" : "COMMIT", NULL,
+			  NULL, NULL);
+	pthread_mutex_unlock(&a->lock);
+	return rc == SQLITE_OK ? 0 : audit_sqlfail(a, rc, a->path);
+}
+
 const struct audit_col *audit_col_get(const struct audit_col *cols, int ncols,
 				      const char *name)
 {

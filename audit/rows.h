@@ -8,6 +8,7 @@
 #ifndef WARD_AUDIT_ROWS_H
 #define WARD_AUDIT_ROWS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "audit/audit.h"
@@ -80,6 +81,12 @@ int audit_rows_each(struct audit *a, enum audit_rows_what what,
  * functions between two steps. */
 int audit_next_run(struct audit *a, long long since_ns, long long *after_ns,
 		   const char *after_id, char run_id[AUDIT_RUN_ID_LEN + 1]);
+
+/* begin: starts a read transaction on a, so that the reads until
+ * audit_rows_snapshot(a, false) all see the database as it was at the
+ * first of them (a run being written is read as of one commit).
+ * Returns 0 or -EIO with audit_errmsg(). */
+int audit_rows_snapshot(struct audit *a, bool begin);
 
 /* The column named name in cols, or NULL. */
 const struct audit_col *audit_col_get(const struct audit_col *cols, int ncols,

@@ -920,10 +920,18 @@ static int ocsf_run(struct export_ctx *x)
 
 /* ------------------------------ driver ------------------------------ */
 
+/* One run, read in one transaction: its tables as of one commit, even
+ * while a ward is still writing it. */
 static int export_run(struct export_ctx *x, const char *id)
 {
+	int r = audit_rows_snapshot(x->a, true), e;
+
+	if (r)
+		return r;
 	snprintf(x->run_id, sizeof(x->run_id), "%s", id);
-	return x->fmt == FMT_OCSF ? ocsf_run(x) : jsonl_run(x);
+	r = x->fmt == FMT_OCSF ? ocsf_run(x) : jsonl_run(x);
+	e = audit_rows_snapshot(x->a, false);
+	return r ? r : e;
 }
 
 /* Resolves every RUN argument before anything is written. */
