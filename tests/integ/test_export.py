@@ -14,7 +14,8 @@ import time
 import wardtest
 
 # The code of the round-trip run: an allowed write, a denied read, a
-# denied connect, a child process, and output that is not UTF-8.
+# denied connect, a child process, a syscall without a class of its own,
+# and output that is not UTF-8.
 CODE = r"""
 import os, socket, subprocess, sys
 open('made.txt', 'w').write('x')
@@ -29,6 +30,8 @@ try:
 except OSError:
     pass
 subprocess.run([sys.executable, '-c', 'print("child")'])
+import ctypes
+ctypes.CDLL(None).syscall(103, 10, 0, 0)  # syslog: no rule, denied (ENOSYS)
 sys.stdout.buffer.write(b'bin\xff\xfe\x00end\n')
 sys.stdout.flush()
 sys.stderr.write('to stderr\n')
@@ -191,6 +194,11 @@ def test_export_ocsf_classes_and_dispositions(ctx):
     assert (o["action_id"], o["disposition_id"]) == (2, 2)
     assert o["dst_endpoint"] == {"ip": "10.9.8.7", "port": 8080}, o["dst_endpoint"]
     assert o["connection_info"]["protocol_ver_id"] == 4
+    # a syscall of no other class: Kernel Activity, Invoke
+    o = one(lambda e: e["syscall"] == "syslog")
+    assert (o["class_uid"], o["activity_id"], o["disposition_id"]) == (1003, 4, 2), o
+    assert o["kernel"] == {"name": "syslog", "type_id": 2, "type": "System Call"}
+    assert o["status_code"] == "ENOSYS"
     # process launches (from the process table) and exits
     procs = ctx.sql("select * from processes where run_id = ? and kind = 'process'"
                     " order by serial", run_id)
