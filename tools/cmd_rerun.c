@@ -60,9 +60,10 @@ static void usage(FILE *f)
 		"environment) was recorded by name only, never its value, and is taken\n"
 		"from ward rerun's environment again: it must be set there.\n"
 		"\n"
-		"Sessions (runs of ward serve and ward mcp) cannot be re-run: their cells\n"
-		"depended on the client's timing and on files uploaded between cells;\n"
-		"`ward show` lists their cells.\n"
+		"Sessions (runs of ward serve and ward mcp) are refused: the record holds\n"
+		"their cells but not what the client gave besides them (session.create\n"
+		"env, files.write uploads, timing), so replaying the cells would not be\n"
+		"faithful; `ward show` lists their cells.\n"
 		"\n"
 		"The code's own output is not shown (`ward show NEWRUN` or `ward replay`\n"
 		"has it); a difference in it is reported.\n"
@@ -206,8 +207,11 @@ static void check_recorded(const struct recorded *rec, const char *db)
 
 	if (rec->cells > 0 || !strcmp(rec->code_name, "session"))
 		die("rerun of sessions is not supported: run %s in %s is a "
-		    "session of ward serve or ward mcp (%lld cells), whose "
-		    "cells depended on its client; `ward show %s` lists them",
+		    "session of ward serve or ward mcp (%lld cells); the record "
+		    "does not hold what its client gave besides the cells "
+		    "(session.create env, files.write uploads, timing), so its "
+		    "cells cannot be replayed faithfully; `ward show %s` lists "
+		    "them",
 		    rec->id, db, rec->cells, rec->id);
 	ward_sha256_hex(rec->code, rec->code_len, sha);
 	if (strcmp(sha, rec->code_sha256))
