@@ -473,3 +473,31 @@ def test_chromium_loads_the_page_offline_without_errors(ctx):
         assert ink > (w // 4) * (h // 4) // 50, f"{ink} non-background pixels"
     except AssertionError as e:
         raise AssertionError(f"{e} (screenshot {shot})")
+
+
+def test_ward_run_hashes_the_files_it_created_or_changed(ctx):
+    import hashlib
+    os.chmod(ctx.tmp, 0o755)
+    wd = ctx.path("wd")
+    os.makedirs(wd)
+    for name, text in (("keep.txt", "same\n"), ("edit.txt", "old\n")):
+        with open(os.path.join(wd, name), "w") as f:
+            f.write(text)
+        os.chmod(os.path.join(wd, name), 0o666)
+    os.chmod(wd, 0o777)
+    code = ("import os\n"
+            "open('edit.txt', 'a').write('new\\n')\n"
+            "os.makedirs('out', exist_ok=True)\n"
+            "open('out/data.bin', 'wb').write(bytes(range(256)))\n"
+            "open('tmp/scratch', 'w').write('not an artifact')\n"
+            "os.symlink('/etc/passwd', 'link')\n")
+    r = ctx.run(code, "--workdir", wd)
+    assert r.code == 0, r
+    run_id = ctx.last_run()["id"]
+    arts = {a["path"]: a for a in ctx.sql(
+        "select cell, path, size, sha256 from artifacts where run_id=?", run_id)}
+    assert set(arts) == {"edit.txt", "out/data.bin"}, arts
+    assert all(a["cell"] == 0 for a in arts.values())
+    assert arts["out/data.bin"]["sha256"] == hashlib.sha256(bytes(range(256))).hexdigest()
+    assert arts["edit.txt"]["size"] == 8
+    assert arts["edit.txt"]["sha256"] == hashlib.sha256(b"old\nnew\n").hexdigest()
