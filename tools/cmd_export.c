@@ -170,6 +170,7 @@ struct export_ctx {
 	long long skipped_forks;
 	char *buf; /* emit()'s line */
 	size_t cap;
+	char *tail; /* ocsf: ,"device":...,"policy":...} ending every object */
 };
 
 /* Writes o as one line and drops it. The text is built in x->buf (one
@@ -197,9 +198,13 @@ static int emit(struct export_ctx *x, json_t *o)
 	json_decref(o);
 	if (n == 0)
 		return -ENOMEM;
-	x->buf[n++] = '\n';
 	errno = 0;
-	if (fwrite(x->buf, 1, n, x->f) != n)
+	if (x->tail && n > 2) /* "...}" + ",\"device\":...}" */
+		r = fwrite(x->buf, 1, n - 1, x->f) != n - 1 ||
+		    fputs(x->tail, x->f) == EOF || fputc('\n', x->f) == EOF;
+	else
+		r = (x->buf[n++] = '\n', fwrite(x->buf, 1, n, x->f) != n);
+	if (r)
 		r = -(x->werr = errno ? errno : EIO);
 	return r;
 }
@@ -468,9 +473,8 @@ static json_t *ocsf_base(struct export_ctx *x, const struct ocsf_class *c,
 	json_object_set_new(md, "profiles",
 			    json_pack("[ss]", "host", "security_control"));
 	json_object_set_new(o, "metadata", md);
-	json_object_set(o, "device", x->device);
-	if (x->policy)
-		json_object_set(o, "policy", x->policy);
+	/* device and policy: the same for every object of the run, written
+	 * by emit() from x->tail */
 	return o;
 }
 
@@ -860,6 +864,22 @@ static int ocsf_process(const struct audit_col *c, int n, void *arg)
 	return emit(x, o);
 }
 
+/* x->tail: the attributes every object of the run shares, as JSON text
+ * to end each object with (dumped once per run, not per object). */
+static int ocsf_tail(struct export_ctx *x)
+{
+	json_t *t =
+		json_pack("{sOsO}", "device", x->device, "policy", x->policy);
+	char *s = t ? json_dumps(t, JSON_COMPACT) : NULL;
+
+	json_decref(t);
+	if (!s)
+		return -ENOMEM;
+	s[0] = ','; /* {"device":...} -> ,"device":...} */
+	x->tail = s;
+	return 0;
+}
+
 /* The run's context for every object: device, user, product, policy. */
 static int ocsf_run_ctx(const struct audit_col *c, int n, void *arg)
 {
@@ -888,7 +908,7 @@ static int ocsf_run_ctx(const struct audit_col *c, int n, void *arg)
 	x->policy = json_object();
 	set_str(x->policy, "name", col_text(c, n, "policy_name"));
 	set_str(x->policy, "uid", col_text(c, n, "policy_sha256"));
-	return 0;
+	return ocsf_tail(x);
 }
 
 static void ocsf_run_free(struct export_ctx *x)
@@ -899,6 +919,8 @@ static void ocsf_run_free(struct export_ctx *x)
 	json_decref(x->policy);
 	json_decref(x->proc);
 	x->device = x->user = x->product = x->policy = x->proc = NULL;
+	free(x->tail);
+	x->tail = NULL;
 }
 
 static int ocsf_run(struct export_ctx *x)
