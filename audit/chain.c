@@ -994,6 +994,20 @@ static const char *tag_at(json_t *arr, size_t i)
 	return json_string_value(json_array_get(arr, i));
 }
 
+/* The tags of a list runs.chain holds (checked by tag_list_ok). */
+static int tags_of_json(json_t *arr, struct tags *g)
+{
+	int r = 0;
+
+	for (size_t i = 0; !r && i < json_array_size(arr); i++) {
+		uint8_t d[WARD_SHA256_LEN] = { 0 };
+
+		from_hex(tag_at(arr, i), TAG_LEN, d);
+		r = tags_add(g, d, 0);
+	}
+	return r;
+}
+
 /* Names what differs between the tags recorded in the seal and those of
  * the database now: run columns, or rows by their serial / n. */
 static void compare_tags(struct vctx *v, const char *table, json_t *rec,
@@ -1025,6 +1039,39 @@ static void compare_tags(struct vctx *v, const char *table, json_t *rec,
 			"deleted: %zu row(s) sealed, %zu now", nrec, now->n);
 }
 
+/* A run in a file older than the chain (schema version 4, opened
+ * readonly): nothing to check. */
+static int old_run(struct audit *a, const char *run_id,
+		   struct audit_verify *out)
+{
+	sqlite3_stmt *st = NULL;
+	int rc =
+		sqlite3_prepare_v2(a->db,
+				   "SELECT status, (SELECT count(*) FROM events"
+				   " WHERE run_id = ?1), (SELECT count(*) FROM"
+				   " outputs WHERE run_id = ?1) FROM runs"
+				   " WHERE id = ?1",
+				   -1, &st, NULL);
+
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+	}
+	if (rc == SQLITE_ROW) {
+		snprintf(out->status, sizeof(out->status), "%s",
+			 sqlite3_column_text(st, 0)
+				 ? (const char *)sqlite3_column_text(st, 0)
+				 : "");
+		out->rows[0] = sqlite3_column_int64(st, 1);
+		out->rows[1] = sqlite3_column_int64(st, 2);
+		out->unchained = true;
+	}
+	sqlite3_finalize(st);
+	if (rc == SQLITE_DONE)
+		return audit_fail(a, -ENOENT, "%s: no run %s", a->path, run_id);
+	return rc == SQLITE_ROW ? 0 : audit_sqlfail(a, rc, a->path);
+}
+
 int audit_verify_run(struct audit *a, const char *run_id,
 		     struct audit_verify *out,
 		     int (*fn)(const struct audit_problem *, void *), void *arg)
@@ -1043,6 +1090,11 @@ int audit_verify_run(struct audit *a, const char *run_id,
 	memset(out, 0, sizeof(*out));
 	snprintf(out->run_id, sizeof(out->run_id), "%s", run_id);
 	pthread_mutex_lock(&a->lock);
+	if (!a->v4_cols) { /* a file older than version 4, read as it is */
+		r = old_run(a, run_id, out);
+		pthread_mutex_unlock(&a->lock);
+		return r;
+	}
 	r = read_sealed(a, k, run_id, &s);
 	if (!r && !s.has_run)
 		r = audit_fail(a, -ENOENT, "%s: no run %s", a->path, run_id);
@@ -1172,27 +1224,9 @@ int audit_verify_run(struct audit *a, const char *run_id,
 			bool ok = true;
 
 			/* the seal over what runs.chain records */
-			for (size_t i = 0; ok && i < json_array_size(c.run);
-			     i++) {
-				uint8_t d[WARD_SHA256_LEN] = { 0 };
-
-				from_hex(tag_at(c.run, i), TAG_LEN, d);
-				ok = !tags_add(&rec.run, d, 0);
-			}
-			for (size_t i = 0; ok && i < json_array_size(c.procs);
-			     i++) {
-				uint8_t d[WARD_SHA256_LEN] = { 0 };
-
-				from_hex(tag_at(c.procs, i), TAG_LEN, d);
-				ok = !tags_add(&rec.procs, d, 0);
-			}
-			for (size_t i = 0; ok && i < json_array_size(c.inputs);
-			     i++) {
-				uint8_t d[WARD_SHA256_LEN] = { 0 };
-
-				from_hex(tag_at(c.inputs, i), TAG_LEN, d);
-				ok = !tags_add(&rec.inputs, d, 0);
-			}
+			ok = !tags_of_json(c.run, &rec.run) &&
+			     !tags_of_json(c.procs, &rec.procs) &&
+			     !tags_of_json(c.inputs, &rec.inputs);
 			if (!ok) {
 				sealed_free(&rec);
 				r = audit_fail(a, -ENOMEM, "out of memory");

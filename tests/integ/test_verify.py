@@ -105,6 +105,52 @@ def test_verify_all_and_strict(ctx):
     assert r.code == 1, r
 
 
+def test_verify_version3_file(ctx):
+    """A database from before the chain (schema version 3), read as it is:
+    every run unchained, exit 0; --strict fails."""
+    rid = _run(ctx, "print(1)")["run_id"]
+    con = sqlite3.connect(ctx.db)
+    con.executescript("ALTER TABLE runs DROP COLUMN env; ALTER TABLE runs DROP COLUMN chain;"
+                      "ALTER TABLE events DROP COLUMN pyframes; ALTER TABLE events DROP COLUMN hash;"
+                      "ALTER TABLE outputs DROP COLUMN hash; DROP TABLE inputs;"
+                      "PRAGMA user_version = 3;")
+    con.close()
+    os.unlink(ctx.db + ".key")
+    r = _verify(ctx, "--all")
+    assert r.code == 0 and f"{rid}: unchained (recorded before the hash chain" in r.stdout, r
+    assert _verify(ctx, "--all", "--strict").code == 1
+    assert ctx.sql("pragma user_version")[0]["user_version"] == 3, "verify never migrates"
+
+
+def test_run_of_a_killed_ward(ctx):
+    """ward SIGKILLed mid-run: the run is 'running' (rows checked, no seal
+    yet); the next ward run closes it as aborted and seals it (sealed_by
+    reaper); then it verifies intact, and an edit of its rows is caught."""
+    import signal
+    import subprocess
+    marker = "ward-verify-kill-%d" % os.getpid()
+    code = f"import time\nprint('before', flush=True)\ntime.sleep(60)  # {marker}"
+    p = wardtest.spawn([wardtest.ward_bin(), "run", "--db", ctx.db, "-c", code],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert wardtest.wait_until(lambda: len(wardtest.pids_matching(marker)) >= 2)
+    assert wardtest.wait_until(lambda: ctx.sql("select count(*) n from outputs")[0]["n"] >= 1)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert wardtest.wait_until(lambda: not wardtest.pids_matching(marker), 5)
+    rid = ctx.last_run()["id"]
+    r, j, p_ = _problems(ctx, rid)
+    assert r.code == 0 and j["runs"][0]["verdict"] == "running" and p_ == [], r
+    assert _verify(ctx, rid, "--strict").code == 1
+    _run(ctx, "print(2)")  # closes the dead ward's run
+    row = ctx.sql("select status, chain from runs where id = ?", rid)[0]
+    assert row["status"] == "aborted" and json.loads(row["chain"])["sealed_by"] == "reaper", row
+    r = _verify(ctx, rid)
+    assert r.code == 0 and f"{rid}: intact (aborted; " in r.stdout, r
+    _tamper(ctx, "update runs set cause = 'fine' where id = ?", rid)
+    r = _verify(ctx, rid)
+    assert r.code == 1 and "runs.cause: changed" in r.stdout, r
+
+
 def test_verify_session_run(ctx):
     """A session of ward serve is one run: sealed at its end like ward run."""
     import test_serve
@@ -137,8 +183,10 @@ def test_edit_event_field(ctx):
 
 def test_edit_output_data(ctx):
     rid = _run(ctx)["run_id"]
-    seq = ctx.sql("select seq from outputs where run_id=? and data=?", rid, b"one\n")[0]["seq"]
-    _tamper(ctx, "update outputs set data=? where run_id=? and seq=?", b"eno\n", rid, seq)
+    seq = ctx.sql("select seq from outputs where run_id=? and instr(data, ?) > 0",
+                  rid, b"one\n")[0]["seq"]  # chunks may join: find it
+    _tamper(ctx, "update outputs set data=cast(replace(data, ?, ?) as blob) where run_id=? and seq=?",
+            b"one\n", b"eno\n", rid, seq)
     r, _, p = _problems(ctx, rid)
     assert r.code == 1 and _named(p, "outputs", seq) and len(p) == 1, p
 
