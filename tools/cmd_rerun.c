@@ -41,8 +41,9 @@ static void usage(FILE *f)
 		"\n"
 		"From the record: the code, its language and interpreter, the code's own\n"
 		"arguments, the --input files (name and bytes), what --env passed, the\n"
-		"limits (wall time, CPU, memory, processes, output) and the policy as it\n"
-		"was used. The new run's command line (runs.argv) holds --rerun-of RUN.\n"
+		"limits (wall time, CPU, memory, processes, output), --no-cgroup and\n"
+		"--require, and the policy as it was used. The new run's command line\n"
+		"(runs.argv) holds --rerun-of RUN.\n"
 		"\n"
 		"  RUN               a run id, unique prefix, or last\n"
 		"  --policy FILE     use this policy instead of the recorded one\n"
@@ -412,6 +413,14 @@ static void arg(struct argv_b *b, const char *s)
 	b->v[b->n] = NULL;
 }
 
+static void argv_free(struct argv_b *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		free(b->v[i]);
+	free(b->v);
+	memset(b, 0, sizeof(*b));
+}
+
 static void argf(struct argv_b *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static void argf(struct argv_b *b, const char *fmt, ...)
@@ -425,12 +434,29 @@ static void argf(struct argv_b *b, const char *fmt, ...)
 	arg(b, buf);
 }
 
+/* ward run's options that take a separate value (tools/cmd_run.c). */
+static bool takes_value(const char *opt)
+{
+	static const char *const with_value[] = {
+		"--lang",    "--profile",   "--policy",	     "--db",
+		"--workdir", "--env",	    "--timeout",     "--cpu",
+		"--memory",  "--max-procs", "--max-output",  "--interpreter",
+		"--input",   "--spin-us",   "--keep-inputs", "--rerun-of",
+		"-c",
+	};
+
+	for (size_t i = 0; i < sizeof(with_value) / sizeof(*with_value); i++)
+		if (!strcmp(opt, with_value[i]))
+			return true;
+	return false;
+}
+
 /* The code's own arguments: those after the code in the recorded ward run
  * command line. Checks that the record has every input and the
  * environment that command line gave (a run recorded before schema
  * version 4 has neither). */
 static void script_args(const struct recorded *rec, size_t n_inputs,
-			struct argv_b *out)
+			struct argv_b *flags, struct argv_b *out)
 {
 	size_t argv_inputs, argv_envs;
 	json_t *js = json_loads(rec->argv_json, 0, NULL);
@@ -464,6 +490,20 @@ static void script_args(const struct recorded *rec, size_t n_inputs,
 		    "reached the code (recorded by a ward older than schema "
 		    "version 4?): it cannot be re-run faithfully",
 		    rec->id);
+	/* The options before the code that change the containment are kept:
+	 * ward run takes its options before FILE only. */
+	for (int i = 1; i < first; i++) {
+		if (!strcmp(v[i], "--no-cgroup")) {
+			arg(flags, v[i]);
+		} else if (!strcmp(v[i], "--require") && i + 1 < first) {
+			arg(flags, v[i]);
+			arg(flags, v[++i]);
+		} else if (!strncmp(v[i], "--require=", 10)) {
+			arg(flags, v[i]);
+		} else if (takes_value(v[i])) {
+			i++; /* its value is not an option */
+		}
+	}
 	for (int i = first; i < (int)n - 1; i++)
 		arg(out, v[i]);
 	for (size_t i = 0; i < n; i++)
@@ -484,9 +524,11 @@ static void build_argv(const struct rerun_opts *o, const struct recorded *rec,
 		       const char *db, struct argv_b *b)
 {
 	json_t *lim = json_loads(rec->limits_json, 0, NULL), *e;
+	struct argv_b flags = { 0 }, args = { 0 };
 	long long v;
 	size_t i;
 
+	script_args(rec, n_inputs, &flags, &args);
 	arg(b, "ward");
 	arg(b, "run");
 	arg(b, "--rerun-of");
@@ -499,6 +541,8 @@ static void build_argv(const struct rerun_opts *o, const struct recorded *rec,
 	arg(b, rec->language);
 	arg(b, "--interpreter");
 	arg(b, rec->interpreter);
+	for (i = 0; i < flags.n; i++)
+		arg(b, flags.v[i]);
 	if (o->profile) {
 		arg(b, "--profile");
 		arg(b, o->profile);
@@ -595,7 +639,10 @@ static void build_argv(const struct rerun_opts *o, const struct recorded *rec,
 		free(p);
 	}
 	arg(b, "--");
-	script_args(rec, n_inputs, b);
+	for (i = 0; i < args.n; i++)
+		arg(b, args.v[i]);
+	argv_free(&flags);
+	argv_free(&args);
 }
 
 /* Runs `ward run` with argv; returns the new run's id from its --json
@@ -777,9 +824,7 @@ int ward_cmd_rerun(int argc, char **argv)
 	fflush(stdout);
 	rd_run_free(&r1);
 	rd_run_free(&r2);
-	for (size_t i = 0; i < b.n; i++)
-		free(b.v[i]);
-	free(b.v);
+	argv_free(&b);
 	for (size_t i = 0; i < ins.n; i++)
 		free(inputs[i]);
 	free_inputs(&ins);

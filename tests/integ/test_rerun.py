@@ -204,9 +204,12 @@ def test_rerun_env_from_environment_must_be_set(ctx):
 def test_rerun_keep_and_code_forms(ctx):
     """-c code and code from stdin re-run the same; --keep keeps the new
     workdir and says where."""
-    assert ctx.run("import sys; print(sys.argv)", "--env", "A=1").code == 0
+    assert ctx.run("import sys; print(sys.argv)", "--env", "A=1", "--no-cgroup",
+                   "--require", "seccomp").code == 0
     r = _rerun(ctx, "last", "--keep")
     assert r.code == 0, r
+    argv = json.loads(ctx.last_run()["argv"])
+    assert "--no-cgroup" in argv and argv[argv.index("--require") + 1] == "seccomp", argv
     kept = [l for l in r.stdout.splitlines() if l.startswith("workdir kept: ")]
     assert kept, r.stdout
     wd = kept[0].split(": ", 1)[1]
