@@ -106,6 +106,14 @@ static const char *driver(const char *lang)
 	return NULL;
 }
 
+/* "NAME=value" with suffix appended to the value, or NULL. */
+static char *env_entry(const char *name, const char *value, const char *suffix)
+{
+	char *s;
+
+	return asprintf(&s, "%s=%s%s", name, value, suffix) < 0 ? NULL : s;
+}
+
 static char **build_env(const char *workdir, json_t *extra)
 {
 	size_t n = 0, cap = 8 + json_object_size(extra);
@@ -115,20 +123,22 @@ static char **build_env(const char *workdir, json_t *extra)
 
 	if (!env)
 		return NULL;
-	if (asprintf(&env[n++], "HOME=%s", workdir) < 0 ||
-	    asprintf(&env[n++], "TMPDIR=%s/tmp", workdir) < 0)
-		return NULL;
+	env[n++] = env_entry("HOME", workdir, "");
+	env[n++] = env_entry("TMPDIR", workdir, "/tmp");
 	env[n++] = strdup("PATH=/usr/local/bin:/usr/bin:/bin");
 	env[n++] = strdup("LANG=C.UTF-8");
 	env[n++] = strdup("MPLBACKEND=Agg");
 	json_object_foreach(extra, k, v)
 	{
-		if (asprintf(&env[n++], "%s=%s", k, json_string_value(v)) < 0)
-			return NULL;
+		env[n++] = env_entry(k, json_string_value(v), "");
 	}
 	for (size_t i = 0; i < n; i++)
-		if (!env[i])
+		if (!env[i]) {
+			for (size_t j = 0; j < n; j++)
+				free(env[j]);
+			free(env);
 			return NULL;
+		}
 	return env;
 }
 
@@ -180,6 +190,9 @@ int ws_worker_main(void)
 	}
 	if (policy_set_workdir(pol, workdir) < 0)
 		return fail("cannot bind $WORKDIR to %s", workdir);
+	/* The filter compiles while the run is recorded (as ward run). */
+	struct tracer_prepared *prep = NULL;
+	tracer_prepare(pol, &prep);
 	const char *interp = policy_interpreter(pol, lang);
 	if (!interp)
 		interp = !strcmp(lang, "node") ? "/usr/bin/node"
@@ -273,6 +286,7 @@ int ws_worker_main(void)
 		.side_in = side[0],
 		.side_out = WS_FD_RESULT,
 		.end_with_root = true,
+		.prepared = prep,
 	};
 	reply(json_pack("{s:s}", "run_id", run_id));
 
@@ -290,6 +304,7 @@ int ws_worker_main(void)
 			"recorded", arc == 0));
 	free(layers);
 	tracer_result_free(&r);
+	tracer_prepared_free(prep);
 	audit_close(au);
 	close(side[0]);
 	close(side[1]);
