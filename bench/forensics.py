@@ -108,14 +108,15 @@ def build_db(ward, db, runs, events, env, tmp):
 
 
 def measure(helper, argv, out, env):
-    """(seconds, peak RSS KiB, exit status) of argv, stdout to out."""
+    """(seconds, peak RSS KiB, exit status, CPU seconds) of argv, stdout
+    to out."""
     t0 = time.monotonic()
     p = subprocess.run([helper, out] + argv, capture_output=True, text=True, env=env)
     took = time.monotonic() - t0
     if p.returncode != 0:
         sys.exit(f"maxrss failed: {p.stderr!r}")
-    status, kb = p.stdout.split()
-    return took, int(kb), int(status)
+    status, kb, cpu = p.stdout.split()
+    return took, int(kb), int(status), float(cpu)
 
 
 def main():
@@ -158,20 +159,22 @@ def main():
         out = os.path.join(tmp, "out")
         for rep in range(a.reps + 1):  # one untimed warm-up round
             for name, (argv, _) in cases.items():
-                took, kb, status = measure(helper, argv, out, env)
+                took, kb, status, cpu = measure(helper, argv, out, env)
                 if status != 0:
                     sys.exit(f"{name}: exit {status}")
                 if rep == 0:
                     continue
-                r = results.setdefault(name, {"seconds": [], "max_rss_kib": [],
-                                              "status": status})
+                r = results.setdefault(name, {"seconds": [], "cpu_seconds": [],
+                                              "max_rss_kib": [], "status": status})
                 r["seconds"].append(round(took, 3))
+                r["cpu_seconds"].append(cpu)
                 r["max_rss_kib"].append(kb)
                 r["output_bytes"] = os.path.getsize(out)
         summary = {}
         for name, r in results.items():
             summary[name] = {"what": cases[name][1],
                              "median_s": st.median(r["seconds"]),
+                             "median_cpu_s": st.median(r["cpu_seconds"]),
                              "median_rss_mib": round(st.median(r["max_rss_kib"]) / 1024, 1),
                              "max_rss_mib": round(max(r["max_rss_kib"]) / 1024, 1),
                              "output_mib": round(r["output_bytes"] / 2**20, 1)}
@@ -191,13 +194,14 @@ def main():
           f"Database: {n_runs} runs ({20} recorded by `ward run`, the rest cloned by SQL with "
           f"new ids), {n_events} events, {doc['db_mib']} MiB; the large run has "
           f"{big_events} events. Median of {a.reps} timed repetitions after one warm-up; "
-          "peak RSS of the command alone (tests/helpers/maxrss.c).",
+          "peak RSS and CPU time (user + system) of the command alone "
+          "(tests/helpers/maxrss.c); on a loaded machine wall time exceeds CPU time.",
           "",
-          "| command | input | median s | median peak RSS MiB | output MiB |",
-          "|---|---|---:|---:|---:|"]
+          "| command | input | median s | median CPU s | median peak RSS MiB | output MiB |",
+          "|---|---|---:|---:|---:|---:|"]
     for name, s in summary.items():
         md.append(f"| `ward {name}` | {s['what']} | {s['median_s']:.2f} | "
-                  f"{s['median_rss_mib']} | {s['output_mib']} |")
+                  f"{s['median_cpu_s']:.2f} | {s['median_rss_mib']} | {s['output_mib']} |")
     md.append("")
     md.append(f"Load average before: {' '.join(f'{x:.2f}' for x in doc['load_before'])}; "
               f"after: {' '.join(f'{x:.2f}' for x in doc['load_after'])}. "

@@ -3,8 +3,9 @@
  *
  *   maxrss OUT CMD [ARGS...]
  *
- * CMD's stdout goes to the file OUT; on exit, prints "STATUS MAXRSS_KB" on
- * stdout (getrusage of the child through wait4). A small process of its
+ * CMD's stdout goes to the file OUT; on exit, prints "STATUS MAXRSS_KB
+ * CPU_S" on stdout (the child's rusage through wait4: peak RSS, user +
+ * system time). A small process of its
  * own: a child forked from a large one (the Python test runner) would
  * carry the parent's resident pages in its peak until its exec.
  */
@@ -36,8 +37,10 @@ int main(int argc, char **argv)
 	}
 	if (wait4(pid, &status, 0, &ru) != pid)
 		return 2;
-	printf("%d %ld\n",
+	printf("%d %ld %.3f\n",
 	       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
-	       ru.ru_maxrss);
+	       ru.ru_maxrss,
+	       (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+		       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
 	return 0;
 }

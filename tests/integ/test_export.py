@@ -314,7 +314,7 @@ def _measure(argv, out_path, env):
     assert os.access(helper, os.X_OK), f"{helper} not built (make all)"
     p = subprocess.run([helper, out_path] + argv, capture_output=True, text=True, env=env)
     assert p.returncode == 0, p
-    status, kb = p.stdout.split()
+    status, kb = p.stdout.split()[:2]
     return int(status), int(kb) * 1024
 
 
