@@ -25,6 +25,7 @@
 #include "tracer-int.h"
 #include "args.h"
 #include "pyframe.h"
+#include "../common/utf8.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -594,37 +595,14 @@ static int read_obj(struct walk *w, const struct peek *p, uint8_t *hdr,
 }
 
 /* One character as UTF-8 into out (room for 4); '?' for what is not a
- * scalar value. */
+ * scalar value (a lone surrogate, past U+10FFFF). */
 static size_t put_utf8(uint32_t c, char *out)
 {
-	if (c < 0x80) {
-		out[0] = (char)c;
-		return 1;
-	}
-	if (c < 0x800) {
-		out[0] = (char)(0xc0 | (c >> 6));
-		out[1] = (char)(0x80 | (c & 63));
-		return 2;
-	}
-	if (c >= 0xd800 && c < 0xe000) {
-		out[0] = '?';
-		return 1;
-	}
-	if (c < 0x10000) {
-		out[0] = (char)(0xe0 | (c >> 12));
-		out[1] = (char)(0x80 | ((c >> 6) & 63));
-		out[2] = (char)(0x80 | (c & 63));
-		return 3;
-	}
-	if (c < 0x110000) {
-		out[0] = (char)(0xf0 | (c >> 18));
-		out[1] = (char)(0x80 | ((c >> 12) & 63));
-		out[2] = (char)(0x80 | ((c >> 6) & 63));
-		out[3] = (char)(0x80 | (c & 63));
-		return 4;
-	}
-	out[0] = '?';
-	return 1;
+	size_t n = ward_utf8_encode(c, out);
+
+	if (n == 0)
+		out[n++] = '?';
+	return n;
 }
 
 enum { STR_OUT = PYF_MAX_STR * 4 + 4 };

@@ -238,3 +238,30 @@ def test_pyframe_pyenv_312_unsupported(ctx):
     """3.12 has neither the 3.11 layout nor the debug offsets: nothing."""
     row = _other_python(ctx, "/root/.pyenv/versions/3.12.1/bin/python3.12", None)
     assert row["pyframes"] is None, row
+
+
+def test_pyframe_non_ascii_names(ctx):
+    """Latin-1 (1 byte a character), BMP (2) and astral (4) names and file
+    names come out as UTF-8."""
+    code = ("def año():\n"
+            "    def 中文():\n"
+            "        def 𝔣():\n"
+            "            try:\n"
+            "                open('/etc/shadow')\n"
+            "            except OSError:\n"
+            "                pass\n"
+            "        𝔣()\n"
+            "    中文()\n"
+            "año()\n")
+    r = ctx.run(code)
+    assert r.code == 0, r
+    _, p = _shadow(ctx, ctx.last_run()["id"])
+    # Python folds 𝔣 to f (NFKC) in identifiers; the qualified names nest
+    assert [f["function"] for f in p["frames"]] == [
+        "año.<locals>.中文.<locals>.f", "año.<locals>.中文", "año", "<module>"], p
+    # an astral character (4 bytes a character) in the file name
+    script = ctx.write("leak-𝔣.py", LEAK)
+    r = ctx.ward("run", script)
+    assert r.code == 0, r
+    _, p = _shadow(ctx, ctx.last_run()["id"])
+    assert {os.path.basename(f["file"]) for f in p["frames"]} == {"leak-𝔣.py"}, p
