@@ -254,6 +254,22 @@ def test_edit_run_row(ctx):
         assert f"  runs.{col}: changed" in r.stdout, (col, r)
 
 
+def test_edit_input_and_env(ctx):
+    """The files a run was given (inputs) and its --env are sealed too."""
+    src = ctx.write("data.txt", "42\n")
+    r, j = ctx.run_json("print(open('data.txt').read())", "--input", src, "--env", "K=v")
+    assert r.code == 0, r
+    rid = j["run_id"]
+    assert _verify(ctx, rid).code == 0
+    _tamper(ctx, "update inputs set data = ?, sha256 = ? where run_id = ? and n = 1",
+            b"41\n", hashlib.sha256(b"41\n").hexdigest(), rid)
+    r, _, p = _problems(ctx, rid)
+    assert r.code == 1 and _named(p, "inputs", 1) and len(p) == 1, p
+    _tamper(ctx, "update runs set env = '[]' where id = ?", rid)
+    r, _, p = _problems(ctx, rid)
+    assert _named(p, "runs", column="env"), p
+
+
 def test_edit_process_row(ctx):
     rid = _run(ctx)["run_id"]
     procs = ctx.sql("select serial, exe from processes where run_id=? and kind='process' "
