@@ -88,7 +88,8 @@ static void usage(FILE *f)
 	      "Text from the run is escaped (HTML entities; control characters,\n"
 	      "bidirectional overrides and bytes that are not UTF-8 shown as \\xNN or\n"
 	      "\\u{NNNN}). Text: the same sections for a terminal, escaped as ward show\n"
-	      "does; colour only when writing to a terminal.\n"
+	      "does; colour only when writing to a terminal (and NO_COLOR is not\n"
+	      "set).\n"
 	      "\n"
 	      "exit status: 0, or 125 (bad arguments, missing, corrupt or foreign\n"
 	      "database, no such run, an ambiguous prefix, FILE not writable).\n",
@@ -2061,7 +2062,7 @@ int ward_cmd_report(int argc, char **argv)
 	}
 	out.f = stdout;
 	out.html = o.html > 0 || (o.html < 0 && (o.output || !isatty(1)));
-	out.color = !out.html && !o.output && isatty(1);
+	out.color = !out.html && !o.output && isatty(1) && !getenv("NO_COLOR");
 	if (o.output) {
 		out.f = open_output(o.output, &tmp);
 		if (!out.f) {
