@@ -120,6 +120,19 @@ def test_export_jsonl_round_trip(ctx):
     assert err == b"to stderr\n", err
     assert any(o["data_encoding"] == "base64" for o in outs), "not-UTF-8 bytes as base64"
 
+    # the other tables, row for row (the run's artifacts: made.txt)
+    for typ, table, key in (("process", "processes", "serial"), ("artifact", "artifacts", "path"),
+                            ("cell", "cells", "n"), ("input", "inputs", "n")):
+        try:
+            want = ctx.sql(f"select * from {table} where run_id = ? order by {key}", run_id)
+        except sqlite3.OperationalError:
+            want = []
+        got = sorted((o for o in objs if o["type"] == typ), key=lambda o: o[key])
+        assert [{k: v for k, v in o.items() if not k.endswith("_encoding")
+                 and k not in ("type", "run_id")} for o in got] == \
+            [{k: v for k, v in r.items() if k != "run_id"} for r in want], typ
+    assert any(o["type"] == "artifact" and o["path"] == "made.txt" for o in objs)
+
     end = objs[-1]
     assert end["events"] == len(evs) and end["outputs"] == len(outs)
     assert end["processes"] == len(procs) and end["inputs"] == 0
