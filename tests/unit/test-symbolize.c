@@ -7,6 +7,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,56 @@ static void test_self(void)
 	}
 	(void)ward_symtest_global(1);
 	(void)symtest_static(1);
+	sym_cache_free(c);
+}
+
+/* sym_backtrace_add on a recorded backtrace column: frames gain "symbol",
+ * a recorded one is kept, frames it cannot read are left alone. */
+static void test_backtrace_json(void)
+{
+	struct sym_cache *c = sym_cache_new();
+	char path[4096], off_hex[32], *text;
+	uint64_t off;
+	json_t *bt;
+
+	if (file_offset((const void *)ward_symtest_global, path, sizeof(path),
+			&off)) {
+		skip("this binary not found in /proc/self/maps");
+		sym_cache_free(c);
+		return;
+	}
+	snprintf(off_hex, sizeof(off_hex), "0x%" PRIx64, off + 2);
+	bt = json_pack("[{s:s, s:s}, {s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s},"
+		       " {s:s}, s]",
+		       "module", path, "offset", off_hex, /* innermost */
+		       "module", path, "offset", off_hex, /* a return address */
+		       "module", path, "offset", off_hex, "symbol", "kept+0x1",
+		       "module", path, "offset", "12", /* not 0x... */
+		       "offset", off_hex,	       /* no module */
+		       "not a frame");
+	is_int((int)sym_backtrace_add(c, bt), 2, "backtrace: two frames named");
+	is_str(json_string_value(
+		       json_object_get(json_array_get(bt, 0), "symbol")),
+	       "ward_symtest_global+0x2", "backtrace: the innermost frame");
+	is_str(json_string_value(
+		       json_object_get(json_array_get(bt, 1), "symbol")),
+	       "ward_symtest_global+0x2",
+	       "backtrace: a caller's frame (looked up as a return address)");
+	is_str(json_string_value(
+		       json_object_get(json_array_get(bt, 2), "symbol")),
+	       "kept+0x1", "backtrace: a recorded symbol is kept");
+	ok(!json_object_get(json_array_get(bt, 3), "symbol") &&
+		   !json_object_get(json_array_get(bt, 4), "symbol"),
+	   "backtrace: frames without a hex offset or a module stay as they are");
+	text = json_dumps(bt, JSON_COMPACT);
+	ok(text && strstr(text, "\"not a frame\""),
+	   "backtrace: what is not a frame is left in place");
+	free(text);
+	is_int((int)sym_backtrace_add(NULL, bt), 0,
+	       "backtrace: no cache, no names");
+	is_int((int)sym_backtrace_add(c, NULL), 0,
+	       "backtrace: no array, no names");
+	json_decref(bt);
 	sym_cache_free(c);
 }
 
@@ -589,6 +640,7 @@ int main(void)
 		return 1;
 	}
 	test_self();
+	test_backtrace_json();
 	test_libc();
 	test_built();
 	test_truncated_and_damaged();
