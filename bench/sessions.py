@@ -6,7 +6,7 @@ the interpreter's own start-up. Medians; standard library only.
   cold    session.create and the first cell (`1+1`) on a running `ward
           serve`: a fresh supervisor, policy, record and interpreter, to
           the first result; also a one-shot `run` (the same plus the
-          session's close); python, node and sh
+          session's close); python, node and sh; and `ward run -c 1`
   native  `python3 -c 1` (and `node -e 1`, `sh -c :`), spawned and waited
   warm    `1+1` in an open session, request written to response read
   pandas  one session: import pandas, build a frame, 18 more cells (group,
@@ -174,6 +174,12 @@ def main():
                 "one_shot_ms": med_ms(oneshot),
                 "runs": len(cold), "native_cmd": " ".join(native),
             }
+            if lang == "python":
+                # ward run's own start-up for the same code, for scale
+                wr = native_start([ward, "run", "--db",
+                                   os.path.join(tmp, "run.db"), "-c", "1"],
+                                  a.n)
+                res["cold"][lang]["ward_run_ms"] = med_ms(wr)
             print("cold %-6s %s" % (lang, res["cold"][lang]), flush=True)
 
         _, c = srv.ok("session.create", {})
@@ -320,6 +326,10 @@ def report(res):
                                   c["over_native_ms"]))
         out.append("| one-shot `run`, %s (fresh session, result, close) "
                    "| %s ms | | |" % (lang, c["one_shot_ms"]))
+        if "ward_run_ms" in c:
+            out.append("| `ward run -c 1` (ward's start-up, for scale) | %s ms "
+                       "| | %s ms |" % (c["ward_run_ms"], round(
+                           c["ward_run_ms"] - c["native_ms"], 3)))
     w = res.get("warm", {})
     out.append("| warm round trip, `1+1` (%s cells; p90 %s ms) | %s ms | | |"
                % (w.get("cells"), w.get("p90_ms"), w.get("median_ms")))
