@@ -15,6 +15,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -670,6 +671,9 @@ static void run_child(char **argv, char id[AUDIT_RUN_ID_LEN + 1])
 		_exit(WARD_EXIT_INTERNAL);
 	}
 	close(p[1]);
+	/* ^C at the terminal reaches the child, whose run ends and is
+	 * recorded; this process stays to compare and remove its stage. */
+	void (*old_int)(int) = signal(SIGINT, SIG_IGN);
 	f = fdopen(p[0], "r");
 	if (!f)
 		die_errno("fdopen");
@@ -690,6 +694,7 @@ static void run_child(char **argv, char id[AUDIT_RUN_ID_LEN + 1])
 	while (waitpid(pid, &st, 0) < 0)
 		if (errno != EINTR)
 			die_errno("waitpid");
+	signal(SIGINT, old_int);
 	json_t *js = out ? json_loads(out, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
 	const char *rid = json_string_value(json_object_get(js, "run_id"));
 	if (!rid || strlen(rid) != AUDIT_RUN_ID_LEN)
