@@ -633,6 +633,18 @@ static const char *proc_label(const struct rd_run *a, const struct rd_run *b,
 	return buf;
 }
 
+static void truncation_note(FILE *f, const struct rd_run *a,
+			    const struct rd_run *b)
+{
+	for (int s = 1; s <= 2; s++)
+		if (a->truncated[s] || b->truncated[s])
+			fprintf(f,
+				"note: not all of %s was kept (ward run "
+				"--max-output); only the kept bytes are "
+				"compared\n",
+				s == 1 ? "stdout" : "stderr");
+}
+
 void rd_print(FILE *f, const struct rd_run *a, const struct rd_run *b,
 	      const struct rd_diff *d)
 {
@@ -648,6 +660,7 @@ void rd_print(FILE *f, const struct rd_run *a, const struct rd_run *b,
 			"exit and output (%zu + %zu bytes)\n",
 			a->n_procs, count_events(a), a->out_len[1],
 			a->out_len[2]);
+		truncation_note(f, a, b);
 		return;
 	}
 	if (d->proc || d->ev_differs) {
@@ -698,6 +711,7 @@ void rd_print(FILE *f, const struct rd_run *a, const struct rd_run *b,
 			name, d->out_at[s], a->out_len[s], b->out_len[s]);
 		fprintf(f, "  %s: %s\n  %s: %s\n", a->id, la, b->id, lb);
 	}
+	truncation_note(f, a, b);
 	for (size_t i = 0; i < d->n_maybe; i++) {
 		fprintf(f, "possibly nondeterministic (heuristic): ");
 		put_safe(f, d->maybe[i]);
@@ -758,13 +772,14 @@ json_t *rd_json(const struct rd_run *a, const struct rd_run *b,
 		json_object_set_new(
 			o, s == 1 ? "stdout" : "stderr",
 			json_pack(
-				"{s:b, s:o, s:I, s:I}", "differs",
+				"{s:b, s:o, s:I, s:I, s:b}", "differs",
 				d->out_differs[s], "at",
 				d->out_differs[s]
 					? json_integer((json_int_t)d->out_at[s])
 					: json_null(),
 				"a_bytes", (json_int_t)a->out_len[s], "b_bytes",
-				(json_int_t)b->out_len[s]));
+				(json_int_t)b->out_len[s], "truncated",
+				a->truncated[s] || b->truncated[s]));
 	for (size_t i = 0; i < d->n_maybe; i++)
 		json_array_append_new(hints, json_string(d->maybe[i]));
 	json_object_set_new(o, "nondeterminism_hints", hints);

@@ -314,3 +314,13 @@ def test_rerun_of_a_record_without_inputs_or_env_is_refused(ctx):
     con.close()
     r = _rerun(ctx, run["id"])
     assert r.code == 125 and "was given --env but the record does not say" in r.stderr, r
+
+
+def test_diff_says_when_output_was_not_all_kept(ctx):
+    r = ctx.run("import random\nprint('x' * 20, random.random())\n", "--max-output", "10")
+    assert r.code == 0, r
+    r = _rerun(ctx, "last")
+    assert r.code == 0 and ": equivalent" in r.stdout, r
+    assert "note: not all of stdout was kept (ward run --max-output)" in r.stdout, r
+    j = _rerun(ctx, "last", "--json").json()
+    assert j["diff"]["stdout"]["truncated"] is True and j["diff"]["equivalent"], j
