@@ -295,6 +295,7 @@ struct audit_verify {
 	char head[2][65];   /* the last stored link of each, hex */
 	char key_note[256]; /* what could not be checked, and why */
 	unsigned problems;  /* problems found (all, even past a stop) */
+	bool cells_unsealed; /* it has cells or artifacts and no seal of them */
 };
 
 /*
@@ -311,6 +312,11 @@ int audit_verify_run(struct audit *a, const char *run_id,
 /* Load DB.key for verifying (never creates it). 0 or -errno with
  * audit_errmsg() saying why it is not at hand. */
 int audit_verify_key(struct audit *a);
+/* Seal the cells and artifacts of a session's run, written by the server
+ * after the run's worker sealed the run (runs.chain gets their tags and a
+ * seal bound to the run's). A run not sealed yet is left alone. 0 or
+ * -errno. */
+int audit_seal_cells(struct audit *a, const char *run_id);
 
 /* ---------------------------- reader ---------------------------- */
 /*

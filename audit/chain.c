@@ -407,6 +407,12 @@ static const char *const run_cols[] = {
 #define INPUT_SQL                                                              \
 	"SELECT run_id, n, name, size, sha256, data FROM inputs"               \
 	" WHERE run_id = ?1 ORDER BY n"
+#define CELL_SQL                                                               \
+	"SELECT run_id, n, code, started_ns, ended_ns, status, result"         \
+	" FROM cells WHERE run_id = ?1 ORDER BY n"
+#define ART_SQL                                                                \
+	"SELECT run_id, cell, path, size, sha256, ts_ns FROM artifacts"        \
+	" WHERE run_id = ?1 ORDER BY cell, path, ts_ns, size, sha256"
 
 #define TAG_LEN 16 /* bytes of a column's or a row's tag */
 
@@ -447,6 +453,8 @@ static void tags_free(struct tags *g)
 /* What the seal covers, computed from the database. */
 struct sealed {
 	struct tags run, procs, inputs;
+	struct tags cells, arts; /* sealed apart (cells_seal) */
+	bool session;		 /* code_name is "session" */
 	bool has_run;
 	char *chain_json; /* runs.chain as stored, or NULL */
 };
@@ -456,6 +464,8 @@ static void sealed_free(struct sealed *s)
 	tags_free(&s->run);
 	tags_free(&s->procs);
 	tags_free(&s->inputs);
+	tags_free(&s->cells);
+	tags_free(&s->arts);
 	free(s->chain_json);
 }
 
@@ -472,6 +482,9 @@ static int tag_run(struct audit *a, const struct audit_chain_key *k,
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		s->has_run = true;
+		s->session = sqlite3_column_text(st, 7) &&
+			     !strcmp((const char *)sqlite3_column_text(st, 7),
+				     "session");
 		for (size_t i = 0; !r && i < N_RUN_COLS; i++) {
 			struct tagger t;
 			uint8_t d[WARD_SHA256_LEN];
@@ -543,6 +556,10 @@ static int read_sealed(struct audit *a, const struct audit_chain_key *k,
 		r = tag_rows(a, k, PROC_SQL, "processes", run_id, &s->procs);
 	if (!r && a->v4_cols)
 		r = tag_rows(a, k, INPUT_SQL, "inputs", run_id, &s->inputs);
+	if (!r)
+		r = tag_rows(a, k, CELL_SQL, "cells", run_id, &s->cells);
+	if (!r)
+		r = tag_rows(a, k, ART_SQL, "artifacts", run_id, &s->arts);
 	return r;
 }
 
@@ -579,6 +596,25 @@ static void seal_of(const struct audit_chain_key *k, const char *run_id,
 	tag_end(&t, out);
 }
 
+/* The seal of a run's cells and artifacts: they are written by the server
+ * of a session, after its worker sealed the run, so they have their own,
+ * bound to the run's seal. */
+static void cells_seal_of(const struct audit_chain_key *k, const char *run_id,
+			  const uint8_t run_seal[WARD_SHA256_LEN],
+			  const struct tags *cells, const struct tags *arts,
+			  uint8_t out[WARD_SHA256_LEN])
+{
+	struct tagger t;
+
+	tag_begin(&t, k);
+	put_text(&t.c, "ward-cells-v1");
+	put_text(&t.c, run_id);
+	put_bytes(&t.c, 'B', run_seal, WARD_SHA256_LEN);
+	put_tags(&t.c, cells);
+	put_tags(&t.c, arts);
+	tag_end(&t, out);
+}
+
 static json_t *tags_json(const struct tags *g)
 {
 	json_t *arr = json_array();
@@ -591,9 +627,25 @@ static json_t *tags_json(const struct tags *g)
 	return arr;
 }
 
+/* The cells part of runs.chain: their tags and seal. */
+static void set_cells(json_t *o, const struct audit_chain_key *k,
+		      const char *run_id, const uint8_t seal[WARD_SHA256_LEN],
+		      const struct sealed *s, const char *sealed_by)
+{
+	uint8_t cs[WARD_SHA256_LEN];
+	char hx[2 * WARD_SHA256_LEN + 1];
+
+	cells_seal_of(k, run_id, seal, &s->cells, &s->arts, cs);
+	to_hex(cs, WARD_SHA256_LEN, hx);
+	json_object_set_new(o, "cells", tags_json(&s->cells));
+	json_object_set_new(o, "artifacts", tags_json(&s->arts));
+	json_object_set_new(o, "cells_sealed_by", json_string(sealed_by));
+	json_object_set_new(o, "cells_seal", json_string(hx));
+}
+
 static char *chain_json(const struct audit_chain_key *k, const struct heads *h,
 			const struct sealed *s,
-			const uint8_t seal[WARD_SHA256_LEN],
+			const uint8_t seal[WARD_SHA256_LEN], const char *run_id,
 			const char *sealed_by)
 {
 	char hx[2 * WARD_SHA256_LEN + 1];
@@ -618,6 +670,10 @@ static char *chain_json(const struct audit_chain_key *k, const struct heads *h,
 	json_object_set_new(o, "sealed_by", json_string(sealed_by));
 	to_hex(seal, WARD_SHA256_LEN, hx);
 	json_object_set_new(o, "seal", json_string(hx));
+	/* a session's server seals its cells when it closes it: the run's
+	 * end (before the last cells) leaves that to it */
+	if (!s->session || s->cells.n || s->arts.n)
+		set_cells(o, k, run_id, seal, s, sealed_by);
 	text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	return text;
@@ -641,7 +697,7 @@ static int seal_run(struct audit *a, const char *run_id, const struct heads *h,
 			       a->path, run_id);
 	if (!r) {
 		seal_of(k, run_id, h, &s, seal);
-		text = chain_json(k, h, &s, seal, sealed_by);
+		text = chain_json(k, h, &s, seal, run_id, sealed_by);
 		if (!text)
 			r = audit_fail(a, -ENOMEM, "out of memory");
 	}
@@ -729,6 +785,63 @@ int audit_chain_seal_reaped(struct audit *a, const char *run_id)
 	for (int t = 0; !r && t < AUDIT_CHAIN__COUNT; t++)
 		r = stored_head(a, (enum audit_chain_table)t, run_id, &h);
 	return r ? r : seal_run(a, run_id, &h, "reaper", NULL);
+}
+
+int audit_seal_cells(struct audit *a, const char *run_id)
+{
+	struct sealed s = { 0 };
+	json_t *o = NULL;
+	uint8_t seal[WARD_SHA256_LEN];
+	sqlite3_stmt *st = NULL;
+	char *text = NULL;
+	const char *sh;
+	int r, rc;
+
+	if (a->readonly)
+		return audit_fail(a, -EROFS, "%s: opened readonly", a->path);
+	pthread_mutex_lock(&a->lock);
+	r = audit_commit_batch(a);
+	if (!r)
+		r = audit_chain_key_load(a, true);
+	if (!r && (rc = sqlite3_exec(a->db, "BEGIN IMMEDIATE", NULL, NULL,
+				     NULL)) != SQLITE_OK)
+		r = audit_sqlfail(a, rc, a->path);
+	if (r) {
+		pthread_mutex_unlock(&a->lock);
+		return r;
+	}
+	r = read_sealed(a, &a->key, run_id, &s);
+	if (!r && s.chain_json)
+		o = json_loads(s.chain_json, 0, NULL);
+	sh = json_string_value(json_object_get(o, "seal"));
+	/* not sealed (yet): the worker died; the reaper's seal will cover
+	 * its cells as they are then */
+	if (!r && sh && strlen(sh) == 64 && !from_hex(sh, 32, seal)) {
+		set_cells(o, &a->key, run_id, seal, &s, "server");
+		text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		rc = text ? sqlite3_prepare_v2(a->db,
+					       "UPDATE runs SET chain = ?2"
+					       " WHERE id = ?1",
+					       -1, &st, NULL)
+			  : SQLITE_NOMEM;
+		if (rc == SQLITE_OK) {
+			sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
+			rc = sqlite3_step(st);
+		}
+		if (rc != SQLITE_DONE)
+			r = audit_sqlfail(a, rc, "seal the cells");
+		sqlite3_finalize(st);
+	}
+	if (!r && (rc = sqlite3_exec(a->db, "COMMIT", NULL, NULL, NULL)))
+		r = audit_sqlfail(a, rc, a->path);
+	if (r && !sqlite3_get_autocommit(a->db))
+		sqlite3_exec(a->db, "ROLLBACK", NULL, NULL, NULL);
+	free(text);
+	json_decref(o);
+	sealed_free(&s);
+	pthread_mutex_unlock(&a->lock);
+	return r;
 }
 
 const char *audit_run_chain(const struct audit *a)
@@ -1072,6 +1185,50 @@ static int old_run(struct audit *a, const char *run_id,
 	return rc == SQLITE_ROW ? 0 : audit_sqlfail(a, rc, a->path);
 }
 
+/* The cells part: their tags and their seal, bound to the run's seal. */
+static void verify_cells(struct vctx *v, const struct chain_rec *c,
+			 const struct sealed *s,
+			 const struct audit_chain_key *k)
+{
+	json_t *cells = json_object_get(c->o, "cells");
+	json_t *arts = json_object_get(c->o, "artifacts");
+	const char *cs = json_string_value(json_object_get(c->o, "cells_seal"));
+	struct tags tc = { 0 }, ta = { 0 };
+	uint8_t seal[WARD_SHA256_LEN], got[WARD_SHA256_LEN];
+	char hx[2 * WARD_SHA256_LEN + 1];
+
+	if (!cs && !s->session) {
+		problem(v, "runs", 0, "chain",
+			"the seal of the run's cells and artifacts was removed");
+		return;
+	}
+	if (!cs) {
+		v->out->cells_unsealed = s->cells.n || s->arts.n;
+		return;
+	}
+	if (!tag_list_ok(cells) || !tag_list_ok(arts) ||
+	    !hexlen(cs, WARD_SHA256_LEN)) {
+		problem(v, "runs", 0, "chain",
+			"the cells' seal in runs.chain is not a ward seal");
+		return;
+	}
+	compare_tags(v, "cells", cells, &s->cells, false);
+	compare_tags(v, "artifacts", arts, &s->arts, false);
+	from_hex(c->seal, WARD_SHA256_LEN, seal);
+	if (tags_of_json(cells, &tc) || tags_of_json(arts, &ta)) {
+		problem(v, "runs", 0, "chain", "out of memory");
+	} else {
+		cells_seal_of(k, v->run_id, seal, &tc, &ta, got);
+		to_hex(got, WARD_SHA256_LEN, hx);
+		if (strcmp(hx, cs))
+			problem(v, "runs", 0, "chain",
+				"the cells' seal does not match runs.chain "
+				"(cells or artifacts rewritten)");
+	}
+	tags_free(&tc);
+	tags_free(&ta);
+}
+
 int audit_verify_run(struct audit *a, const char *run_id,
 		     struct audit_verify *out,
 		     int (*fn)(const struct audit_problem *, void *), void *arg)
@@ -1213,6 +1370,7 @@ int audit_verify_run(struct audit *a, const char *run_id,
 		compare_tags(&v, "runs", c.run, &s.run, true);
 		compare_tags(&v, "processes", c.procs, &s.procs, false);
 		compare_tags(&v, "inputs", c.inputs, &s.inputs, false);
+		verify_cells(&v, &c, &s, out->keyed ? k : NULL);
 		for (int t = 0; t < AUDIT_CHAIN__COUNT; t++) {
 			from_hex(c.head[t], WARD_SHA256_LEN, h.head[t]);
 			h.count[t] = c.count[t];

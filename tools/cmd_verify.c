@@ -217,7 +217,7 @@ static const char *verdict_of(const struct audit_verify *v)
 static bool partial(const struct audit_verify *v)
 {
 	return v->unchained || !v->sealed || !v->key_checked ||
-	       !v->seal_checked;
+	       !v->seal_checked || v->cells_unsealed;
 }
 
 static void print_text(const struct audit_verify *v, struct run_out *ro)
@@ -248,15 +248,16 @@ static void print_text(const struct audit_verify *v, struct run_out *ro)
 		printf("; not sealed until it ends");
 	else
 		printf("; never sealed: ward stopped before the run ended");
-	printf(")%s\n",
-	       v->sealed && !v->key_checked ? " - links only, no key" : "");
+	printf(")%s%s\n",
+	       v->sealed && !v->key_checked ? " - links only, no key" : "",
+	       v->cells_unsealed ? " - its cells are not sealed" : "");
 }
 
 static json_t *run_json(const struct audit_verify *v, json_t *problems)
 {
 	return json_pack(
 		"{s:s, s:s, s:s, s:I, s:I, s:{s:s, s:s}, s:o, s:o, s:o, s:b, "
-		"s:b, s:o, s:o}",
+		"s:b, s:b, s:o, s:o}",
 		"run_id", v->run_id, "status", v->status, "verdict",
 		verdict_of(v), "events", (json_int_t)v->rows[0], "outputs",
 		(json_int_t)v->rows[1], "heads", "events", v->head[0],
@@ -264,7 +265,8 @@ static json_t *run_json(const struct audit_verify *v, json_t *problems)
 		v->sealed ? json_string(v->alg) : json_null(), "key_id",
 		v->key_id[0] ? json_string(v->key_id) : json_null(), "seal",
 		v->sealed ? json_string(v->seal) : json_null(), "key_checked",
-		v->key_checked, "seal_checked", v->seal_checked, "note",
+		v->key_checked, "seal_checked", v->seal_checked, "cells_sealed",
+		!v->cells_unsealed, "note",
 		v->key_note[0] ? json_string(v->key_note) : json_null(),
 		"problems", problems);
 }

@@ -1422,6 +1422,11 @@ static struct sess *find_sess(struct ws_server *s, json_t *p, bool need,
 static void close_sess(struct ws_server *s, struct sess *x)
 {
 	unlink_sess(s, x);
+	/* the worker sealed the run when it ended; the cells and artifacts
+	 * written here get their own seal, bound to it (audit/chain.c) */
+	sess_stop(x);
+	if (x->run_id[0] && s->au)
+		audit_seal_cells(s->au, x->run_id);
 	sess_free(x);
 }
 

@@ -160,11 +160,29 @@ def test_verify_session_run(ctx):
     s.ok("session.close", {"session_id": c["session_id"]})
     assert s.close() == 0
     rid = c["run_id"]
+    chain = json.loads(ctx.sql("select chain from runs where id = ?", rid)[0]["chain"])
+    assert chain["cells_sealed_by"] == "server" and len(chain["cells"]) == 1, chain
     r = _verify(ctx, rid)
     assert r.code == 0 and f"{rid}: intact (ok; " in r.stdout, r
+    assert "not sealed" not in r.stdout, r
+    _tamper(ctx, "update cells set code = 'print(41)' where run_id = ?", rid)
+    r, _, p = _problems(ctx, rid)
+    assert r.code == 1 and _named(p, "cells", 1) and len(p) == 1, p
     _tamper(ctx, "update outputs set data = ? where run_id = ?", b"41\n", rid)
     r = _verify(ctx, rid)
     assert r.code == 1 and "  outputs seq 1: changed" in r.stdout, r
+
+
+def test_run_artifacts_sealed(ctx):
+    """ward run's own artifacts (cell 0, the files its code wrote) are
+    written before its end and sealed with it."""
+    rid = _run(ctx, "open('made.txt', 'w').write('x')")["run_id"]
+    arts = ctx.sql("select path from artifacts where run_id = ?", rid)
+    assert [a["path"] for a in arts] == ["made.txt"], arts
+    assert _verify(ctx, rid).code == 0
+    _tamper(ctx, "update artifacts set sha256 = ? where run_id = ?", "0" * 64, rid)
+    r, _, p = _problems(ctx, rid)
+    assert r.code == 1 and _named(p, "artifacts") and len(p) == 1, p
 
 
 # ---------------------------------------------------------------- tampering
