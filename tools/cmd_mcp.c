@@ -1206,6 +1206,21 @@ static json_t *handle_batch(struct mcp *m, json_t *batch)
 	return out;
 }
 
+static bool has_call(json_t *batch)
+{
+	json_t *msg;
+	size_t i;
+
+	json_array_foreach(batch, i, msg)
+	{
+		const char *method = str_at(msg, "method");
+
+		if (method && !strcmp(method, "tools/call"))
+			return true;
+	}
+	return false;
+}
+
 static void handle_line(struct mcp *m, const char *line, size_t len)
 {
 	json_error_t jerr;
@@ -1227,8 +1242,9 @@ static void handle_line(struct mcp *m, const char *line, size_t len)
 				jerr.text, jerr.column));
 		return;
 	}
-	/* a batch waits its turn whole: its answer is one array */
-	if (json_is_array(msg) && json_array_size(msg))
+	/* a batch with a tools/call waits its turn whole: its answer is
+	 * one array */
+	if (json_is_array(msg) && has_call(msg))
 		send_msg(m, enqueue(m, msg, NULL));
 	else
 		send_msg(m, json_is_array(msg) ? handle_batch(m, msg)

@@ -584,3 +584,19 @@ def test_mcp_max_timeout_caps_the_models_timeout(ctx):
     assert m.close() == 0
     r = ctx.ward("mcp", "--timeout", "30", "--max-timeout", "5")
     assert r.code == 125 and "--max-timeout" in r.stderr, r
+
+
+def test_mcp_batch_with_a_call_is_answered_as_one_array(ctx):
+    m = Mcp(ctx)
+    m.initialize()
+    m.send([{"jsonrpc": "2.0", "id": "b1", "method": "ping"},
+            {"jsonrpc": "2.0", "id": "b2", "method": "tools/call",
+             "params": {"name": "run_code", "arguments": {"code": "6 * 7"}}},
+            {"jsonrpc": "2.0", "method": "notifications/cancelled",
+             "params": {"requestId": "nothing"}}])
+    r = m.recv()
+    assert isinstance(r, list) and [x["id"] for x in r] == ["b1", "b2"], r
+    assert r[1]["result"]["structuredContent"]["results"][0]["text"] == "42", r
+    m.send([{"jsonrpc": "2.0", "id": "b3", "method": "ping"}])  # no call: at once
+    assert m.recv() == [{"jsonrpc": "2.0", "id": "b3", "result": {}}]
+    assert m.close() == 0
