@@ -13,6 +13,7 @@ void ward_event_reset(struct ward_event *ev)
 	ev->raw[0] = ev->path[0] = ev->raw2[0] = ev->path2[0] = '\0';
 	ev->exists = ev->exists2 = false;
 	ev->has_path2 = false;
+	ev->mknod_mode = 0;
 	ev->net_op = WARD_NET_NONE;
 	ev->sock_family = ev->sock_type = ev->sock_proto = 0;
 	ev->sa.present = false;

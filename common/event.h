@@ -84,6 +84,8 @@ struct ward_event {
 	unsigned access2;
 	char raw2[WARD_PATH_MAX];
 	char path2[WARD_PATH_MAX];
+	unsigned mknod_mode; /* mknod, mknodat: the mode as the kernel reads
+			      * it (16 bits, file type included); else 0 */
 
 	/* network (WARD_CLASS_NET) */
 	enum ward_net_op net_op;

@@ -10,6 +10,10 @@
  *      a tracee writing there could change the argument copies ward
  *      makes in its read-only scratch area (FOLL_FORCE ignores the
  *      protection), so no policy, not even audit, allows it;
+ *      mknod/mknodat of a character or block device node (an overlayfs
+ *      whiteout, char 0:0, included) -> deny EPERM, whatever the fs rules
+ *      say of the name: a device node is not a file the code may make
+ *      (FIFOs, sockets and regular files stay with the fs rules);
  *      prctl options, personality values and ioctl requests outside the
  *      argument floor (common/floor.h) -> deny EPERM
  *   3. a "syscalls" rule naming the syscall
@@ -25,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "policy-int.h"
 
@@ -701,6 +706,17 @@ static int decide(const struct policy *p, const struct ward_event *ev,
 		set(out, POLICY_DENY, EACCES, POL_RULE_PROC_MEM);
 		reason(out, "%s of a process's memory file is in ward's floor",
 		       name[0] ? name : "access");
+		*floor = true;
+		return 0;
+	}
+	if (ev->cls == WARD_CLASS_FS &&
+	    (S_ISCHR(ev->mknod_mode) || S_ISBLK(ev->mknod_mode))) {
+		set(out, POLICY_DENY, EPERM, POL_RULE_MKNOD);
+		reason(out,
+		       "%s of a %s device node (mode %#o) is in ward's floor",
+		       name[0] ? name : "mknod",
+		       S_ISCHR(ev->mknod_mode) ? "character" : "block",
+		       ev->mknod_mode);
 		*floor = true;
 		return 0;
 	}

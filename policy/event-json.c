@@ -214,6 +214,18 @@ static int from_fs(json_t *args, const struct policy_row *row,
 	}
 	if (!ev->path[0])
 		return refuse(why, n, "no target recorded");
+	if (!strcmp(row->syscall, "mknod") ||
+	    !strcmp(row->syscall, "mknodat")) {
+		unsigned long long mode;
+
+		/* ward's floor judges the file type (policy/check.c) */
+		if (!int_of(json_object_get(args, "mode"), &mode))
+			return refuse(why, n,
+				      json_object_get(args, "...")
+					      ? "arguments were cut"
+					      : "no mode recorded");
+		ev->mknod_mode = (unsigned)(mode & 0xffff);
+	}
 	return 0;
 }
 

@@ -24,6 +24,7 @@
 #define POL_RULE_ARG_FLOOR	  "floor.args"
 #define POL_RULE_PROC_MEM	  "proc.mem"
 #define POL_RULE_RECORD		  "floor.record"
+#define POL_RULE_MKNOD		  "floor.mknod"
 #define POL_RULE_PROC		  "proc"
 #define POL_RULE_SIGNALS	  "signals"
 

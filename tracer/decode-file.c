@@ -11,6 +11,8 @@
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #define XLAT(f)                                                                \
 	{                                                                      \
@@ -334,13 +336,39 @@ int dec_mkdirat(struct tracer *t, struct tracee *tc,
 	return rc;
 }
 
+/* The mode of mknod and mknodat as the kernel reads it (umode_t: 16 bits),
+ * decoded: "mode" (octal, file type included), "type" (S_IFCHR, ...) and,
+ * for a device node, "dev" (major:minor, as the kernel reads the 32-bit
+ * dev; char 0:0 is an overlayfs whiteout). The policy judges the type
+ * (ward's floor: no device nodes). */
+static void mknod_args(struct ward_event *ev, unsigned long long mode,
+		       unsigned long long dev)
+{
+	static const struct xlat types[] = {
+		XLAT(S_IFREG),	XLAT(S_IFCHR), XLAT(S_IFBLK), XLAT(S_IFIFO),
+		XLAT(S_IFSOCK), XLAT(S_IFDIR), XLAT(S_IFLNK),
+	};
+	unsigned m = (unsigned)(mode & 0xffff);
+	unsigned d = (unsigned)dev;
+
+	args_fmt(ev, "mode", "%#o", m);
+	if (!(m & S_IFMT))
+		args_str(ev, "type", "S_IFREG"); /* the kernel's default */
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if ((m & S_IFMT) == types[i].val)
+			args_str(ev, "type", types[i].name);
+	if (S_ISCHR(m) || S_ISBLK(m))
+		args_fmt(ev, "dev", "%u:%u", major((dev_t)d), minor((dev_t)d));
+}
+
 int dec_mknod(struct tracer *t, struct tracee *tc,
 	      const struct ptrace_syscall_info *si, struct ward_event *ev)
 {
 	int rc = one_path(t, tc, ev, RESOLVE_CWD, si, 0, false, WARD_FS_CREATE);
 
+	ev->mknod_mode = (unsigned)(A(1) & 0xffff);
 	if (rc == 0)
-		args_fmt(ev, "mode", "%#llo", (unsigned long long)A(1));
+		mknod_args(ev, A(1), A(2));
 	return rc;
 }
 
@@ -350,8 +378,9 @@ int dec_mknodat(struct tracer *t, struct tracee *tc,
 	int rc = one_path(t, tc, ev, as_dirfd(A(0)), si, 1, false,
 			  WARD_FS_CREATE);
 
+	ev->mknod_mode = (unsigned)(A(2) & 0xffff);
 	if (rc == 0)
-		args_fmt(ev, "mode", "%#llo", (unsigned long long)A(2));
+		mknod_args(ev, A(2), A(3));
 	return rc;
 }
 

@@ -128,3 +128,51 @@ def test_plain_fork_by_raw_clone_still_works(ctx):
                       "print('parent', os.waitpid(r, 0)[1] >> 8)\n")
     r = ctx.run(code)
     assert r.code == 0 and r.stdout == "parent 7\n", r
+
+
+MKNOD = ("import os, stat\n"
+         "def mk(name, mode, dev=0):\n"
+         "    try:\n"
+         "        os.mknod(name, mode, dev)\n"
+         "        return 'made'\n"
+         "    except OSError as e:\n"
+         "        return e.errno\n"
+         "print('chr', mk('dev', stat.S_IFCHR | 0o600, os.makedev(1, 3)),\n"
+         "      os.path.lexists('dev'))\n"
+         # a whiteout (char 0:0) needs no CAP_MKNOD: only the floor stops it
+         "print('whiteout', mk('wh', stat.S_IFCHR | 0o600, 0),\n"
+         "      os.path.lexists('wh'))\n"
+         "os.mkfifo('fifo')\n"
+         "print('fifo', stat.S_ISFIFO(os.lstat('fifo').st_mode))\n"
+         "print('sock', mk('sock', stat.S_IFSOCK | 0o600))\n")
+
+
+def check_mknod(ctx, *opts):
+    r, j = ctx.run_json(MKNOD, *opts)
+    assert r.code == 0 and j["stdout"] == ("chr 1 False\nwhiteout 1 False\n"
+                                           "fifo True\nsock made\n"), (opts, j)
+    rows = ctx.events(j["run_id"], "syscall in ('mknod', 'mknodat')")
+    got = [(e["decision"], e["rule"], e["errno"]) for e in rows]
+    assert got[:2] == [("deny", "floor.mknod", 1)] * 2, got
+    assert all(e["rule"] != "floor.mknod" for e in rows[2:]), got
+    args = [json.loads(e["args"]) for e in rows]
+    assert (args[0]["mode"], args[0]["type"], args[0]["dev"]) == \
+        ("020600", "S_IFCHR", "1:3"), args[0]
+    assert args[1]["dev"] == "0:0", args[1]
+    assert [a["type"] for a in args[2:]] == ["S_IFIFO", "S_IFSOCK"], args
+    assert "character device node (mode 020600)" in rows[0]["reason"], rows[0]
+    assert not rows[0]["would_deny"], rows[0]
+    return j
+
+
+def test_mknod_device_floor(ctx):
+    """A device node (char, block, a whiteout) in the workdir is refused
+    EPERM though the fs rules let the code create files there; FIFOs and
+    sockets are files the fs rules decide."""
+    check_mknod(ctx)
+
+
+def test_mknod_device_floor_holds_in_audit_mode(ctx):
+    j = check_mknod(ctx, "--profile", "audit")
+    assert [d["action"] for d in j["denials"]
+            if d["rule"] == "floor.mknod"] == ["deny"] * 2, j["denials"]

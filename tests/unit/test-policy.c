@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/errnames.h"
@@ -1050,6 +1051,70 @@ static void test_arg_floor(void)
 	}
 }
 
+/* The mknod floor: a device node is denied EPERM whatever the fs rules
+ * say of the name, in every profile (audit included); FIFOs, sockets and
+ * regular files stay with the fs rules. */
+static void ev_mknod(const char *name, unsigned mode)
+{
+	ev_fs(C, "/w/node");
+	ev.name = name;
+	ev.exists = false;
+	ev.mknod_mode = mode;
+}
+
+static void test_mknod_floor(void)
+{
+	const char *profiles[] = { "default", "audit" };
+	struct policy *p =
+		load("{\"version\": 1, \"fs\": ["
+		     "{\"path\": \"/w\", \"allow\": [\"create\"]}],"
+		     "\"syscalls\": ["
+		     "{\"name\": \"mknodat\", \"action\": \"allow\"}]}");
+
+	if (!ok(p != NULL, "policy allowing create in /w loads"))
+		return;
+	ev_mknod("mknod", S_IFCHR | 0600);
+	DENIES(p, EPERM, "floor.mknod", "char device: floor beats fs rule");
+	is_str(v.reason,
+	       "mknod of a character device node (mode 020600) is in "
+	       "ward's floor",
+	       "floor reason names the node and its mode");
+	ev_mknod("mknodat", S_IFBLK | 0600);
+	DENIES(p, EPERM, "floor.mknod", "block device: floor beats allow rule");
+	ev_mknod("mknodat", S_IFCHR);
+	DENIES(p, EPERM, "floor.mknod", "whiteout (char, mode 0) denied");
+	ev_mknod("mknod", S_IFIFO | 0600);
+	ALLOWS(p, "fs[0]", "FIFO: the fs rules decide");
+	ev_mknod("mknod", S_IFSOCK | 0600);
+	ALLOWS(p, "fs[0]", "socket: the fs rules decide");
+	ev_mknod("mknod", 0600);
+	ALLOWS(p, "fs[0]", "no type (a regular file): the fs rules decide");
+	ev_mknod("mknod", S_IFIFO | 0600);
+	snprintf(ev.path, sizeof(ev.path), "/etc/node");
+	DENIES(p, EACCES, "default", "FIFO outside the rules: denied by them");
+	policy_free(p);
+
+	for (size_t i = 0; i < 2; i++) {
+		char what[64];
+		p = load_profile(profiles[i]);
+		if (!p)
+			return;
+		ok(policy_set_workdir(p, "/w") == 0, "%s: bind /w",
+		   profiles[i]);
+		snprintf(what, sizeof(what), "%s profile: device in workdir",
+			 profiles[i]);
+		ev_mknod("mknodat", S_IFCHR | 0600);
+		DENIES(p, EPERM, "floor.mknod", what);
+		ok(!v.would_deny, "%s profile: a floor denial, not would_deny",
+		   profiles[i]);
+		ev_mknod("mknodat", S_IFIFO | 0600);
+		policy_check(p, &ev, &v);
+		ok(v.action == POLICY_ALLOW && strcmp(v.rule, "floor.mknod"),
+		   "%s profile: FIFO in the workdir allowed", profiles[i]);
+		policy_free(p);
+	}
+}
+
 static void test_audit_backtrace(void)
 {
 	struct policy_error e;
@@ -1637,6 +1702,7 @@ int main(void)
 	test_net();
 	test_proc_signals_other();
 	test_arg_floor();
+	test_mknod_floor();
 	test_audit_backtrace();
 	test_invalid();
 	test_profile_default();

@@ -129,6 +129,18 @@ static void test_rebuild(void)
 	ok(ev.cls == WARD_CLASS_OTHER && ev.raw_args[0] == 0x10,
 	   "  raw arguments");
 
+	is_int(from_row("mknodat",
+			"{\"dirfd\":\"AT_FDCWD\",\"path\":\"n\",\"mode\":"
+			"\"020600\",\"type\":\"S_IFCHR\",\"dev\":\"1:3\","
+			"\"access\":\"create\"}",
+			"n", "/w/n", why),
+	       0, "mknodat rebuilds");
+	is_int((int)ev.mknod_mode, 020600, "  with its mode (the floor's)");
+	is_int(from_row("mknod", "{\"path\":\"n\",\"access\":\"create\"}", "n",
+			"/w/n", why),
+	       -EINVAL, "mknod without its mode is refused");
+	ok(policy_rule_is_floor("floor.mknod"), "floor.mknod is kept");
+
 	ok(policy_rule_is_floor("clone.flags") &&
 		   policy_rule_is_floor("floor.args") &&
 		   policy_rule_is_floor("proc.mem") &&
