@@ -4,6 +4,7 @@
 #include "view.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -319,6 +320,9 @@ static int parse_ago(const char *s, long long now_ns, long long *ns)
 		return -EINVAL;
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
 		if (units[i].unit == *p) {
+			/* at most 100 years ago: no overflow in ns */
+			if (v > 100LL * 365 * 86400 / units[i].secs)
+				return -EINVAL;
 			*ns = now_ns - v * units[i].secs * 1000000000LL;
 			return 0;
 		}
@@ -403,6 +407,9 @@ int view_parse_time(const char *s, long long now_ns, long long *ns)
 	t = zoned ? timegm(&tm) : mktime(&tm);
 	/* mktime/timegm normalise 2026-02-30 to March: refuse it */
 	if (t == (time_t)-1 || tm.tm_mday != d || tm.tm_mon != mo - 1)
+		return -EINVAL;
+	/* nanoseconds in 64 bits end in 2262 */
+	if ((long long)t - off_s >= LLONG_MAX / 1000000000LL - 1)
 		return -EINVAL;
 	*ns = ((long long)t - off_s) * 1000000000LL + frac;
 	return 0;
