@@ -73,6 +73,10 @@ static void usage(FILE *f)
 	      "timeline: every process start, exec and exit, every recorded syscall\n"
 	      "decision and every chunk of output, in time order. Each line starts with\n"
 	      "the seconds since the run started and [N], the serial of the process.\n"
+	      "Pids are the kernel's (the host's). Where the run had its own pid\n"
+	      "namespace, the first process's start (and its --tree line) adds `(ns\n"
+	      "pid 2)`, what its getpid() returned; the record cannot say it for other\n"
+	      "processes.\n"
 	      "Denied and killed syscalls are marked `!!` with DENY or KILL, the errno the\n"
 	      "code got, the rule and the reason, their arguments and, when recorded, a\n"
 	      "backtrace; `?!` marks a call the policy would have denied (audit mode).\n"
@@ -368,6 +372,36 @@ static void print_layers(const struct audit_run *r)
 	json_decref(arr);
 }
 
+/*
+ * The pid the run's first process (serial 1) has in the run's own pid
+ * namespace (what its getpid() returns), or 0 when the record cannot say.
+ * With the namespaces layer active, ward's init is pid 1 of a new pid
+ * namespace and forks the code before anything else (tracer/ns.c), so the
+ * code is pid 2, exactly. Later processes get the pids the kernel hands
+ * out in an order the record does not keep: for them it cannot say.
+ */
+static int root_nspid(const struct audit_run *r)
+{
+	json_t *arr = r->layers_json ? json_loads(r->layers_json, 0, NULL)
+				     : NULL;
+	const char *name, *detail;
+	int pid = 0;
+	size_t i;
+	json_t *l;
+
+	json_array_foreach(arr, i, l)
+	{
+		name = json_string_value(json_object_get(l, "name"));
+		detail = json_string_value(json_object_get(l, "detail"));
+		if (name && !strcmp(name, "namespaces") &&
+		    json_is_true(json_object_get(l, "active")) && detail &&
+		    !strncmp(detail, "pid ", 4))
+			pid = 2;
+	}
+	json_decref(arr);
+	return pid;
+}
+
 struct show_cell {
 	long long n, start, end;
 	char *status, *code;
@@ -382,6 +416,7 @@ struct show_ctx {
 	/* a session's cells (ward serve), shown where they start and end */
 	struct show_cell *cells;
 	size_t n_cells, next_start, next_end;
+	int root_nspid; /* root_nspid() */
 };
 
 static int print_header(const struct audit_run *r, void *arg)
@@ -390,6 +425,7 @@ static int print_header(const struct audit_run *r, void *arg)
 	char uid[32];
 
 	ctx->t0 = r->started_ns;
+	ctx->root_nspid = root_nspid(r);
 	printf("%-10s%s\n", "run", r->id);
 	print_status(r);
 	print_times(r);
@@ -437,8 +473,10 @@ static void print_proc(const struct show_ctx *ctx, const struct audit_item *it)
 	stamp(ctx, it->ts_ns, "", p->p.serial);
 	switch (it->kind) {
 	case AUDIT_ITEM_START:
-		printf("start  pid %d, %s", (int)p->p.pid,
-		       p->p.kind ? p->p.kind : "process");
+		printf("start  pid %d", (int)p->p.pid);
+		if (p->p.serial == 1 && ctx->root_nspid)
+			printf(" (ns pid %d)", ctx->root_nspid);
+		printf(", %s", p->p.kind ? p->p.kind : "process");
 		if (p->p.parent_serial > 0)
 			printf(" of [%d]", p->p.parent_serial);
 		printf(", ppid %d\n", (int)p->p.ppid);
@@ -990,6 +1028,7 @@ struct summary {
 	int *threads; /* threads per parent serial; cap entries */
 	size_t cap;
 	int nproc, nthread, shown;
+	int root_nspid;		  /* root_nspid() */
 	struct sum_count *counts; /* ncounts entries, owned */
 	size_t ncounts;
 	long long ndenials;
@@ -1001,6 +1040,7 @@ static int summary_header(const struct audit_run *r, void *arg)
 	char t[64], d[32];
 
 	s->t0 = r->started_ns;
+	s->root_nspid = root_nspid(r);
 	printf("%-10s%s\n", "run", r->id);
 	print_status(r);
 	view_time(t, sizeof(t), r->started_ns, false);
@@ -1298,11 +1338,12 @@ static int show_tree(struct audit *a, const char *id, struct show_opts *o,
 	int r;
 
 	if (!o->json) {
-		r = audit_run_read(a, id, summary_header,
-				   &(struct summary){ 0 });
+		struct summary s = { 0 };
+
+		r = audit_run_read(a, id, summary_header, &s);
 		if (!r) {
 			fputc('\n', stdout);
-			r = show_tree_text(a, id, procs, &o->f);
+			r = show_tree_text(a, id, procs, &o->f, s.root_nspid);
 		}
 		return r;
 	}

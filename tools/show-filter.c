@@ -498,7 +498,8 @@ static void print_counts(const long long n[3])
 
 /* prefix: the tree's lines above this depth ("│   " or "    " each). */
 static void print_node(const struct show_procs *p, int i,
-		       struct ward_strbuf *prefix, bool root, bool last)
+		       struct ward_strbuf *prefix, bool root, bool last,
+		       int root_nspid)
 {
 	const struct tproc *t = &p->v[i];
 	struct ward_strbuf sb = WARD_STRBUF_INIT;
@@ -523,6 +524,8 @@ static void print_node(const struct show_procs *p, int i,
 	}
 	ward_strbuf_free(&sb);
 	printf("  pid %d", (int)t->row.p.pid);
+	if (t->row.p.serial == 1 && root_nspid)
+		printf(" (ns pid %d)", root_nspid);
 	print_end(&t->row);
 	totals(p, i, n);
 	print_counts(n);
@@ -545,7 +548,8 @@ static void print_node(const struct show_procs *p, int i,
 		fputc('\n', stdout);
 	}
 	for (int c = t->first_child; c >= 0; c = p->v[c].next_sibling)
-		print_node(p, c, prefix, false, p->v[c].next_sibling < 0);
+		print_node(p, c, prefix, false, p->v[c].next_sibling < 0,
+			   root_nspid);
 	prefix->len = keep;
 	if (prefix->buf)
 		prefix->buf[keep] = '\0';
@@ -561,7 +565,7 @@ static bool is_root(const struct show_procs *p, size_t i)
 }
 
 int show_tree_text(struct audit *a, const char *run_id, struct show_procs *p,
-		   const struct show_filter *f)
+		   const struct show_filter *f, int root_nspid)
 {
 	struct ward_strbuf prefix = WARD_STRBUF_INIT;
 	int r = count_all(a, run_id, p, f);
@@ -576,7 +580,7 @@ int show_tree_text(struct audit *a, const char *run_id, struct show_procs *p,
 		show_filter_describe(stdout, f);
 	for (size_t i = 0; i < p->n; i++)
 		if (is_root(p, i))
-			print_node(p, (int)i, &prefix, true, true);
+			print_node(p, (int)i, &prefix, true, true, root_nspid);
 	if (!p->n)
 		puts("(no processes recorded)");
 	if (p->stray_events)

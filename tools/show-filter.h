@@ -57,9 +57,10 @@ void show_procs_free(struct show_procs *p);
 /* The process tree: events and denials per process counted through f,
  * threads under their process. Text for a terminal, or a JSON array of
  * root nodes ({serial, pid, ..., events, denied, threads, children}).
+ * root_nspid: serial 1's pid in the run's pid namespace, 0 if unknown.
  * Return 0 or -errno (audit_errmsg). */
 int show_tree_text(struct audit *a, const char *run_id, struct show_procs *p,
-		   const struct show_filter *f);
+		   const struct show_filter *f, int root_nspid);
 int show_tree_json(struct audit *a, const char *run_id, struct show_procs *p,
 		   const struct show_filter *f, json_t **out);
 

@@ -47,6 +47,32 @@ def test_pid_namespace_hides_host_processes(ctx):
     assert len(procs) == 1 and procs[0]["exe"].startswith("/usr/bin/python3"), procs
 
 
+def test_show_names_the_pid_the_code_saw(ctx):
+    """The record keeps host pids; ward show and --tree add the first
+    process's pid in the run's namespace (2: the init forks it first), the
+    one its getpid() returned, and nothing for later processes (the record
+    cannot say theirs)."""
+    code = ("import os\nprint(os.getpid(), flush=True)\n"
+            "if os.fork() == 0:\n    print(os.getpid())\n    os._exit(0)\n"
+            "os.wait()\n")
+    r = ctx.run(code)
+    assert r.code == 0 and r.stdout.split()[0] == "2", r
+    rid = ctx.last_run()["id"]
+    procs = ctx.sql("select * from processes where run_id=? order by serial", rid)
+    assert len(procs) == 2 and procs[0]["pid"] != 2, procs
+    r = ctx.ward("show", rid)
+    starts = [l for l in r.stdout.splitlines() if " start  pid " in l]
+    assert r.code == 0 and len(starts) == 2, r
+    assert starts[0].endswith(f"[1] start  pid {procs[0]['pid']} (ns pid 2), "
+                              f"process, ppid {procs[0]['ppid']}"), starts
+    assert "ns pid" not in starts[1], starts
+    r = ctx.ward("show", rid, "--tree")
+    tree = r.stdout.split("process tree (", 1)[1].splitlines()
+    assert r.code == 0 and sum("(ns pid 2)" in l for l in tree) == 1, tree
+    assert [l for l in tree if l.startswith("[1] ")][0].count(
+        f"pid {procs[0]['pid']} (ns pid 2), exit 0") == 1, tree
+
+
 def test_sigterm_to_self_as_native(ctx):
     code = ("import os, signal, sys\nprint('before', flush=True)\n"
             "os.kill(os.getpid(), signal.SIGTERM)\nprint('after')\n")
@@ -274,6 +300,9 @@ def test_refused_namespaces_said_recorded_and_required(ctx):
     assert p.stderr.count("namespaces are not available (clone: Operation not permitted)") == 1, p.stderr
     l = ns_layer(j)
     assert l["active"] is False and "refused" in l["detail"], l
+    # no pid namespace: ward show names no namespace pid
+    r = ctx.ward("show", j["run_id"])
+    assert r.code == 0 and "start  pid" in r.stdout and "ns pid" not in r.stdout, r
     # --require makes the missing layer fatal: ward's error, nothing runs
     p = subprocess.run(base + ["--require", "namespaces", "-c", "print('RAN')"],
                        capture_output=True, text=True, timeout=120, cwd=ctx.tmp)
