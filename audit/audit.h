@@ -291,10 +291,10 @@ struct audit_verify {
 	bool key_checked;  /* the key was at hand: tags checked */
 	bool seal_checked; /* the seal was recomputed */
 	char alg[16], key_id[17], seal[65];
-	long long rows[2];  /* events, outputs found */
-	char head[2][65];   /* the last stored link of each, hex */
-	char key_note[256]; /* what could not be checked, and why */
-	unsigned problems;  /* problems found (all, even past a stop) */
+	long long rows[2];   /* events, outputs found */
+	char head[2][65];    /* the last stored link of each, hex */
+	char key_note[256];  /* what could not be checked, and why */
+	unsigned problems;   /* problems found (all, even past a stop) */
 	bool cells_unsealed; /* it has cells or artifacts and no seal of them */
 };
 
@@ -502,7 +502,8 @@ int audit_runs_brief_each(struct audit *a, long long since_ns,
 struct audit_scan;
 int audit_scan_open(struct audit *a, struct audit_scan **out);
 int audit_scan_run(struct audit_scan *s, const char *run_id,
-		   int (*fn)(const struct audit_event_row *, void *), void *arg);
+		   int (*fn)(const struct audit_event_row *, void *),
+		   void *arg);
 void audit_scan_close(struct audit_scan *s); /* NULL: no-op */
 
 #endif

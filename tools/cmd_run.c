@@ -399,8 +399,7 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		die("--lang: '%s' is not one of python, node, sh", a->lang);
 }
 
-int ward_run_args_start(int argc, char **argv, size_t *n_inputs,
-			size_t *n_envs)
+int ward_run_args_start(int argc, char **argv, size_t *n_inputs, size_t *n_envs)
 {
 	struct run_args a;
 
@@ -846,8 +845,8 @@ struct run_art {
 	const char *run_id;
 };
 
-static int record_artifact(const char *path, long long size,
-			   const char *sha256, void *arg)
+static int record_artifact(const char *path, long long size, const char *sha256,
+			   void *arg)
 {
 	struct run_art *ra = arg;
 	struct audit_artifact art = {

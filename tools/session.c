@@ -996,11 +996,10 @@ static int art_one(const char *path, long long size, const char *sha256,
 	};
 
 	audit_artifact(c->s->au, &art);
-	json_array_append_new(c->list,
-			      json_pack("{s:o, s:I, s:s}", "path",
-					ws_json_text(path, strlen(path)),
-					"size", (json_int_t)size, "sha256",
-					sha256));
+	json_array_append_new(
+		c->list, json_pack("{s:o, s:I, s:s}", "path",
+				   ws_json_text(path, strlen(path)), "size",
+				   (json_int_t)size, "sha256", sha256));
 	return 0;
 }
 
