@@ -34,7 +34,7 @@ def run_unit(path, keyword):
     if keyword and keyword not in name:
         return
     try:
-        p = subprocess.run([path], capture_output=True, text=True, timeout=300, cwd=ROOT)
+        p = subprocess.run([path], capture_output=True, text=True, errors="replace", timeout=300, cwd=ROOT)
     except subprocess.TimeoutExpired:
         record("failed", f"{name}: timed out")
         return

@@ -72,7 +72,7 @@ static const struct audit_run_info run_info = {
 static int make_run(const char *db, int n, char id[AUDIT_RUN_ID_LEN + 1])
 {
 	struct audit *a = NULL;
-	char err[512];
+	char err[512] = "";
 	int r = audit_open(db, false, &a, err, sizeof(err));
 
 	if (r) {
@@ -150,7 +150,7 @@ static int verify(const char *db, const char *id, bool nokey, struct got *g,
 		  struct audit_verify *v)
 {
 	struct audit *a = NULL;
-	char err[512];
+	char err[512] = "";
 	int r = audit_open(db, true, &a, err, sizeof(err));
 
 	memset(g, 0, sizeof(*g));
@@ -207,7 +207,7 @@ static void test_intact_and_key(void)
 	chmod(tpath("a.db.key"), 0644);
 	{
 		struct audit *a = NULL;
-		char err[512];
+		char err[512] = "";
 
 		audit_open(db, true, &a, err, sizeof(err));
 		ok(audit_verify_key(a) == -EPERM &&
@@ -255,7 +255,8 @@ static void bench(void)
 {
 	const char *db = tpath("bench.db");
 	struct audit *a = NULL;
-	char err[512], id[AUDIT_RUN_ID_LEN + 1], hash[AUDIT_HASH_TEXT_LEN + 1];
+	char err[512] = "", id[AUDIT_RUN_ID_LEN + 1],
+	     hash[AUDIT_HASH_TEXT_LEN + 1];
 	const int n = 200000;
 	struct audit_val v[18] = { 0 };
 	double t0, t1;

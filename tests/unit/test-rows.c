@@ -98,9 +98,9 @@ static struct seen each(struct audit *a, enum audit_rows_what w, const char *id,
 int main(void)
 {
 	struct audit *a = NULL;
-	char err[256], db[600], id1[AUDIT_RUN_ID_LEN + 1],
-		id2[AUDIT_RUN_ID_LEN + 1], id3[AUDIT_RUN_ID_LEN + 1],
-		got[AUDIT_RUN_ID_LEN + 1] = "", next[AUDIT_RUN_ID_LEN + 1];
+	char err[256] = "", db[600], id1[AUDIT_RUN_ID_LEN + 1],
+	     id2[AUDIT_RUN_ID_LEN + 1], id3[AUDIT_RUN_ID_LEN + 1],
+	     got[AUDIT_RUN_ID_LEN + 1] = "", next[AUDIT_RUN_ID_LEN + 1];
 	struct audit_process p = { .serial = 1,
 				   .pid = 10,
 				   .tgid = 10,

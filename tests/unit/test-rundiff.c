@@ -176,7 +176,7 @@ static int write_run(struct audit *a, const char *workdir, const int *serials,
 
 static void test_compare(void)
 {
-	char path[300], err[256], id1[17], id2[17], id3[17], id4[17];
+	char path[300], err[256] = "", id1[17], id2[17], id3[17], id4[17];
 	struct audit *a = NULL;
 	struct rd_run r1, r2, r3, r4;
 	struct rd_diff d;
