@@ -329,6 +329,14 @@ int audit_seal_cells(struct audit *a, const char *run_id);
  * Text columns that are NULL in the database are NULL pointers.
  */
 
+/* A growing list of run ids; free .id when done. */
+struct audit_idlist {
+	char (*id)[AUDIT_RUN_ID_LEN + 1];
+	size_t n, cap;
+};
+/* Appends id. 0 or -ENOMEM. */
+int audit_idlist_add(struct audit_idlist *l, const char *id);
+
 /*
  * Find a run by full id, unique prefix, or "last" (the most recently
  * started). Case-insensitive. Writes the full id.

@@ -100,13 +100,7 @@ static bool ward_alive(long long pid, long long ticks)
 	return !(ticks > 0 && now > 0 && now != ticks);
 }
 
-/* A growing list of run ids. */
-struct idlist {
-	char (*id)[AUDIT_RUN_ID_LEN + 1];
-	size_t n, cap;
-};
-
-static int idlist_add(struct idlist *l, const char *id)
+int audit_idlist_add(struct audit_idlist *l, const char *id)
 {
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 8;
@@ -123,7 +117,7 @@ static int idlist_add(struct idlist *l, const char *id)
 
 /* The running runs of this host whose ward is gone, into l. */
 static int find_stale(struct audit *a, const struct audit_self *me,
-		      struct idlist *l)
+		      struct audit_idlist *l)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(a->db,
@@ -150,7 +144,7 @@ static int find_stale(struct audit *a, const struct audit_self *me,
 			gone = sqlite3_column_type(st, 2) != SQLITE_NULL &&
 			       !ward_alive(sqlite3_column_int64(st, 2),
 					   sqlite3_column_int64(st, 3));
-		if (gone && idlist_add(l, id))
+		if (gone && audit_idlist_add(l, id))
 			r = audit_fail(a, -ENOMEM, "out of memory");
 	}
 	if (!r && rc != SQLITE_ROW && rc != SQLITE_DONE)
@@ -176,7 +170,7 @@ static const char reap_sql[] =
 	"             FROM processes WHERE run_id = ?1), 0)) AS t) AS e"
 	" WHERE runs.id = ?1 AND runs.status = 'running'";
 
-static int mark_aborted(struct audit *a, const struct idlist *l, int *n)
+static int mark_aborted(struct audit *a, const struct audit_idlist *l, int *n)
 {
 	sqlite3_stmt *st = NULL;
 	int r = 0,
@@ -215,7 +209,7 @@ static int mark_aborted(struct audit *a, const struct idlist *l, int *n)
 
 int audit_reap_locked(struct audit *a, const struct audit_self *me, int *reaped)
 {
-	struct idlist l = { 0 };
+	struct audit_idlist l = { 0 };
 	int n = 0, r;
 
 	if (reaped)

@@ -259,16 +259,8 @@ static void stage_write(const char *path, const char *data, size_t len)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 
-	if (fd < 0)
+	if (fd < 0 || wf_write_all(fd, data, len) < 0)
 		die_errno("cannot write %s", path);
-	while (len > 0) {
-		ssize_t w = write(fd, data, len);
-
-		if (w < 0)
-			die_errno("cannot write %s", path);
-		data += w;
-		len -= (size_t)w;
-	}
 	if (close(fd) < 0)
 		die_errno("cannot write %s", path);
 }

@@ -572,15 +572,8 @@ static void write_file(const char *path, const char *data, size_t len,
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 
-	if (fd < 0)
+	if (fd < 0 || wf_write_all(fd, data, len) < 0)
 		die_errno("cannot write %s", path);
-	while (len > 0) {
-		ssize_t w = write(fd, data, len);
-		if (w < 0)
-			die_errno("cannot write %s", path);
-		data += w;
-		len -= (size_t)w;
-	}
 	if (drop && fchown(fd, SANDBOX_UID, SANDBOX_GID) < 0)
 		die_errno("cannot hand %s to uid %d", path, SANDBOX_UID);
 	close(fd);

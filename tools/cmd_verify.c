@@ -118,29 +118,9 @@ static void parse(int argc, char **argv, struct vopts *o)
 
 /* ------------------------------------------------------------------ */
 
-struct ids {
-	char (*id)[AUDIT_RUN_ID_LEN + 1];
-	size_t n, cap;
-};
-
-static int ids_add(struct ids *l, const char *id)
-{
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 64;
-		void *p = realloc(l->id, cap * sizeof(l->id[0]));
-
-		if (!p)
-			return -ENOMEM;
-		l->id = p;
-		l->cap = cap;
-	}
-	snprintf(l->id[l->n++], sizeof(l->id[0]), "%s", id);
-	return 0;
-}
-
 static int collect(const struct audit_run *r, void *arg)
 {
-	return ids_add(arg, r->id);
+	return audit_idlist_add(arg, r->id);
 }
 
 /* Problems of one run: printed (text) or kept (JSON). */
@@ -276,7 +256,7 @@ int ward_cmd_verify(int argc, char **argv)
 	struct vopts o = { 0 };
 	char db[PATH_MAX], errbuf[512], key_note[600] = "";
 	struct audit *au = NULL;
-	struct ids ids = { 0 };
+	struct audit_idlist ids = { 0 };
 	unsigned tampered = 0, partial_n = 0;
 	json_t *runs = NULL;
 	int r;
@@ -318,7 +298,7 @@ int ward_cmd_verify(int argc, char **argv)
 			    o.runs[i], db);
 		if (r)
 			die("verify: %s: %s", db, audit_errmsg(au));
-		if (ids_add(&ids, id))
+		if (audit_idlist_add(&ids, id))
 			die("verify: out of memory");
 	}
 	if (o.json)

@@ -160,3 +160,20 @@ int wf_each_changed(const char *dir, const struct wf_snap *before,
 	wf_snap_free(&after);
 	return r;
 }
+
+int wf_write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}

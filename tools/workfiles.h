@@ -19,6 +19,10 @@
 
 #include "../common/sha256.h"
 
+/* Writes all len bytes to fd (retrying short writes). 0, or -1 with
+ * errno set. */
+int wf_write_all(int fd, const void *data, size_t len);
+
 #define WF_MAX_FILES 10000 /* files looked at in one snapshot */
 
 struct wf_file {

@@ -441,8 +441,8 @@ bool scratch_in_place(struct tracer *t, struct tracee *tc, long nr)
 	const struct argcopy *c = &t->cp;
 	struct space *sp = tc->sp;
 
-	if (t->copy_private <= 0 || !sp || c->nrelocs || c->nr >= 0 ||
-	    c->mmsg || sp->refs != 1 || sp->async)
+	if (!t->copy_private || !sp || c->nrelocs || c->nr >= 0 || c->mmsg ||
+	    sp->refs != 1 || sp->async)
 		return false;
 	for (int i = 0; i < c->nregs; i++) {
 		uint64_t code = c->args[c->regs[i].arg];

@@ -598,9 +598,8 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 		 * area within the address-space limit. */
 		copy_reset(&t->cp);
 	int copy_err = 0;
-	if (rc == 0 && (t->cp.nregs > 0 || t->cp.nr >= 0))
-		t->cp.in_place = scratch_in_place(t, tc, ev->nr);
-	if (rc == 0 && (t->cp.nregs > 0 || t->cp.nr >= 0) && !t->cp.in_place) {
+	if (rc == 0 && (t->cp.nregs > 0 || t->cp.nr >= 0) &&
+	    !(t->cp.in_place = scratch_in_place(t, tc, ev->nr))) {
 		/* Copies need the scratch area of this address space. */
 		int p = scratch_prepare(t, tc);
 		if (p > 0)
@@ -954,7 +953,34 @@ static const char *final_status(struct tracer *t, struct tracer_result *r)
 	return r->exit_code == 0 && r->signal == 0 ? "ok" : "error";
 }
 
-static void copies_layer(struct tracer *t);
+/* The argument-copies layer; at the end of the run, with its counts. */
+static void copies_layer(struct tracer *t)
+{
+	char d[sizeof(t->res->layers[0].detail)];
+	int n = snprintf(
+		d, sizeof(d), "%s",
+		scratch_can_seal()
+			? "checked arguments passed to the kernel from a "
+			  "read-only scratch area sealed with mseal"
+			: "checked arguments passed to the kernel from a "
+			  "read-only scratch area, NOT sealed (this kernel "
+			  "lacks mseal, Linux 6.10): the code could "
+			  "mprotect it writable");
+
+	if (n > 0 && (size_t)n < sizeof(d))
+		snprintf(d + n, sizeof(d) - (size_t)n, "%s",
+			 t->copy_private
+				 ? "; in place when only their thread can "
+				   "write them"
+				 : "; always (no PROCMAP_QUERY, Linux 6.11)");
+	if (t->n_copied || t->n_in_place) {
+		size_t used = strlen(d);
+		snprintf(d + used, sizeof(d) - used,
+			 "; %lld copied, %lld in place", t->n_copied,
+			 t->n_in_place);
+	}
+	tracer_layer_add(t->res, "argument-copies", true, d);
+}
 
 /* The layers every run has: the child loads the filters before its
  * execve, or the run fails with a set-up error. */
@@ -974,35 +1000,6 @@ static void record_core_layers(struct tracer *t, const struct sock_fprog *f)
 		 policy_name(t->o->policy));
 	tracer_layer_add(t->res, "ptrace", true, d);
 	copies_layer(t);
-}
-
-/* The argument-copies layer; at the end of the run, with its counts. */
-static void copies_layer(struct tracer *t)
-{
-	char d[sizeof(t->res->layers[0].detail)];
-	int n = snprintf(
-		d, sizeof(d), "%s",
-		scratch_can_seal()
-			? "checked arguments passed to the kernel from a "
-			  "read-only scratch area sealed with mseal"
-			: "checked arguments passed to the kernel from a "
-			  "read-only scratch area, NOT sealed (this kernel "
-			  "lacks mseal, Linux 6.10): the code could "
-			  "mprotect it writable");
-
-	if (n > 0 && (size_t)n < sizeof(d))
-		snprintf(d + n, sizeof(d) - (size_t)n, "%s",
-			 t->copy_private > 0
-				 ? "; in place when only their thread can "
-				   "write them"
-				 : "; always (no PROCMAP_QUERY, Linux 6.11)");
-	if (t->n_copied || t->n_in_place) {
-		size_t used = strlen(d);
-		snprintf(d + used, sizeof(d) - used,
-			 "; %lld copied, %lld in place", t->n_copied,
-			 t->n_in_place);
-	}
-	tracer_layer_add(t->res, "argument-copies", true, d);
 }
 
 /* Start: fork, seize, release. Returns the child's pid or -errno. */

@@ -354,10 +354,10 @@ struct tracer {
 	bool pinned;
 	cpu_set_t cpus; /* ward's CPU set before pinning */
 
-	int audit_err;	  /* first audit error (-errno) */
-	bool copy_warned; /* said once that copies are not sealed */
-	/* argument copies: -1 unknown, 0 no, 1 yes (copy.c) */
-	int copy_private;     /* arguments in private memory stay in place */
+	int audit_err;	      /* first audit error (-errno) */
+	bool copy_warned;     /* said once that copies are not sealed */
+	bool copy_private;    /* arguments in private memory may stay in place
+			    * (copy.c) */
 	bool files_shared;    /* a clone shared an fd table across processes */
 	long long n_copied;   /* allowed syscalls given copies */
 	long long n_in_place; /* ... whose arguments were the thread's alone */
