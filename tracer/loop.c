@@ -648,13 +648,28 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 	apply_verdict(t, tc, ev, &v);
 }
 
+/* A child's first stop, and even its end, may reach ward before its
+ * parent's fork event: the event then names a tracee already recorded and
+ * gone. True (and forgotten) when tid is one of those. */
+static bool forget_gone(struct tracer *t, pid_t tid)
+{
+	unsigned n = t->n_gone < 64 ? t->n_gone : 64;
+
+	for (unsigned i = 0; i < n; i++)
+		if (t->gone[i] == tid) {
+			t->gone[i] = 0;
+			return true;
+		}
+	return false;
+}
+
 static void on_new_child(struct tracer *t, struct tracee *tc)
 {
 	unsigned long msg = 0;
 
 	if (ptrace(PTRACE_GETEVENTMSG, tc->tid, 0, &msg) == 0 && msg > 0) {
 		struct tracee *child = tracee_find(t, (pid_t)msg);
-		if (!child)
+		if (!child && !forget_gone(t, (pid_t)msg))
 			child = tracee_add(t, (pid_t)msg, tc);
 		if (t->pinned && child && child->tgid == tc->tgid)
 			tracer_unpin(t); /* a second thread: parallelism wins */
@@ -785,6 +800,7 @@ static void on_exit_status(struct tracer *t, pid_t pid, int status)
 		tracer_stop(t, STOP_LIMIT, "cpu time limit reached");
 	else if (sig == SIGXFSZ)
 		tracer_stop(t, STOP_LIMIT, "file size limit reached");
+	t->gone[t->n_gone++ % 64] = tc->tid;
 	tracee_remove(t, tc);
 }
 

@@ -354,8 +354,12 @@ struct tracer {
 	bool pinned;
 	cpu_set_t cpus; /* ward's CPU set before pinning */
 
-	int audit_err;	      /* first audit error (-errno) */
-	bool copy_warned;     /* said once that copies are not sealed */
+	int audit_err;	  /* first audit error (-errno) */
+	bool copy_warned; /* said once that copies are not sealed */
+	/* tids whose end ward has seen, newest last: a fork event that
+	 * comes after its child's end names no new process (loop.c) */
+	pid_t gone[64];
+	unsigned n_gone;
 	bool copy_private;    /* arguments in private memory may stay in place
 			    * (copy.c) */
 	bool files_shared;    /* a clone shared an fd table across processes */
