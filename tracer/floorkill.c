@@ -40,6 +40,21 @@ static const char *kill_floor_name(long nr)
 	return found;
 }
 
+/* Whether the refused syscall came in through the i386 entry: a 32-bit
+ * code segment (far jump to compatibility mode, then syscall/sysenter),
+ * or int $0x80 (CD 80) just before the rolled-back instruction pointer.
+ * The i386 numbers mean other calls than the native ones (5 is open
+ * there, fstat here), so the native table must not name them. */
+static bool compat_entry(pid_t tid, const struct user_regs_struct *r)
+{
+	unsigned char insn[2];
+
+	if (r->cs == 0x23)
+		return true;
+	return r->rip >= 2 && umem_read(tid, r->rip - 2, insn, 2) == 0 &&
+	       insn[0] == 0xcd && insn[1] == 0x80;
+}
+
 bool tracer_floor_killed(pid_t tid, unsigned long exit_status,
 			 struct ward_event *ev, struct policy_verdict *v)
 {
@@ -51,7 +66,9 @@ bool tracer_floor_killed(pid_t tid, unsigned long exit_status,
 	    ptrace(PTRACE_GETREGS, tid, 0, &r) < 0 || r.rax != r.orig_rax)
 		return false;
 	lo = (unsigned)r.rdi; /* the kernel reads these as 32 bits */
-	if (r.orig_rax & X32_SYSCALL_BIT)
+	if (compat_entry(tid, &r))
+		name = "i386"; /* the guard kills every foreign architecture */
+	else if (r.orig_rax & X32_SYSCALL_BIT)
 		name = "x32"; /* the guard kills every x32 number */
 	else if (r.orig_rax == __NR_clone && (lo & WARD_CLONE_FLOOR))
 		name = "clone";
@@ -89,6 +106,15 @@ bool tracer_floor_killed(pid_t tid, unsigned long exit_status,
 			 "clone with flags %#x: namespaces and CLONE_UNTRACED "
 			 "are in ward's floor (killed in the kernel)",
 			 lo);
+	} else if (!strcmp(name, "i386")) {
+		v->rule = "floor.abi";
+		snprintf(ev->path, sizeof(ev->path), "i386 syscall %llu",
+			 r.orig_rax);
+		snprintf(
+			v->reason, sizeof(v->reason),
+			"i386 syscall %llu (int $0x80 or 32-bit code): only the "
+			"native x86_64 ABI runs (killed in the kernel)",
+			r.orig_rax);
 	} else if (!strcmp(name, "x32")) {
 		v->rule = "floor.abi";
 		snprintf(v->reason, sizeof(v->reason),
