@@ -629,8 +629,17 @@ static void copy_inputs(struct run_args *a, const char *workdir, bool drop)
 }
 
 /* The inputs into the table inputs of run_id; their bytes are freed. */
-static void record_inputs(struct run_args *a, struct audit *au,
-			  const char *run_id, const char *db)
+static long long realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int record_inputs(struct run_args *a, struct audit *au,
+			 const char *run_id, const char *db, char *err,
+			 size_t n)
 {
 	for (size_t i = 0; i < a->n_inputs; i++) {
 		struct input_rec *rec = &a->in_recs[i];
@@ -642,14 +651,71 @@ static void record_inputs(struct run_args *a, struct audit *au,
 			.sha256 = rec->sha256,
 			.data = rec->data,
 		};
-		if (audit_input(au, &in) < 0)
-			die("audit database %s: cannot record --input %s: %s",
-			    db, rec->name, audit_errmsg(au));
-		free(rec->data);
-		free(rec->name);
+		if (audit_input(au, &in) < 0) {
+			snprintf(err, n,
+				 "audit database %s: cannot record --input %s: "
+				 "%s",
+				 db, rec->name, audit_errmsg(au));
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+static void free_inputs(struct run_args *a)
+{
+	for (size_t i = 0; i < a->n_inputs && a->in_recs; i++) {
+		free(a->in_recs[i].data);
+		free(a->in_recs[i].name);
 	}
 	free(a->in_recs);
 	a->in_recs = NULL;
+}
+
+/* The run's record, begun on tracer_run's output thread (tracer.h): the
+ * database opened, the run row and the inputs written. On failure err
+ * says what, and no code runs. */
+struct run_record {
+	struct run_args *a;
+	const char *db;
+	struct audit_run_info *ri;
+	bool ran;
+	struct audit *au; /* set once the run row is written */
+	char run_id[AUDIT_RUN_ID_LEN + 1];
+	char err[700];
+};
+
+static int begin_record(void *arg, struct audit **out, char *err, size_t n)
+{
+	struct run_record *c = arg;
+	struct audit *au = NULL;
+	char buf[512];
+
+	c->ran = true;
+	if (audit_open(c->db, false, &au, buf, sizeof(buf)) < 0) {
+		snprintf(c->err, sizeof(c->err), "audit database: %s", buf);
+		goto fail;
+	}
+	debug("audit database %s open", c->db);
+	c->ri->start_ns = realtime_ns();
+	if (audit_run_begin(au, c->ri, c->run_id) < 0) {
+		snprintf(c->err, sizeof(c->err),
+			 "audit database %s: cannot record the run: %s", c->db,
+			 audit_errmsg(au));
+		goto fail;
+	}
+	if (record_inputs(c->a, au, c->run_id, c->db, c->err, sizeof(c->err)) <
+	    0)
+		goto fail;
+	debug("run %s recorded", c->run_id);
+	c->au = au;
+	*out = au;
+	return 0;
+fail:
+	audit_close(au);
+	if (err != c->err)
+		snprintf(err, n, "%s", c->err);
+	return -EIO;
 }
 
 /* runs.env: what --env passed, as a JSON array: {"name", "value"} for
@@ -809,14 +875,6 @@ static void print_json(const struct tracer_result *r, const char *run_id,
 	json_decref(o);
 }
 
-static long long realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* The exit status ward returns for a finished run. */
 static int exit_status_of(const struct tracer_result *r)
 {
@@ -867,6 +925,12 @@ int ward_cmd_run(int argc, char **argv)
 	debug("start");
 	struct policy *pol = load_policy(&a, lang);
 	debug("policy %s loaded", policy_name(pol));
+	/* Compile the filter while the rest is set up. It reads only the
+	 * policy's trap_stat and syscall rules, which nothing changes from
+	 * here on (the workdir and the record's guard are path rules). On
+	 * failure tracer_run compiles it. */
+	struct tracer_prepared *prep = NULL;
+	tracer_prepare(pol, &prep);
 	const char *interp = a.interp ? a.interp
 				      : policy_interpreter(pol, lang);
 	if (!interp)
@@ -911,11 +975,6 @@ int ward_cmd_run(int argc, char **argv)
 	}
 	if (policy_set_workdir(pol, workdir) < 0)
 		die("cannot bind $WORKDIR to %s", workdir);
-
-	/* Compile the filter while the rest is set up (the policy is not
-	 * changed from here on). On failure tracer_run compiles it. */
-	struct tracer_prepared *prep = NULL;
-	tracer_prepare(pol, &prep);
 	debug("workdir %s ready", workdir);
 
 	/* The interpreter's argv. */
@@ -961,9 +1020,6 @@ int ward_cmd_run(int argc, char **argv)
 	/* The record out of the code's reach (tools/recguard.c). */
 	if (ward_guard_record(pol, db, workdir, errbuf, sizeof(errbuf)) < 0)
 		die("%s", errbuf);
-	if (audit_open(db, false, &au, errbuf, sizeof(errbuf)) < 0)
-		die("audit database: %s", errbuf);
-	debug("audit database %s open", db);
 
 	char code_sha[WARD_SHA256_HEX_LEN + 1],
 		pol_sha[WARD_SHA256_HEX_LEN + 1];
@@ -992,14 +1048,11 @@ int ward_cmd_run(int argc, char **argv)
 		.kernel = kernel,
 		.ward_version = WARD_VERSION,
 		.uid = drop ? SANDBOX_UID : getuid(),
-		.start_ns = realtime_ns(),
 		.env_json = envj,
 	};
-	char run_id[AUDIT_RUN_ID_LEN + 1];
-	if (audit_run_begin(au, &ri, run_id) < 0)
-		die("audit database %s: cannot record the run: %s", db,
-		    audit_errmsg(au));
-	record_inputs(&a, au, run_id, db);
+	/* The record is begun by tracer_run on its output thread while the
+	 * sandbox is set up (begin_record): the code's execve waits for it. */
+	struct run_record rec = { .a = &a, .db = db, .ri = &ri };
 
 	struct tracer_opts to = {
 		.interpreter = interp,
@@ -1011,7 +1064,8 @@ int ward_cmd_run(int argc, char **argv)
 		.gid = SANDBOX_GID,
 		.limits = lim,
 		.policy = pol,
-		.audit = au,
+		.record = begin_record,
+		.record_arg = &rec,
 		.passthrough = !a.json,
 		.print_denials = !a.json && !a.quiet,
 		.capture = a.json,
@@ -1024,8 +1078,14 @@ int ward_cmd_run(int argc, char **argv)
 	struct tracer_result r;
 	struct wf_snap before;
 	wf_snap_take(workdir, &before);
-	debug("run %s recorded; starting the code", run_id);
+	debug("starting the code");
 	int rc = tracer_run(&to, &r);
+	if (!rec.ran) /* tracer_run failed before it could record the run */
+		begin_record(&rec, &au, rec.err, sizeof(rec.err));
+	if (!rec.au)
+		die("%s", rec.err);
+	au = rec.au;
+	const char *run_id = rec.run_id;
 	debug("code finished: %s (memory limit by %s)", r.status, r.memory_by);
 	int status = exit_status_of(&r);
 	if (r.setup_error[0] || (rc < 0 && rc != -ECHILD))
@@ -1085,6 +1145,7 @@ int ward_cmd_run(int argc, char **argv)
 	free(workdir);
 	free(code);
 	free(a.envs);
+	free_inputs(&a);
 	free(a.inputs);
 	return status;
 }

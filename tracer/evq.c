@@ -84,7 +84,7 @@ static int write_queued(struct tracer *t)
 	pthread_mutex_unlock(&t->q_lock);
 	while (list) {
 		struct evrec *next = list->next;
-		if (rc == 0 && write_one(t->o->audit, list) < 0)
+		if (rc == 0 && (!t->audit || write_one(t->audit, list) < 0))
 			rc = -EIO;
 		free(list);
 		list = next;
@@ -117,7 +117,7 @@ int evq_write_now(struct tracer *t, const struct audit_event *e)
 
 	pthread_mutex_lock(&t->w_lock);
 	rc = write_queued(t);
-	if (rc == 0 && audit_event(t->o->audit, e) < 0)
+	if (rc == 0 && (!t->audit || audit_event(t->audit, e) < 0))
 		rc = -EIO;
 	pthread_mutex_unlock(&t->w_lock);
 	if (rc < 0)

@@ -999,8 +999,26 @@ static void copies_layer(struct tracer *t)
 }
 
 /* The layers every run has: the child loads the filters before its
- * execve, or the run fails with a set-up error. */
-static void record_core_layers(struct tracer *t, const struct sock_fprog *f)
+ * execve, or the run fails with a set-up error. The seccomp layer once the
+ * filter is compiled (seccomp_layer). */
+static void record_core_layers(struct tracer *t)
+{
+	char d[200];
+
+	/* first, as always; its detail once the filter is compiled */
+	tracer_layer_add(t->res, "seccomp", true,
+			 "guard filter and the policy's filter: kill list, "
+			 "native architecture only");
+	snprintf(d, sizeof(d), "%s: policy %s",
+		 policy_audit_mode(t->o->policy)
+			 ? "audit mode, would-be denials recorded, none made"
+			 : "every sensitive syscall decided",
+		 policy_name(t->o->policy));
+	tracer_layer_add(t->res, "ptrace", true, d);
+	copies_layer(t);
+}
+
+static void seccomp_layer(struct tracer *t, const struct sock_fprog *f)
 {
 	char d[200];
 
@@ -1009,13 +1027,25 @@ static void record_core_layers(struct tracer *t, const struct sock_fprog *f)
 		 "kill list, native architecture only",
 		 (unsigned)f->len);
 	tracer_layer_add(t->res, "seccomp", true, d);
-	snprintf(d, sizeof(d), "%s: policy %s",
-		 policy_audit_mode(t->o->policy)
-			 ? "audit mode, would-be denials recorded, none made"
-			 : "every sensitive syscall decided",
-		 policy_name(t->o->policy));
-	tracer_layer_add(t->res, "ptrace", true, d);
-	copies_layer(t);
+}
+
+/* After a refused start: the child is killed (with it, in its pid
+ * namespace, anything it forked). Let every stop of theirs go (a traced
+ * process stops at its exit, holding the output pipes the output thread
+ * reads to their end) until none is left. */
+static void reap_all(void)
+{
+	int st;
+
+	for (;;) {
+		pid_t w = waitpid(-1, &st, __WALL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return;
+		if (WIFSTOPPED(st))
+			ptrace(PTRACE_CONT, w, 0, 0);
+	}
 }
 
 /* Start: fork, seize, release. Returns the child's pid or -errno. */
@@ -1027,6 +1057,7 @@ static pid_t start_child(struct tracer *t, const struct sock_fprog *filter,
 			  PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
 			  PTRACE_O_TRACEEXEC | PTRACE_O_TRACEEXIT;
 	pid_t pid = tracer_ns_fork(t, f); /* the run's init, or the code */
+	int rc;
 
 	if (pid < 0)
 		return -errno;
@@ -1034,38 +1065,101 @@ static pid_t start_child(struct tracer *t, const struct sock_fprog *filter,
 		close(sync_w);
 		spawn_child(t->o, filter, f);
 	}
-	if (ptrace(PTRACE_SEIZE, pid, 0, (void *)opts) < 0) {
-		int e = errno;
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, __WALL);
+	debug("child %d cloned", (int)pid);
+	/* The output thread from here on (not before the clone: the child
+	 * must not inherit a lock some other thread held). It begins the
+	 * record (o->record) while ward seizes the child and places it in
+	 * the run's cgroups, and the child sets itself up. */
+	t->go_fd = sync_w;
+	rc = tracer_io_start(t);
+	if (rc == 0)
+		tracer_pin_io_thread(t);
+	if (rc < 0) {
 		snprintf(t->res->setup_error, sizeof(t->res->setup_error),
-			 "ptrace(PTRACE_SEIZE): %s%s", strerror(e),
-			 e == EPERM ? " (is ward itself being traced, or does "
-				      "/proc/sys/kernel/yama/ptrace_scope "
-				      "forbid tracing children?)"
-				    : "");
-		return -e;
+			 "pthread_create: %s", strerror(-rc));
+		goto refuse;
+	}
+	if (ptrace(PTRACE_SEIZE, pid, 0, (void *)opts) < 0) {
+		rc = -errno;
+		snprintf(t->res->setup_error, sizeof(t->res->setup_error),
+			 "ptrace(PTRACE_SEIZE): %s%s", strerror(-rc),
+			 rc == -EPERM
+				 ? " (is ward itself being traced, or does "
+				   "/proc/sys/kernel/yama/ptrace_scope "
+				   "forbid tracing children?)"
+				 : "");
+		goto refuse;
 	}
 	const char *go = "r";
 	if (tracer_cgroup_enter(t, pid) == 0)
 		go = "c";
+	debug("child in its cgroups: %s", go[0] == 'c' ? "yes" : "no");
 	t->res->memory_by = go[0] == 'c'
 				    ? (t->cg_v2 ? "cgroup v2" : "cgroup v1")
 			    : t->o->limits.memory_bytes > 0 ? "rlimit"
 							    : "none";
 	/* Every layer is recorded by now: refuse before the code runs. */
-	int req = tracer_layers_required(t->res, t->o->require_layers);
-	if (req < 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, __WALL);
-		return req;
+	rc = tracer_layers_required(t->res, t->o->require_layers);
+	if (rc < 0)
+		goto refuse;
+	/*
+	 * The first byte lets the init fork the code (ns.c), or the code go
+	 * on with its set-up; the second ('g') lets the code execve. The
+	 * second goes once the run is recorded, after the first: whichever
+	 * of this thread and the output thread (tracer_record_begin) comes
+	 * second writes it.
+	 */
+	pthread_mutex_lock(&t->go_lock);
+	if (t->rec_state < 0) {
+		pthread_mutex_unlock(&t->go_lock);
+		rc = -EIO; /* the record failed: nothing runs */
+		goto refuse;
 	}
-	if (write(sync_w, go, 1) != 1) {
-		int e = errno;
-		kill(pid, SIGKILL);
-		return -e;
-	}
+	rc = write(sync_w, go, 1) == 1 &&
+			     (t->rec_state == 0 || write(sync_w, "g", 1) == 1)
+		     ? 0
+		     : -errno;
+	t->go_sent = rc == 0;
+	pthread_mutex_unlock(&t->go_lock);
+	if (rc < 0)
+		goto refuse;
 	return pid;
+refuse:
+	kill(pid, SIGKILL);
+	reap_all();
+	return rc;
+}
+
+void tracer_record_begin(struct tracer *t)
+{
+	char err[sizeof(t->rec_err)];
+	struct audit *au = NULL;
+	int rc = 0;
+
+	if (t->o->record) {
+		err[0] = '\0';
+		rc = t->o->record(t->o->record_arg, &au, err, sizeof(err));
+		if (rc == 0 && !au)
+			rc = -EIO;
+	}
+	if (rc == 0) {
+		pthread_mutex_lock(&t->w_lock);
+		if (au)
+			t->audit = au;
+		pthread_mutex_unlock(&t->w_lock);
+		debug("run recorded: the code may start");
+	} else {
+		snprintf(t->rec_err, sizeof(t->rec_err), "%s",
+			 err[0] ? err : "the run could not be recorded");
+		if (!t->audit_err)
+			t->audit_err = rc;
+		tracer_stop(t, STOP_AUDIT, "the run could not be recorded");
+	}
+	pthread_mutex_lock(&t->go_lock);
+	t->rec_state = rc == 0 ? 1 : -1;
+	if (rc == 0 && t->go_sent && write(t->go_fd, "g", 1) != 1)
+		rc = -errno; /* the child is gone: its end says why */
+	pthread_mutex_unlock(&t->go_lock);
 }
 
 int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
@@ -1091,6 +1185,9 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	t->out_fd[0] = t->out_fd[1] = t->out_fd[2] = -1;
 	t->err_fd = t->wake_fd = t->sig_fd = t->timer_fd = t->kick_fd = -1;
 	t->cg_fd = t->cg_pids_fd = t->cg_pids_events = -1;
+	t->go_fd = -1;
+	t->audit = o->audit;
+	pthread_mutex_init(&t->go_lock, NULL);
 	/* TEST ONLY: WARD_TEST_COPY_ALWAYS=1 copies every checked argument,
 	 * as a kernel without PROCMAP_QUERY does (tests compare both). */
 	t->copy_private = scratch_can_query() &&
@@ -1113,15 +1210,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	sigaddset(&sigs, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &sigs, &old);
 
-	if (o->prepared)
-		rc = tracer_prepared_take(o->prepared, &filter,
-					  res->setup_error,
-					  sizeof(res->setup_error));
-	else
-		rc = tracer_filter_build(o->policy, &filter, res->setup_error,
-					 sizeof(res->setup_error));
-	if (rc == 0)
-		rc = make_pipes(t, &f, &sync_w);
+	rc = make_pipes(t, &f, &sync_w);
 	if (rc == 0)
 		rc = make_fds(t, &sigs);
 	if (rc < 0) {
@@ -1132,23 +1221,36 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	}
 	tracer_dircache_init(o->policy);
 	tracer_cgroup_setup(t); /* else the rlimit */
+	debug("cgroups set up");
 	rc = tracer_pin_start(t);
 	if (rc < 0) {
 		snprintf(res->setup_error, sizeof(res->setup_error),
 			 "pinning to CPU %d: %s", o->pin_cpu, strerror(-rc));
 		goto out;
 	}
-	record_core_layers(t, &filter);
+	record_core_layers(t);
 	rc = tracer_landlock_setup(t);
 	if (rc < 0)
 		goto out;
+	debug("landlock ruleset planned");
+	/* The filter last: it compiles while the above is done. */
+	if (o->prepared)
+		rc = tracer_prepared_take(o->prepared, &filter,
+					  res->setup_error,
+					  sizeof(res->setup_error));
+	else
+		rc = tracer_filter_build(o->policy, &filter, res->setup_error,
+					 sizeof(res->setup_error));
+	if (rc < 0)
+		goto out;
+	debug("filter ready (%u instructions)", (unsigned)filter.len);
+	seccomp_layer(t, &filter);
 	f.landlock = &t->landlock;
 	pid = start_child(t, &filter, &f, sync_w);
 	close_fd(&f.out_w);
 	close_fd(&f.err_w);
 	close_fd(&f.sync_r);
 	close_fd(&f.err_pipe_w);
-	close_fd(&sync_w);
 	if (pid < 0) {
 		rc = pid;
 		goto out;
@@ -1157,14 +1259,6 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	debug("child %d seized", (int)pid);
 	if (!t->ns.init)
 		tracee_add(t, pid, NULL); /* else its child, at its fork */
-	rc = tracer_io_start(t);
-	if (rc == 0)
-		tracer_pin_io_thread(t);
-	if (rc < 0) {
-		tracer_stop(t, STOP_AUDIT, "could not start the output thread");
-		snprintf(res->setup_error, sizeof(res->setup_error),
-			 "pthread_create: %s", strerror(-rc));
-	}
 
 	for (;;) {
 		pid_t w = next_stop(t, &status);
@@ -1183,6 +1277,10 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	rc = t->audit_err;
 
 out:
+	tracer_io_finish(t); /* when start_child failed after starting it */
+	if (!res->setup_error[0] && t->rec_err[0])
+		snprintf(res->setup_error, sizeof(res->setup_error), "%s",
+			 t->rec_err);
 	tracer_landlock_free(&t->landlock);
 	tracer_dircache_free();
 	tracer_backtrace_release();
@@ -1219,6 +1317,7 @@ out:
 	pthread_mutex_destroy(&t->lock);
 	pthread_mutex_destroy(&t->q_lock);
 	pthread_mutex_destroy(&t->w_lock);
+	pthread_mutex_destroy(&t->go_lock);
 	free(t);
 	/* Drop signals that arrived after the run, then restore the mask. */
 	struct timespec zero = { 0, 0 };

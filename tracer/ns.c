@@ -371,6 +371,7 @@ void tracer_ns_child(const struct tracer_opts *o, const struct spawn_fds *f)
 		mounts(o, f->ns_flags);
 	if (!(f->ns_flags & CLONE_NEWPID))
 		return;
+	spawn_wait_seized(); /* the fork must be traced, in the cgroups */
 	pid = fork();
 	if (pid < 0)
 		spawn_fail("fork of the code's process");

@@ -84,7 +84,8 @@ static void on_chunk(struct tracer *t, int s, const char *p, size_t n,
 	if (keep == 0)
 		return;
 	t->kept[s] += keep;
-	if (audit_output(t->o->audit, tracer_now_ns(),
+	if (!t->audit ||
+	    audit_output(t->audit, tracer_now_ns(),
 			 s == 1 ? AUDIT_STDOUT : AUDIT_STDERR, p, keep) < 0) {
 		if (!t->audit_err)
 			t->audit_err = -EIO;
@@ -149,8 +150,8 @@ static bool copy_side(struct tracer *t, char *buf, bool *pass_ok)
 		return n < 0 && errno == EINTR;
 	/* and the record before it: the reader of side_out finds the
 	 * cell's events (would-be denials are queued, evq.c) committed */
-	if (evq_drain(t) == 0)
-		audit_flush(t->o->audit);
+	if (evq_drain(t) == 0 && t->audit)
+		audit_flush(t->audit);
 	write_all(t->o->side_out, buf, (size_t)n, &ok);
 	return true;
 }
@@ -202,8 +203,10 @@ static void *io_main(void *arg)
 	char *buf = malloc(CHUNK);
 	bool pass_ok = true, finishing = false;
 	int side = t->o->side_in > 0 ? t->o->side_in : -1;
-	long long last_flush = tracer_now_ns(), last_pids = last_flush;
+	long long last_flush, last_pids;
 
+	tracer_record_begin(t); /* the execve of the code waits for it */
+	last_flush = last_pids = tracer_now_ns();
 	if (!buf) {
 		tracer_stop(t, STOP_AUDIT,
 			    "out of memory in the output thread");
@@ -269,7 +272,8 @@ static void *io_main(void *arg)
 			last_pids = now;
 		}
 		if (now - last_flush > FLUSH_MS * 1000000LL) {
-			audit_flush(t->o->audit);
+			if (t->audit)
+				audit_flush(t->audit);
 			last_flush = now;
 		}
 	}

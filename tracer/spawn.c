@@ -102,6 +102,16 @@ static void reset_signals(void)
 	sigprocmask(SIG_SETMASK, &all, NULL);
 }
 
+/* ward's first byte: 'c' when it put us in a memory cgroup, else 'r' (the
+ * rlimit is the limit). 0 until it came. */
+static char go_first;
+
+void spawn_wait_seized(void)
+{
+	if (!go_first && read(SYNC_FD, &go_first, 1) != 1)
+		_exit(127); /* ward went away before seizing us */
+}
+
 void spawn_child(const struct tracer_opts *o, const struct sock_fprog *filter,
 		 const struct spawn_fds *f)
 {
@@ -133,15 +143,12 @@ void spawn_child(const struct tracer_opts *o, const struct sock_fprog *filter,
 			_exit(127);
 	if (syscall(SYS_close_range, SYNC_FD + 1 + ncode, ~0U, 0) < 0)
 		fail("close_range");
-	if (read(SYNC_FD, &c, 1) != 1)
-		_exit(127); /* ward went away before seizing us */
-	close(SYNC_FD);
-	/* 'c': ward put us in a memory cgroup; else the rlimit is the limit */
-	bool rlimit_as = c != 'c';
-
-	/* In new namespaces: set them up; from here on we are the code's
-	 * process, the init's child (ns.c). */
+	/* In new namespaces: set them up (while ward seizes us and places
+	 * us in the run's cgroups) and, once it has, fork; from here on we
+	 * are the code's process, the init's child (ns.c). */
 	tracer_ns_child(o, f);
+	spawn_wait_seized(); /* without namespaces: here */
+	bool rlimit_as = go_first != 'c';
 
 	if (setsid() < 0)
 		fail("setsid");
@@ -169,6 +176,11 @@ void spawn_child(const struct tracer_opts *o, const struct sock_fprog *filter,
 	drop_caps();
 	if (chdir(o->workdir) < 0)
 		fail("chdir to the workdir");
+	/* The second byte: the run is recorded (tracer_opts.record), the
+	 * code may start. EOF: ward went away, or could not record it. */
+	if (read(SYNC_FD, &c, 1) != 1 || c != 'g')
+		_exit(127);
+	close(SYNC_FD);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		fail("prctl(PR_SET_NO_NEW_PRIVS)");
 	if (landlock >= 0) {

@@ -354,8 +354,19 @@ struct tracer {
 	bool pinned;
 	cpu_set_t cpus; /* ward's CPU set before pinning */
 
-	int audit_err;	  /* first audit error (-errno) */
-	bool copy_warned; /* said once that copies are not sealed */
+	int audit_err; /* first audit error (-errno) */
+	/* the run's record: o->audit, or what o->record returned (set on the
+	 * output thread under w_lock; NULL until then, or if it failed) */
+	struct audit *audit;
+	/* the child's go bytes (loop.c start_child): go_fd is the write end
+	 * of its sync pipe; under go_lock, go_sent: the first byte is out;
+	 * rec_state: the record is pending (0), begun (1), failed (-1) */
+	int go_fd;
+	pthread_mutex_t go_lock;
+	bool go_sent;
+	int rec_state;
+	char rec_err[512]; /* why the record failed (output thread) */
+	bool copy_warned;  /* said once that copies are not sealed */
 	/* tids whose end ward has seen, newest last: a fork event that
 	 * comes after its child's end names no new process (loop.c) */
 	pid_t gone[64];
@@ -390,6 +401,10 @@ struct tracee *tracee_find(struct tracer *t, pid_t tid);
 
 /* The event queue (evq.c). Each returns 0 or -EIO (then the run is
  * stopped: nothing runs unrecorded). */
+/* On the output thread first: o->record, if any, then the go for the
+ * child's execve (loop.c). */
+void tracer_record_begin(struct tracer *t);
+
 struct audit_event;
 int evq_push(struct tracer *t, const struct audit_event *e);
 int evq_write_now(struct tracer *t, const struct audit_event *e);

@@ -32,10 +32,21 @@ struct tracer_opts {
 	gid_t gid;
 	struct ward_limits limits;   /* 0 = unlimited for each field */
 	const struct policy *policy; /* borrowed */
-	struct audit *audit;	     /* borrowed; run already begun */
-	bool passthrough;	     /* copy output live to ward's stdout/err */
-	bool print_denials;	     /* one line per denial on ward's stderr */
-	bool capture;		     /* keep output in memory (for --json) */
+	struct audit *audit;	     /* borrowed; run already begun (or
+				      * NULL with record below) */
+	/* When set: begins the run's record (opens the database, writes the
+	 * run row) and returns its audit handle in *au. tracer_run calls it
+	 * on its output thread while the child sets itself up, and the
+	 * child's execve of the interpreter waits for it. On failure it
+	 * returns -errno with err filled in: the child is killed, nothing
+	 * of the code runs, and res.setup_error says err. When tracer_run
+	 * fails before it could call it, it is not called (the caller can
+	 * tell: it never ran). */
+	int (*record)(void *arg, struct audit **au, char *err, size_t n);
+	void *record_arg;
+	bool passthrough;   /* copy output live to ward's stdout/err */
+	bool print_denials; /* one line per denial on ward's stderr */
+	bool capture;	    /* keep output in memory (for --json) */
 	struct tracer_prepared *prepared; /* from tracer_prepare, or NULL;
 					   * consumed by tracer_run */
 	int spin_us;	/* poll for the next stop this long before sleeping,

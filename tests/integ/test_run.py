@@ -126,7 +126,11 @@ def test_bad_policy_stops_before_running(ctx):
 
 
 def test_unusable_database_means_no_run(ctx):
-    marker = ctx.path("ran")
+    # The sandbox is set up while the record is begun; the code's execve
+    # waits for the record. The marker is where the code could write it
+    # (its workdir), so only not running keeps it away.
+    wd = ctx.path("wd")
+    marker = os.path.join(wd, "ran")
     os.mkdir(ctx.path("ro"))
     bad = ctx.path("ro", "sub", "audit.db")
     os.chmod(ctx.path("ro"), 0o500)
@@ -136,13 +140,42 @@ def test_unusable_database_means_no_run(ctx):
             bad = ctx.write("notadb", "this is not sqlite " * 100)
         import glob
         before = set(glob.glob("/tmp/ward-*"))
-        r = ctx.ward("run", "--db", bad, "-c", code, db=False)
+        r = ctx.ward("run", "--db", bad, "--workdir", wd, "-c", code, db=False)
         assert r.code == 125, r
         assert set(glob.glob("/tmp/ward-*")) <= before, "no workdir left behind"
         assert "audit" in r.stderr and bad in r.stderr, r
         assert not os.path.exists(marker), "the code must not run without a record"
     finally:
         os.chmod(ctx.path("ro"), 0o700)
+
+
+def test_locked_database_means_no_run(ctx):
+    """The record fails late (the database stays locked past ward's busy
+    timeout, 10 s) while the sandbox is already set up: the code's execve
+    waits for the record, so the code never runs, and nothing is left."""
+    import sqlite3
+    import glob
+    ctx.ward("run", "-c", "pass")  # the database exists, with its schema
+    wd = ctx.path("wd")
+    marker = os.path.join(wd, "ran")
+    code = f"open({marker!r},'w').write('x')"
+    lock = sqlite3.connect(ctx.db, isolation_level=None, timeout=1)
+    try:
+        lock.execute("BEGIN EXCLUSIVE")
+        before = ctx.sql("select count(*) as n from runs")[0]["n"]
+        r = ctx.ward("run", "--workdir", wd, "-c", code, timeout=60)
+        assert r.code == 125, r
+        assert "locked" in r.stderr and ctx.db in r.stderr, r
+        assert not os.path.exists(marker), "the code ran without a record"
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    assert ctx.sql("select count(*) as n from runs")[0]["n"] == before
+    for p in glob.glob("/proc/[0-9]*/cwd"):  # nothing of the run is left
+        try:
+            assert os.readlink(p) != wd, f"{p}: a process of the run is left"
+        except OSError:
+            pass
 
 
 def test_database_default_location_and_mode(ctx):
