@@ -105,7 +105,7 @@ $(O)/tests/%: $(O)/tests/unit/%.o $(LIB_TOOLS) $(MODULE_LIBS)
 # Helpers run as the sandboxed code: never sanitized, static where possible.
 $(O)/helpers/%: tests/helpers/%.c
 	@mkdir -p $(dir $@)
-	$(QLD)$(CC) -std=gnu11 -D_GNU_SOURCE -O1 -Wall -Wextra -o $@ $< -lpthread
+	$(QLD)$(CC) -std=gnu11 -D_GNU_SOURCE -O1 -Wall -Wextra -static -o $@ $< -lpthread
 
 # The test command of the README. Its last line is "N passed, N failed[, N skipped]".
 test check:

@@ -39,6 +39,9 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 SRC = os.path.join(ROOT, "tests", "escapes")
 PROFILE = os.path.join(ROOT, "profiles", "default.json")
 RACE_N = 100000
+# The static program the exec races (R07, R08) run (tests/helpers).
+PROBE = os.path.join(os.path.dirname(os.path.abspath(wardtest.ward_bin())),
+                     "helpers", "exec_probe")
 SANDBOX_UID = 65534
 
 LAUNCHER = """import ctypes, sys
@@ -261,7 +264,7 @@ def run_case(ctx, case):
             "port": lst.port(lst.tcp), "uport": lst.port(lst.udp),
             "dport": lst.port(lst.decoy), "udport": lst.port(lst.udecoy),
             "usock": lst.usock_path, "abstract": lst.abstract_name,
-            "bystander": by.pid, "so": os.path.basename(so),
+            "bystander": by.pid, "so": os.path.basename(so), "probe": PROBE,
         }
         argv = [f"{k}={v}" for k, v in args.items()]
         r = Run()
@@ -489,18 +492,19 @@ def _argv_truthful(ctx, r, run, procs):
     """R07: each recorded argv is the one the program ran with."""
     # The children run one after another: the n-th uname row is the n-th
     # EXEC line (pids differ when the run has its own pid namespace).
-    unames = [p for p in procs if p["exe"] and p["exe"].endswith("uname")]
+    probes = [p for p in procs if p["exe"] == PROBE]
     lines = [l for l in r.result.stdout.splitlines() if l.startswith("EXEC ")]
-    assert len(lines) >= 100, f"only {len(lines)} execs"
-    assert len(unames) == len(lines), f"{len(lines)} execs, {len(unames)} recorded"
-    for line, p in zip(lines, unames):
-        out = (line.split(" ", 2) + [""])[2]
+    assert len(lines) >= RACE_N, f"only {len(lines)} execs"
+    assert len(probes) == len(lines), f"{len(lines)} execs, {len(probes)} recorded"
+    flipped = 0
+    for line, p in zip(lines, probes):
+        ran = (line.split(" ", 2) + [""])[2]  # the argv[1] it printed
         argv = json.loads(p["argv"])
-        # -s prints "Linux"; -n the host name (the run's own, in a uts
-        # namespace).
-        assert out, "uname printed nothing"
-        ran = "-s" if out == "Linux" else "-n"
-        assert argv[1:] == [ran], f"uname ran with {ran} but the record says {argv}"
+        assert ran in ("-s", "-n"), f"exec_probe printed {ran!r}"
+        assert argv[1:] == [ran], f"exec_probe ran with {ran} but the record says {argv}"
+        flipped += ran == "-n"
+    # the race was real: both values reached the new program
+    assert 0 < flipped < len(lines), f"{flipped} of {len(lines)} saw the flip"
 
 
 def _exec_check_if_killed(ctx, r, run, procs):
@@ -543,6 +547,10 @@ def _small_fsize(pol):
     pol["limits"]["fsize_mb"] = 64
 
 
+def _allow_probe(pol):
+    pol["exec"]["allow"].append(PROBE)
+
+
 C = dict  # a case
 
 CASES = [
@@ -565,12 +573,14 @@ CASES = [
     C(id="R06", group="race", src="r06_execve_path_flip.c", race=True, decoys=True,
       what="execve path flipped between an allowed (missing) python3.99 and /bin/dash",
       expect="CONT|KILL", extra=_exec_check_if_killed),
-    C(id="R07", group="race", src="r07_execve_argv_flip.c", race=True, race_n=100,
-      decoys=True, what="argv of an allowed exec flipped by a parent thread: the record must be true",
+    C(id="R07", group="race", src="r07_execve_argv_flip.c", race=True,
+      decoys=True, policy_patch=_allow_probe,
+      what="argv of an allowed exec flipped by a parent thread: the record must be true",
       expect="CONT", extra=_argv_truthful),
-    C(id="R08", group="race", src="r08_envp_preload_flip.c", race=True, race_n=100,
-      decoys=True, what="an envp entry flipped to LD_PRELOAD=<workdir object> around an allowed exec",
-      expect="CONT", audit=[ev("execve", decision="allow", target="/usr/bin/uname")]),
+    C(id="R08", group="race", src="r08_envp_preload_flip.c", race=True,
+      decoys=True, policy_patch=_allow_probe,
+      what="an envp entry flipped to LD_PRELOAD=<workdir object> around an allowed exec",
+      expect="CONT", audit=[ev("execve", decision="allow", target=PROBE)]),
     C(id="R09", group="race", src="r09_openat2_how_flip.c", race=True, decoys=True,
       what="openat2 open_how.flags flipped O_RDONLY -> O_WRONLY on a read-only file",
       expect="CONT", audit=[ev("openat2", target="{sdir}/decoy", errno=13)]),
