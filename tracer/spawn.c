@@ -176,11 +176,6 @@ void spawn_child(const struct tracer_opts *o, const struct sock_fprog *filter,
 	drop_caps();
 	if (chdir(o->workdir) < 0)
 		fail("chdir to the workdir");
-	/* The second byte: the run is recorded (tracer_opts.record), the
-	 * code may start. EOF: ward went away, or could not record it. */
-	if (read(SYNC_FD, &c, 1) != 1 || c != 'g')
-		_exit(127);
-	close(SYNC_FD);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		fail("prctl(PR_SET_NO_NEW_PRIVS)");
 	if (landlock >= 0) {
@@ -197,6 +192,12 @@ void spawn_child(const struct tracer_opts *o, const struct sock_fprog *filter,
 	 * a sanitizer's reserved shadow memory) runs under the code's limit. */
 	if (rlimit_as)
 		set_limit(RLIMIT_AS, o->limits.memory_bytes, 0);
+	/* The second byte: the run is recorded (tracer_opts.record), the
+	 * code may start. EOF: ward went away, or could not record it. The
+	 * filter lets read, close and exit through. */
+	if (read(SYNC_FD, &c, 1) != 1 || c != 'g')
+		_exit(127);
+	close(SYNC_FD);
 	execve(o->interpreter, o->argv, o->envp);
 	fail("execve of the interpreter");
 }
