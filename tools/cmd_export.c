@@ -961,26 +961,9 @@ static int resolve_runs(struct audit *a, const char *path,
 			const struct export_opts *o,
 			char (*ids)[AUDIT_RUN_ID_LEN + 1])
 {
-	for (int i = 0; i < o->nruns; i++) {
-		int r = audit_find_run(a, o->runs[i], ids[i]);
-
-		if (r == -ENOENT) {
-			warn("export: no run '%s' in %s (list the runs with "
-			     "`ward runs --db %s`)",
-			     o->runs[i], path, path);
-			return r;
-		}
-		if (r == -EINVAL) {
-			warn("export: '%s' matches more than one run in %s "
-			     "(give more of the id)",
-			     o->runs[i], path);
-			return r;
-		}
-		if (r) {
-			warn("export: reading %s: %s", path, audit_errmsg(a));
-			return r;
-		}
-	}
+	for (int i = 0; i < o->nruns; i++)
+		if (view_find_run(a, path, o->runs[i], ids[i]) < 0)
+			return -ENOENT;
 	return 0;
 }
 

@@ -14,6 +14,7 @@
 
 #include "../audit/audit.h"
 #include "../common/log.h"
+#include "view.h"
 
 #define MAX_SHOWN 200 /* problems printed per run (all are counted) */
 
@@ -288,16 +289,8 @@ int ward_cmd_verify(int argc, char **argv)
 	for (int i = 0; i < o.n_runs; i++) {
 		char id[AUDIT_RUN_ID_LEN + 1];
 
-		r = audit_find_run(au, o.runs[i], id);
-		if (r == -ENOENT)
-			die("verify: no run '%s' in %s (see `ward runs`)",
-			    o.runs[i], db);
-		if (r == -EINVAL)
-			die("verify: '%s' matches more than one run in %s; "
-			    "give more of the id",
-			    o.runs[i], db);
-		if (r)
-			die("verify: %s: %s", db, audit_errmsg(au));
+		if (view_find_run(au, db, o.runs[i], id) < 0)
+			exit(WARD_EXIT_INTERNAL); /* it said why */
 		if (audit_idlist_add(&ids, id))
 			die("verify: out of memory");
 	}

@@ -52,8 +52,9 @@ int view_find_run(struct audit *a, const char *path, const char *query,
 	if (r == -ENOENT && !strcmp(query, "last"))
 		warn("no runs recorded in %s", path);
 	else if (r == -ENOENT)
-		warn("no run matches '%s' in %s (`ward runs` lists them)",
-		     query, path);
+		warn("no run matches '%s' in %s (`ward runs --db %s` lists "
+		     "them)",
+		     query, path, path);
 	else if (r == -EINVAL)
 		warn("'%s' matches more than one run in %s; give more of "
 		     "the id",

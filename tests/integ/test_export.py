@@ -272,8 +272,8 @@ def test_export_bad_input(ctx):
         for w in words:
             assert w in r.stderr, (w, r)
 
-    bad(_export(ctx, "ffffffffffff"), "no run 'ffffffffffff'", ctx.db)
-    bad(_export(ctx, run_id, "ffffffffffff"), "no run 'ffffffffffff'")
+    bad(_export(ctx, "ffffffffffff"), "no run matches 'ffffffffffff'", ctx.db)
+    bad(_export(ctx, run_id, "ffffffffffff"), "no run matches 'ffffffffffff'")
     bad(_export(ctx), "--all")
     bad(_export(ctx, run_id, "--all"), "not both")
     bad(_export(ctx, "--all", "--format", "xml"), "'xml'")

@@ -483,7 +483,7 @@ def test_verify_errors(ctx):
     assert r.code == 0 and "usage: ward verify" in r.stdout, r
     _run(ctx, "print(1)")
     for args, words in (((), "which runs?"),
-                        (("ffffffffffff",), "no run 'ffffffffffff'"),
+                        (("ffffffffffff",), "no run matches 'ffffffffffff'"),
                         (("--all", "last"), "not both"),
                         (("--bogus",), "unknown option"),
                         (("--seal", "abc", "last"), "64 hex digits")):
