@@ -158,6 +158,46 @@ static char *json_layers(const struct tracer_result *r)
 	return s;
 }
 
+/* The session's run, recorded (tracer_opts.record): the database opened,
+ * the run row written, and its id sent to the server. */
+struct ws_record {
+	const char *db;
+	struct audit_run_info *ri;
+	bool ran;
+	struct audit *au; /* once the run row is written */
+	char run_id[AUDIT_RUN_ID_LEN + 1];
+	char err[700];
+};
+
+static int ws_begin_record(void *arg, struct audit **out, char *err, size_t n)
+{
+	struct ws_record *c = arg;
+	struct audit *au = NULL;
+	char msg[512];
+
+	c->ran = true;
+	if (audit_open(c->db, false, &au, msg, sizeof(msg)) < 0) {
+		snprintf(c->err, sizeof(c->err), "audit database: %s", msg);
+		goto fail;
+	}
+	c->ri->start_ns = realtime_ns();
+	if (audit_run_begin(au, c->ri, c->run_id) < 0) {
+		snprintf(c->err, sizeof(c->err),
+			 "audit database: cannot record the run: %s",
+			 audit_errmsg(au));
+		goto fail;
+	}
+	c->au = au;
+	*out = au;
+	reply(json_pack("{s:s}", "run_id", c->run_id));
+	return 0;
+fail:
+	audit_close(au);
+	if (err != c->err)
+		snprintf(err, n, "%s", c->err);
+	return -EIO;
+}
+
 int ws_worker_main(void)
 {
 	json_t *cfg = read_config();
@@ -230,8 +270,6 @@ int ws_worker_main(void)
 	struct audit *au = NULL;
 	if (ward_guard_record(pol, db, workdir, msg, sizeof(msg)) < 0)
 		return fail("%s", msg);
-	if (audit_open(db, false, &au, msg, sizeof(msg)) < 0)
-		return fail("audit database: %s", msg);
 	char pol_sha[WARD_SHA256_HEX_LEN + 1],
 		code_sha[WARD_SHA256_HEX_LEN + 1];
 	ward_sha256_hex(policy_text(pol), strlen(policy_text(pol)), pol_sha);
@@ -257,12 +295,10 @@ int ws_worker_main(void)
 		.kernel = kernel,
 		.ward_version = WARD_VERSION,
 		.uid = drop ? WS_SANDBOX_UID : getuid(),
-		.start_ns = realtime_ns(),
 	};
-	char run_id[AUDIT_RUN_ID_LEN + 1];
-	if (audit_run_begin(au, &ri, run_id) < 0)
-		return fail("audit database: cannot record the run: %s",
-			    audit_errmsg(au));
+	/* Recorded on tracer_run's output thread while the sandbox is set
+	 * up (as ward run); the interpreter's execve waits for it. */
+	struct ws_record rec = { .db = db, .ri = &ri };
 
 	int side[2];
 	if (pipe2(side, O_CLOEXEC) < 0)
@@ -277,7 +313,8 @@ int ws_worker_main(void)
 		.gid = WS_SANDBOX_GID,
 		.limits = lim,
 		.policy = pol,
-		.audit = au,
+		.record = ws_begin_record,
+		.record_arg = &rec,
 		.passthrough = true,
 		.pin_cpu = -1,
 		.require_layers = policy_required_layers(pol),
@@ -288,10 +325,18 @@ int ws_worker_main(void)
 		.end_with_root = true,
 		.prepared = prep,
 	};
-	reply(json_pack("{s:s}", "run_id", run_id));
-
 	struct tracer_result r;
 	rc = tracer_run(&to, &r);
+	if (!rec.ran) /* tracer_run failed before it could record the run */
+		ws_begin_record(&rec, &au, rec.err, sizeof(rec.err));
+	if (!rec.au) {
+		tracer_result_free(&r);
+		tracer_prepared_free(prep);
+		close(side[0]);
+		close(side[1]);
+		return fail("%s", rec.err);
+	}
+	au = rec.au;
 	char *layers = json_layers(&r);
 	struct audit_run_end re;
 	ward_run_end_of(&r, layers, realtime_ns(), &re);

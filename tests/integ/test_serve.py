@@ -607,3 +607,26 @@ def test_max_timeout_caps_the_callers_timeout(ctx):
     assert s.close() == 0
     r = ctx.ward("serve", "--timeout", "30", "--max-timeout", "5")
     assert r.code == 125 and "--max-timeout" in r.stderr, r
+
+
+def test_session_whose_run_cannot_be_recorded_fails_cleanly(ctx):
+    """A session's run is recorded while its sandbox is set up, and its
+    interpreter's execve waits for the record. When the record fails (here
+    the database stays locked past ward's 10 s busy timeout), session.create
+    answers an error that says why, nothing is left running, and the server
+    goes on serving."""
+    import sqlite3
+    s = serve(ctx)
+    assert _main(s.ok("run", {"code": "1+1"})) == "2"  # the schema exists
+    lock = sqlite3.connect(ctx.db, isolation_level=None, timeout=1)
+    try:
+        lock.execute("BEGIN EXCLUSIVE")
+        r = s.call("session.create", {})
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    assert "error" in r and "locked" in r["error"]["message"], r
+    assert s.ok("session.list", {})["sessions"] == []
+    sid = s.create()
+    assert _main(s.run(sid, "1+1")) == "2"
+    assert s.close() == 0
