@@ -688,31 +688,22 @@ struct run_record {
 static int begin_record(void *arg, struct audit **out, char *err, size_t n)
 {
 	struct run_record *c = arg;
-	struct audit *au = NULL;
-	char buf[512];
+	struct audit *au;
 
 	c->ran = true;
-	if (audit_open(c->db, false, &au, buf, sizeof(buf)) < 0) {
-		snprintf(c->err, sizeof(c->err), "audit database: %s", buf);
-		goto fail;
-	}
-	debug("audit database %s open", c->db);
-	c->ri->start_ns = realtime_ns();
-	if (audit_run_begin(au, c->ri, c->run_id) < 0) {
-		snprintf(c->err, sizeof(c->err),
-			 "audit database %s: cannot record the run: %s", c->db,
-			 audit_errmsg(au));
-		goto fail;
-	}
-	if (record_inputs(c->a, au, c->run_id, c->db, c->err, sizeof(c->err)) <
-	    0)
+	if (ward_record_begin(c->db, c->ri, &au, c->run_id, c->err,
+			      sizeof(c->err)) < 0)
 		goto fail;
 	debug("run %s recorded", c->run_id);
+	if (record_inputs(c->a, au, c->run_id, c->db, c->err, sizeof(c->err)) <
+	    0) {
+		audit_close(au);
+		goto fail;
+	}
 	c->au = au;
 	*out = au;
 	return 0;
 fail:
-	audit_close(au);
 	if (err != c->err)
 		snprintf(err, n, "%s", c->err);
 	return -EIO;

@@ -16,6 +16,14 @@
 void ward_run_end_of(const struct tracer_result *r, const char *layers_json,
 		     long long end_ns, struct audit_run_end *re);
 
+/* Opens the audit database db and writes the run row of ri (its start_ns
+ * set to now): the run's record begun, as tracer_opts.record does it.
+ * Returns 0 with *out open and run_id filled in, or -EIO with err saying
+ * what failed (and nothing left open). */
+int ward_record_begin(const char *db, struct audit_run_info *ri,
+		      struct audit **out, char run_id[AUDIT_RUN_ID_LEN + 1],
+		      char *err, size_t n);
+
 /* Removes a temporary workdir (/tmp/ward-*) and whatever the code left in
  * it, without following symlinks. Returns 0, -EINVAL (not such a path) or
  * -errno. */

@@ -172,30 +172,17 @@ struct ws_record {
 static int ws_begin_record(void *arg, struct audit **out, char *err, size_t n)
 {
 	struct ws_record *c = arg;
-	struct audit *au = NULL;
-	char msg[512];
 
 	c->ran = true;
-	if (audit_open(c->db, false, &au, msg, sizeof(msg)) < 0) {
-		snprintf(c->err, sizeof(c->err), "audit database: %s", msg);
-		goto fail;
+	if (ward_record_begin(c->db, c->ri, &c->au, c->run_id, c->err,
+			      sizeof(c->err)) < 0) {
+		if (err != c->err)
+			snprintf(err, n, "%s", c->err);
+		return -EIO;
 	}
-	c->ri->start_ns = realtime_ns();
-	if (audit_run_begin(au, c->ri, c->run_id) < 0) {
-		snprintf(c->err, sizeof(c->err),
-			 "audit database: cannot record the run: %s",
-			 audit_errmsg(au));
-		goto fail;
-	}
-	c->au = au;
-	*out = au;
+	*out = c->au;
 	reply(json_pack("{s:s}", "run_id", c->run_id));
 	return 0;
-fail:
-	audit_close(au);
-	if (err != c->err)
-		snprintf(err, n, "%s", c->err);
-	return -EIO;
 }
 
 int ws_worker_main(void)

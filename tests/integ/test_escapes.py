@@ -39,7 +39,10 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 SRC = os.path.join(ROOT, "tests", "escapes")
 PROFILE = os.path.join(ROOT, "profiles", "default.json")
 RACE_N = 100000
-# The static program the exec races (R07, R08) run (tests/helpers).
+# The static program the exec races (R07, R08) run (tests/helpers); each
+# case runs a copy in its canary directory under /var/tmp, which the run's
+# mount namespace shows (a checkout under /tmp would be hidden by the run's
+# own /tmp).
 PROBE = os.path.join(os.path.dirname(os.path.abspath(wardtest.ward_bin())),
                      "helpers", "exec_probe")
 SANDBOX_UID = 65534
@@ -216,6 +219,10 @@ def run_case(ctx, case):
     by = None
     try:
         os.chmod(sdir, 0o777)
+        probe = os.path.join(sdir, "exec_probe")
+        if case.get("exec_probe"):
+            shutil.copy(PROBE, probe)
+            os.chmod(probe, 0o755)
         token = "SECRET-" + rnd.token_hex(12)
         secret = os.path.join(sdir, "flag")
         with open(secret, "w") as f:
@@ -244,6 +251,8 @@ def run_case(ctx, case):
         if case.get("decoys") or case.get("policy_patch"):
             pol = policy_with_decoys(ctx, sdir, lst) if case.get("decoys") \
                 else json.load(open(PROFILE))
+            if case.get("exec_probe"):
+                pol["exec"]["allow"].append(probe)
             if case.get("policy_patch"):
                 case["policy_patch"](pol)
             pf = ctx.path("policy.json")
@@ -264,7 +273,7 @@ def run_case(ctx, case):
             "port": lst.port(lst.tcp), "uport": lst.port(lst.udp),
             "dport": lst.port(lst.decoy), "udport": lst.port(lst.udecoy),
             "usock": lst.usock_path, "abstract": lst.abstract_name,
-            "bystander": by.pid, "so": os.path.basename(so), "probe": PROBE,
+            "bystander": by.pid, "so": os.path.basename(so), "probe": probe,
         }
         argv = [f"{k}={v}" for k, v in args.items()]
         r = Run()
@@ -492,7 +501,8 @@ def _argv_truthful(ctx, r, run, procs):
     """R07: each recorded argv is the one the program ran with."""
     # The children run one after another: the n-th uname row is the n-th
     # EXEC line (pids differ when the run has its own pid namespace).
-    probes = [p for p in procs if p["exe"] == PROBE]
+    probe = os.path.join(r.sdir, "exec_probe")
+    probes = [p for p in procs if p["exe"] == probe]
     lines = [l for l in r.result.stdout.splitlines() if l.startswith("EXEC ")]
     assert len(lines) >= RACE_N, f"only {len(lines)} execs"
     assert len(probes) == len(lines), f"{len(lines)} execs, {len(probes)} recorded"
@@ -547,8 +557,12 @@ def _small_fsize(pol):
     pol["limits"]["fsize_mb"] = 64
 
 
-def _allow_probe(pol):
-    pol["exec"]["allow"].append(PROBE)
+def _probes_ran(ctx, r, run, procs):
+    """R08: the probe really ran, every time (an exec that failed would
+    leave the environment untested)."""
+    probe = os.path.join(r.sdir, "exec_probe")
+    n = sum(1 for p in procs if p["exe"] == probe)
+    assert n >= RACE_N, f"exec_probe ran {n} times, not {RACE_N}"
 
 
 C = dict  # a case
@@ -574,13 +588,14 @@ CASES = [
       what="execve path flipped between an allowed (missing) python3.99 and /bin/dash",
       expect="CONT|KILL", extra=_exec_check_if_killed),
     C(id="R07", group="race", src="r07_execve_argv_flip.c", race=True,
-      decoys=True, policy_patch=_allow_probe,
+      decoys=True, exec_probe=True,
       what="argv of an allowed exec flipped by a parent thread: the record must be true",
       expect="CONT", extra=_argv_truthful),
     C(id="R08", group="race", src="r08_envp_preload_flip.c", race=True,
-      decoys=True, policy_patch=_allow_probe,
+      decoys=True, exec_probe=True,
       what="an envp entry flipped to LD_PRELOAD=<workdir object> around an allowed exec",
-      expect="CONT", audit=[ev("execve", decision="allow", target=PROBE)]),
+      expect="CONT", audit=[ev("execve", decision="allow", target="{sdir}/exec_probe")],
+      extra=_probes_ran),
     C(id="R09", group="race", src="r09_openat2_how_flip.c", race=True, decoys=True,
       what="openat2 open_how.flags flipped O_RDONLY -> O_WRONLY on a read-only file",
       expect="CONT", audit=[ev("openat2", target="{sdir}/decoy", errno=13)]),
