@@ -183,6 +183,12 @@ void spawn_child(const struct tracer_opts *o, const struct sock_fprog *filter,
 			fail("landlock_restrict_self");
 		close(landlock);
 	}
+	/* The second byte: the run is recorded (tracer_opts.record), the
+	 * code may start. EOF: ward went away, or could not record it.
+	 * Before the filters: a policy may trap read or close. */
+	if (read(SYNC_FD, &c, 1) != 1 || c != 'g')
+		_exit(127);
+	close(SYNC_FD);
 	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &tracer_guard) < 0)
 		fail("loading the guard seccomp filter");
 	/* seccomp(2), not prctl: the guard kills prctl(PR_SET_SECCOMP). */
@@ -192,12 +198,6 @@ void spawn_child(const struct tracer_opts *o, const struct sock_fprog *filter,
 	 * a sanitizer's reserved shadow memory) runs under the code's limit. */
 	if (rlimit_as)
 		set_limit(RLIMIT_AS, o->limits.memory_bytes, 0);
-	/* The second byte: the run is recorded (tracer_opts.record), the
-	 * code may start. EOF: ward went away, or could not record it. The
-	 * filter lets read, close and exit through. */
-	if (read(SYNC_FD, &c, 1) != 1 || c != 'g')
-		_exit(127);
-	close(SYNC_FD);
 	execve(o->interpreter, o->argv, o->envp);
 	fail("execve of the interpreter");
 }

@@ -178,6 +178,23 @@ def test_locked_database_means_no_run(ctx):
             pass
 
 
+def test_policy_rule_on_read_sees_only_the_codes_reads(ctx):
+    """ward's own set-up in the child reads its go byte before the filters
+    are loaded: a policy rule on read or close never sees ward's calls, so
+    the first event of the run is still the interpreter's execve."""
+    pol = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..",
+                                      "profiles", "default.json")))
+    pol["syscalls"] = [{"name": "read", "action": "log"},
+                       {"name": "close", "action": "log"}]
+    pf = ctx.write("readlog.json", json.dumps(pol))
+    r = ctx.run("print('ok')", "--policy", pf)
+    assert r.code == 0 and r.stdout == "ok\n", r
+    run = ctx.last_run()
+    evs = ctx.sql("select syscall from events where run_id=? order by seq", run["id"])
+    assert evs and evs[0]["syscall"] == "execve", evs[:5]
+    assert any(e["syscall"] == "read" for e in evs), "the code's reads are logged"
+
+
 def test_database_default_location_and_mode(ctx):
     state = ctx.path("state")
     env = dict(os.environ, XDG_STATE_HOME=state)
