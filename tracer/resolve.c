@@ -348,6 +348,10 @@ static struct {
 	const struct policy *policy; /* NULL: no caching */
 	struct dircache_entry slot[DIRCACHE_SLOTS];
 	int used;
+	/* canonical directories root_only() found root's, each checked once
+	 * (only root could change that, as for the entries themselves) */
+	char *rooted[DIRCACHE_MAX];
+	int nrooted;
 } dc;
 
 void tracer_dircache_init(const struct policy *p)
@@ -370,6 +374,8 @@ void tracer_dircache_free(void)
 		free(dc.slot[i].canon);
 		close(dc.slot[i].fd);
 	}
+	for (int i = 0; i < dc.nrooted; i++)
+		free(dc.rooted[i]);
 	memset(&dc, 0, sizeof(dc));
 	if (ns.root >= 0)
 		close(ns.root);
@@ -408,6 +414,14 @@ static bool clean_path(const char *p)
  * already keeps the code out; this keeps other local users out too, e.g.
  * of /tmp, so nothing changes under a cached directory.)
  */
+static bool rooted_known(const char *dir)
+{
+	for (int i = 0; i < dc.nrooted; i++)
+		if (!strcmp(dc.rooted[i], dir))
+			return true;
+	return false;
+}
+
 static bool root_only(const char *dir)
 {
 	char up[WARD_PATH_MAX];
@@ -418,14 +432,32 @@ static bool root_only(const char *dir)
 		return false;
 	memcpy(up, dir, n + 1);
 	for (;;) {
-		if (lstat_in(up[0] ? up : "/", &st) < 0 || st.st_uid != 0 ||
+		const char *d = up[0] ? up : "/";
+		if (rooted_known(d))
+			break; /* and so is everything above it */
+		if (lstat_in(d, &st) < 0 || st.st_uid != 0 ||
 		    (st.st_mode & (S_IWGRP | S_IWOTH)))
 			return false;
 		char *slash = strrchr(up, '/');
 		if (!slash || !up[0])
-			return true;
+			break;
 		*slash = '\0';
 	}
+	/* dir and the ancestors just checked: remembered, so that the next
+	 * directory under them checks only what is new */
+	memcpy(up, dir, n + 1);
+	while (dc.nrooted < DIRCACHE_MAX) {
+		const char *d = up[0] ? up : "/";
+		char *copy;
+		if (rooted_known(d) || !(copy = strdup(d)))
+			break;
+		dc.rooted[dc.nrooted++] = copy;
+		char *slash = strrchr(up, '/');
+		if (!slash || !up[0])
+			break;
+		*slash = '\0';
+	}
+	return true;
 }
 
 static struct dircache_entry *dircache_get(const char *dir, size_t n)
