@@ -422,7 +422,8 @@ static bool rooted_known(const char *dir)
 	return false;
 }
 
-static bool root_only(const char *dir)
+/* dir_fd: dir itself, open (O_PATH), or -1. */
+static bool root_only(const char *dir, int dir_fd)
 {
 	char up[WARD_PATH_MAX];
 	struct stat st;
@@ -435,7 +436,10 @@ static bool root_only(const char *dir)
 		const char *d = up[0] ? up : "/";
 		if (rooted_known(d))
 			break; /* and so is everything above it */
-		if (lstat_in(d, &st) < 0 || st.st_uid != 0 ||
+		int rc = d == up && dir_fd >= 0 && !strcmp(up, dir)
+				 ? fstat(dir_fd, &st)
+				 : lstat_in(d, &st);
+		if (rc < 0 || st.st_uid != 0 ||
 		    (st.st_mode & (S_IWGRP | S_IWOTH)))
 			return false;
 		char *slash = strrchr(up, '/');
@@ -485,7 +489,7 @@ static struct dircache_entry *dircache_get(const char *dir, size_t n)
 	if (fd < 0)
 		return NULL;
 	if (fd_path(fd, canon, sizeof(canon)) < 0 ||
-	    !policy_names_fixed(dc.policy, canon) || !root_only(canon)) {
+	    !policy_names_fixed(dc.policy, canon) || !root_only(canon, fd)) {
 		close(fd);
 		return NULL;
 	}
