@@ -44,6 +44,7 @@
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "../common/log.h"
@@ -306,10 +307,13 @@ bool scratch_can_seal(void)
  *     share their parent's; a new task stays stopped until ward has seen
  *     it, so the count is never low);
  *   - the bytes lie in one private anonymous writable mapping (heap,
- *     stack, anonymous mmap): not MAP_SHARED (another process may hold
- *     it), not file-backed (a MAP_PRIVATE page not yet copied shows what
- *     others write to the file), asked of the kernel with PROCMAP_QUERY
- *     (Linux 6.11) at each syscall, so no cached view goes stale;
+ *     stack, anonymous mmap), or in a private mapping of a file no process
+ *     of the run can write (owned by root, writable by nobody else: ld.so's
+ *     and a program's literal strings); not MAP_SHARED (another process
+ *     may hold it), not of a file the code may write (a MAP_PRIVATE page
+ *     not yet copied shows what others write to the file: escape R13),
+ *     asked of the kernel with PROCMAP_QUERY (Linux 6.11) at each
+ *     syscall, so no cached view of the mapping goes stale;
  *   - the kernel itself writes nothing there on the process's behalf:
  *     io_uring and userfaultfd kill, process_vm_writev and ptrace kill,
  *     /proc/PID/mem is refused (the floor), and an allowed io_setup (AIO
@@ -381,7 +385,52 @@ static int proc_fd(int *fd, pid_t tid, const char *what, int flags)
 	return *fd;
 }
 
-/* len bytes at addr lie in one private anonymous writable mapping. */
+/* Files whose contents the code cannot change, by device and inode (a
+ * file keeps its owner and mode unless root changes them). */
+enum { FIXED_FILES = 64 };
+static struct {
+	dev_t dev;
+	ino_t ino;
+	bool fixed;
+} files[FIXED_FILES];
+static unsigned nfiles;
+
+/*
+ * The file behind q (a mapping of thread tid) is one no process of the run
+ * can write: owned by root and writable by nobody else (the code runs as
+ * another uid, without capabilities, and cannot chmod it). Looked up
+ * through /proc/TID/map_files (root only: else never) and checked to be
+ * the same file.
+ */
+static bool file_fixed(pid_t tid, const struct procmap_query *q)
+{
+	dev_t dev = makedev(q->dev_major, q->dev_minor);
+	char link[96];
+	struct stat st;
+	unsigned n = nfiles < FIXED_FILES ? nfiles : FIXED_FILES;
+	bool fixed;
+
+	for (unsigned i = 0; i < n; i++)
+		if (files[i].dev == dev && files[i].ino == (ino_t)q->inode)
+			return files[i].fixed;
+	snprintf(link, sizeof(link), "/proc/%d/map_files/%llx-%llx", (int)tid,
+		 (unsigned long long)q->vma_start,
+		 (unsigned long long)q->vma_end);
+	if (stat(link, &st) < 0 || st.st_dev != dev ||
+	    st.st_ino != (ino_t)q->inode)
+		return false; /* not cached: the next look may do better */
+	fixed = S_ISREG(st.st_mode) && st.st_uid == 0 &&
+		!(st.st_mode & (S_IWGRP | S_IWOTH));
+	files[nfiles % FIXED_FILES].dev = dev;
+	files[nfiles % FIXED_FILES].ino = st.st_ino;
+	files[nfiles % FIXED_FILES].fixed = fixed;
+	nfiles++;
+	return fixed;
+}
+
+/* len bytes at addr lie in one private mapping nothing but this thread
+ * can change: anonymous and writable (heap, stack), or of a file the code
+ * cannot write (file_fixed: ld.so's own strings, a program's literals). */
 static bool private_anon(struct space *sp, pid_t tid, uint64_t addr,
 			 uint64_t len)
 {
@@ -393,10 +442,13 @@ static bool private_anon(struct space *sp, pid_t tid, uint64_t addr,
 	    proc_fd(&sp->maps_fd, tid, "maps", O_RDONLY) < 0 ||
 	    maps_query(sp->maps_fd, addr, &q) < 0)
 		return false;
-	return q.vma_start <= addr && addr + len <= q.vma_end &&
-	       (q.vma_flags & rw) == rw &&
-	       !(q.vma_flags & PROCMAP_QUERY_VMA_SHARED) && q.inode == 0 &&
-	       q.dev_major == 0 && q.dev_minor == 0;
+	if (!(q.vma_start <= addr && addr + len <= q.vma_end) ||
+	    (q.vma_flags & PROCMAP_QUERY_VMA_SHARED) ||
+	    !(q.vma_flags & PROCMAP_QUERY_VMA_READABLE))
+		return false;
+	if (q.inode == 0 && q.dev_major == 0 && q.dev_minor == 0)
+		return (q.vma_flags & rw) == rw;
+	return q.inode != 0 && file_fixed(tid, &q);
 }
 
 static bool is_open(long nr)

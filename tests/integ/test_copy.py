@@ -325,8 +325,12 @@ def test_open_files_limit_ends_the_run_with_its_cause(ctx):
 
 
 ENOMEM_PY = r"""
-import ctypes, os
+import ctypes, mmap, os
 libc = ctypes.CDLL(None, use_errno=True)
+# the path lives in a MAP_SHARED page: its open always needs a copy
+shared = mmap.mmap(-1, 4096)
+shared.write(b".\0")
+path = ctypes.c_void_p(ctypes.addressof(ctypes.c_char.from_buffer(shared)))
 libc.mmap.restype = ctypes.c_void_p
 libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
                       ctypes.c_int, ctypes.c_int, ctypes.c_long]
@@ -341,10 +345,11 @@ for size in (1 << 24, 1 << 20, 1 << 16, 1 << 12):
 def child():
     pid = os.fork()
     if pid == 0:
-        try:
-            os.close(os.open('.', os.O_RDONLY)); print('child opened', flush=True)
-        except OSError as e:
-            print('child errno', e.errno, flush=True)
+        fd = libc.open(path, os.O_RDONLY)
+        if fd >= 0:
+            os.close(fd); print('child opened', flush=True)
+        else:
+            print('child errno', ctypes.get_errno(), flush=True)
         os._exit(0)
     os.waitpid(pid, 0)
 child()
@@ -372,6 +377,31 @@ def _copy_counts(j):
     m = re.search(r"(\d+) copied, (\d+) in place", d)
     assert m, d
     return int(m.group(1)), int(m.group(2))
+
+
+def test_literals_of_files_the_code_cannot_write_stay_in_place(ctx):
+    """ld.so's and Python's own literal paths live in private mappings of
+    root-owned files nobody else may write: nothing of the run can change
+    them, so they need no copy (as root, where ward can look the file up
+    through /proc/PID/map_files). A path in a private mapping of a file the
+    code may write is copied: a sibling could rewrite the file (R13)."""
+    r, j = ctx.run_json("pass")
+    assert r.code == 0, j
+    copied, in_place = _copy_counts(j)
+    if os.geteuid() == 0:
+        assert copied == 0 and in_place >= 20, (copied, in_place)
+    code = ("import ctypes, mmap, os\n"
+            "with open('p', 'wb') as f:\n"
+            "    f.write(b'/usr/lib/nonexistent-ward-p'.ljust(4096, bytes(1)))\n"
+            "f = open('p', 'r+b')\n"
+            "m = mmap.mmap(f.fileno(), 4096, access=mmap.ACCESS_COPY)\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "a = ctypes.c_void_p(ctypes.addressof(ctypes.c_char.from_buffer(m)))\n"
+            "print([libc.open(a, 0) for i in range(10)].count(-1))\n")
+    r, j = ctx.run_json(code)
+    assert r.code == 0 and j["stdout"] == "10\n", j
+    copied2, _ = _copy_counts(j)
+    assert copied2 >= copied + 10, (copied, copied2)
 
 
 OPENS = ("import os, threading\n"
