@@ -385,47 +385,26 @@ static int proc_fd(int *fd, pid_t tid, const char *what, int flags)
 	return *fd;
 }
 
-/* Files whose contents the code cannot change, by device and inode (a
- * file keeps its owner and mode unless root changes them). */
-enum { FIXED_FILES = 64 };
-static struct {
-	dev_t dev;
-	ino_t ino;
-	bool fixed;
-} files[FIXED_FILES];
-static unsigned nfiles;
-
 /*
  * The file behind q (a mapping of thread tid) is one no process of the run
- * can write: owned by root and writable by nobody else (the code runs as
- * another uid, without capabilities, and cannot chmod it). Looked up
- * through /proc/TID/map_files (root only: else never) and checked to be
- * the same file.
+ * can write: a regular file owned by root and writable by nobody else (the
+ * code runs as another uid, without capabilities, and cannot chmod it).
+ * Looked up through /proc/TID/map_files (root only: else never) and
+ * checked to be the same file, at each use: a cached answer could outlive
+ * the file, and its inode number be reused by one the code wrote.
  */
 static bool file_fixed(pid_t tid, const struct procmap_query *q)
 {
-	dev_t dev = makedev(q->dev_major, q->dev_minor);
 	char link[96];
 	struct stat st;
-	unsigned n = nfiles < FIXED_FILES ? nfiles : FIXED_FILES;
-	bool fixed;
 
-	for (unsigned i = 0; i < n; i++)
-		if (files[i].dev == dev && files[i].ino == (ino_t)q->inode)
-			return files[i].fixed;
 	snprintf(link, sizeof(link), "/proc/%d/map_files/%llx-%llx", (int)tid,
 		 (unsigned long long)q->vma_start,
 		 (unsigned long long)q->vma_end);
-	if (stat(link, &st) < 0 || st.st_dev != dev ||
-	    st.st_ino != (ino_t)q->inode)
-		return false; /* not cached: the next look may do better */
-	fixed = S_ISREG(st.st_mode) && st.st_uid == 0 &&
-		!(st.st_mode & (S_IWGRP | S_IWOTH));
-	files[nfiles % FIXED_FILES].dev = dev;
-	files[nfiles % FIXED_FILES].ino = st.st_ino;
-	files[nfiles % FIXED_FILES].fixed = fixed;
-	nfiles++;
-	return fixed;
+	return stat(link, &st) == 0 &&
+	       st.st_dev == makedev(q->dev_major, q->dev_minor) &&
+	       st.st_ino == (ino_t)q->inode && S_ISREG(st.st_mode) &&
+	       st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH));
 }
 
 /* len bytes at addr lie in one private mapping nothing but this thread
