@@ -133,7 +133,15 @@ def test_run_of_a_killed_ward(ctx):
     p = wardtest.spawn([wardtest.ward_bin(), "run", "--db", ctx.db, "-c", code],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     assert wardtest.wait_until(lambda: len(wardtest.pids_matching(marker)) >= 2)
-    assert wardtest.wait_until(lambda: ctx.sql("select count(*) n from outputs")[0]["n"] >= 1)
+
+    def printed():
+        # ward records the run while the sandbox is set up: its processes
+        # exist before the database has its tables
+        try:
+            return ctx.sql("select count(*) n from outputs")[0]["n"] >= 1
+        except sqlite3.OperationalError:
+            return False
+    assert wardtest.wait_until(printed)
     p.send_signal(signal.SIGKILL)
     p.wait()
     assert wardtest.wait_until(lambda: not wardtest.pids_matching(marker), 5)
