@@ -628,7 +628,6 @@ static void copy_inputs(struct run_args *a, const char *workdir, bool drop)
 	}
 }
 
-/* The inputs into the table inputs of run_id; their bytes are freed. */
 static long long realtime_ns(void)
 {
 	struct timespec ts;
@@ -637,6 +636,7 @@ static long long realtime_ns(void)
 	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* The inputs into the table inputs of run_id (free_inputs frees them). */
 static int record_inputs(struct run_args *a, struct audit *au,
 			 const char *run_id, const char *db, char *err,
 			 size_t n)
@@ -673,39 +673,31 @@ static void free_inputs(struct run_args *a)
 }
 
 /* The run's record, begun on tracer_run's output thread (tracer.h): the
- * database opened, the run row and the inputs written. On failure err
- * says what, and no code runs. */
+ * database opened, the run row and the inputs written. On failure
+ * rec.err says what, and no code runs. */
 struct run_record {
+	struct ward_record rec;
 	struct run_args *a;
-	const char *db;
-	struct audit_run_info *ri;
-	bool ran;
-	struct audit *au; /* set once the run row is written */
-	char run_id[AUDIT_RUN_ID_LEN + 1];
-	char err[700];
 };
 
 static int begin_record(void *arg, struct audit **out, char *err, size_t n)
 {
 	struct run_record *c = arg;
-	struct audit *au;
+	struct ward_record *r = &c->rec;
 
-	c->ran = true;
-	if (ward_record_begin(c->db, c->ri, &au, c->run_id, c->err,
-			      sizeof(c->err)) < 0)
+	if (ward_record_begin(r) < 0)
 		goto fail;
-	debug("run %s recorded", c->run_id);
-	if (record_inputs(c->a, au, c->run_id, c->db, c->err, sizeof(c->err)) <
-	    0) {
-		audit_close(au);
+	debug("run %s recorded", r->run_id);
+	if (record_inputs(c->a, r->au, r->run_id, r->db, r->err,
+			  sizeof(r->err)) < 0) {
+		audit_close(r->au);
+		r->au = NULL;
 		goto fail;
 	}
-	c->au = au;
-	*out = au;
+	*out = r->au;
 	return 0;
 fail:
-	if (err != c->err)
-		snprintf(err, n, "%s", c->err);
+	snprintf(err, n, "%s", r->err);
 	return -EIO;
 }
 
@@ -1043,7 +1035,7 @@ int ward_cmd_run(int argc, char **argv)
 	};
 	/* The record is begun by tracer_run on its output thread while the
 	 * sandbox is set up (begin_record): the code's execve waits for it. */
-	struct run_record rec = { .a = &a, .db = db, .ri = &ri };
+	struct run_record rec = { .rec = { .db = db, .ri = &ri }, .a = &a };
 
 	struct tracer_opts to = {
 		.interpreter = interp,
@@ -1071,12 +1063,12 @@ int ward_cmd_run(int argc, char **argv)
 	wf_snap_take(workdir, &before);
 	debug("starting the code");
 	int rc = tracer_run(&to, &r);
-	if (!rec.ran) /* tracer_run failed before it could record the run */
-		begin_record(&rec, &au, rec.err, sizeof(rec.err));
-	if (!rec.au)
-		die("%s", rec.err);
-	au = rec.au;
-	const char *run_id = rec.run_id;
+	if (!rec.rec.ran) /* tracer_run failed before it could record it */
+		begin_record(&rec, &au, errbuf, sizeof(errbuf));
+	if (!rec.rec.au)
+		die("%s", rec.rec.err);
+	au = rec.rec.au;
+	const char *run_id = rec.rec.run_id;
 	debug("code finished: %s (memory limit by %s)", r.status, r.memory_by);
 	int status = exit_status_of(&r);
 	if (r.setup_error[0] || (rc < 0 && rc != -ECHILD))

@@ -81,27 +81,27 @@ void ward_host_kernel(char *host, size_t hn, char *kernel, size_t kn)
 	}
 }
 
-int ward_record_begin(const char *db, struct audit_run_info *ri,
-		      struct audit **out, char run_id[AUDIT_RUN_ID_LEN + 1],
-		      char *err, size_t n)
+int ward_record_begin(struct ward_record *r)
 {
 	struct audit *au = NULL;
 	char msg[512];
 	struct timespec ts;
 
-	*out = NULL;
-	if (audit_open(db, false, &au, msg, sizeof(msg)) < 0) {
-		snprintf(err, n, "audit database: %s", msg);
+	r->ran = true;
+	r->au = NULL;
+	if (audit_open(r->db, false, &au, msg, sizeof(msg)) < 0) {
+		snprintf(r->err, sizeof(r->err), "audit database: %s", msg);
 		return -EIO;
 	}
 	clock_gettime(CLOCK_REALTIME, &ts);
-	ri->start_ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-	if (audit_run_begin(au, ri, run_id) < 0) {
-		snprintf(err, n, "audit database %s: cannot record the run: %s",
-			 db, audit_errmsg(au));
+	r->ri->start_ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	if (audit_run_begin(au, r->ri, r->run_id) < 0) {
+		snprintf(r->err, sizeof(r->err),
+			 "audit database %s: cannot record the run: %s", r->db,
+			 audit_errmsg(au));
 		audit_close(au);
 		return -EIO;
 	}
-	*out = au;
+	r->au = au;
 	return 0;
 }

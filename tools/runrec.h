@@ -7,6 +7,7 @@
 #define WARD_TOOLS_RUNREC_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "../audit/audit.h"
 #include "../tracer/tracer.h"
@@ -16,13 +17,21 @@
 void ward_run_end_of(const struct tracer_result *r, const char *layers_json,
 		     long long end_ns, struct audit_run_end *re);
 
-/* Opens the audit database db and writes the run row of ri (its start_ns
- * set to now): the run's record begun, as tracer_opts.record does it.
- * Returns 0 with *out open and run_id filled in, or -EIO with err saying
- * what failed (and nothing left open). */
-int ward_record_begin(const char *db, struct audit_run_info *ri,
-		      struct audit **out, char run_id[AUDIT_RUN_ID_LEN + 1],
-		      char *err, size_t n);
+/* A run's record being begun (tracer_opts.record): db and ri in; the rest
+ * filled in by ward_record_begin. */
+struct ward_record {
+	const char *db;
+	struct audit_run_info *ri;
+	bool ran;	  /* ward_record_begin was called */
+	struct audit *au; /* open, once the run row is written */
+	char run_id[AUDIT_RUN_ID_LEN + 1];
+	char err[700]; /* why it failed */
+};
+
+/* Opens the audit database r->db and writes the run row of r->ri (its
+ * start_ns set to now). Returns 0 with r->au open and r->run_id filled
+ * in, or -EIO with r->err saying what failed (and nothing left open). */
+int ward_record_begin(struct ward_record *r);
 
 /* Removes a temporary workdir (/tmp/ward-*) and whatever the code left in
  * it, without following symlinks. Returns 0, -EINVAL (not such a path) or

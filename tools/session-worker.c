@@ -158,30 +158,19 @@ static char *json_layers(const struct tracer_result *r)
 	return s;
 }
 
-/* The session's run, recorded (tracer_opts.record): the database opened,
- * the run row written, and its id sent to the server. */
-struct ws_record {
-	const char *db;
-	struct audit_run_info *ri;
-	bool ran;
-	struct audit *au; /* once the run row is written */
-	char run_id[AUDIT_RUN_ID_LEN + 1];
-	char err[700];
-};
-
+/* The session's run, recorded (tracer_opts.record, arg: a ward_record):
+ * the database opened, the run row written, and its id sent to the
+ * server. */
 static int ws_begin_record(void *arg, struct audit **out, char *err, size_t n)
 {
-	struct ws_record *c = arg;
+	struct ward_record *r = arg;
 
-	c->ran = true;
-	if (ward_record_begin(c->db, c->ri, &c->au, c->run_id, c->err,
-			      sizeof(c->err)) < 0) {
-		if (err != c->err)
-			snprintf(err, n, "%s", c->err);
+	if (ward_record_begin(r) < 0) {
+		snprintf(err, n, "%s", r->err);
 		return -EIO;
 	}
-	*out = c->au;
-	reply(json_pack("{s:s}", "run_id", c->run_id));
+	*out = r->au;
+	reply(json_pack("{s:s}", "run_id", r->run_id));
 	return 0;
 }
 
@@ -285,7 +274,7 @@ int ws_worker_main(void)
 	};
 	/* Recorded on tracer_run's output thread while the sandbox is set
 	 * up (as ward run); the interpreter's execve waits for it. */
-	struct ws_record rec = { .db = db, .ri = &ri };
+	struct ward_record rec = { .db = db, .ri = &ri };
 
 	int side[2];
 	if (pipe2(side, O_CLOEXEC) < 0)
@@ -315,7 +304,7 @@ int ws_worker_main(void)
 	struct tracer_result r;
 	rc = tracer_run(&to, &r);
 	if (!rec.ran) /* tracer_run failed before it could record the run */
-		ws_begin_record(&rec, &au, rec.err, sizeof(rec.err));
+		ws_begin_record(&rec, &au, msg, sizeof(msg));
 	if (!rec.au) {
 		tracer_result_free(&r);
 		tracer_prepared_free(prep);

@@ -410,8 +410,8 @@ static bool file_fixed(pid_t tid, const struct procmap_query *q)
 /* len bytes at addr lie in one private mapping nothing but this thread
  * can change: anonymous and writable (heap, stack), or of a file the code
  * cannot write (file_fixed: ld.so's own strings, a program's literals). */
-static bool private_anon(struct space *sp, pid_t tid, uint64_t addr,
-			 uint64_t len)
+static bool only_thread_can_change(struct space *sp, pid_t tid, uint64_t addr,
+				   uint64_t len)
 {
 	const uint64_t rw = PROCMAP_QUERY_VMA_READABLE |
 			    PROCMAP_QUERY_VMA_WRITABLE;
@@ -481,8 +481,8 @@ bool scratch_in_place(struct tracer *t, struct tracee *tc, long nr)
 			if (c->regs[i].val != code)
 				return false;
 		} else if (!c->regs[i].src_len ||
-			   !private_anon(sp, tc->tid, code,
-					 c->regs[i].src_len)) {
+			   !only_thread_can_change(sp, tc->tid, code,
+						   c->regs[i].src_len)) {
 			return false;
 		}
 	}

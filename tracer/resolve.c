@@ -432,13 +432,12 @@ static bool root_only(const char *dir, int dir_fd)
 	if (n >= sizeof(up))
 		return false;
 	memcpy(up, dir, n + 1);
-	for (;;) {
+	for (bool first = true;; first = false) {
 		const char *d = up[0] ? up : "/";
 		if (rooted_known(d))
 			break; /* and so is everything above it */
-		int rc = d == up && dir_fd >= 0 && !strcmp(up, dir)
-				 ? fstat(dir_fd, &st)
-				 : lstat_in(d, &st);
+		int rc = first && dir_fd >= 0 ? fstat(dir_fd, &st)
+					      : lstat_in(d, &st);
 		if (rc < 0 || st.st_uid != 0 ||
 		    (st.st_mode & (S_IWGRP | S_IWOTH)))
 			return false;
