@@ -19,9 +19,16 @@
  * says so once on stderr, and the run's layers record it. The other
  * rlimits (cpu, file size, open files, core) are always set.
  *
- * Putting the child into a v1 cgroup waits for an RCU grace period in the
- * kernel (both hierarchies: median 3 ms here, 0.2-14 ms; the second right
- * after the first is cheap).
+ * Moving another process into a cgroup (its pid written to cgroup.procs)
+ * takes the kernel's global threadgroup lock for writing, which waits for
+ * an RCU grace period unless the hierarchy is mounted with favordynmods
+ * (median 9.6 ms here, 0.07-29 ms). A thread moving itself ("0" written to
+ * a v1 tasks file) takes no such lock. So on v1 the child enters its slots
+ * itself, first thing after the clone, through tasks files ward opened
+ * before it (tracer_cgroup_self; it is single-threaded then, so the
+ * thread is the process), and says on a pipe how it went; ward waits for
+ * that before it lets anything of the code's run. On v2 a thread may only
+ * move within a threaded subtree, so ward writes the pid there.
  *
  * Making and removing cgroups costs several milliseconds each, so runs
  * reuse them: slots ward-slot-N under ward's own cgroup of each hierarchy,
@@ -348,13 +355,14 @@ int tracer_cgroup_setup(struct tracer *t)
 
 /* Says in the run's layers whether the child is in dir (rc 0) or not. */
 static void say(struct tracer *t, const char *layer, bool v2, const char *dir,
-		int rc, const char *limit)
+		int rc, bool self, const char *limit)
 {
 	char d[200];
 
 	if (rc == 0)
-		snprintf(d, sizeof(d), "cgroup %s %s: %s", v2 ? "v2" : "v1",
-			 dir, limit);
+		snprintf(d, sizeof(d), "cgroup %s %s%s: %s", v2 ? "v2" : "v1",
+			 dir, self ? " (entered by the child itself)" : "",
+			 limit);
 	else
 		snprintf(d, sizeof(d), "could not enter %s: %s", dir,
 			 strerror(-rc));
@@ -367,6 +375,58 @@ static int enter(const char *dir, pid_t pid)
 
 	snprintf(num, sizeof(num), "%d", (int)pid);
 	return put(dir, "cgroup.procs", num);
+}
+
+void tracer_cgroup_self(struct tracer *t, int self[2], int *ack_w)
+{
+	const char *dir[2] = { t->cg_dir[0] && !t->cg_v2 ? t->cg_dir : NULL,
+			       t->cg_pids_dir[0] && !t->cg_pids_v2
+				       ? t->cg_pids_dir
+				       : NULL };
+	char path[WARD_PATH_MAX + 8];
+	int p[2];
+
+	*ack_w = -1;
+	t->cg_ack_fd = -1;
+	for (int i = 0; i < 2; i++) {
+		self[i] = -1;
+		if (dir[i]) {
+			snprintf(path, sizeof(path), "%s/tasks", dir[i]);
+			self[i] = open(path, O_WRONLY | O_CLOEXEC);
+		}
+	}
+	if ((self[0] >= 0 || self[1] >= 0) && pipe2(p, O_CLOEXEC) == 0) {
+		t->cg_ack_fd = p[0];
+		*ack_w = p[1];
+	}
+	for (int i = 0; i < 2; i++) {
+		if (self[i] >= 0 && t->cg_ack_fd < 0) {
+			close(self[i]); /* no pipe: ward enters it */
+			self[i] = -1;
+		}
+		t->cg_self[i] = self[i] >= 0;
+	}
+}
+
+/* The child's word on the slots it entered itself (0 or an errno each);
+ * -ECHILD for both when it ended first. */
+static void self_results(struct tracer *t, int rc[2])
+{
+	unsigned char r[2];
+	ssize_t n;
+
+	rc[0] = rc[1] = -ECHILD;
+	if (t->cg_ack_fd < 0)
+		return;
+	do
+		n = read(t->cg_ack_fd, r, sizeof(r));
+	while (n < 0 && errno == EINTR);
+	close(t->cg_ack_fd);
+	t->cg_ack_fd = -1;
+	if (n == (ssize_t)sizeof(r)) {
+		rc[0] = -(int)r[0];
+		rc[1] = -(int)r[1];
+	}
 }
 
 /* The rlimits the child sets (spawn.c; it fails the run if it cannot): the
@@ -389,14 +449,17 @@ static void say_rlimits(struct tracer *t, bool memory_cgroup)
 int tracer_cgroup_enter(struct tracer *t, pid_t pid)
 {
 	char limit[96];
-	int rc = -ENOENT, prc;
+	int rc = -ENOENT, prc, self[2] = { 0, 0 };
 
+	if (t->cg_self[0] || t->cg_self[1])
+		self_results(t, self);
 	if (t->cg_dir[0]) {
 		snprintf(limit, sizeof(limit),
 			 "%lld MiB; the kernel's OOM kill ends the run",
 			 t->o->limits.memory_bytes >> 20);
-		rc = enter(t->cg_dir, pid);
-		say(t, "cgroup-memory", t->cg_v2, t->cg_dir, rc, limit);
+		rc = t->cg_self[0] ? self[0] : enter(t->cg_dir, pid);
+		say(t, "cgroup-memory", t->cg_v2, t->cg_dir, rc, t->cg_self[0],
+		    limit);
 		if (rc < 0)
 			warn_once(true, false, strerror(-rc));
 	} else {
@@ -407,11 +470,11 @@ int tracer_cgroup_enter(struct tracer *t, pid_t pid)
 			 "pids.max %lld; a refused fork ends the run",
 			 t->o->limits.procs + 1);
 		/* v2: one directory for both controllers, entered above */
-		prc = !strcmp(t->cg_pids_dir, t->cg_dir)
-			      ? rc
-			      : enter(t->cg_pids_dir, pid);
+		prc = !strcmp(t->cg_pids_dir, t->cg_dir) ? rc
+		      : t->cg_self[1]			 ? self[1]
+				      : enter(t->cg_pids_dir, pid);
 		say(t, "cgroup-pids", t->cg_pids_v2, t->cg_pids_dir, prc,
-		    limit);
+		    t->cg_self[1], limit);
 		if (prc < 0) {
 			warn_once(false, true, strerror(-prc));
 			tracer_cgroup_release_pids(t);
@@ -484,6 +547,9 @@ void tracer_cgroup_release_pids(struct tracer *t)
 
 void tracer_cgroup_release(struct tracer *t)
 {
+	if (t->cg_ack_fd >= 0)
+		close(t->cg_ack_fd);
+	t->cg_ack_fd = -1;
 	tracer_cgroup_release_pids(t);
 	tracer_cgroup_release_memory(t);
 }

@@ -1066,6 +1066,10 @@ static pid_t start_child(struct tracer *t, const struct sock_fprog *filter,
 		spawn_child(t->o, filter, f);
 	}
 	debug("child %d cloned", (int)pid);
+	/* The child's ends: its word on its cgroups ends with it. */
+	for (int i = 0; i < 2; i++)
+		close_fd(&f->cg_self[i]);
+	close_fd(&f->cg_ack_w);
 	/* The output thread from here on (not before the clone: the child
 	 * must not inherit a lock some other thread held). It begins the
 	 * record (o->record) while ward seizes the child and places it in
@@ -1165,9 +1169,12 @@ void tracer_record_begin(struct tracer *t)
 int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 {
 	struct tracer *t = calloc(1, sizeof(*t));
-	struct spawn_fds f = {
-		.out_w = -1, .err_w = -1, .sync_r = -1, .err_pipe_w = -1
-	};
+	struct spawn_fds f = { .out_w = -1,
+			       .err_w = -1,
+			       .sync_r = -1,
+			       .err_pipe_w = -1,
+			       .cg_self = { -1, -1 },
+			       .cg_ack_w = -1 };
 	struct sock_fprog filter = { 0, NULL };
 	sigset_t sigs, old;
 	int sync_w = -1, rc, status;
@@ -1184,7 +1191,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	t->self_pid = getpid();
 	t->out_fd[0] = t->out_fd[1] = t->out_fd[2] = -1;
 	t->err_fd = t->wake_fd = t->sig_fd = t->timer_fd = t->kick_fd = -1;
-	t->cg_fd = t->cg_pids_fd = t->cg_pids_events = -1;
+	t->cg_fd = t->cg_pids_fd = t->cg_pids_events = t->cg_ack_fd = -1;
 	t->go_fd = -1;
 	t->audit = o->audit;
 	pthread_mutex_init(&t->go_lock, NULL);
@@ -1221,6 +1228,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	}
 	tracer_dircache_init(o->policy);
 	tracer_cgroup_setup(t); /* else the rlimit */
+	tracer_cgroup_self(t, f.cg_self, &f.cg_ack_w);
 	debug("cgroups set up");
 	rc = tracer_pin_start(t);
 	if (rc < 0) {
@@ -1305,6 +1313,9 @@ out:
 	close_fd(&f.err_w);
 	close_fd(&f.sync_r);
 	close_fd(&f.err_pipe_w);
+	close_fd(&f.cg_self[0]);
+	close_fd(&f.cg_self[1]);
+	close_fd(&f.cg_ack_w);
 	close_fd(&sync_w);
 	free(filter.filter);
 	for (int b = 0; b < TRACEE_BUCKETS; b++) {

@@ -112,12 +112,36 @@ void spawn_wait_seized(void)
 		_exit(127); /* ward went away before seizing us */
 }
 
+/* v1 cgroups: enter the slots by writing "0" (this thread, the only one)
+ * to their tasks files, which takes no global lock in the kernel
+ * (cgroup.c), and tell ward how it went, a byte each (0 or the errno).
+ * First: ward waits for this to decide the memory limit's layer. */
+static void enter_cgroups(const struct spawn_fds *f)
+{
+	unsigned char r[2] = { 0, 0 };
+
+	if (f->cg_ack_w < 0)
+		return;
+	for (int i = 0; i < 2; i++) {
+		if (f->cg_self[i] < 0)
+			continue;
+		if (write(f->cg_self[i], "0", 1) != 1)
+			r[i] = errno > 0 && errno < 256 ? (unsigned char)errno
+							: EIO;
+		close(f->cg_self[i]);
+	}
+	if (write(f->cg_ack_w, r, sizeof(r)) != (ssize_t)sizeof(r))
+		_exit(127);
+	close(f->cg_ack_w);
+}
+
 void spawn_child(const struct tracer_opts *o, const struct sock_fprog *filter,
 		 const struct spawn_fds *f)
 {
 	char c;
 	int null;
 
+	enter_cgroups(f);
 	reset_signals();
 	/* Move our fds out of the way of 0..4 before placing them. */
 	int out = fcntl(f->out_w, F_DUPFD_CLOEXEC, 10);

@@ -8,6 +8,8 @@ struct spawn_fds {
 	int out_w, err_w; /* the code's stdout and stderr */
 	int sync_r;	  /* ward's go bytes (spawn.c) */
 	int err_pipe_w;	  /* set-up failures, as text */
+	int cg_self[2];	  /* v1 tasks files to enter (tracer_cgroup_self) */
+	int cg_ack_w;	  /* and where to say how it went */
 	const struct tracer_landlock *landlock; /* the plan; NULL: none */
 	int ns_flags; /* CLONE_NEW* the child was cloned with (ns.c) */
 	uid_t ns_uid; /* ward's euid and egid, for the user namespace */

@@ -347,6 +347,10 @@ struct tracer {
 	long long cg_pids_base; /* forks refused there before the run */
 	char cg_mem_why[200];	/* why a controller is not used ("" if it */
 	char cg_pids_why[200];	/* is), for the run's layers */
+	/* v1: the child enters its slots itself (tracer_cgroup_self) and
+	 * says how it went on this pipe, a byte per controller */
+	bool cg_self[2]; /* memory, pids: the child enters that one */
+	int cg_ack_fd;	 /* the pipe's read end; -1: none */
 
 	struct tracer_landlock landlock; /* the plan (landlock.c) */
 
@@ -424,6 +428,11 @@ void evq_failed(struct tracer *t);
  * processes the kernel killed there for memory during this run; release:
  * give the slots back (after the last tracee is gone). */
 int tracer_cgroup_setup(struct tracer *t);
+/* Before the clone: for each v1 slot, the slot's tasks file opened for
+ * the child to enter it itself (self[0] memory, self[1] pids; -1: ward
+ * enters it) and *ack_w, where the child says how it went (-1: nothing
+ * to say). The fds are the caller's to close after the clone. */
+void tracer_cgroup_self(struct tracer *t, int self[2], int *ack_w);
 int tracer_cgroup_enter(struct tracer *t, pid_t pid);
 long long tracer_cgroup_oom_kills(struct tracer *t);
 void tracer_cgroup_release(struct tracer *t);

@@ -74,6 +74,37 @@ def test_cgroups_by_default_and_recorded(ctx):
         cleanup(before)
 
 
+# Prints the code's memory and pids cgroups (v1 lines "N:memory:/path").
+WHERE = ("for line in open('/proc/self/cgroup'):\n"
+         "    n, ctl, path = line.rstrip('\\n').split(':', 2)\n"
+         "    if ctl in ('memory', 'pids'):\n"
+         "        print(ctl, path)\n")
+
+
+def test_v1_child_enters_its_cgroups_itself(ctx):
+    """On v1 the child moves itself into its slots (writing "0" to their
+    tasks files: no global lock, no RCU grace period in the kernel), and
+    the code runs in them; the layers say so."""
+    before = slots()
+    try:
+        r, j = ctx.run_json(WHERE, "--memory", "300M", "--max-procs", "33")
+        assert r.code == 0, j
+        need_cgroups(j)
+        if j["memory_limit_by"] != "cgroup v1":
+            raise Skip("memory is not on cgroup v1 here")
+        l = layers(j)
+        seen = dict(x.split(" ", 1) for x in j["stdout"].splitlines())
+        for ctl, layer in (("memory", "cgroup-memory"), ("pids", "cgroup-pids")):
+            d = l[layer]["detail"]
+            assert "(entered by the child itself)" in d, d
+            slot = d.split(" ")[2]
+            mount = "/sys/fs/cgroup/" + ctl
+            assert slot.startswith(mount + "/"), (slot, mount)
+            assert seen[ctl] == slot[len(mount):], (seen, slot)
+    finally:
+        cleanup(before)
+
+
 def test_no_cgroup_opts_out(ctx):
     r, j = ctx.run_json("x = b'x' * (400 << 20)\nprint('allocated')",
                         "--no-cgroup", "--memory", "256M")
