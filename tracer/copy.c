@@ -66,6 +66,8 @@ void copy_reset(struct argcopy *c)
 	c->nr = -1;
 	c->mmsg = 0;
 	c->in_place = false;
+	c->pieces_arg = -1;
+	c->npieces = 0;
 }
 
 long copy_put(struct argcopy *c, const void *data, size_t len, size_t align)
@@ -122,6 +124,22 @@ int copy_arg_src(struct argcopy *c, int arg, const void *data, size_t len)
 void copy_arg_at(struct argcopy *c, int arg, uint64_t off)
 {
 	set_reg(c, arg, true, off, 0);
+}
+
+int copy_piece(struct argcopy *c, uint64_t addr, uint64_t len)
+{
+	if (c->npieces == COPY_RELOCS)
+		return -E2BIG;
+	c->piece[c->npieces].addr = addr;
+	c->piece[c->npieces].len = len;
+	c->npieces++;
+	return 0;
+}
+
+void copy_arg_at_pieces(struct argcopy *c, int arg, uint64_t off)
+{
+	set_reg(c, arg, true, off, 0);
+	c->pieces_arg = arg;
 }
 
 void copy_arg_at_src(struct argcopy *c, int arg, uint64_t off, size_t len)
@@ -305,7 +323,13 @@ bool scratch_can_seal(void)
  *   - its address space has no other task (sp->refs == 1: every tracee
  *     holds its space from its first stop, threads and CLONE_VM children
  *     share their parent's; a new task stays stopped until ward has seen
- *     it, so the count is never low);
+ *     it, so the count is never low), or its only other task is the
+ *     thread that vforked it (sp->refs == 2 and tracee.vfork_child: the
+ *     flags seen at that thread's own clone stop, never guessed from
+ *     /proc). That thread shares the memory but waits in the kernel,
+ *     killable only, until this child execs or exits (its vfork_done is
+ *     completed at nothing else), so it runs no code meanwhile: a vfork
+ *     child's execve (Python's subprocess, posix_spawn) needs no copy;
  *   - the bytes lie in one private anonymous writable mapping (heap,
  *     stack, anonymous mmap), or in a private mapping of a file no process
  *     of the run can write (owned by root, writable by nobody else: ld.so's
@@ -411,7 +435,7 @@ static bool file_fixed(pid_t tid, const struct procmap_query *q)
  * can change: anonymous and writable (heap, stack), or of a file the code
  * cannot write (file_fixed: ld.so's own strings, a program's literals). */
 static bool only_thread_can_change(struct space *sp, pid_t tid, uint64_t addr,
-				   uint64_t len)
+				   uint64_t len, uint64_t vma[2])
 {
 	const uint64_t rw = PROCMAP_QUERY_VMA_READABLE |
 			    PROCMAP_QUERY_VMA_WRITABLE;
@@ -425,9 +449,29 @@ static bool only_thread_can_change(struct space *sp, pid_t tid, uint64_t addr,
 	    (q.vma_flags & PROCMAP_QUERY_VMA_SHARED) ||
 	    !(q.vma_flags & PROCMAP_QUERY_VMA_READABLE))
 		return false;
+	vma[0] = q.vma_start;
+	vma[1] = q.vma_end;
 	if (q.inode == 0 && q.dev_major == 0 && q.dev_minor == 0)
 		return (q.vma_flags & rw) == rw;
 	return q.inode != 0 && file_fixed(tid, &q);
+}
+
+/* Every piece of a rebuilt argument lies in such a mapping (one query per
+ * mapping: the thread is stopped, the answer holds for this stop). */
+static bool pieces_alone(const struct argcopy *c, struct space *sp, pid_t tid)
+{
+	uint64_t ok[2] = { 0, 0 }, vma[2];
+
+	for (int i = 0; i < c->npieces; i++) {
+		uint64_t a = c->piece[i].addr, n = c->piece[i].len;
+		if (n && a >= ok[0] && a + n >= a && a + n <= ok[1])
+			continue;
+		if (!only_thread_can_change(sp, tid, a, n, vma))
+			return false;
+		ok[0] = vma[0];
+		ok[1] = vma[1];
+	}
+	return true;
 }
 
 static bool is_open(long nr)
@@ -472,17 +516,23 @@ bool scratch_in_place(struct tracer *t, struct tracee *tc, long nr)
 	const struct argcopy *c = &t->cp;
 	struct space *sp = tc->sp;
 
-	if (!t->copy_private || !sp || c->nrelocs || c->nr >= 0 || c->mmsg ||
-	    sp->refs != 1 || sp->async)
+	uint64_t vma[2];
+
+	if (!t->copy_private || !sp || (c->nrelocs && c->pieces_arg < 0) ||
+	    c->nr >= 0 || c->mmsg ||
+	    !(sp->refs == 1 || (sp->refs == 2 && tc->vfork_child)) || sp->async)
 		return false;
 	for (int i = 0; i < c->nregs; i++) {
 		uint64_t code = c->args[c->regs[i].arg];
 		if (!c->regs[i].mem) {
 			if (c->regs[i].val != code)
 				return false;
+		} else if (c->regs[i].arg == c->pieces_arg) {
+			if (!pieces_alone(c, sp, tc->tid))
+				return false;
 		} else if (!c->regs[i].src_len ||
 			   !only_thread_can_change(sp, tc->tid, code,
-						   c->regs[i].src_len)) {
+						   c->regs[i].src_len, vma)) {
 			return false;
 		}
 	}

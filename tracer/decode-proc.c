@@ -93,7 +93,9 @@ static bool loader_var(const char *kv)
  * The new program's environment, copied for the kernel (the code cannot
  * add a variable after the check) without the loader's variables. The
  * names removed go to the record. The strings go first in the slot, then
- * the pointer array (made addresses by relocation).
+ * the pointer array (made addresses by relocation). With nothing removed,
+ * each piece read is noted: the environment stays in place when no other
+ * task can write any of them (copy.c).
  */
 static int copy_env(struct tracer *t, struct tracee *tc,
 		    const struct ptrace_syscall_info *si, int envi,
@@ -138,6 +140,9 @@ static int copy_env(struct tracer *t, struct tracee *tc,
 		if (at < 0)
 			return (int)at;
 		offs[n++] = (uint64_t)at;
+		rc = copy_piece(&t->cp, ptr, strlen(kv) + 1);
+		if (rc < 0)
+			return rc;
 	}
 	offs[n] = 0;
 	at = copy_put(&t->cp, offs, 8u * (unsigned)(n + 1), 8);
@@ -148,7 +153,12 @@ static int copy_env(struct tracer *t, struct tracee *tc,
 		if (rc < 0)
 			return rc;
 	}
-	copy_arg_at(&t->cp, envi, (uint64_t)at);
+	if (rlen > 1)
+		copy_arg_at(&t->cp, envi, (uint64_t)at);
+	else if (copy_piece(&t->cp, envp, 8u * (unsigned)(n + 1)) == 0)
+		copy_arg_at_pieces(&t->cp, envi, (uint64_t)at);
+	else
+		copy_arg_at(&t->cp, envi, (uint64_t)at);
 	if (rlen > 1) {
 		snprintf(removed + rlen, sizeof(removed) - rlen, "]");
 		args_raw(ev, "env_removed", removed);

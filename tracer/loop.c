@@ -193,6 +193,9 @@ static void identify(struct tracer *t, struct tracee *x,
 				  ? (p ? p->ppid : 0)
 				  : by->tgid;
 		*parent = thread ? p : tracee_find(t, x->ppid);
+		x->vfork_child = !thread &&
+				 (by->clone_flags & (CLONE_VM | CLONE_VFORK)) ==
+					 (CLONE_VM | CLONE_VFORK);
 		if (!thread && p && p->exe) {
 			x->exe = strdup(p->exe);
 			x->argv = p->argv ? strdup(p->argv) : NULL;
@@ -720,6 +723,7 @@ static void on_exec(struct tracer *t, struct tracee *tc)
 	scratch_attach(t, tc);
 	tracer_backtrace_flush();
 	tc->execed = true;
+	tc->vfork_child = false;
 	proc_exe_argv(tc->tid, exe, sizeof(exe), argv, sizeof(argv));
 	debug("[%d] exec %s", tc->serial, exe);
 	free(tc->exe);

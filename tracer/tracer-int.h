@@ -120,6 +120,15 @@ struct argcopy {
 	long nr;		     /* >= 0: run this syscall instead */
 	uint64_t mmsg;		     /* sendmmsg sent as sendmsg: the
 				      * code's mmsghdr[0], for msg_len */
+	/* An argument rebuilt from pieces of the code's memory with nothing
+	 * left out (execve's environment: its array, then each string; the
+	 * relocations are its own): it may stay in place when every piece
+	 * is the thread's alone (scratch_in_place). */
+	int pieces_arg; /* -1: none */
+	int npieces;
+	struct {
+		uint64_t addr, len;
+	} piece[COPY_RELOCS];
 	unsigned char buf[COPY_SLOT] __attribute__((aligned(8)));
 };
 
@@ -148,6 +157,10 @@ int copy_arg(struct argcopy *c, int arg, const void *data, size_t len);
 int copy_arg_src(struct argcopy *c, int arg, const void *data, size_t len);
 /* Point argument arg at an offset already in the slot. */
 void copy_arg_at(struct argcopy *c, int arg, uint64_t off);
+/* One piece (len bytes at addr of the code's memory) of an argument
+ * rebuilt unchanged; then the argument itself. 0 or -E2BIG. */
+int copy_piece(struct argcopy *c, uint64_t addr, uint64_t len);
+void copy_arg_at_pieces(struct argcopy *c, int arg, uint64_t off);
 /* The same, when the len bytes at off were read at arg's own value. */
 void copy_arg_at_src(struct argcopy *c, int arg, uint64_t off, size_t len);
 /* Set argument arg to a value (restored at exit like the others). */
@@ -284,7 +297,11 @@ struct tracee {
 	int slot;	  /* slot held by the syscall in flight, or -1 */
 	long inject;	  /* syscall injected, awaiting its exit; 0 none */
 	bool execed;	  /* has run a program (before: ward's own code) */
-	uint64_t mmsg;	  /* sendmmsg sent as sendmsg (see argcopy) */
+	/* created by vfork (CLONE_VM|CLONE_VFORK, seen at the cloning
+	 * thread's own stop) and not execed since: the thread that made it
+	 * runs no code of its own until this one execs or exits */
+	bool vfork_child;
+	uint64_t mmsg; /* sendmmsg sent as sendmsg (see argcopy) */
 	struct user_regs_struct saved; /* registers before the copy */
 	pid_t nspid; /* its pid in the code's pid namespace; 0: not read yet */
 	struct tracee *next; /* hash chain */

@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -297,6 +298,68 @@ static __attribute__((unused)) void *racer_thread(void *r)
 static __attribute__((unused)) void racer_stop(struct racer *r)
 {
 	atomic_store(&r->stop, 1);
+}
+
+/* R08, R14, R15: an environment entry ("XX_PRELOAD=<object>") that a
+ * racer flips to LD_PRELOAD and back while vfork()ed children exec the
+ * static exec_probe RACE_N times (it creates the workdir marker when
+ * LD_PRELOAD reaches it). probe_race: the racer r (arg: the entry) runs
+ * in a thread of this process for the time of the execs (thread), or
+ * runs already in a forked process, stopped after them. Returns the
+ * number of execs, or -1 when /dev/null cannot be opened. */
+static __attribute__((unused)) void env_to_preload(void *entry)
+{
+	memcpy(entry, "LD_PRELOAD", 10);
+}
+
+static __attribute__((unused)) void env_to_harmless(void *entry)
+{
+	memcpy(entry, "XX_PRELOAD", 10);
+}
+
+static __attribute__((unused)) long probe_race(const char *probe,
+					       struct racer *r, bool thread)
+{
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	pthread_t t;
+	long i;
+
+	if (null < 0)
+		return -1;
+	if (thread)
+		pthread_create(&t, NULL, racer_thread, r);
+	for (i = 0; i < RACE_N; i++) {
+		char *const av[] = { "exec_probe", NULL };
+		char *const env[] = { r->arg, NULL };
+
+		run_vchild(probe, av, env, null);
+	}
+	racer_stop(r);
+	if (thread)
+		pthread_join(t, NULL);
+	close(null);
+	return i;
+}
+
+/* R08, R14: the whole attack with a racer thread, entry being 4096 bytes
+ * of the kind of memory the case is about. */
+static __attribute__((unused)) int env_race_thread(char *entry, char **argv,
+						   int argc)
+{
+	static struct racer r = { .even = 1,
+				  .bad = env_to_preload,
+				  .good = env_to_harmless };
+	long n;
+
+	if (!entry)
+		return result(-1), 1;
+	snprintf(entry, 4096, "XX_PRELOAD=%s/%s", ARG("wd"), ARG("so"));
+	r.arg = entry;
+	n = probe_race(ARG("probe"), &r, true);
+	if (n < 0)
+		return result(-1), 1;
+	wins(0, n); /* the marker tells */
+	return 0;
 }
 
 #endif

@@ -441,6 +441,43 @@ def test_arguments_private_to_their_only_thread_stay_in_place(ctx):
     assert in_place3 == 0 and copied3 >= 40, (copied3, in_place3)
 
 
+SPAWN = ("import subprocess, threading\n"
+         "def spawn(n, **kw):\n"
+         "    for i in range(n):\n"
+         "        subprocess.run(['/usr/bin/uname', '-s'], check=True,\n"
+         "                       stdout=subprocess.DEVNULL, **kw)\n")
+
+
+def test_vfork_childs_exec_stays_in_place_while_only_it_can_write(ctx):
+    """A vfork child (Python's subprocess) shares its parent's memory, but
+    the thread that vforked it waits in the kernel until it execs: when
+    that thread is the parent's only one, the execve's path and
+    environment need no copy and no exit stop. With a second thread in
+    the parent they are copied, and so is an environment ward strips a
+    loader variable from."""
+    r, j = ctx.run_json(SPAWN + "spawn(0)\n")
+    assert r.code == 0, j
+    base, _ = _copy_counts(j)
+    r, j = ctx.run_json(SPAWN + "spawn(5)\n")
+    assert r.code == 0, j
+    copied, in_place = _copy_counts(j)
+    assert copied == base, (base, copied, in_place)
+
+    r, j = ctx.run_json(SPAWN +
+                        "ev = threading.Event()\n"
+                        "t = threading.Thread(target=ev.wait); t.start()\n"
+                        "spawn(5)\n"
+                        "ev.set(); t.join()\n")
+    assert r.code == 0, j
+    copied2, _ = _copy_counts(j)
+    assert copied2 >= base + 5, (base, copied2)
+
+    r, j = ctx.run_json(SPAWN + "spawn(5, env={'LD_PRELOAD': 'x.so'})\n")
+    assert r.code == 0, j
+    copied3, _ = _copy_counts(j)
+    assert copied3 >= base + 5, (base, copied3)
+
+
 def test_arguments_in_memory_the_kernel_writes_later_are_copied(ctx):
     """After an allowed io_setup (Linux AIO completes into the process's
     memory later, from the kernel), the process's checked arguments are

@@ -39,7 +39,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 SRC = os.path.join(ROOT, "tests", "escapes")
 PROFILE = os.path.join(ROOT, "profiles", "default.json")
 RACE_N = 100000
-# The static program the exec races (R07, R08) run (tests/helpers); each
+# The static program the exec races (R07, R08, R14, R15) run (tests/helpers); each
 # case runs a copy in its canary directory under /var/tmp, which the run's
 # mount namespace shows (a checkout under /tmp would be hidden by the run's
 # own /tmp).
@@ -558,7 +558,7 @@ def _small_fsize(pol):
 
 
 def _probes_ran(ctx, r, run, procs):
-    """R08: the probe really ran, every time (an exec that failed would
+    """R08, R14, R15: the probe really ran, every time (an exec that failed would
     leave the environment untested)."""
     probe = os.path.join(r.sdir, "exec_probe")
     n = sum(1 for p in procs if p["exe"] == probe)
@@ -611,6 +611,17 @@ CASES = [
     C(id="R13", group="race", src="r13_private_file_map_flip.c", race=True, decoys=True,
       what="path in a read-only MAP_PRIVATE file mapping of a single-threaded victim, the file rewritten by a forked sibling",
       expect="CONT", audit=[DENY_SECRET, NO_ALLOW_SECRET]),
+
+    C(id="R14", group="race", src="r14_vfork_env_private_flip.c", race=True,
+      decoys=True, exec_probe=True,
+      what="as R08 in the parent's private memory: a vfork child's environment stays in place only while nothing else can write it",
+      expect="CONT", audit=[ev("execve", decision="allow", target="{sdir}/exec_probe")],
+      extra=_probes_ran),
+    C(id="R15", group="race", src="r15_vfork_env_shared_flip.c", race=True,
+      decoys=True, exec_probe=True,
+      what="a single-threaded parent's vfork children exec with an envp entry in a MAP_SHARED page a forked sibling flips to LD_PRELOAD",
+      expect="CONT", audit=[ev("execve", decision="allow", target="{sdir}/exec_probe")],
+      extra=_probes_ran),
 
     # ---- paths
     C(id="P01", group="path", src="p01_dotdot.c", what="$WORKDIR/../../..<secret>",
