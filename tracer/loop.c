@@ -288,6 +288,8 @@ void tracer_stop(struct tracer *t, enum stop_reason why, const char *cause)
 	for (int b = 0; b < TRACEE_BUCKETS; b++)
 		for (struct tracee *x = t->tab[b]; x; x = x->next)
 			kill(x->tid, SIGKILL);
+	for (int i = 0; i < t->nparked; i++)
+		kill(t->parked[i].tid, SIGKILL);
 	pthread_mutex_unlock(&t->lock);
 }
 
@@ -666,14 +668,88 @@ static bool forget_gone(struct tracer *t, pid_t tid)
 	return false;
 }
 
+/* ---- new tasks that stop before their parent's event ---- */
+
+/* How long a new task waits for its parent's event before ward looks it
+ * up in /proc (the parent killed between the clone and its event). */
+#define PARK_US 20000
+
+static int parked_at(struct tracer *t, pid_t tid)
+{
+	for (int i = 0; i < t->nparked; i++)
+		if (t->parked[i].tid == tid)
+			return i;
+	return -1;
+}
+
+/* Hold tid (stopped) for its parent's event. False when it cannot wait. */
+static bool park(struct tracer *t, pid_t tid)
+{
+	bool ok;
+
+	pthread_mutex_lock(&t->lock);
+	ok = t->nparked < (int)(sizeof(t->parked) / sizeof(t->parked[0]));
+	if (ok) {
+		t->parked[t->nparked].tid = tid;
+		t->parked[t->nparked].since_us = mono_us();
+		t->nparked++;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ok;
+}
+
+/* No longer held; true when it was. */
+static bool unpark(struct tracer *t, pid_t tid)
+{
+	int i;
+
+	pthread_mutex_lock(&t->lock);
+	i = parked_at(t, tid);
+	if (i >= 0)
+		t->parked[i] = t->parked[--t->nparked];
+	pthread_mutex_unlock(&t->lock);
+	return i >= 0;
+}
+
+/* A held task, now known (by its parent's event, or from /proc): on. */
+static void release_parked(struct tracer *t, pid_t tid, const struct tracee *by)
+{
+	if (!tracee_add(t, tid, by)) {
+		tracer_stop(t, STOP_AUDIT, "out of memory");
+		kill(tid, SIGKILL);
+	}
+	ptrace(PTRACE_CONT, tid, 0, 0);
+}
+
+/* Tasks held past PARK_US: looked up in /proc instead. */
+static void release_stale(struct tracer *t)
+{
+	long long now = mono_us();
+
+	for (int i = 0; i < t->nparked;) {
+		pid_t tid = t->parked[i].tid;
+		if (now - t->parked[i].since_us < PARK_US) {
+			i++;
+			continue;
+		}
+		unpark(t, tid);
+		release_parked(t, tid, NULL);
+		i = 0;
+	}
+}
+
 static void on_new_child(struct tracer *t, struct tracee *tc)
 {
 	unsigned long msg = 0;
 
 	if (ptrace(PTRACE_GETEVENTMSG, tc->tid, 0, &msg) == 0 && msg > 0) {
 		struct tracee *child = tracee_find(t, (pid_t)msg);
-		if (!child && !forget_gone(t, (pid_t)msg))
+		if (!child && unpark(t, (pid_t)msg)) {
+			release_parked(t, (pid_t)msg, tc);
+			child = tracee_find(t, (pid_t)msg);
+		} else if (!child && !forget_gone(t, (pid_t)msg)) {
 			child = tracee_add(t, (pid_t)msg, tc);
+		}
 		if (t->pinned && child && child->tgid == tc->tgid)
 			tracer_unpin(t); /* a second thread: parallelism wins */
 	}
@@ -835,15 +911,33 @@ static void handle_status(struct tracer *t, pid_t pid, int status)
 	int sig, event;
 
 	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		unpark(t, pid); /* killed while held */
 		on_exit_status(t, pid, status);
 		return;
 	}
-	if (!WIFSTOPPED(status) || tracer_ns_init_stop(t, pid, status))
+	if (!WIFSTOPPED(status))
 		return;
+	if (tracer_ns_init_stop(t, pid, status)) {
+		/* the init forked the code's first process: its parent's
+		 * event is this one */
+		if (t->root && unpark(t, t->root))
+			release_parked(t, t->root, NULL);
+		return;
+	}
 	tc = tracee_find(t, pid);
-	if (!tc && !(tc = tracee_add(t, pid, NULL))) {
-		tracer_stop(t, STOP_AUDIT, "out of memory");
-		return;
+	if (!tc) {
+		bool held = unpark(t, pid);
+		/* A first stop before the parent's event (which always
+		 * follows, unless the parent dies first): wait for it. */
+		if (!held && (unsigned)status >> 16 == PTRACE_EVENT_STOP &&
+		    !is_stop_signal(WSTOPSIG(status)) && pid != t->root &&
+		    atomic_load(&t->stop_reason) == STOP_NONE && park(t, pid))
+			return;
+		tc = tracee_add(t, pid, NULL);
+		if (!tc) {
+			tracer_stop(t, STOP_AUDIT, "out of memory");
+			return;
+		}
 	}
 	if (atomic_load(&t->stop_reason) != STOP_NONE) {
 		kill(pid, SIGKILL);
@@ -897,6 +991,16 @@ static pid_t next_stop(struct tracer *t, int *status)
 			if (w != 0)
 				return w;
 		} while (mono_us() < until);
+	}
+	/* With tasks held for their parent's event: not past PARK_US
+	 * (0: time to look them up). */
+	while (t->nparked > 0) {
+		struct timespec nap = { 0, 100000 };
+		w = waitpid(-1, status, __WALL | WNOHANG);
+		if (w != 0)
+			return w;
+		release_stale(t);
+		nanosleep(&nap, NULL);
 	}
 	return waitpid(-1, status, __WALL);
 }

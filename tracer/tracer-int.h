@@ -392,6 +392,15 @@ struct tracer {
 	 * comes after its child's end names no new process (loop.c) */
 	pid_t gone[64];
 	unsigned n_gone;
+	/* new tasks whose first stop came before their parent's clone
+	 * event: held stopped until the event names them (identified from
+	 * it: no /proc reads, a vfork child known as one), or PARK_US pass
+	 * (loop.c); under lock */
+	struct {
+		pid_t tid;
+		long long since_us;
+	} parked[16];
+	int nparked;
 	bool copy_private;    /* arguments in private memory may stay in place
 			    * (copy.c) */
 	bool files_shared;    /* a clone shared an fd table across processes */

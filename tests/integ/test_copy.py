@@ -2,9 +2,11 @@
 (tracer/copy.c): what the kernel uses is what ward decided on."""
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 
+import wardtest
 from wardtest import Skip
 
 RACE_C = r"""
@@ -476,6 +478,31 @@ def test_vfork_childs_exec_stays_in_place_while_only_it_can_write(ctx):
     assert r.code == 0, j
     copied3, _ = _copy_counts(j)
     assert copied3 >= base + 5, (base, copied3)
+
+
+def test_child_that_stops_before_its_parents_event_waits_for_it(ctx):
+    """A new child's first stop may reach ward before its parent's
+    vfork/fork/clone event (a slow supervisor: here ward's main thread
+    under strace). ward holds the child until the event names it, so it
+    knows it from the event (no /proc look-up) and a vfork child as one:
+    its execs stay in place as in the test above."""
+    strace = shutil.which("strace")
+    if not strace:
+        raise Skip("no strace here")
+    r, j = ctx.run_json(SPAWN + "spawn(0)\n")
+    base, _ = _copy_counts(j)
+    argv = [strace, "-qq", "-o", "/dev/null", "-e", "trace=ptrace,wait4",
+            wardtest.ward_bin(), "run", "--db", ctx.db, "--json", "-c",
+            SPAWN + "spawn(20)\nprint('spawned')\n"]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=120,
+                       cwd=ctx.tmp)
+    assert p.returncode == 0, (p.stdout[-500:], p.stderr[-1500:])
+    j = json.loads(p.stdout)
+    assert j["stdout"] == "spawned\n", j
+    copied, in_place = _copy_counts(j)
+    assert copied == base, (base, copied, in_place)
+    procs = ctx.sql("select exe from processes where run_id = ?", j["run_id"])
+    assert sum(1 for x in procs if x["exe"] == "/usr/bin/uname") == 20, procs
 
 
 def test_arguments_in_memory_the_kernel_writes_later_are_copied(ctx):
