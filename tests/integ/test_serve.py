@@ -144,6 +144,23 @@ def test_python_exception_shape(ctx):
     assert s.close() == 0
 
 
+def test_python_results_with_any_characters_come_back_exactly(ctx):
+    """The driver encodes its result frames itself (no json module at
+    start-up): quotes, backslashes, control characters, non-ASCII and
+    astral characters come back as they were; a lone surrogate, which
+    UTF-8 cannot carry, comes back as "?"."""
+    s = serve(ctx)
+    sid = s.create()
+    odd = 'q"b\\s\t\r\n\x01\x1f\x7f é€😀 \u2028 \xa0'
+    s.run(sid, "class R:\n    def __repr__(self):\n        return %r\n" % odd)
+    assert _main(s.run(sid, "R()")) == odd
+    r = s.run(sid, "raise ValueError(%r + '\\ud800')" % odd)
+    assert r["error"]["name"] == "ValueError" and r["error"]["value"] == odd + "?", r
+    assert odd in r["error"]["traceback"], r
+    assert _main(s.run(sid, "'x' * 3")) == "'xxx'"  # and the session goes on
+    assert s.close() == 0
+
+
 def test_python_chart_comes_back_as_png(ctx):
     s = serve(ctx)
     sid = s.create()

@@ -7,14 +7,16 @@
 # which cell a frame answers and exposes a second frame for a cell.
 # SIGINT (the server cancelling a cell) and the cell's SIGALRM interrupt
 # the cell's code only: between cells they are ignored.
-import ast
-import json
+import _ast
+import _signal
 import os
-import signal
 import sys
 
-# traceback, types, base64 and io are imported when first needed: each
-# module the driver imports at start is start-up time of every session.
+# Each module the driver imports at start is start-up time of every
+# session: the C modules _ast and _signal instead of ast and signal, and a
+# JSON codec of its own for the two shapes it needs instead of json (those
+# three bring enum, re and contextlib, ~3 ms); traceback, types, base64
+# and io are imported when first needed.
 
 _CELL_FD, _RESULT_FD = 5, 6
 os.set_inheritable(_CELL_FD, False)
@@ -47,6 +49,46 @@ def _read_line():
     return out
 
 
+def _head(line):
+    # The frame header ward writes (tools/session.c send_cell), a flat
+    # object: {"n":N,"nonce":"HEX","timeout_s":G,"len":N}.
+    h = {}
+    for part in line.decode().strip().strip("{}").split(","):
+        k, v = part.split(":", 1)
+        k, v = k.strip().strip('"'), v.strip()
+        h[k] = v.strip('"') if v.startswith('"') else float(v)
+    h["n"], h["len"] = int(h["n"]), int(h["len"])
+    return h
+
+
+def _jstr(s):
+    t = s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    if "\r" in t or "\t" in t:
+        t = t.replace("\r", "\\r").replace("\t", "\\t")
+    if t.isprintable():
+        return '"' + t + '"'
+    import json  # other control or unprintable characters: rare
+    return json.dumps(s, ensure_ascii=False)
+
+
+def _json(v):
+    # JSON text of the result frame: dicts with string keys, lists,
+    # strings, integers, booleans and None. Non-ASCII text stays as it is
+    # (the frame is sent as UTF-8; a lone surrogate becomes "?").
+    if v is None:
+        return "null"
+    if v is True or v is False:
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return _jstr(v)
+    if isinstance(v, int):
+        return str(int(v))
+    if isinstance(v, dict):
+        return "{" + ",".join(_jstr(str(k)) + ":" + _json(x)
+                              for k, x in v.items()) + "}"
+    return "[" + ",".join(_json(x) for x in v) + "]"
+
+
 _fired = [False]
 _in_cell = [False]
 _DRIVER = globals()  # frames running in it are the driver's own
@@ -64,7 +106,7 @@ def _sigint(signum, frame):
         raise KeyboardInterrupt()
 
 
-signal.signal(signal.SIGINT, _sigint)
+_signal.signal(_signal.SIGINT, _sigint)
 
 
 def _figures(results):
@@ -123,17 +165,17 @@ def _run(ns, n, code, timeout):
     results, error, interrupted = [], None, False
     name = "<cell %d>" % n
     _fired[0] = False
-    signal.signal(signal.SIGALRM, _alarm)
+    _signal.signal(_signal.SIGALRM, _alarm)
     try:
-        tree = ast.parse(code, name, "exec")
+        tree = compile(code, name, "exec", _ast.PyCF_ONLY_AST)
         last = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body.pop().value)
+        if tree.body and isinstance(tree.body[-1], _ast.Expr):
+            last = _ast.Expression(tree.body.pop().value)
         code = compile(tree, name, "exec")
         evaled = last and compile(last, name, "eval")
         _in_cell[0] = True
         if timeout > 0:
-            signal.setitimer(signal.ITIMER_REAL, timeout)
+            _signal.setitimer(_signal.ITIMER_REAL, timeout)
         exec(code, ns)
         value = eval(evaled, ns) if evaled is not None else None
         text = repr(value) if value is not None else None
@@ -143,11 +185,11 @@ def _run(ns, n, code, timeout):
             results.append({"text": text, "is_main_result": True})
     except BaseException as e:
         _in_cell[0] = False
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
         interrupted = _fired[0]
         error = _error(e)
     _in_cell[0] = False
-    signal.setitimer(signal.ITIMER_REAL, 0)
+    _signal.setitimer(_signal.ITIMER_REAL, 0)
     _figures(results)
     # the main result comes last, as in a notebook
     results.sort(key=lambda r: r["is_main_result"])
@@ -160,7 +202,7 @@ def _main():
         head = _read_line()
         if head is None:
             return
-        h = json.loads(head)
+        h = _head(head)
         code = _read_exact(h["len"])
         if code is None:
             return
@@ -169,10 +211,10 @@ def _main():
                                            h.get("timeout_s", 0))
         sys.stdout.flush()
         sys.stderr.flush()
-        frame = json.dumps({"nonce": h["nonce"], "n": h["n"],
-                            "results": results, "error": error,
-                            "interrupted": interrupted}) + "\n"
-        data = frame.encode()
+        frame = _json({"nonce": h["nonce"], "n": h["n"],
+                       "results": results, "error": error,
+                       "interrupted": interrupted}) + "\n"
+        data = frame.encode("utf-8", "replace")
         while data:
             data = data[os.write(_RESULT_FD, data):]
 
