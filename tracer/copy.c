@@ -433,7 +433,8 @@ static bool file_fixed(pid_t tid, const struct procmap_query *q)
 
 /* len bytes at addr lie in one private mapping nothing but this thread
  * can change: anonymous and writable (heap, stack), or of a file the code
- * cannot write (file_fixed: ld.so's own strings, a program's literals). */
+ * cannot write (file_fixed: ld.so's own strings, a program's literals).
+ * vma (may be NULL): the mapping's bounds. */
 static bool only_thread_can_change(struct space *sp, pid_t tid, uint64_t addr,
 				   uint64_t len, uint64_t vma[2])
 {
@@ -449,8 +450,10 @@ static bool only_thread_can_change(struct space *sp, pid_t tid, uint64_t addr,
 	    (q.vma_flags & PROCMAP_QUERY_VMA_SHARED) ||
 	    !(q.vma_flags & PROCMAP_QUERY_VMA_READABLE))
 		return false;
-	vma[0] = q.vma_start;
-	vma[1] = q.vma_end;
+	if (vma) {
+		vma[0] = q.vma_start;
+		vma[1] = q.vma_end;
+	}
 	if (q.inode == 0 && q.dev_major == 0 && q.dev_minor == 0)
 		return (q.vma_flags & rw) == rw;
 	return q.inode != 0 && file_fixed(tid, &q);
@@ -516,8 +519,6 @@ bool scratch_in_place(struct tracer *t, struct tracee *tc, long nr)
 	const struct argcopy *c = &t->cp;
 	struct space *sp = tc->sp;
 
-	uint64_t vma[2];
-
 	if (!t->copy_private || !sp || (c->nrelocs && c->pieces_arg < 0) ||
 	    c->nr >= 0 || c->mmsg ||
 	    !(sp->refs == 1 || (sp->refs == 2 && tc->vfork_child)) || sp->async)
@@ -532,7 +533,7 @@ bool scratch_in_place(struct tracer *t, struct tracee *tc, long nr)
 				return false;
 		} else if (!c->regs[i].src_len ||
 			   !only_thread_can_change(sp, tc->tid, code,
-						   c->regs[i].src_len, vma)) {
+						   c->regs[i].src_len, NULL)) {
 			return false;
 		}
 	}

@@ -136,11 +136,12 @@ static int copy_env(struct tracer *t, struct tracee *tc,
 					"%s%s", rlen > 1 ? "," : "", js);
 			continue;
 		}
-		at = copy_put(&t->cp, kv, strlen(kv) + 1, 1);
+		size_t len = strlen(kv) + 1;
+		at = copy_put(&t->cp, kv, len, 1);
 		if (at < 0)
 			return (int)at;
 		offs[n++] = (uint64_t)at;
-		rc = copy_piece(&t->cp, ptr, strlen(kv) + 1);
+		rc = copy_piece(&t->cp, ptr, len);
 		if (rc < 0)
 			return rc;
 	}
@@ -153,9 +154,8 @@ static int copy_env(struct tracer *t, struct tracee *tc,
 		if (rc < 0)
 			return rc;
 	}
-	if (rlen > 1)
-		copy_arg_at(&t->cp, envi, (uint64_t)at);
-	else if (copy_piece(&t->cp, envp, 8u * (unsigned)(n + 1)) == 0)
+	/* the array read: n pointers and the NULL after them */
+	if (rlen == 1 && copy_piece(&t->cp, envp, 8u * (unsigned)(n + 1)) == 0)
 		copy_arg_at_pieces(&t->cp, envi, (uint64_t)at);
 	else
 		copy_arg_at(&t->cp, envi, (uint64_t)at);

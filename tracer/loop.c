@@ -698,11 +698,15 @@ static bool park(struct tracer *t, pid_t tid)
 	return ok;
 }
 
-/* No longer held; true when it was. */
+/* No longer held; true when it was. Every exit and clone event asks:
+ * without a held task (nearly always) no lock is taken (only this
+ * thread changes the list). */
 static bool unpark(struct tracer *t, pid_t tid)
 {
 	int i;
 
+	if (t->nparked == 0)
+		return false;
 	pthread_mutex_lock(&t->lock);
 	i = parked_at(t, tid);
 	if (i >= 0)

@@ -406,6 +406,15 @@ def test_literals_of_files_the_code_cannot_write_stay_in_place(ctx):
     assert copied2 >= copied + 10, (copied, copied2)
 
 
+def with_second_thread(body):
+    """Python code that runs body while a second thread of the process
+    waits."""
+    return ("import threading\n"
+            "ev = threading.Event()\n"
+            "t = threading.Thread(target=ev.wait); t.start()\n" +
+            body + "ev.set(); t.join()\n")
+
+
 OPENS = ("import os, threading\n"
          "def opens(tag):\n"
          "  for i in range(40):\n"
@@ -424,11 +433,7 @@ def test_arguments_private_to_their_only_thread_stay_in_place(ctx):
     copied, in_place = _copy_counts(j)
     assert in_place >= 40, (copied, in_place)
 
-    r, j = ctx.run_json(OPENS +
-                        "ev = threading.Event()\n"
-                        "t = threading.Thread(target=ev.wait); t.start()\n"
-                        "opens('threaded')\n"
-                        "ev.set(); t.join()\n")
+    r, j = ctx.run_json(OPENS + with_second_thread("opens('threaded')\n"))
     assert r.code == 0, j
     copied2, in_place2 = _copy_counts(j)
     # python's own start-up opens are in place; the 40 opens made while
@@ -443,7 +448,7 @@ def test_arguments_private_to_their_only_thread_stay_in_place(ctx):
     assert in_place3 == 0 and copied3 >= 40, (copied3, in_place3)
 
 
-SPAWN = ("import subprocess, threading\n"
+SPAWN = ("import subprocess\n"
          "def spawn(n, **kw):\n"
          "    for i in range(n):\n"
          "        subprocess.run(['/usr/bin/uname', '-s'], check=True,\n"
@@ -465,11 +470,7 @@ def test_vfork_childs_exec_stays_in_place_while_only_it_can_write(ctx):
     copied, in_place = _copy_counts(j)
     assert copied == base, (base, copied, in_place)
 
-    r, j = ctx.run_json(SPAWN +
-                        "ev = threading.Event()\n"
-                        "t = threading.Thread(target=ev.wait); t.start()\n"
-                        "spawn(5)\n"
-                        "ev.set(); t.join()\n")
+    r, j = ctx.run_json(SPAWN + with_second_thread("spawn(5)\n"))
     assert r.code == 0, j
     copied2, _ = _copy_counts(j)
     assert copied2 >= base + 5, (base, copied2)
