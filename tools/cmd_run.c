@@ -59,7 +59,7 @@ struct run_args {
 	const char *file;	/* FILE or "-" */
 	struct ward_limits lim; /* command-line overrides; 0 = unset */
 	bool keep, json, quiet, summary, no_cgroup;
-	int pin_cpu; /* -1: none */
+	int pin_cpu; /* -1: none; TRACER_PIN_AUTO: the default */
 	int spin_us;
 	unsigned long long require; /* --require: policy_layer_name() bits */
 	char **envs;
@@ -136,10 +136,13 @@ static void usage(FILE *f)
 		"  --spin-us N       after continuing the code, poll this many microseconds\n"
 		"                    for its next stop before sleeping, while a CPU is free\n"
 		"                    (default 100; 0: never): saves a CPU wake-up per trap\n"
-		"  --pin-cpu[=N]     run the code and ward's supervisor on one CPU (N, default\n"
-		"                    the current one) while the code has a single thread:\n"
-		"                    traps get cheaper (no cross-CPU wake-ups); the code sees\n"
-		"                    one CPU in its affinity mask until it starts a thread\n"
+		"  --pin-cpu[=N]     run the code and ward's supervisor on CPU N (default\n"
+		"                    the current one) while the code runs one thread at a\n"
+		"                    time: traps get cheaper (no cross-CPU wake-ups); the\n"
+		"                    code sees one CPU in its affinity mask until it starts\n"
+		"                    a thread or forks. The default, on the current CPU,\n"
+		"                    when ward has two or more\n"
+		"  --no-pin          no pinning: the code sees every CPU from its start\n"
 		"  --require LAYER[,LAYER]  refuse to run (exit 125) unless each layer is\n"
 		"                    active: landlock, namespaces, cgroup-memory,\n"
 		"                    cgroup-pids, rlimits, seccomp, ptrace, argument-copies\n"
@@ -284,6 +287,7 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		O_SUMMARY,
 		O_INPUT,
 		O_PIN,
+		O_NOPIN,
 		O_MEMCG,
 		O_NOCG,
 		O_SPIN,
@@ -310,6 +314,7 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		{ "interpreter", required_argument, 0, O_INTERP },
 		{ "input", required_argument, 0, O_INPUT },
 		{ "pin-cpu", optional_argument, 0, O_PIN },
+		{ "no-pin", no_argument, 0, O_NOPIN },
 		{ "memory-cgroup", no_argument, 0, O_MEMCG },
 		{ "no-cgroup", no_argument, 0, O_NOCG },
 		{ "spin-us", required_argument, 0, O_SPIN },
@@ -321,7 +326,7 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 	};
 	int c;
 
-	a->pin_cpu = -1;
+	a->pin_cpu = TRACER_PIN_AUTO;
 	a->spin_us = 100;
 	a->keep_inputs = KEEP_INPUTS_DEFAULT;
 	a->envs = calloc((size_t)argc + 1, sizeof(char *));
@@ -377,6 +382,7 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 			if (a->pin_cpu < 0)
 				die("--pin-cpu: cannot tell the current CPU");
 			break;
+		case O_NOPIN: a->pin_cpu = -1; break;
 		case ':':
 			die("run: %s needs a value (see `ward run --help`)",
 			    argv[optind - 1]);

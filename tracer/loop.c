@@ -225,6 +225,7 @@ static struct tracee *tracee_add(struct tracer *t, pid_t tid,
 	x->slot = -1;
 	identify(t, x, by, &parent);
 	scratch_attach(t, x); /* its address space, counted from now */
+	tracer_pin_follow(t, tid);
 	pthread_mutex_lock(&t->lock);
 	x->serial = ++t->next_serial;
 	x->next = t->tab[bucket(tid)];
@@ -742,7 +743,7 @@ static void release_stale(struct tracer *t)
 	}
 }
 
-static void on_new_child(struct tracer *t, struct tracee *tc)
+static void on_new_child(struct tracer *t, struct tracee *tc, int event)
 {
 	unsigned long msg = 0;
 
@@ -754,8 +755,11 @@ static void on_new_child(struct tracer *t, struct tracee *tc)
 		} else if (!child && !forget_gone(t, (pid_t)msg)) {
 			child = tracee_add(t, (pid_t)msg, tc);
 		}
-		if (t->pinned && child && child->tgid == tc->tgid)
-			tracer_unpin(t); /* a second thread: parallelism wins */
+		/* A second thread, or a process that may run alongside its
+		 * parent: parallelism wins (pin.c). */
+		if (t->pinned && child &&
+		    (child->tgid == tc->tgid || event != PTRACE_EVENT_VFORK))
+			tracer_unpin(t);
 	}
 	ptrace(PTRACE_CONT, tc->tid, 0, 0);
 }
@@ -959,7 +963,7 @@ static void handle_status(struct tracer *t, pid_t pid, int status)
 	case PTRACE_EVENT_SECCOMP: on_seccomp(t, tc); break;
 	case PTRACE_EVENT_FORK:
 	case PTRACE_EVENT_VFORK:
-	case PTRACE_EVENT_CLONE: on_new_child(t, tc); break;
+	case PTRACE_EVENT_CLONE: on_new_child(t, tc, event); break;
 	case PTRACE_EVENT_EXEC: on_exec(t, tc); break;
 	case PTRACE_EVENT_STOP:
 		if (is_stop_signal(sig))
@@ -1345,7 +1349,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	rc = tracer_pin_start(t);
 	if (rc < 0) {
 		snprintf(res->setup_error, sizeof(res->setup_error),
-			 "pinning to CPU %d: %s", o->pin_cpu, strerror(-rc));
+			 "pinning to CPU %d: %s", t->pin_cpu, strerror(-rc));
 		goto out;
 	}
 	record_core_layers(t);

@@ -373,6 +373,8 @@ struct tracer {
 
 	/* CPU pinning (pin.c) */
 	bool pinned;
+	bool unpinned;	/* was pinned: new tasks get every CPU back */
+	int pin_cpu;	/* the CPU shared while pinned */
 	cpu_set_t cpus; /* ward's CPU set before pinning */
 
 	int audit_err; /* first audit error (-errno) */
@@ -508,6 +510,9 @@ int tracer_layers_required(struct tracer_result *res,
  * multi-threaded. tracer_pin_start returns 0 or -errno. */
 int tracer_pin_start(struct tracer *t);
 void tracer_pin_io_thread(struct tracer *t);
+/* A new task of a run no longer pinned: it may have inherited the pin
+ * from a parent that had it when it forked. */
+void tracer_pin_follow(struct tracer *t, pid_t tid);
 void tracer_unpin(struct tracer *t);
 
 /* Output thread: start/finish. */

@@ -22,6 +22,9 @@
 #include "../audit/audit.h"
 #include "../policy/policy.h"
 
+/* tracer_opts.pin_cpu: pin to the CPU ward starts on (pin.c). */
+#define TRACER_PIN_AUTO (-2)
+
 struct tracer_opts {
 	const char *interpreter; /* absolute path, executed as is */
 	char *const *argv;	 /* argv of the interpreter (argv[0] first) */
@@ -55,6 +58,8 @@ struct tracer_opts {
 			     * can be had (cgroup.c): rlimits only */
 	int pin_cpu;	/* >= 0: share this CPU with the code while
 				   * it has one thread (see tracer/pin.c);
+				   * TRACER_PIN_AUTO: the CPU ward runs on,
+				   * given a second one for the rest;
 				   * -1: no pinning */
 	/* bit i: the layer policy_layer_name(i) must be active, else the
 	 * run fails with a set-up error before the code runs */

@@ -2,7 +2,8 @@
 import json
 import os
 
-from wardtest import PYTHON
+from wardtest import PYTHON, ward_bin
+import subprocess
 
 
 SIGNALS = r'''
@@ -114,3 +115,39 @@ def test_pin_cpu(ctx):
     assert r.code == 0 and r.stdout == f"[{cpu}]\nTrue\n", r
     r = ctx.run("pass", "--pin-cpu=4096")
     assert r.code == 125 and "--pin-cpu" in r.stderr, r
+
+
+def test_pinned_by_default_until_the_code_may_run_in_parallel(ctx):
+    """ward run pins the code to ward's CPU by default (given a second CPU
+    for the rest): a vfork child (subprocess) keeps the pin, a fork gives
+    every process all CPUs back; --no-pin never pins."""
+    cpus = len(os.sched_getaffinity(0))
+    if cpus < 2:
+        from wardtest import Skip
+        raise Skip("needs two CPUs")
+    code = ("import os, subprocess, sys\n"
+            "def n(): return len(os.sched_getaffinity(0))\n"
+            "print('start', n(), flush=True)\n"
+            "subprocess.run([sys.executable, '-c', 'import os; "
+            "print(\"vfork child\", len(os.sched_getaffinity(0)), "
+            "flush=True)'], check=True)\n"
+            "print('after subprocess', n(), flush=True)\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    print('fork child', n(), flush=True); os._exit(0)\n"
+            "os.waitpid(pid, 0)\n"
+            "print('after fork', n(), flush=True)\n")
+    r = ctx.run(code)
+    assert r.code == 0, r
+    assert r.stdout == (f"start 1\nvfork child 1\nafter subprocess 1\n"
+                        f"fork child {cpus}\nafter fork {cpus}\n"), r
+    r = ctx.run("import os; print(len(os.sched_getaffinity(0)))", "--no-pin")
+    assert r.code == 0 and r.stdout == f"{cpus}\n", r
+    # one CPU given: nothing to share, nothing pinned, no error
+    first = sorted(os.sched_getaffinity(0))[0]
+    p = subprocess.run(["taskset", "-c", str(first), ward_bin(), "run",
+                        "--db", ctx.db, "-c",
+                        "import os; print(len(os.sched_getaffinity(0)))"],
+                       capture_output=True, text=True, timeout=120,
+                       cwd=ctx.tmp)
+    assert p.returncode == 0 and p.stdout == "1\n", (p.stdout, p.stderr)
