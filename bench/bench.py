@@ -12,7 +12,11 @@ Variants (W = the workload, copied into a fresh directory that is the cwd,
 HOME and, with tmp/, TMPDIR of each native-like run; ward makes its own):
   native           /usr/bin/python3 W
   ward             ward run --quiet --db DB --policy bench/policy-bench.json W
+                   (ward's defaults: pinned to the CPU it starts on while
+                   the code runs one thread at a time)
   ward_nocg        the same with --no-cgroup (the cgroups' start-up cost)
+  ward_nopin       the same with --no-pin (ward run pins the code and its
+                   supervisor to one CPU by default: what that saves)
   ward_base        the same run by a baseline ward binary (--base-ward PATH,
                    e.g. one built from an older commit), with its own audit
                    database since an older binary may not read a newer
@@ -28,7 +32,8 @@ HOME and, with tmp/, TMPDIR of each native-like run; ward makes its own):
   its audit thread to the other CPUs)
 Plus a micro-benchmark (bench/micro_trap.c): ns per trapped openat and per
 allowed getppid, timed inside the process, natively, under minitracer and
-under ward (and under the --base-ward binary).
+under ward with --no-pin (and under the --base-ward binary); ward_pin there
+is ward pinned to CPU 0 (its default, on a fixed CPU).
 
 A variant that exits non-zero (or times out) is reported as a failure, never
 averaged in; after --max-fail failures on a workload it is dropped for the
@@ -62,7 +67,8 @@ WORKLOADS = ["print_hello", "pandas_median", "matplotlib_chart", "fs_heavy",
              "subprocess_spawn", "threads"]
 QUICK_WORKLOADS = ["print_hello", "pandas_median", "fs_heavy",
                    "subprocess_spawn"]
-ALL_VARIANTS = ["native", "ward", "ward_nocg", "ward_base", "ward_stat",
+ALL_VARIANTS = ["native", "ward", "ward_nocg", "ward_nopin", "ward_base",
+                "ward_stat",
                 "minitracer",
                 "minitracer_stat", "strace", "native_pin", "ward_pin",
                 "minitracer_pin"]
@@ -255,7 +261,8 @@ class Bench:
         # One database per ward variant; the base binary's are its own
         # (an older ward may not read a newer schema).
         self.dbs = {v: os.path.join(self.tmp, f"audit-{v}.db")
-                    for v in ("ward", "ward_nocg", "ward_base", "ward_stat",
+                    for v in ("ward", "ward_nocg", "ward_nopin",
+                              "ward_base", "ward_stat",
                               "ward_pin", "micro", "micro_base")}
         if not self.tools["ward"]:
             self.note(f"{ward} not built: ward variants skipped")
@@ -334,6 +341,10 @@ class Bench:
                                   "--pin-cpu=0", "--workdir", rdir, wpath)
         elif kind == "ward":
             argv = self.ward_argv(self.dbs["ward"], self.pols.get("design"),
+                                  "--workdir", rdir, wpath)
+        elif kind == "ward_nopin":
+            argv = self.ward_argv(self.dbs["ward_nopin"],
+                                  self.pols.get("design"), "--no-pin",
                                   "--workdir", rdir, wpath)
         elif kind == "ward_nocg":
             argv = self.ward_argv(self.dbs["ward_nocg"],
@@ -471,10 +482,15 @@ class Bench:
                     methods[v] = m[0]
                     variants[v] = m[1]
         method = methods.get("ward") or methods.get("ward_base")
+        if "ward" in variants:
+            # unpinned, as ward_base (older binaries) and minitracer run;
+            # ward_pin below is ward's default (pinned) on CPU 0
+            w = variants["ward"]
+            w.insert(w.index("run") + 1, "--no-pin")
         if self.tools["taskset"]:
             for v in list(variants):
                 if v.startswith("ward"):  # ward pins itself
-                    w = list(variants[v])
+                    w = [x for x in variants[v] if x != "--no-pin"]
                     w.insert(w.index("run") + 1, "--pin-cpu=0")
                     variants[v + "_pin"] = w
                     continue
@@ -603,6 +619,7 @@ class Bench:
             row = {}
             for ward_v, mini_v in (("ward", "minitracer"),
                                    ("ward_nocg", "minitracer"),
+                                   ("ward_nopin", "minitracer"),
                                    ("ward_base", "minitracer"),
                                    ("ward_stat", "minitracer_stat"),
                                    ("ward_pin", "minitracer_pin")):
@@ -615,7 +632,7 @@ class Bench:
                         "quotient": q,
                         "pass": (q is not None and q <= TARGET_OVERHEAD)}
             out["overhead"][w] = row
-        for v in ("ward", "ward_nocg", "ward_base"):
+        for v in ("ward", "ward_nocg", "ward_nopin", "ward_base"):
             h = summ.get("print_hello", {}).get(v, {})
             if "delta_med_ms" in h:
                 out["startup_by_variant"][v] = {
@@ -662,7 +679,8 @@ def stops_cell(vs):
 def markdown(result):
     L = []
     summ, variants = result["summary"], result["variants"]
-    cols = [v for v in ["ward", "ward_base", "ward_nocg", "ward_stat",
+    cols = [v for v in ["ward", "ward_base", "ward_nocg", "ward_nopin",
+                        "ward_stat",
                         "minitracer", "minitracer_stat", "strace"]
             if v in variants]
     pcols = [v for v in ["ward_pin", "minitracer_pin"] if v in variants]
@@ -699,11 +717,13 @@ def markdown(result):
              "(quotient of median Δ ms, same trap set); start-up ≤ native + "
              f"{TARGET_STARTUP_MS:.0f} ms (print_hello).")
     L.append("")
-    qcols = [k for k in ("ward", "ward_base", "ward_nocg", "ward_stat",
+    qcols = [k for k in ("ward", "ward_base", "ward_nocg", "ward_nopin",
+                         "ward_stat",
                          "ward_pin") if k in variants]
     qhdr = {"ward": "ward Δ / minitracer Δ",
             "ward_base": "ward_base Δ / minitracer Δ",
             "ward_nocg": "ward_nocg Δ / minitracer Δ",
+            "ward_nopin": "ward_nopin Δ / minitracer Δ",
             "ward_stat": "ward_stat Δ / minitracer_stat Δ",
             "ward_pin": "pinned: ward Δ / minitracer Δ"}
     L.append("| workload | " + " | ".join(qhdr[k] for k in qcols) + " |")
