@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -1123,7 +1124,16 @@ int ward_cmd_run(int argc, char **argv)
 	tracer_result_free(&r);
 	tracer_prepared_free(prep);
 	audit_close(au);
-	debug("database closed");
+	if (ward_verbose > 0) {
+		/* ward's own threads, not the code's processes (the sum is
+		 * exact, the user/system split is sampled) */
+		struct rusage ru;
+		getrusage(RUSAGE_SELF, &ru);
+		debug("database closed; ward's own CPU time %.2f ms",
+		      (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+			      (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) /
+				      1e3);
+	}
 	policy_free(pol);
 	for (char **e = env; *e; e++)
 		free(*e);

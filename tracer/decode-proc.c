@@ -18,38 +18,57 @@
 
 enum { ARGV_MAX = 256, ARG_MAX_LEN = 1024 };
 
+/* The pointers of a NULL-terminated array (argv, envp) from the tracee,
+ * read a run at a time (up to the end of their page): the i-th, or -errno. */
+struct ptr_reader {
+	uint64_t ptrs[32];
+	size_t have, at;
+};
+
+static int next_ptr(pid_t tid, struct ptr_reader *pr, uint64_t array, int i,
+		    uint64_t *p)
+{
+	if (pr->at == pr->have) {
+		uint64_t a = array + 8u * (unsigned)i;
+		size_t room = (4096 - (a & 4095)) / 8;
+		int rc;
+
+		pr->have = room < 32 ? room : 32;
+		pr->at = 0;
+		rc = umem_read(tid, a, pr->ptrs, pr->have * 8);
+		if (rc < 0) {
+			pr->have = 0;
+			return rc;
+		}
+	}
+	*p = pr->ptrs[pr->at++];
+	return 0;
+}
+
 /* argv as a JSON array into buf (bounded; "..." marks the cut). */
 static int read_argv(pid_t tid, uint64_t argv, char *buf, size_t n)
 {
+	static struct umem_page pg;
 	size_t used = 1;
 
 	buf[0] = '[';
 	buf[1] = '\0';
 	if (argv == 0)
 		goto close;
-	uint64_t ptrs[32];
-	size_t have = 0, at = 0;
+	struct ptr_reader pr = { .have = 0, .at = 0 };
 
+	pg.len = 0;
 	for (int i = 0; i < ARGV_MAX; i++) {
 		uint64_t p;
 		char arg[ARG_MAX_LEN];
 		char js[ARG_MAX_LEN * 6 + 3];
-		int rc;
+		int rc = next_ptr(tid, &pr, argv, i, &p);
 
-		if (at == have) {
-			/* the next pointers, up to the end of their page */
-			uint64_t a = argv + 8u * (unsigned)i;
-			size_t room = (4096 - (a & 4095)) / 8;
-			have = room < 32 ? room : 32;
-			at = 0;
-			rc = umem_read(tid, a, ptrs, have * 8);
-			if (rc < 0)
-				return rc;
-		}
-		p = ptrs[at++];
+		if (rc < 0)
+			return rc;
 		if (p == 0)
 			break;
-		rc = umem_read_str(tid, p, arg, sizeof(arg));
+		rc = umem_read_str_win(tid, &pg, p, arg, sizeof(arg));
 		if (rc < 0 && rc != -ENAMETOOLONG)
 			return rc;
 		int jl = args_json_string(js, sizeof(js), arg, strlen(arg));
@@ -103,6 +122,8 @@ static int copy_env(struct tracer *t, struct tracee *tc,
 {
 	enum { ENV_MAX = COPY_RELOCS - 1 };
 	static uint64_t offs[COPY_RELOCS];
+	static struct umem_page pg;
+	struct ptr_reader pr = { .have = 0, .at = 0 };
 	uint64_t envp = A(envi), ptr;
 	char kv[WARD_PATH_MAX];
 	char removed[512] = "[";
@@ -112,15 +133,16 @@ static int copy_env(struct tracer *t, struct tracee *tc,
 
 	if (envp == 0)
 		return 0; /* NULL: an empty environment, in a register */
+	pg.len = 0;
 	for (int i = 0;; i++) {
 		if (i == ENV_MAX)
 			return -E2BIG;
-		rc = umem_read(tc->tid, envp + 8u * (unsigned)i, &ptr, 8);
+		rc = next_ptr(tc->tid, &pr, envp, i, &ptr);
 		if (rc < 0)
 			return rc;
 		if (ptr == 0)
 			break;
-		rc = umem_read_str(tc->tid, ptr, kv, sizeof(kv));
+		rc = umem_read_str_win(tc->tid, &pg, ptr, kv, sizeof(kv));
 		if (rc == -ENAMETOOLONG)
 			return -E2BIG; /* ward copies at most a page each */
 		if (rc < 0)

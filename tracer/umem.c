@@ -84,3 +84,32 @@ int umem_read_str(pid_t tid, uint64_t addr, char *buf, size_t n)
 	buf[n - 1] = '\0';
 	return -ENAMETOOLONG;
 }
+
+int umem_read_str_win(pid_t tid, struct umem_page *pg, uint64_t addr, char *buf,
+		      size_t n)
+{
+	uint64_t page = addr & ~(uint64_t)(PAGE - 1);
+
+	if (addr == 0 || n == 0)
+		return umem_read_str(tid, addr, buf, n);
+	if (!pg->len || pg->addr != page) {
+		/* addr's page is mapped if the string is readable at all */
+		struct iovec local = { pg->buf, PAGE };
+		struct iovec remote = { (void *)(uintptr_t)page, PAGE };
+
+		/* no PTRACE_PEEKDATA fallback for a whole page */
+		pg->len = 0;
+		if (process_vm_readv(tid, &local, 1, &remote, 1, 0) != PAGE)
+			return umem_read_str(tid, addr, buf, n);
+		pg->addr = page;
+		pg->len = PAGE;
+	}
+	size_t off = (size_t)(addr - page), room = PAGE - off;
+	const char *nul =
+		memchr(pg->buf + off, '\0', room < n - 1 ? room : n - 1);
+
+	if (!nul) /* crosses into the next page, or too long: as before */
+		return umem_read_str(tid, addr, buf, n);
+	memcpy(buf, pg->buf + off, (size_t)(nul - (pg->buf + off)) + 1);
+	return 0;
+}

@@ -510,6 +510,50 @@ def test_child_that_stops_before_its_parents_event_waits_for_it(ctx):
     assert sum(1 for x in procs if x["exe"] == "/usr/bin/uname") == 20, procs
 
 
+def _vm_reads(ctx, code):
+    """ward run -c CODE with ward's main thread (the supervisor's loop)
+    under strace: its process_vm_readv calls, and the run's JSON."""
+    argv = [shutil.which("strace"), "-qq", "-c", "-e",
+            "trace=process_vm_readv", "-o", ctx.path("vm.txt"),
+            wardtest.ward_bin(), "run", "--db", ctx.db, "--json", "-c", code]
+    env = dict(os.environ, ASAN_OPTIONS=(os.environ.get("ASAN_OPTIONS", "") +
+                                         ":detect_leaks=0").lstrip(":"))
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=120,
+                       cwd=ctx.tmp, env=env)
+    assert p.returncode == 0, (p.stdout[-500:], p.stderr[-1500:])
+    calls = 0
+    for line in open(ctx.path("vm.txt")):
+        f = line.split()
+        if f and f[-1] == "process_vm_readv":
+            calls = int(f[3])
+    return calls, json.loads(p.stdout)
+
+
+def test_an_execs_environment_is_read_a_page_at_a_time(ctx):
+    """The strings of an exec's environment (and argv) mostly lie a few to
+    a page: ward reads each page once, not each string, and the pointer
+    array a run at a time. 60 more variables cost ward a handful of reads,
+    not two each; what the child gets and the record says stay exact."""
+    if not shutil.which("strace"):
+        raise Skip("no strace here")
+    code = ("import os, subprocess\n"
+            "env = {'PATH': '/usr/bin', 'K': 'v'}\n"
+            "env.update({'X%02d' % i: 'v' * 20 for i in range(N)})\n"
+            "out = subprocess.run(['/usr/bin/python3', '-c', "
+            "'import os; print(len(os.environ), os.environ[\"K\"])'], "
+            "env=env, capture_output=True, text=True).stdout\n"
+            "print(out.strip())\n")
+    few, j1 = _vm_reads(ctx, code.replace("range(N)", "range(0)"))
+    many, j2 = _vm_reads(ctx, code.replace("range(N)", "range(60)"))
+    n1, k1 = j1["stdout"].split()
+    n2, k2 = j2["stdout"].split()
+    assert k1 == k2 == "v" and int(n2) - int(n1) == 60, (j1, j2)
+    assert many - few < 20, (few, many)
+    ex = [e for e in ctx.events(j2["run_id"], "syscall='execve'")
+          if e["target"] == "/usr/bin/python3.11" or "python3" in e["target"]]
+    assert ex and all(e["decision"] == "allow" for e in ex), ex
+
+
 def test_arguments_in_memory_the_kernel_writes_later_are_copied(ctx):
     """After an allowed io_setup (Linux AIO completes into the process's
     memory later, from the kernel), the process's checked arguments are
