@@ -759,7 +759,10 @@ static void on_new_child(struct tracer *t, struct tracee *tc, int event)
 		 * parent: parallelism wins (pin.c). */
 		if (t->pinned && child &&
 		    (child->tgid == tc->tgid || event != PTRACE_EVENT_VFORK))
-			tracer_unpin(t);
+			tracer_unpin(t, child->tgid == tc->tgid
+						? "a second thread"
+						: "a process that may run "
+						  "alongside its parent");
 	}
 	ptrace(PTRACE_CONT, tc->tid, 0, 0);
 }
@@ -1408,7 +1411,7 @@ out:
 	tracer_landlock_free(&t->landlock);
 	tracer_dircache_free();
 	tracer_backtrace_release();
-	tracer_unpin(t);
+	tracer_unpin(t, NULL);
 	tracer_cgroup_release(t);
 	res->duration_ms = mono_ms() - t0;
 	res->status = final_status(t, res);

@@ -68,13 +68,14 @@ void tracer_pin_io_thread(struct tracer *t)
 	pthread_setaffinity_np(t->io_thread, sizeof(rest), &rest);
 }
 
-void tracer_unpin(struct tracer *t)
+void tracer_unpin(struct tracer *t, const char *why)
 {
 	if (!t->pinned)
 		return;
 	t->pinned = false;
 	t->unpinned = true;
-	debug("unpinned: the code may run in parallel");
+	if (why)
+		debug("unpinned: %s", why);
 	sched_setaffinity(0, sizeof(t->cpus), &t->cpus);
 	pthread_mutex_lock(&t->lock);
 	for (int b = 0; b < TRACEE_BUCKETS; b++)

@@ -519,14 +519,15 @@ int tracer_layers_required(struct tracer_result *res,
 			   unsigned long long require);
 
 /* CPU pinning (pin.c): start before fork (the child inherits it), give
- * the output thread the other CPUs, undo everywhere when the code goes
- * multi-threaded. tracer_pin_start returns 0 or -errno. */
+ * the output thread the other CPUs, undo everywhere when the code may run
+ * in parallel (a second thread, a fork). tracer_pin_start returns 0 or
+ * -errno. */
 int tracer_pin_start(struct tracer *t);
 void tracer_pin_io_thread(struct tracer *t);
 /* A new task of a run no longer pinned: it may have inherited the pin
  * from a parent that had it when it forked. */
 void tracer_pin_follow(struct tracer *t, pid_t tid);
-void tracer_unpin(struct tracer *t);
+void tracer_unpin(struct tracer *t, const char *why); /* why: for -v */
 
 /* Output thread: start/finish. */
 int tracer_io_start(struct tracer *t);
