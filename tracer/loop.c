@@ -757,7 +757,7 @@ static void on_new_child(struct tracer *t, struct tracee *tc, int event)
 		}
 		/* A second thread, or a process that may run alongside its
 		 * parent: parallelism wins (pin.c). */
-		if (t->pinned && child &&
+		if (atomic_load(&t->pinned) && child &&
 		    (child->tgid == tc->tgid || event != PTRACE_EVENT_VFORK))
 			tracer_unpin(t, child->tgid == tc->tgid
 						? "a second thread"
@@ -995,7 +995,7 @@ static pid_t next_stop(struct tracer *t, int *status)
 	pid_t w;
 
 	/* Not while pinned: the code needs the CPU ward would spin on. */
-	if (t->o->spin_us > 0 && t->ncpus > 1 && !t->pinned) {
+	if (t->o->spin_us > 0 && t->ncpus > 1 && !atomic_load(&t->pinned)) {
 		long long until = mono_us() + t->o->spin_us;
 		do {
 			w = waitpid(-1, status, __WALL | WNOHANG);

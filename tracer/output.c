@@ -266,6 +266,7 @@ static void *io_main(void *arg)
 			}
 		}
 		evq_drain(t);
+		tracer_pin_watch(t);
 		long long now = tracer_now_ns();
 		if (now - last_pids > DRAIN_MS * 1000000LL) {
 			tracer_cgroup_check_pids(t);

@@ -13,8 +13,10 @@
  *
  * Pinning stays only while it cannot cost parallelism: when the code
  * starts a second thread, or a process that does not wait for its child
- * (a fork: multiprocessing, a shell's pipeline), every tracee and the main
- * thread get the original CPU set back, for the rest of the run. A vfork
+ * (a fork: multiprocessing, a shell's pipeline), or keeps waiting for its
+ * CPU while other work runs there (tracer_pin_watch: several runs pinned
+ * to one CPU, a busy neighbour), every tracee and the main thread get the
+ * original CPU set back, for the rest of the run. A vfork
  * child keeps it (subprocess, posix_spawn, system(): its parent is
  * suspended until it execs, and then usually waits for it). What the code
  * sees: while pinned, sched_getaffinity() reports one CPU (numpy's BLAS
@@ -23,7 +25,10 @@
 #include "tracer-int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #include "../common/log.h"
 
@@ -31,7 +36,8 @@ int tracer_pin_start(struct tracer *t)
 {
 	cpu_set_t one;
 
-	t->pinned = false;
+	atomic_store(&t->pinned, false);
+	t->main_tid = gettid();
 	t->pin_cpu = t->o->pin_cpu;
 	if (t->pin_cpu < 0 && t->pin_cpu != TRACER_PIN_AUTO)
 		return 0;
@@ -51,7 +57,7 @@ int tracer_pin_start(struct tracer *t)
 	if (sched_setaffinity(0, sizeof(one), &one) < 0)
 		/* asked for: an error; by default: no pinning, no harm */
 		return t->o->pin_cpu == TRACER_PIN_AUTO ? 0 : -errno;
-	t->pinned = true;
+	atomic_store(&t->pinned, true);
 	debug("pinned to CPU %d with the code", t->pin_cpu);
 	return 0;
 }
@@ -60,7 +66,7 @@ void tracer_pin_io_thread(struct tracer *t)
 {
 	cpu_set_t rest = t->cpus;
 
-	if (!t->pinned)
+	if (!atomic_load(&t->pinned))
 		return;
 	CPU_CLR(t->pin_cpu, &rest);
 	if (CPU_COUNT(&rest) == 0)
@@ -68,15 +74,15 @@ void tracer_pin_io_thread(struct tracer *t)
 	pthread_setaffinity_np(t->io_thread, sizeof(rest), &rest);
 }
 
+/* Main or output thread, once. */
 void tracer_unpin(struct tracer *t, const char *why)
 {
-	if (!t->pinned)
+	if (!atomic_exchange(&t->pinned, false))
 		return;
-	t->pinned = false;
-	t->unpinned = true;
+	atomic_store(&t->unpinned, true);
 	if (why)
 		debug("unpinned: %s", why);
-	sched_setaffinity(0, sizeof(t->cpus), &t->cpus);
+	sched_setaffinity(t->main_tid, sizeof(t->cpus), &t->cpus);
 	pthread_mutex_lock(&t->lock);
 	for (int b = 0; b < TRACEE_BUCKETS; b++)
 		for (struct tracee *x = t->tab[b]; x; x = x->next)
@@ -86,6 +92,49 @@ void tracer_unpin(struct tracer *t, const char *why)
 
 void tracer_pin_follow(struct tracer *t, pid_t tid)
 {
-	if (t->unpinned)
+	if (atomic_load(&t->unpinned))
 		sched_setaffinity(tid, sizeof(t->cpus), &t->cpus);
+}
+
+/*
+ * Pinned, the code cannot move to an idle CPU when other work (another
+ * run pinned to the same CPU, anything else) takes its turn. The run
+ * queue delay of the code's first process (/proc/PID/schedstat, field 2)
+ * says how long it waited for its CPU: more than a quarter of the time,
+ * twice in a row (~0.1 s: not a passing burst of kernel work), and the
+ * pin costs more than its cheaper traps save. (Taking turns with ward's
+ * own thread costs the code a few us a trap: 0-6% in file churn here.)
+ */
+enum { PIN_WAIT_PERCENT = 25, PIN_WATCH_MS = 40 };
+
+void tracer_pin_watch(struct tracer *t)
+{
+	char path[64], buf[128];
+	unsigned long long run = 0, wait = 0;
+	long long now = tracer_now_ns();
+	pid_t root = t->root;
+
+	if (!atomic_load(&t->pinned) || root <= 0 ||
+	    now - t->pin_seen_ns < PIN_WATCH_MS * 1000000LL)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)root);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	if (sscanf(buf, "%llu %llu", &run, &wait) != 2)
+		return;
+	bool busy = t->pin_seen_ns > 0 &&
+		    ((long long)wait - t->pin_seen_wait) * 100 >
+			    (now - t->pin_seen_ns) * PIN_WAIT_PERCENT;
+	if (busy && t->pin_busy)
+		tracer_unpin(t, "the code waited for its CPU (other work on "
+				"it)");
+	t->pin_busy = busy;
+	t->pin_seen_ns = now;
+	t->pin_seen_wait = (long long)wait;
 }

@@ -385,10 +385,13 @@ struct tracer {
 	struct tracer_landlock landlock; /* the plan (landlock.c) */
 
 	/* CPU pinning (pin.c) */
-	bool pinned;
-	bool unpinned;	/* was pinned: new tasks get every CPU back */
-	int pin_cpu;	/* the CPU shared while pinned */
-	cpu_set_t cpus; /* ward's CPU set before pinning */
+	atomic_bool pinned;   /* main and output threads (pin.c) */
+	atomic_bool unpinned; /* was pinned: new tasks get every CPU back */
+	int pin_cpu;	      /* the CPU shared while pinned */
+	pid_t main_tid;	      /* the thread that pinned itself */
+	cpu_set_t cpus;	      /* ward's CPU set before pinning */
+	long long pin_seen_ns, pin_seen_wait; /* tracer_pin_watch */
+	bool pin_busy;
 
 	int audit_err; /* first audit error (-errno) */
 	/* the run's record: o->audit, or what o->record returned (set on the
@@ -528,6 +531,9 @@ void tracer_pin_io_thread(struct tracer *t);
  * from a parent that had it when it forked. */
 void tracer_pin_follow(struct tracer *t, pid_t tid);
 void tracer_unpin(struct tracer *t, const char *why); /* why: for -v */
+/* Output thread, every few tens of ms: unpins when the code waited for
+ * its CPU much of the time since the last look (other work on it). */
+void tracer_pin_watch(struct tracer *t);
 
 /* Output thread: start/finish. */
 int tracer_io_start(struct tracer *t);

@@ -4,6 +4,7 @@ import os
 
 from wardtest import PYTHON, ward_bin
 import subprocess
+import sys
 
 
 SIGNALS = r'''
@@ -115,6 +116,32 @@ def test_pin_cpu(ctx):
     assert r.code == 0 and r.stdout == f"[{cpu}]\nTrue\n", r
     r = ctx.run("pass", "--pin-cpu=4096")
     assert r.code == 125 and "--pin-cpu" in r.stderr, r
+
+
+def test_pinned_code_that_waits_for_its_cpu_gets_them_all(ctx):
+    """Pinned, the code cannot move when other work takes its CPU: a run
+    whose code keeps waiting for its CPU (here a busy loop outside ward
+    pinned to the same CPU) gets every CPU back, and -v says why. (Alone
+    on its CPU it keeps the pin: the test above.)"""
+    if len(os.sched_getaffinity(0)) < 2:
+        from wardtest import Skip
+        raise Skip("needs two CPUs")
+    cpu = sorted(os.sched_getaffinity(0))[0]
+    code = ("import os, time\n"
+            "t = time.time()\n"
+            "while time.time() - t < 0.8: pass\n"
+            "print(len(os.sched_getaffinity(0)))\n")
+    hog = subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c",
+                            "import time\nt = time.time()\n"
+                            "while time.time() - t < 20: pass\n"])
+    try:
+        r = ctx.run(code, f"--pin-cpu={cpu}", "-v")
+    finally:
+        hog.kill()
+        hog.wait()
+    assert r.code == 0, r
+    assert r.stdout == f"{len(os.sched_getaffinity(0))}\n", r
+    assert "unpinned: the code waited for its CPU" in r.stderr, r.stderr
 
 
 def test_pinned_by_default_until_the_code_may_run_in_parallel(ctx):
