@@ -483,13 +483,26 @@ static bool is_open(long nr)
 	       nr == __NR_creat;
 }
 
+/* /proc/TID/fd of the space's one task, kept while it is that task. */
+static int fd_dir(struct space *sp, pid_t tid)
+{
+	if (sp->fd_dir >= 0 && sp->fd_dir_tid != tid) {
+		close(sp->fd_dir);
+		sp->fd_dir = -1;
+	}
+	sp->fd_dir_tid = tid;
+	return proc_fd(&sp->fd_dir, tid, "fd", O_PATH | O_DIRECTORY);
+}
+
 /* The descriptor the open-files limit allows last is in use by thread
- * tid (or cannot be checked): an open may fail with EMFILE. dir: an open
- * /proc/TID/fd of that thread, or -1. */
-static bool fds_may_be_full(struct tracer *t, int dir, pid_t tid)
+ * tid (or cannot be checked): an open may fail with EMFILE. sp: the
+ * thread's space when it is its one task (its /proc/TID/fd is kept
+ * there), or NULL. */
+static bool fds_may_be_full(struct tracer *t, struct space *sp, pid_t tid)
 {
 	char name[64];
 	struct stat st;
+	int dir;
 
 	if (t->o->limits.nofile <= 0)
 		return false;
@@ -506,6 +519,7 @@ static bool fds_may_be_full(struct tracer *t, int dir, pid_t tid)
 		if (errno == EBADF)
 			return false;
 	}
+	dir = sp ? fd_dir(sp, tid) : -1;
 	if (dir >= 0)
 		snprintf(name, sizeof(name), "%lld", t->o->limits.nofile - 1);
 	else
@@ -514,17 +528,6 @@ static bool fds_may_be_full(struct tracer *t, int dir, pid_t tid)
 	return fstatat(dir >= 0 ? dir : AT_FDCWD, name, &st,
 		       AT_SYMLINK_NOFOLLOW) == 0 ||
 	       errno != ENOENT;
-}
-
-/* /proc/TID/fd of the space's one task, kept while it is that task. */
-static int fd_dir(struct space *sp, pid_t tid)
-{
-	if (sp->fd_dir >= 0 && sp->fd_dir_tid != tid) {
-		close(sp->fd_dir);
-		sp->fd_dir = -1;
-	}
-	sp->fd_dir_tid = tid;
-	return proc_fd(&sp->fd_dir, tid, "fd", O_PATH | O_DIRECTORY);
 }
 
 bool scratch_in_place(struct tracer *t, struct tracee *tc, long nr)
@@ -550,8 +553,7 @@ bool scratch_in_place(struct tracer *t, struct tracee *tc, long nr)
 			return false;
 		}
 	}
-	if (is_open(nr) && (t->files_shared ||
-			    fds_may_be_full(t, fd_dir(sp, tc->tid), tc->tid)))
+	if (is_open(nr) && (t->files_shared || fds_may_be_full(t, sp, tc->tid)))
 		return false;
 	return true;
 }
@@ -676,7 +678,7 @@ void scratch_on_exit(struct tracer *t, struct tracee *tc)
 	} else if (tc->slot >= 0) {
 		long nr = (long)tc->saved.orig_rax;
 		if ((long)r.rax == -EMFILE && is_open(nr) &&
-		    fds_may_be_full(t, -1, tc->tid)) {
+		    fds_may_be_full(t, NULL, tc->tid)) {
 			/* The open-files limit ends the run like the other
 			 * limits, with its cause (not a lower limit the code
 			 * set itself: its own business). */
