@@ -18,14 +18,23 @@
 
 enum { ARGV_MAX = 256, ARG_MAX_LEN = 1024 };
 
-/* The pointers of a NULL-terminated array (argv, envp) from the tracee,
- * read a run at a time (up to the end of their page): the i-th, or -errno. */
-struct ptr_reader {
+/* A NULL-terminated array of strings (argv, envp) in the tracee: its
+ * pointers read a run at a time (up to the end of their page), its strings
+ * a page at a time (umem_read_str_win). */
+struct str_array {
 	uint64_t ptrs[32];
 	size_t have, at;
+	struct umem_page pg;
 };
 
-static int next_ptr(pid_t tid, struct ptr_reader *pr, uint64_t array, int i,
+static void str_array_init(struct str_array *pr)
+{
+	pr->have = pr->at = 0;
+	pr->pg.addr = 0;
+}
+
+/* The i-th pointer (the calls go 0, 1, 2, ...), or -errno. */
+static int next_ptr(pid_t tid, struct str_array *pr, uint64_t array, int i,
 		    uint64_t *p)
 {
 	if (pr->at == pr->have) {
@@ -48,16 +57,14 @@ static int next_ptr(pid_t tid, struct ptr_reader *pr, uint64_t array, int i,
 /* argv as a JSON array into buf (bounded; "..." marks the cut). */
 static int read_argv(pid_t tid, uint64_t argv, char *buf, size_t n)
 {
-	static struct umem_page pg;
+	static struct str_array pr;
 	size_t used = 1;
 
 	buf[0] = '[';
 	buf[1] = '\0';
 	if (argv == 0)
 		goto close;
-	struct ptr_reader pr = { .have = 0, .at = 0 };
-
-	pg.len = 0;
+	str_array_init(&pr);
 	for (int i = 0; i < ARGV_MAX; i++) {
 		uint64_t p;
 		char arg[ARG_MAX_LEN];
@@ -68,7 +75,7 @@ static int read_argv(pid_t tid, uint64_t argv, char *buf, size_t n)
 			return rc;
 		if (p == 0)
 			break;
-		rc = umem_read_str_win(tid, &pg, p, arg, sizeof(arg));
+		rc = umem_read_str_win(tid, &pr.pg, p, arg, sizeof(arg));
 		if (rc < 0 && rc != -ENAMETOOLONG)
 			return rc;
 		int jl = args_json_string(js, sizeof(js), arg, strlen(arg));
@@ -122,8 +129,7 @@ static int copy_env(struct tracer *t, struct tracee *tc,
 {
 	enum { ENV_MAX = COPY_RELOCS - 1 };
 	static uint64_t offs[COPY_RELOCS];
-	static struct umem_page pg;
-	struct ptr_reader pr = { .have = 0, .at = 0 };
+	static struct str_array pr;
 	uint64_t envp = A(envi), ptr;
 	char kv[WARD_PATH_MAX];
 	char removed[512] = "[";
@@ -133,7 +139,7 @@ static int copy_env(struct tracer *t, struct tracee *tc,
 
 	if (envp == 0)
 		return 0; /* NULL: an empty environment, in a register */
-	pg.len = 0;
+	str_array_init(&pr);
 	for (int i = 0;; i++) {
 		if (i == ENV_MAX)
 			return -E2BIG;
@@ -142,7 +148,7 @@ static int copy_env(struct tracer *t, struct tracee *tc,
 			return rc;
 		if (ptr == 0)
 			break;
-		rc = umem_read_str_win(tc->tid, &pg, ptr, kv, sizeof(kv));
+		rc = umem_read_str_win(tc->tid, &pr.pg, ptr, kv, sizeof(kv));
 		if (rc == -ENAMETOOLONG)
 			return -E2BIG; /* ward copies at most a page each */
 		if (rc < 0)

@@ -25,7 +25,6 @@
 #include "tracer-int.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -109,24 +108,16 @@ enum { PIN_WAIT_PERCENT = 25, PIN_WATCH_MS = 40 };
 
 void tracer_pin_watch(struct tracer *t)
 {
-	char path[64], buf[128];
-	unsigned long long run = 0, wait = 0;
+	char buf[128];
+	unsigned long long wait = 0;
 	long long now = tracer_now_ns();
 	pid_t root = t->root;
 
 	if (!atomic_load(&t->pinned) || root <= 0 ||
 	    now - t->pin_seen_ns < PIN_WATCH_MS * 1000000LL)
 		return;
-	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)root);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
-	if (sscanf(buf, "%llu %llu", &run, &wait) != 2)
+	if (proc_read(root, "schedstat", buf, sizeof(buf)) <= 0 ||
+	    sscanf(buf, "%*u %llu", &wait) != 1)
 		return;
 	bool busy = t->pin_seen_ns > 0 &&
 		    ((long long)wait - t->pin_seen_wait) * 100 >

@@ -85,10 +85,10 @@ int umem_read_str(pid_t tid, uint64_t addr, char *buf, size_t n);
 
 /* The page last read by umem_read_str_win: an array's strings (argv, the
  * environment) mostly lie a few to a page, read then with one call each
- * page instead of one each string. len 0: empty. Valid for one stop. */
+ * page instead of one each string. addr 0: none (page 0 is never mapped).
+ * Valid for one stop. */
 struct umem_page {
 	uint64_t addr;
-	size_t len;
 	char buf[4096];
 };
 /* umem_read_str, served from *pg when the string starts and ends in the

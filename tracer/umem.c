@@ -92,17 +92,16 @@ int umem_read_str_win(pid_t tid, struct umem_page *pg, uint64_t addr, char *buf,
 
 	if (addr == 0 || n == 0)
 		return umem_read_str(tid, addr, buf, n);
-	if (!pg->len || pg->addr != page) {
+	if (pg->addr != page) {
 		/* addr's page is mapped if the string is readable at all */
 		struct iovec local = { pg->buf, PAGE };
 		struct iovec remote = { (void *)(uintptr_t)page, PAGE };
 
 		/* no PTRACE_PEEKDATA fallback for a whole page */
-		pg->len = 0;
+		pg->addr = 0;
 		if (process_vm_readv(tid, &local, 1, &remote, 1, 0) != PAGE)
 			return umem_read_str(tid, addr, buf, n);
 		pg->addr = page;
-		pg->len = PAGE;
 	}
 	size_t off = (size_t)(addr - page), room = PAGE - off;
 	const char *nul =
