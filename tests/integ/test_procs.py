@@ -1,10 +1,10 @@
 """Processes, threads and signals behave under ward as they do natively."""
 import json
 import os
-
-from wardtest import PYTHON, ward_bin
 import subprocess
 import sys
+
+from wardtest import PYTHON, Skip, ward_bin
 
 
 SIGNALS = r'''
@@ -105,7 +105,6 @@ def test_pin_cpu(ctx):
     """--pin-cpu: the code shares one CPU with ward's supervisor while it has
     one thread; its second thread gets every CPU back."""
     if len(os.sched_getaffinity(0)) < 2:
-        from wardtest import Skip
         raise Skip("needs two CPUs")
     cpu = sorted(os.sched_getaffinity(0))[-1]
     code = ("import os, threading\n"
@@ -124,7 +123,6 @@ def test_pinned_code_that_waits_for_its_cpu_gets_them_all(ctx):
     pinned to the same CPU) gets every CPU back, and -v says why. (Alone
     on its CPU it keeps the pin: the test above.)"""
     if len(os.sched_getaffinity(0)) < 2:
-        from wardtest import Skip
         raise Skip("needs two CPUs")
     cpu = sorted(os.sched_getaffinity(0))[0]
     code = ("import os, time\n"
@@ -150,7 +148,6 @@ def test_pinned_by_default_until_the_code_may_run_in_parallel(ctx):
     every process all CPUs back; --no-pin never pins."""
     cpus = len(os.sched_getaffinity(0))
     if cpus < 2:
-        from wardtest import Skip
         raise Skip("needs two CPUs")
     code = ("import os, subprocess, sys\n"
             "def n(): return len(os.sched_getaffinity(0))\n"
