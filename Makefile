@@ -41,7 +41,7 @@ COMMON_SRC := $(wildcard common/*.c)
 POLICY_SRC := $(wildcard policy/*.c)
 AUDIT_SRC  := $(wildcard audit/*.c)
 TRACER_SRC := $(wildcard tracer/*.c)
-TOOLS_SRC  := $(filter-out tools/embed.c,$(wildcard tools/*.c))
+TOOLS_SRC  := $(filter-out tools/embed.c tools/gen-filters.c,$(wildcard tools/*.c))
 # tools/ code the unit tests link too (ward links every tools/ object)
 TOOLS_LIB_SRC := tools/symbolize.c tools/rundiff.c
 UNIT_SRC   := $(wildcard tests/unit/test-*.c)
@@ -84,6 +84,16 @@ $(O)/gen/drivers.c: $(O)/embed $(DRIVERS)
 $(O)/gen/drivers.o: $(O)/gen/drivers.c
 	$(QCC)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
+# The main seccomp programs for policies without raw syscall rules,
+# compiled once here instead of at every run (tracer/filter.c).
+$(O)/gen-filters: $(O)/tools/gen-filters.o $(MODULE_LIBS)
+	$(QLD)$(CC) $(ALL_LDFLAGS) -o $@ $< $(MODULE_LIBS) $(LIBS)
+$(O)/gen/filters.c: $(O)/gen-filters
+	@mkdir -p $(dir $@)
+	$(Q)$(O)/gen-filters > $@.tmp && mv $@.tmp $@
+$(O)/gen/filters.o: $(O)/gen/filters.c
+	$(QCC)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
 $(LIB_COMMON): $(call obj,$(COMMON_SRC))
 	@rm -f $@; ar rcs $@ $^
 $(LIB_POLICY): $(call obj,$(POLICY_SRC)) $(O)/gen/profiles.o
@@ -95,12 +105,12 @@ $(LIB_TRACER): $(call obj,$(TRACER_SRC))
 $(LIB_TOOLS): $(call obj,$(TOOLS_LIB_SRC))
 	@rm -f $@; ar rcs $@ $^
 
-$(O)/ward: $(call obj,$(TOOLS_SRC)) $(O)/gen/drivers.o $(MODULE_LIBS)
-	$(QLD)$(CC) $(ALL_LDFLAGS) -o $@ $(call obj,$(TOOLS_SRC)) $(O)/gen/drivers.o $(MODULE_LIBS) $(LIBS)
+$(O)/ward: $(call obj,$(TOOLS_SRC)) $(O)/gen/drivers.o $(O)/gen/filters.o $(MODULE_LIBS)
+	$(QLD)$(CC) $(ALL_LDFLAGS) -o $@ $(call obj,$(TOOLS_SRC)) $(O)/gen/drivers.o $(O)/gen/filters.o $(MODULE_LIBS) $(LIBS)
 
-$(O)/tests/%: $(O)/tests/unit/%.o $(LIB_TOOLS) $(MODULE_LIBS)
+$(O)/tests/%: $(O)/tests/unit/%.o $(LIB_TOOLS) $(O)/gen/filters.o $(MODULE_LIBS)
 	@mkdir -p $(dir $@)
-	$(QLD)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB_TOOLS) $(MODULE_LIBS) $(LIBS)
+	$(QLD)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB_TOOLS) $(O)/gen/filters.o $(MODULE_LIBS) $(LIBS)
 
 # Helpers run as the sandboxed code: never sanitized, static where possible.
 $(O)/helpers/%: tests/helpers/%.c

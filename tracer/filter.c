@@ -76,11 +76,12 @@ static int add(scmp_filter_ctx ctx, uint32_t action, const char *name,
 			goto fail;                                             \
 	} while (0)
 
-static int filter_ctx(const struct policy *p, scmp_filter_ctx *out, char *msg,
-		      size_t n)
+/* The program depends on the policy only through these: whether the stat
+ * family stops at ward, and the syscalls its raw rules name. */
+static int filter_ctx(bool stat, const bool ruled[1024], scmp_filter_ctx *out,
+		      char *msg, size_t n)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRACE(0));
-	bool stat = policy_trap_stat(p);
 	int rc;
 
 	if (!ctx) {
@@ -96,15 +97,6 @@ static int filter_ctx(const struct policy *p, scmp_filter_ctx *out, char *msg,
 
 	for (const char *const *f = ward_kill_floor; *f; f++)
 		ADD0(SCMP_ACT_KILL_PROCESS, *f);
-
-	/* A raw policy rule names a syscall: it must stop at ward. */
-	bool ruled[1024] = { false };
-	for (size_t i = 0; i < policy_syscall_rule_count(p); i++) {
-		int nr = seccomp_syscall_resolve_name(
-			policy_syscall_rule_name(p, i));
-		if (nr >= 0 && nr < 1024)
-			ruled[nr] = true;
-	}
 
 	for (const char *const *a = tracer_allow_list; *a; a++) {
 		int nr = seccomp_syscall_resolve_name(*a);
@@ -266,14 +258,15 @@ __attribute__((constructor)) static void guard_build(void)
  * to hand the kernel a ready program (no allocation after fork, and the
  * compile is off the path between fork and exec).
  */
-int tracer_filter_build(const struct policy *p, struct sock_fprog *out,
-			char *msg, size_t n)
+int tracer_filter_compile(bool stat, const bool ruled[1024],
+			  struct sock_fprog *out, char *msg, size_t n)
 {
+	static const bool none[1024];
 	scmp_filter_ctx ctx;
 	struct stat st;
 	int fd, rc;
 
-	rc = filter_ctx(p, &ctx, msg, n);
+	rc = filter_ctx(stat, ruled ? ruled : none, &ctx, msg, n);
 	if (rc < 0)
 		return rc;
 	fd = memfd_create("ward-filter", MFD_CLOEXEC);
@@ -314,6 +307,64 @@ out:
 	return rc;
 }
 
+/* A raw policy rule names a syscall: it must stop at ward. Returns how
+ * many the policy names. */
+static size_t ruled_of(const struct policy *p, bool ruled[1024])
+{
+	size_t count = policy_syscall_rule_count(p);
+
+	memset(ruled, 0, 1024 * sizeof(ruled[0]));
+	for (size_t i = 0; i < count; i++) {
+		int nr = seccomp_syscall_resolve_name(
+			policy_syscall_rule_name(p, i));
+		if (nr >= 0 && nr < 1024)
+			ruled[nr] = true;
+	}
+	return count;
+}
+
+/*
+ * The programs built into ward (gen/filters.c, written at build time by
+ * tools/gen-filters.c with tracer_filter_compile and the same libseccomp):
+ * for a policy without raw syscall rules the program depends only on
+ * whether stat is trapped, so a run need not compile it (~0.7 ms of CPU
+ * before the code can start). Weak: programs linked without them (the
+ * generator itself) compile.
+ */
+
+/* 1 and a copy of the built-in program in *out, 0 when there is none for
+ * this policy, -ENOMEM. */
+static int builtin_for(const struct policy *p, struct sock_fprog *out)
+{
+	const struct tracer_builtin_filters *b = &tracer_builtin_filters;
+	int i = policy_trap_stat(p) ? 1 : 0;
+
+	if (!b || policy_syscall_rule_count(p) > 0 || !b->len[i])
+		return 0;
+	out->filter = malloc(b->len[i] * sizeof(struct sock_filter));
+	if (!out->filter)
+		return -ENOMEM;
+	memcpy(out->filter, b->prog[i], b->len[i] * sizeof(struct sock_filter));
+	out->len = b->len[i];
+	return 1;
+}
+
+int tracer_filter_build(const struct policy *p, struct sock_fprog *out,
+			char *msg, size_t n)
+{
+	bool ruled[1024];
+	int rc = builtin_for(p, out);
+
+	if (rc > 0)
+		return 1;
+	if (rc < 0) {
+		snprintf(msg, n, "out of memory");
+		return rc;
+	}
+	ruled_of(p, ruled);
+	return tracer_filter_compile(policy_trap_stat(p), ruled, out, msg, n);
+}
+
 struct tracer_prepared {
 	pthread_t thread;
 	const struct policy *policy;
@@ -340,6 +391,14 @@ int tracer_prepare(const struct policy *p, struct tracer_prepared **out)
 	if (!tp)
 		return -ENOMEM;
 	tp->policy = p;
+	rc = builtin_for(p, &tp->prog);
+	if (rc != 0) { /* built in: no thread */
+		tp->rc = rc;
+		if (rc < 0)
+			snprintf(tp->msg, sizeof(tp->msg), "out of memory");
+		*out = tp;
+		return 0;
+	}
 	rc = pthread_create(&tp->thread, NULL, compile_thread, tp);
 	if (rc) {
 		free(tp);
@@ -352,7 +411,8 @@ int tracer_prepare(const struct policy *p, struct tracer_prepared **out)
 int tracer_prepared_take(struct tracer_prepared *tp, struct sock_fprog *out,
 			 char *msg, size_t n)
 {
-	pthread_join(tp->thread, NULL);
+	if (tp->thread)
+		pthread_join(tp->thread, NULL);
 	tp->thread = 0;
 	if (tp->rc < 0) {
 		snprintf(msg, n, "%s", tp->msg);
@@ -360,7 +420,7 @@ int tracer_prepared_take(struct tracer_prepared *tp, struct sock_fprog *out,
 	}
 	*out = tp->prog;
 	tp->prog.filter = NULL;
-	return 0;
+	return tp->rc;
 }
 
 void tracer_prepared_free(struct tracer_prepared *tp)

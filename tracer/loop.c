@@ -1189,14 +1189,10 @@ static pid_t start_child(struct tracer *t, const struct sock_fprog *filter,
 	for (int i = 0; i < 2; i++)
 		close_fd(&f->cg_self[i]);
 	close_fd(&f->cg_ack_w);
-	/* The output thread from here on (not before the clone: the child
-	 * must not inherit a lock some other thread held). It begins the
-	 * record (o->record) while ward seizes the child and places it in
-	 * the run's cgroups, and the child sets itself up. */
+	/* The output thread from here on: it waits for the record thread
+	 * (begun before the clone), then reads the code's output. */
 	t->go_fd = sync_w;
 	rc = tracer_io_start(t);
-	if (rc == 0)
-		tracer_pin_io_thread(t);
 	if (rc < 0) {
 		snprintf(t->res->setup_error, sizeof(t->res->setup_error),
 			 "pthread_create: %s", strerror(-rc));
@@ -1229,7 +1225,7 @@ static pid_t start_child(struct tracer *t, const struct sock_fprog *filter,
 	 * The first byte lets the init fork the code (ns.c), or the code go
 	 * on with its set-up; the second ('g') lets the code execve. The
 	 * second goes once the run is recorded, after the first: whichever
-	 * of this thread and the output thread (tracer_record_begin) comes
+	 * of this thread and the record thread (tracer_record_begin) comes
 	 * second writes it.
 	 */
 	pthread_mutex_lock(&t->go_lock);
@@ -1253,7 +1249,7 @@ refuse:
 	return rc;
 }
 
-void tracer_record_begin(struct tracer *t)
+static void tracer_record_begin(struct tracer *t)
 {
 	char err[sizeof(t->rec_err)];
 	struct audit *au = NULL;
@@ -1283,6 +1279,36 @@ void tracer_record_begin(struct tracer *t)
 	if (rc == 0 && t->go_sent && write(t->go_fd, "g", 1) != 1)
 		debug("the child is gone before its go"); /* its end says why */
 	pthread_mutex_unlock(&t->go_lock);
+}
+
+static void *rec_main(void *arg)
+{
+	tracer_record_begin(arg);
+	return NULL;
+}
+
+/* The record is begun on a thread of its own from the start of the run,
+ * in parallel with the sandbox's set-up (it opens the database and writes
+ * the run's row: a few ms), instead of on the output thread, which can
+ * only start after the clone. The child is cloned while it runs: the
+ * child's side (spawn.c, ns.c) takes no lock another thread may hold (no
+ * allocation, no stdio). */
+int tracer_record_start(struct tracer *t)
+{
+	int rc = tracer_thread_start(t, &t->rec_thread, rec_main);
+
+	t->rec_started = rc == 0;
+	return rc;
+}
+
+/* The output thread first, then the main thread at the end (after the
+ * output thread is joined): never both at once. */
+void tracer_record_wait(struct tracer *t)
+{
+	if (!t->rec_started)
+		return;
+	pthread_join(t->rec_thread, NULL);
+	t->rec_started = false;
 }
 
 int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
@@ -1345,16 +1371,26 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 				 "creating pipes: %s", strerror(-rc));
 		goto out;
 	}
-	tracer_dircache_init(o->policy);
-	tracer_cgroup_setup(t); /* else the rlimit */
-	tracer_cgroup_self(t, f.cg_self, &f.cg_ack_w);
-	debug("cgroups set up");
 	rc = tracer_pin_start(t);
 	if (rc < 0) {
 		snprintf(res->setup_error, sizeof(res->setup_error),
 			 "pinning to CPU %d: %s", t->pin_cpu, strerror(-rc));
 		goto out;
 	}
+	if (o->record) {
+		rc = tracer_record_start(t);
+		if (rc < 0) {
+			snprintf(res->setup_error, sizeof(res->setup_error),
+				 "pthread_create: %s", strerror(-rc));
+			goto out;
+		}
+	} else {
+		t->rec_state = 1; /* o->audit, begun by the caller */
+	}
+	tracer_dircache_init(o->policy);
+	tracer_cgroup_setup(t); /* else the rlimit */
+	tracer_cgroup_self(t, f.cg_self, &f.cg_ack_w);
+	debug("cgroups set up");
 	record_core_layers(t);
 	rc = tracer_landlock_setup(t);
 	if (rc < 0)
@@ -1370,7 +1406,8 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 					 sizeof(res->setup_error));
 	if (rc < 0)
 		goto out;
-	debug("filter ready (%u instructions)", (unsigned)filter.len);
+	debug("filter ready (%u instructions, %s)", (unsigned)filter.len,
+	      rc == 1 ? "built in" : "compiled for this policy");
 	seccomp_layer(t, &filter);
 	f.landlock = &t->landlock;
 	pid = start_child(t, &filter, &f, sync_w);
@@ -1404,7 +1441,8 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	rc = t->audit_err;
 
 out:
-	tracer_io_finish(t); /* when start_child failed after starting it */
+	tracer_io_finish(t);   /* when start_child failed after starting it */
+	tracer_record_wait(t); /* when the output thread never started */
 	if (!res->setup_error[0] && t->rec_err[0])
 		snprintf(res->setup_error, sizeof(res->setup_error), "%s",
 			 t->rec_err);

@@ -106,9 +106,10 @@ pid_t tracer_ns_fork(struct tracer *t, struct spawn_fds *f)
 	f->ns_gid = getegid();
 	/*
 	 * A raw clone, like fork(): the child goes on from here on a copy of
-	 * this stack. ward is single-threaded here (the filter's compile
-	 * thread was joined, the output thread starts later), and the child
-	 * takes no lock before its execve or its own fork(). The network
+	 * this stack. ward's record thread may be running (loop.c), holding
+	 * locks the copy keeps held for good: the child takes none before
+	 * its execve, and forks with _Fork(), not fork(), whose handlers
+	 * take every malloc arena's lock. The network
 	 * namespace is the child's to make (tracer_ns_child): making one
 	 * takes ~0.5 ms, which the child spends while ward seizes it and
 	 * begins the record.
@@ -380,7 +381,7 @@ void tracer_ns_child(const struct tracer_opts *o, const struct spawn_fds *f)
 	if (!(f->ns_flags & CLONE_NEWPID))
 		return;
 	spawn_wait_seized(); /* the fork must be traced, in the cgroups */
-	pid = fork();
+	pid = _Fork();	     /* no atfork handlers: see tracer_ns_fork */
 	if (pid < 0)
 		spawn_fail("fork of the code's process");
 	if (pid > 0)

@@ -205,7 +205,7 @@ static void *io_main(void *arg)
 	int side = t->o->side_in > 0 ? t->o->side_in : -1;
 	long long last_flush, last_pids;
 
-	tracer_record_begin(t); /* the execve of the code waits for it */
+	tracer_record_wait(t); /* nothing is written before the run's row */
 	last_flush = last_pids = tracer_now_ns();
 	if (!buf) {
 		tracer_stop(t, STOP_AUDIT,
@@ -284,12 +284,10 @@ static void *io_main(void *arg)
 
 int tracer_io_start(struct tracer *t)
 {
-	int rc = pthread_create(&t->io_thread, NULL, io_main, t);
+	int rc = tracer_thread_start(t, &t->io_thread, io_main);
 
-	if (rc != 0)
-		return -rc;
-	t->io_started = true;
-	return 0;
+	t->io_started = rc == 0;
+	return rc;
 }
 
 void tracer_io_finish(struct tracer *t)

@@ -61,16 +61,25 @@ int tracer_pin_start(struct tracer *t)
 	return 0;
 }
 
-void tracer_pin_io_thread(struct tracer *t)
+/* The CPUs are set on the attr, not on the thread once created: a thread
+ * that is already gone has no tid to name. */
+int tracer_thread_start(struct tracer *t, pthread_t *th, void *(*fn)(void *))
 {
 	cpu_set_t rest = t->cpus;
+	pthread_attr_t attr;
+	int rc = pthread_attr_init(&attr);
 
-	if (!atomic_load(&t->pinned))
-		return;
-	CPU_CLR(t->pin_cpu, &rest);
-	if (CPU_COUNT(&rest) == 0)
-		rest = t->cpus;
-	pthread_setaffinity_np(t->io_thread, sizeof(rest), &rest);
+	if (rc != 0)
+		return -rc;
+	if (atomic_load(&t->pinned)) {
+		CPU_CLR(t->pin_cpu, &rest);
+		if (CPU_COUNT(&rest) == 0)
+			rest = t->cpus;
+		pthread_attr_setaffinity_np(&attr, sizeof(rest), &rest);
+	}
+	rc = pthread_create(th, &attr, fn, t);
+	pthread_attr_destroy(&attr);
+	return -rc;
 }
 
 /* Main or output thread, once. */

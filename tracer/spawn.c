@@ -8,13 +8,19 @@
  * runs as root) with every capability gone, the workdir as cwd,
  * no_new_privs, Landlock applied, the seccomp filter, and execve. A failure is written as text to the set-up error pipe (fd 3,
  * CLOEXEC, so a successful execve closes it) and the child exits 127.
+ *
+ * ward's record thread runs while the child is cloned (loop.c), so the
+ * child, a copy of ward with that thread's locks as they were, takes none:
+ * no allocation, no stdio, no glibc call that acts on all threads (the
+ * set*id wrappers) or forks with handlers (fork); only system calls and
+ * formatting into its own buffers (ns.c and landlock.c's child side
+ * likewise).
  */
 #include "tracer-int.h"
 #include "spawn.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -82,11 +88,15 @@ static void drop_bounding_set(void)
 static void become_user(const struct tracer_opts *o)
 {
 	drop_bounding_set();
-	if (setgroups(0, NULL) < 0)
+	/* The system calls, not glibc's wrappers: those change every thread
+	 * glibc knows of, and the copy of ward's thread list names threads
+	 * this process does not have (waiting on them, or on a lock one of
+	 * them held, would never end). */
+	if (syscall(SYS_setgroups, 0, NULL) < 0)
 		fail("setgroups");
-	if (setresgid(o->gid, o->gid, o->gid) < 0)
+	if (syscall(SYS_setresgid, o->gid, o->gid, o->gid) < 0)
 		fail("setresgid");
-	if (setresuid(o->uid, o->uid, o->uid) < 0)
+	if (syscall(SYS_setresuid, o->uid, o->uid, o->uid) < 0)
 		fail("setresuid");
 	if (getuid() != o->uid || geteuid() != o->uid || getgid() != o->gid)
 		fail("uid/gid did not change");

@@ -55,12 +55,28 @@ extern const char *const tracer_allow_list[];
 /* ---- the filter (filter.c) ---- */
 
 /* Build and compile the main seccomp filter for this policy. Returns 0
- * and *out (caller frees out->filter), or -errno with msg filled. */
+ * (compiled) or 1 (built in, see below) and *out (caller frees
+ * out->filter), or -errno with msg filled. */
 struct sock_fprog;
 int tracer_filter_build(const struct policy *p, struct sock_fprog *out,
 			char *msg, size_t n);
+/* The same from what the program depends on: whether the stat family is
+ * trapped, and the syscalls raw policy rules name (ruled[nr]; NULL: none). */
+int tracer_filter_compile(bool stat, const bool ruled[1024],
+			  struct sock_fprog *out, char *msg, size_t n);
+/* The programs compiled when ward was built, for policies without raw
+ * syscall rules: [0] stat allowed, [1] stat trapped (filter.c). */
+struct sock_filter;
+struct tracer_builtin_filters {
+	unsigned short len[2];
+	const struct sock_filter *prog[2];
+};
+/* Weak: a program linked without gen/filters.o (the generator) has none. */
+extern const struct tracer_builtin_filters tracer_builtin_filters
+	__attribute__((weak));
 /* Waits for a tracer_prepare compile; moves its program into *out (caller
- * frees out->filter). 0 or the compile's -errno with msg filled. */
+ * frees out->filter). 0 (compiled), 1 (built in) or the compile's -errno
+ * with msg filled. */
 int tracer_prepared_take(struct tracer_prepared *tp, struct sock_fprog *out,
 			 char *msg, size_t n);
 
@@ -395,8 +411,12 @@ struct tracer {
 
 	int audit_err; /* first audit error (-errno) */
 	/* the run's record: o->audit, or what o->record returned (set on the
-	 * output thread under w_lock; NULL until then, or if it failed) */
+	 * record thread under w_lock; NULL until then, or if it failed) */
 	struct audit *audit;
+	/* the record thread (o->record), from before the clone; joined by
+	 * the output thread before it writes anything (tracer_record_wait) */
+	pthread_t rec_thread;
+	bool rec_started;
 	/* the child's go bytes (loop.c start_child): go_fd is the write end
 	 * of its sync pipe; under go_lock, go_sent: the first byte is out;
 	 * rec_state: the record is pending (0), begun (1), failed (-1) */
@@ -404,7 +424,7 @@ struct tracer {
 	pthread_mutex_t go_lock;
 	bool go_sent;
 	int rec_state;
-	char rec_err[512]; /* why the record failed (output thread) */
+	char rec_err[512]; /* why the record failed (record thread) */
 	bool copy_warned;  /* said once that copies are not sealed */
 	/* tids whose end ward has seen, newest last: a fork event that
 	 * comes after its child's end names no new process (loop.c) */
@@ -451,7 +471,8 @@ struct tracee *tracee_find(struct tracer *t, pid_t tid);
  * stopped: nothing runs unrecorded). */
 /* On the output thread first: o->record, if any, then the go for the
  * child's execve (loop.c). */
-void tracer_record_begin(struct tracer *t);
+int tracer_record_start(struct tracer *t);
+void tracer_record_wait(struct tracer *t);
 
 struct audit_event;
 int evq_push(struct tracer *t, const struct audit_event *e);
@@ -522,11 +543,12 @@ int tracer_layers_required(struct tracer_result *res,
 			   unsigned long long require);
 
 /* CPU pinning (pin.c): start before fork (the child inherits it), give
- * the output thread the other CPUs, undo everywhere when the code may run
+ * ward's other threads the other CPUs (tracer_thread_start: creates one,
+ * fn(t), 0 or -errno), undo everywhere when the code may run
  * in parallel (a second thread, a fork). tracer_pin_start returns 0 or
  * -errno. */
 int tracer_pin_start(struct tracer *t);
-void tracer_pin_io_thread(struct tracer *t);
+int tracer_thread_start(struct tracer *t, pthread_t *th, void *(*fn)(void *));
 /* A new task of a run no longer pinned: it may have inherited the pin
  * from a parent that had it when it forked. */
 void tracer_pin_follow(struct tracer *t, pid_t tid);

@@ -175,3 +175,26 @@ def test_pinned_by_default_until_the_code_may_run_in_parallel(ctx):
                        capture_output=True, text=True, timeout=120,
                        cwd=ctx.tmp)
     assert p.returncode == 0 and p.stdout == "1\n", (p.stdout, p.stderr)
+
+
+def test_runs_side_by_side_all_start(ctx):
+    """The child is cloned while ward's record thread runs: it must take no
+    lock that thread may hold (glibc's fork handlers, the set*id wrappers
+    that signal every thread glibc knows of). Two runs at a time, 120 in
+    all: each starts, prints and ends (a deadlocked child would hang its
+    run until the timeout here)."""
+    argv = [ward_bin(), "run", "--db", ctx.db, "-c", "print(1)"]
+    for _ in range(60):
+        ps = [subprocess.Popen(argv, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, cwd=ctx.tmp)
+              for _ in range(2)]
+        for p in ps:
+            try:
+                out, err = p.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                for q in ps:
+                    q.kill()
+                    q.communicate()
+                raise AssertionError("a run did not end within 30 s")
+            assert p.returncode == 0 and out == "1\n", (p.returncode, out,
+                                                         err)

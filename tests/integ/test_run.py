@@ -195,6 +195,25 @@ def test_policy_rule_on_read_sees_only_the_codes_reads(ctx):
     assert any(e["syscall"] == "read" for e in evs), "the code's reads are logged"
 
 
+def test_filter_built_in_unless_the_policy_names_syscalls(ctx):
+    """A policy without raw syscall rules gets the program compiled when
+    ward was built (no compile at each run); one with them gets its own,
+    and its rule takes effect."""
+    r = ctx.run("print('ok')", "-v")
+    assert r.code == 0 and r.stdout == "ok\n", r
+    assert "instructions, built in)" in r.stderr, r.stderr
+    pol = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..",
+                                      "profiles", "default.json")))
+    pol["syscalls"] = [{"name": "getuid", "action": "log"}]
+    pf = ctx.write("uidlog.json", json.dumps(pol))
+    r = ctx.run("import os; print(os.getuid() >= 0)", "-v", "--policy", pf)
+    assert r.code == 0 and r.stdout == "True\n", r
+    assert "instructions, compiled for this policy)" in r.stderr, r.stderr
+    run = ctx.last_run()
+    evs = ctx.sql("select syscall from events where run_id=? and"
+                  " syscall='getuid'", run["id"])
+    assert evs, "the getuid rule stops the call at ward"
+
 def test_database_default_location_and_mode(ctx):
     state = ctx.path("state")
     env = dict(os.environ, XDG_STATE_HOME=state)

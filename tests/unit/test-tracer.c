@@ -481,6 +481,64 @@ static void guard_kernel_cases(void)
 	   st);
 }
 
+/* The programs built into ward (gen/filters.c) are what a run would
+ * compile: for both values of trap_stat, and for every shipped profile
+ * (none has raw syscall rules); a policy with one is compiled. */
+static void builtin_filter_cases(void)
+{
+	const struct tracer_builtin_filters *b = &tracer_builtin_filters;
+	struct policy_error perr;
+	char msg[256];
+
+	for (int i = 0; i < 2; i++) {
+		struct sock_fprog p = { 0, NULL };
+		int rc = tracer_filter_compile(i == 1, NULL, &p, msg,
+					       sizeof(msg));
+
+		ok(rc == 0 && p.len > 0 && p.len == b->len[i] &&
+			   !memcmp(p.filter, b->prog[i],
+				   p.len * sizeof(struct sock_filter)),
+		   "built-in program %d (trap_stat %s) is the compiled one "
+		   "(%u and %u instructions)",
+		   i, i ? "true" : "false", (unsigned)p.len,
+		   (unsigned)b->len[i]);
+		free(p.filter);
+	}
+	for (const char *const *n = policy_profile_names(); *n; n++) {
+		struct policy *pol = NULL;
+		struct sock_fprog p = { 0, NULL }, c = { 0, NULL };
+		int rc = policy_load_profile(*n, &pol, &perr);
+
+		if (rc == 0)
+			rc = tracer_filter_build(pol, &p, msg, sizeof(msg));
+		int rc2 = pol ? tracer_filter_compile(policy_trap_stat(pol),
+						      NULL, &c, msg,
+						      sizeof(msg))
+			      : -1;
+		ok(rc == 1 && rc2 == 0 && p.len == c.len &&
+			   !memcmp(p.filter, c.filter,
+				   p.len * sizeof(struct sock_filter)),
+		   "profile %s: built in (%d), the same program", *n, rc);
+		free(p.filter);
+		free(c.filter);
+		policy_free(pol);
+	}
+	const char *raw =
+		"{\"version\": 1, \"name\": \"raw\", \"syscalls\": [{\"name\": "
+		"\"getuid\", \"action\": \"log\"}]}";
+	struct policy *pol = NULL;
+	struct sock_fprog p = { 0, NULL };
+	int rc = policy_load_string(raw, "raw", &pol, &perr);
+
+	if (rc == 0)
+		rc = tracer_filter_build(pol, &p, msg, sizeof(msg));
+	ok(rc == 0 && p.len > 0 && p.len != b->len[0],
+	   "a raw syscall rule: compiled for the policy (%d, %u instructions)",
+	   rc, (unsigned)p.len);
+	free(p.filter);
+	policy_free(pol);
+}
+
 int main(void)
 {
 	char cwd[512];
@@ -499,6 +557,7 @@ int main(void)
 	table_cases();
 	guard_cases();
 	guard_kernel_cases();
+	builtin_filter_cases();
 	if (chdir(cwd) < 0)
 		return 99;
 	char cmd[300];
