@@ -291,6 +291,9 @@ void tracer_stop(struct tracer *t, enum stop_reason why, const char *cause)
 			kill(x->tid, SIGKILL);
 	for (int i = 0; i < t->nparked; i++)
 		kill(t->parked[i].tid, SIGKILL);
+	/* an init that never forked the code (or still lives) is no tracee */
+	if (t->ns.init_fd >= 0)
+		syscall(SYS_pidfd_send_signal, t->ns.init_fd, SIGKILL, NULL, 0);
 	pthread_mutex_unlock(&t->lock);
 }
 
@@ -1338,6 +1341,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	t->err_fd = t->wake_fd = t->sig_fd = t->timer_fd = t->kick_fd = -1;
 	t->cg_fd = t->cg_pids_fd = t->cg_pids_events = t->cg_ack_fd = -1;
 	t->go_fd = -1;
+	t->ns.init_fd = -1;
 	t->audit = o->audit;
 	pthread_mutex_init(&t->go_lock, NULL);
 	/* TEST ONLY: WARD_TEST_COPY_ALWAYS=1 copies every checked argument,
@@ -1466,6 +1470,7 @@ out:
 	close_fd(&t->sig_fd);
 	close_fd(&t->timer_fd);
 	close_fd(&t->kick_fd);
+	close_fd(&t->ns.init_fd); /* every thread that could stop is joined */
 	close_fd(&f.out_w);
 	close_fd(&f.err_w);
 	close_fd(&f.sync_r);

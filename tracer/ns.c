@@ -127,6 +127,8 @@ pid_t tracer_ns_fork(struct tracer *t, struct spawn_fds *f)
 	if (pid > 0) {
 		t->ns.flags = want;
 		t->ns.init = pid;
+		/* our unreaped child: the pid cannot name another process */
+		t->ns.init_fd = (int)syscall(SYS_pidfd_open, pid, 0);
 		record_layer(t, want, 0);
 		return pid;
 	}
@@ -381,7 +383,11 @@ void tracer_ns_child(const struct tracer_opts *o, const struct spawn_fds *f)
 	if (!(f->ns_flags & CLONE_NEWPID))
 		return;
 	spawn_wait_seized(); /* the fork must be traced, in the cgroups */
-	pid = _Fork();	     /* no atfork handlers: see tracer_ns_fork */
+	/* TEST ONLY: an init that never forks (tests/integ/test_contain.py:
+	 * the run's stop must still end it). */
+	if (getenv("WARD_TEST_INIT_STALL"))
+		pause();
+	pid = _Fork(); /* no atfork handlers: see tracer_ns_fork */
 	if (pid < 0)
 		spawn_fail("fork of the code's process");
 	if (pid > 0)

@@ -346,7 +346,11 @@ struct tracer {
 	struct {
 		int flags;  /* CLONE_NEW* the run has (0: none) */
 		pid_t init; /* the run's init (pid 1 inside), or 0 */
-	} ns;		    /* namespaces (ns.c) */
+		/* a pidfd of the init (-1: none): tracer_stop kills it, and
+		 * with it everything in the namespace, even before the code's
+		 * first process exists */
+		int init_fd;
+	} ns; /* namespaces (ns.c) */
 
 	/* tracee table: written by the main thread under lock; the output
 	 * thread reads it under lock only to kill everyone */

@@ -140,6 +140,32 @@ def test_infinite_loop_times_out(ctx):
     assert run["signal"] == 9
 
 
+
+def test_stop_ends_an_init_that_never_forks(ctx):
+    """The run's init (pid 1 of its namespaces) is no tracee until it has
+    forked the code; a timeout or SIGTERM must end it all the same (ward
+    kills it through a pidfd), not wait for it for ever."""
+    env = dict(os.environ, WARD_TEST_INIT_STALL="1")
+    t0 = time.monotonic()
+    r = ctx.run("print(1)", "--timeout", "1", env=env, timeout=60)
+    assert r.code == 124 and r.stdout == "", r
+    assert time.monotonic() - t0 < 30
+    run = ctx.last_run()
+    assert run["status"] == "timeout" and "wall time" in run["cause"], run
+    p = subprocess.Popen([ward_bin(), "run", "--db", ctx.db, "-c", "print(1)"],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         cwd=ctx.tmp)
+    time.sleep(0.5)
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        raise AssertionError("SIGTERM did not end the run")
+    run = ctx.last_run()
+    assert run["status"] == "aborted" and "SIGTERM" in run["cause"], run
+
 def test_cpu_limit(ctx):
     r = ctx.run("while True: pass", "--cpu", "1", "--timeout", "20")
     run = ctx.last_run()
