@@ -118,6 +118,8 @@ static bool drain(struct tracer *t, int s, char *buf, bool *pass_ok)
  * them before it wrote the frame), then the frame, so that the reader of
  * side_out has all of a cell's output when its result comes.
  */
+#define SIDE_READY "{\"ward\":\"ready\"}\n"
+
 static bool copy_side(struct tracer *t, char *buf, bool *pass_ok)
 {
 	bool more = true, ok = true;
@@ -148,11 +150,27 @@ static bool copy_side(struct tracer *t, char *buf, bool *pass_ok)
 	ssize_t n = read(t->o->side_in, buf, CHUNK);
 	if (n <= 0)
 		return n < 0 && errno == EINTR;
+	char *p = buf;
+	if (!t->side_seen) {
+		/* The interpreter is up: a session is pinned for its start
+		 * only, its cells get every CPU (tools/session-worker.c). The
+		 * driver's ready line (one write, less than PIPE_BUF: whole
+		 * in the first read) is not a result: not passed on. */
+		size_t rn = sizeof(SIDE_READY) - 1;
+		t->side_seen = true;
+		tracer_unpin(t, "the session's interpreter is up");
+		if ((size_t)n >= rn && !memcmp(buf, SIDE_READY, rn)) {
+			p += rn;
+			n -= (ssize_t)rn;
+			if (n == 0)
+				return true;
+		}
+	}
 	/* and the record before it: the reader of side_out finds the
 	 * cell's events (would-be denials are queued, evq.c) committed */
 	if (evq_drain(t) == 0 && t->audit)
 		audit_flush(t->audit);
-	write_all(t->o->side_out, buf, (size_t)n, &ok);
+	write_all(t->o->side_out, p, (size_t)n, &ok);
 	return true;
 }
 

@@ -368,6 +368,7 @@ struct tracer {
 	/* output thread */
 	pthread_t io_thread;
 	bool io_started;
+	bool side_seen; /* a first frame came on side_in (copy_side) */
 	int out_fd[3];	/* read ends of the code's stdout (1), stderr (2) */
 	int err_fd;	/* read end of the child set-up error pipe */
 	int wake_fd;	/* eventfd: main tells the thread to finish */

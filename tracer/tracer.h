@@ -68,7 +68,10 @@ struct tracer_opts {
 	 * to the code as fds 5, 6, ... (inheritable: the interpreter's
 	 * driver finds them after execve). When side_in > 0, what arrives
 	 * on side_in is copied to side_out after all the stdout and stderr
-	 * the code wrote before it (a result never overtakes its output). */
+	 * the code wrote before it (a result never overtakes its output).
+	 * The first frame on side_in ends pinning (pin_cpu) for the rest of
+	 * the run; a first line {"ward":"ready"} (the session drivers': the
+	 * interpreter is up) does only that and is not copied. */
 	int code_fds[2];
 	int n_code_fds;
 	int side_in, side_out;

@@ -258,6 +258,31 @@ def test_node_session_keeps_state(ctx):
     assert s.close() == 0
 
 
+
+def test_cells_run_with_every_cpu_after_a_pinned_start(ctx):
+    """A session is pinned to one CPU while its interpreter starts, like
+    ward run; the driver's ready line (dropped by ward, never a result)
+    unpins it, so even the first cell sees every CPU."""
+    if len(os.sched_getaffinity(0)) < 2:
+        raise wardtest.Skip("needs two CPUs")
+    with open("/proc/self/status") as f:
+        mine = re.search(r"Cpus_allowed_list:\s*(\S+)", f.read()).group(1)
+    cells = {
+        "python": "import re\nre.search(r'Cpus_allowed_list:\\s*(\\S+)', "
+                  "open('/proc/self/status').read()).group(1)",
+        "node": "require('fs').readFileSync('/proc/self/status', 'utf8')"
+                ".match(/Cpus_allowed_list:\\s*(\\S+)/)[1]",
+        "sh": "sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status",
+    }
+    s = serve(ctx)
+    for lang, code in cells.items():
+        sid = s.create(language=lang)
+        r = s.run(sid, code)
+        assert r["status"] == "ok" and "channel_errors" not in r, r
+        got = _stdout(r).strip() if lang == "sh" else _main(r).strip("'")
+        assert got == mine, (lang, got, mine, r)
+    assert s.close() == 0
+
 def test_sh_session_keeps_one_shell(ctx):
     s = serve(ctx)
     sid = s.create(language="sh")

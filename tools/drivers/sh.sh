@@ -7,6 +7,9 @@
 # SIGINT to the shell's process group: a running command is interrupted;
 # a loop of builtins is not, and the supervisor then ends the session.
 trap '__ward_int=true' INT
+# Up: ward ends the start-up's CPU pinning (tracer/output.c) and drops
+# this line; the cells then run with every CPU.
+printf '{"ward":"ready"}\n' >&6
 while IFS=' ' read -r __ward_nonce __ward_n __ward_t __ward_nl <&5; do
 	__ward_code=
 	__ward_i=0
