@@ -307,20 +307,16 @@ out:
 	return rc;
 }
 
-/* A raw policy rule names a syscall: it must stop at ward. Returns how
- * many the policy names. */
-static size_t ruled_of(const struct policy *p, bool ruled[1024])
+/* A raw policy rule names a syscall: it must stop at ward. */
+static void ruled_of(const struct policy *p, bool ruled[1024])
 {
-	size_t count = policy_syscall_rule_count(p);
-
 	memset(ruled, 0, 1024 * sizeof(ruled[0]));
-	for (size_t i = 0; i < count; i++) {
+	for (size_t i = 0; i < policy_syscall_rule_count(p); i++) {
 		int nr = seccomp_syscall_resolve_name(
 			policy_syscall_rule_name(p, i));
 		if (nr >= 0 && nr < 1024)
 			ruled[nr] = true;
 	}
-	return count;
 }
 
 /*
@@ -328,12 +324,11 @@ static size_t ruled_of(const struct policy *p, bool ruled[1024])
  * tools/gen-filters.c with tracer_filter_compile and the same libseccomp):
  * for a policy without raw syscall rules the program depends only on
  * whether stat is trapped, so a run need not compile it (~0.7 ms of CPU
- * before the code can start). Weak: programs linked without them (the
- * generator itself) compile.
+ * before the code can start). A program linked without them (the
+ * generator itself; the symbol is weak) always compiles. Returns 1 and a
+ * copy of the built-in program in *out, 0 when there is none for this
+ * policy, -ENOMEM.
  */
-
-/* 1 and a copy of the built-in program in *out, 0 when there is none for
- * this policy, -ENOMEM. */
 static int builtin_for(const struct policy *p, struct sock_fprog *out)
 {
 	const struct tracer_builtin_filters *b = &tracer_builtin_filters;

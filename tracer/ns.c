@@ -127,8 +127,12 @@ pid_t tracer_ns_fork(struct tracer *t, struct spawn_fds *f)
 	if (pid > 0) {
 		t->ns.flags = want;
 		t->ns.init = pid;
-		/* our unreaped child: the pid cannot name another process */
-		t->ns.init_fd = (int)syscall(SYS_pidfd_open, pid, 0);
+		/* our unreaped child: the pid cannot name another process;
+		 * under the lock tracer_stop reads it with (record thread) */
+		int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+		pthread_mutex_lock(&t->lock);
+		t->ns.init_fd = fd;
+		pthread_mutex_unlock(&t->lock);
 		record_layer(t, want, 0);
 		return pid;
 	}
