@@ -267,7 +267,7 @@ def test_all_slots_held_fails_with_eagain_and_recovers(ctx):
     every slot of the scratch area; one more checked call fails EAGAIN
     (recorded, rule "copy") instead of waiting or killing the run, and
     the run goes on once the blocked calls return."""
-    import select
+    import errno
     import time
     from wardtest import ward_bin
     wd = ctx.path("wdf")
@@ -293,8 +293,22 @@ def test_all_slots_held_fails_with_eagain_and_recovers(ctx):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         first = p.stdout.readline()
-        # release the 64 readers from outside the run
-        fd = os.open(fifo, os.O_WRONLY)
+        # release the 64 readers from outside the run; O_NONBLOCK: ENXIO
+        # while no reader has the FIFO open, so that a run that ended
+        # early fails here with its stderr instead of blocking the test
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError as e:
+                if (e.errno != errno.ENXIO or p.poll() is not None
+                        or time.monotonic() > deadline):
+                    if p.poll() is None:
+                        p.kill()
+                    raise AssertionError(("no reader holds the FIFO", first,
+                                          p.wait(), p.stderr.read()[-800:]))
+                time.sleep(0.05)
         os.close(fd)
         rest = p.stdout.read()
         p.wait(timeout=60)
