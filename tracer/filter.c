@@ -344,20 +344,24 @@ static int builtin_for(const struct policy *p, struct sock_fprog *out)
 	return 1;
 }
 
+/* The program compiled for this policy (no built-in one looked for). */
+static int compile_for(const struct policy *p, struct sock_fprog *out,
+		       char *msg, size_t n)
+{
+	bool ruled[1024];
+
+	ruled_of(p, ruled);
+	return tracer_filter_compile(policy_trap_stat(p), ruled, out, msg, n);
+}
+
 int tracer_filter_build(const struct policy *p, struct sock_fprog *out,
 			char *msg, size_t n)
 {
-	bool ruled[1024];
 	int rc = builtin_for(p, out);
 
-	if (rc > 0)
-		return 1;
-	if (rc < 0) {
+	if (rc < 0)
 		snprintf(msg, n, "out of memory");
-		return rc;
-	}
-	ruled_of(p, ruled);
-	return tracer_filter_compile(policy_trap_stat(p), ruled, out, msg, n);
+	return rc != 0 ? rc : compile_for(p, out, msg, n);
 }
 
 struct tracer_prepared {
@@ -372,8 +376,7 @@ static void *compile_thread(void *arg)
 {
 	struct tracer_prepared *tp = arg;
 
-	tp->rc = tracer_filter_build(tp->policy, &tp->prog, tp->msg,
-				     sizeof(tp->msg));
+	tp->rc = compile_for(tp->policy, &tp->prog, tp->msg, sizeof(tp->msg));
 	return NULL;
 }
 

@@ -1290,20 +1290,6 @@ static void *rec_main(void *arg)
 	return NULL;
 }
 
-/* The record is begun on a thread of its own from the start of the run,
- * in parallel with the sandbox's set-up (it opens the database and writes
- * the run's row: a few ms), instead of on the output thread, which can
- * only start after the clone. The child is cloned while it runs: the
- * child's side (spawn.c, ns.c) takes no lock another thread may hold (no
- * allocation, no stdio). */
-int tracer_record_start(struct tracer *t)
-{
-	int rc = tracer_thread_start(t, &t->rec_thread, rec_main);
-
-	t->rec_started = rc == 0;
-	return rc;
-}
-
 /* The output thread first, then the main thread at the end (after the
  * output thread is joined): never both at once. */
 void tracer_record_wait(struct tracer *t)
@@ -1381,8 +1367,15 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 			 "pinning to CPU %d: %s", t->pin_cpu, strerror(-rc));
 		goto out;
 	}
+	/* The record is begun on a thread of its own from here, in parallel
+	 * with the sandbox's set-up (it opens the database and writes the
+	 * run's row: a few ms), not on the output thread, which can only
+	 * start after the clone. The child is cloned while it runs: the
+	 * child's side (spawn.c, ns.c) takes no lock another thread may hold
+	 * (no allocation, no stdio). */
 	if (o->record) {
-		rc = tracer_record_start(t);
+		rc = tracer_thread_start(t, &t->rec_thread, rec_main);
+		t->rec_started = rc == 0;
 		if (rc < 0) {
 			snprintf(res->setup_error, sizeof(res->setup_error),
 				 "pthread_create: %s", strerror(-rc));

@@ -472,13 +472,13 @@ void tracer_stop(struct tracer *t, enum stop_reason why, const char *cause);
 
 struct tracee *tracee_find(struct tracer *t, pid_t tid);
 
-/* The event queue (evq.c). Each returns 0 or -EIO (then the run is
- * stopped: nothing runs unrecorded). */
-/* On the output thread first: o->record, if any, then the go for the
- * child's execve (loop.c). */
-int tracer_record_start(struct tracer *t);
+/* Joins the record thread (o->record, begun before the clone; it also
+ * sends the child's go for its execve): the output thread, before it
+ * writes anything, else the main thread at the end (loop.c). */
 void tracer_record_wait(struct tracer *t);
 
+/* The event queue (evq.c). Each returns 0 or -EIO (then the run is
+ * stopped: nothing runs unrecorded). */
 struct audit_event;
 int evq_push(struct tracer *t, const struct audit_event *e);
 int evq_write_now(struct tracer *t, const struct audit_event *e);
