@@ -759,13 +759,17 @@ static void on_new_child(struct tracer *t, struct tracee *tc, int event)
 			child = tracee_add(t, (pid_t)msg, tc);
 		}
 		/* A second thread, or a process that may run alongside its
-		 * parent: parallelism wins (pin.c). */
-		if (atomic_load(&t->pinned) && child &&
+		 * parent: parallelism wins (pin.c). Not while a session's
+		 * interpreter starts (node starts its platform threads
+		 * first): its ready line unpins it (output.c). */
+		if (atomic_load(&t->pinned) && child && t->o->side_in <= 0 &&
 		    (child->tgid == tc->tgid || event != PTRACE_EVENT_VFORK))
 			tracer_unpin(t, child->tgid == tc->tgid
-						? "a second thread"
-						: "a process that may run "
-						  "alongside its parent");
+						? "the code started a second "
+						  "thread"
+						: "the code started a process "
+						  "that may run alongside its "
+						  "parent");
 	}
 	ptrace(PTRACE_CONT, tc->tid, 0, 0);
 }
@@ -1447,6 +1451,7 @@ out:
 	tracer_dircache_free();
 	tracer_backtrace_release();
 	tracer_unpin(t, NULL);
+	tracer_pin_record(t);
 	tracer_cgroup_release(t);
 	res->duration_ms = mono_ms() - t0;
 	res->status = final_status(t, res);

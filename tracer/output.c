@@ -158,7 +158,7 @@ static bool copy_side(struct tracer *t, char *buf, bool *pass_ok)
 		 * in the first read) is not a result: not passed on. */
 		size_t rn = sizeof(SIDE_READY) - 1;
 		t->side_seen = true;
-		tracer_unpin(t, "the session's interpreter is up");
+		tracer_unpin(t, "the session's interpreter was up");
 		if ((size_t)n >= rn && !memcmp(buf, SIDE_READY, rn)) {
 			p += rn;
 			n -= (ssize_t)rn;

@@ -16,11 +16,14 @@
  * (a fork: multiprocessing, a shell's pipeline), or keeps waiting for its
  * CPU while other work runs there (tracer_pin_watch: several runs pinned
  * to one CPU, a busy neighbour), every tracee and the main thread get the
- * original CPU set back, for the rest of the run. A vfork
+ * original CPU set back, for the rest of the run (a session keeps the pin
+ * through its interpreter's start, threads or not, until the driver's
+ * ready line: output.c). A vfork
  * child keeps it (subprocess, posix_spawn, system(): its parent is
  * suspended until it execs, and then usually waits for it). What the code
  * sees: while pinned, sched_getaffinity() reports one CPU (numpy's BLAS
- * then uses one thread; os.cpu_count() still counts them all).
+ * then uses one thread; os.cpu_count() still counts them all); the run's
+ * "cpu-pin" layer records it (tracer_pin_record).
  */
 #include "tracer-int.h"
 
@@ -57,6 +60,7 @@ int tracer_pin_start(struct tracer *t)
 		/* asked for: an error; by default: no pinning, no harm */
 		return t->o->pin_cpu == TRACER_PIN_AUTO ? 0 : -errno;
 	atomic_store(&t->pinned, true);
+	t->pin_begin_ns = tracer_now_ns();
 	debug("pinned to CPU %d with the code", t->pin_cpu);
 	return 0;
 }
@@ -88,14 +92,29 @@ void tracer_unpin(struct tracer *t, const char *why)
 	if (!atomic_exchange(&t->pinned, false))
 		return;
 	atomic_store(&t->unpinned, true);
-	if (why)
-		debug("unpinned: %s", why);
+	t->pin_end_ns = tracer_now_ns();
+	t->unpin_why = why ? why : "the run ended";
+	debug("unpinned: %s", t->unpin_why);
 	sched_setaffinity(t->main_tid, sizeof(t->cpus), &t->cpus);
 	pthread_mutex_lock(&t->lock);
 	for (int b = 0; b < TRACEE_BUCKETS; b++)
 		for (struct tracee *x = t->tab[b]; x; x = x->next)
 			sched_setaffinity(x->tid, sizeof(t->cpus), &t->cpus);
 	pthread_mutex_unlock(&t->lock);
+}
+
+void tracer_pin_record(struct tracer *t)
+{
+	char d[200];
+
+	if (!t->unpin_why)
+		return;
+	snprintf(d, sizeof(d),
+		 "CPU %d shared with the supervisor for %lld ms, "
+		 "until %s",
+		 t->pin_cpu, (t->pin_end_ns - t->pin_begin_ns) / 1000000,
+		 t->unpin_why);
+	tracer_layer_add(t->res, "cpu-pin", true, d);
 }
 
 void tracer_pin_follow(struct tracer *t, pid_t tid)

@@ -413,6 +413,10 @@ struct tracer {
 	cpu_set_t cpus;	      /* ward's CPU set before pinning */
 	long long pin_seen_ns, pin_seen_wait; /* tracer_pin_watch */
 	bool pin_busy;
+	/* for the run's "cpu-pin" layer (tracer_pin_record): when pinning
+	 * began and ended, and why it ended (a static string) */
+	long long pin_begin_ns, pin_end_ns;
+	const char *unpin_why;
 
 	int audit_err; /* first audit error (-errno) */
 	/* the run's record: o->audit, or what o->record returned (set on the
@@ -557,7 +561,12 @@ int tracer_thread_start(struct tracer *t, pthread_t *th, void *(*fn)(void *));
 /* A new task of a run no longer pinned: it may have inherited the pin
  * from a parent that had it when it forked. */
 void tracer_pin_follow(struct tracer *t, pid_t tid);
-void tracer_unpin(struct tracer *t, const char *why); /* why: for -v */
+/* why: for -v and the record ("the run ended" when NULL) */
+void tracer_unpin(struct tracer *t, const char *why);
+/* Main thread, once every thread that may unpin has ended: a run that was
+ * pinned gets a "cpu-pin" layer saying which CPU, for how long, and what
+ * ended it. An unpinned run gets none. */
+void tracer_pin_record(struct tracer *t);
 /* Output thread, every few tens of ms: unpins when the code waited for
  * its CPU much of the time since the last look (other work on it). */
 void tracer_pin_watch(struct tracer *t);

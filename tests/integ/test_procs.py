@@ -1,5 +1,6 @@
 """Processes, threads and signals behave under ward as they do natively."""
 import json
+import re
 import os
 import subprocess
 import sys
@@ -175,6 +176,38 @@ def test_pinned_by_default_until_the_code_may_run_in_parallel(ctx):
                        capture_output=True, text=True, timeout=120,
                        cwd=ctx.tmp)
     assert p.returncode == 0 and p.stdout == "1\n", (p.stdout, p.stderr)
+
+
+def test_pin_recorded_with_what_ended_it(ctx):
+    """A pinned run's layers say which CPU it shared and what ended the
+    pin (-v says it as it happens); an unpinned run has no such entry."""
+    if len(os.sched_getaffinity(0)) < 2:
+        raise Skip("needs two CPUs")
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    cases = {
+        "print(1)": "the run ended",
+        "import threading\nt = threading.Thread(target=print)\n"
+        "t.start(); t.join()": "the code started a second thread",
+        "import os\npid = os.fork()\nif pid == 0: os._exit(0)\n"
+        "os.waitpid(pid, 0)":
+            "the code started a process that may run alongside its parent",
+        "import subprocess, sys\n"
+        "subprocess.run([sys.executable, '-c', '1'], check=True)":
+            "the run ended",
+    }
+    for code, why in cases.items():
+        r, j = ctx.run_json(code, f"--pin-cpu={cpu}", "-v")
+        assert r.code == 0, r
+        pin = [l for l in j["layers"] if l["name"] == "cpu-pin"]
+        assert len(pin) == 1 and pin[0]["active"], (code, j["layers"])
+        assert re.fullmatch(rf"CPU {cpu} shared with the supervisor for "
+                            rf"\d+ ms, until {why}", pin[0]["detail"]), \
+            (code, pin)
+        assert f"unpinned: {why}" in r.stderr, (code, r.stderr)
+        assert json.loads(ctx.last_run()["layers"]) == j["layers"]
+    r, j = ctx.run_json("print(1)", "--no-pin")
+    assert r.code == 0 and j["layers"], r
+    assert not [l for l in j["layers"] if l["name"] == "cpu-pin"], j["layers"]
 
 
 def test_runs_side_by_side_all_start(ctx):

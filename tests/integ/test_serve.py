@@ -275,13 +275,25 @@ def test_cells_run_with_every_cpu_after_a_pinned_start(ctx):
         "sh": "sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status",
     }
     s = serve(ctx)
+    runs = {}
     for lang, code in cells.items():
-        sid = s.create(language=lang)
-        r = s.run(sid, code)
+        c = s.ok("session.create", {"language": lang})
+        runs[lang] = c["run_id"]
+        r = s.run(c["session_id"], code)
         assert r["status"] == "ok" and "channel_errors" not in r, r
         got = _stdout(r).strip() if lang == "sh" else _main(r).strip("'")
         assert got == mine, (lang, got, mine, r)
     assert s.close() == 0
+    # The record says the pin held until the interpreter was up: the
+    # threads node starts before its driver runs do not end it early.
+    for lang, run_id in runs.items():
+        layers = json.loads(ctx.sql("select layers from runs where id=?",
+                                    run_id)[0]["layers"])
+        pin = [l for l in layers if l["name"] == "cpu-pin"]
+        assert len(pin) == 1 and pin[0]["active"], (lang, layers)
+        assert re.fullmatch(r"CPU \d+ shared with the supervisor for \d+ ms, "
+                            r"until the session's interpreter was up",
+                            pin[0]["detail"]), (lang, pin)
 
 def test_sh_session_keeps_one_shell(ctx):
     s = serve(ctx)
