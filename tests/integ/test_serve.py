@@ -255,8 +255,10 @@ def test_node_session_keeps_state(ctx):
     assert r["status"] == "error" and r["error"]["name"] == "TypeError", r
     assert "<cell 4>" in r["error"]["traceback"], r
     assert _main(s.run(sid, "total")) == "40"
+    # a cell larger than a pipe's buffer reaches the driver in several reads
+    big = "'" + "x" * 300000 + "'.length + total"
+    assert _main(s.run(sid, big)) == "300040"
     assert s.close() == 0
-
 
 
 def test_cells_run_with_every_cpu_after_a_pinned_start(ctx):
