@@ -94,19 +94,111 @@ static bool has_word(const char *list, const char *word)
 	return false;
 }
 
+/* What own_cgroup reads: /proc/self/mountinfo and /proc/self/cgroup, read
+ * once per run's set-up (each is parsed for both controllers). */
+struct cg_host {
+	char *mountinfo, *cgroup; /* NUL-terminated, or NULL: unreadable */
+	int err;		  /* why, when one is NULL */
+};
+
+/* The whole of path, NUL-terminated (malloc'd), or NULL with errno. */
+static char *read_all(const char *path)
+{
+	size_t cap = 8192, len = 0;
+	char *buf = malloc(cap);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (!buf || fd < 0) {
+		int e = buf ? errno : ENOMEM;
+		free(buf);
+		if (fd >= 0)
+			close(fd);
+		errno = e;
+		return NULL;
+	}
+	for (;;) {
+		if (cap - len < 2) {
+			char *nb = cap < (1u << 24) ? realloc(buf, cap * 2)
+						    : NULL;
+			if (!nb) {
+				free(buf);
+				close(fd);
+				errno = ENOMEM;
+				return NULL;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t n = read(fd, buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			free(buf);
+			close(fd);
+			errno = e;
+			return NULL;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	return buf;
+}
+
+static void cg_host_read(struct cg_host *h)
+{
+	h->err = 0;
+	h->mountinfo = read_all("/proc/self/mountinfo");
+	if (!h->mountinfo)
+		h->err = errno;
+	h->cgroup = read_all("/proc/self/cgroup");
+	if (!h->cgroup && !h->err)
+		h->err = errno;
+}
+
+static void cg_host_free(struct cg_host *h)
+{
+	free(h->mountinfo);
+	free(h->cgroup);
+	h->mountinfo = h->cgroup = NULL;
+}
+
+/* The next line of *p into line (cut to its size), advancing *p; false at
+ * the end. */
+static bool next_line(const char **p, char *line, size_t n)
+{
+	const char *s = *p, *nl;
+	size_t len;
+
+	if (!*s)
+		return false;
+	nl = strchr(s, '\n');
+	len = nl ? (size_t)(nl - s) : strlen(s);
+	*p = nl ? nl + 1 : s + len;
+	if (len >= n)
+		len = n - 1;
+	memcpy(line, s, len);
+	line[len] = '\0';
+	return true;
+}
+
 /*
  * Where our own cgroup is for controller ctl: the mount point of the v1
  * hierarchy with that controller, or of the unified hierarchy (v2), joined
  * with our path in it from /proc/self/cgroup. 0 and dir filled, or -ENOENT.
  */
-static int own_cgroup(bool v2, const char *ctl, char *dir, size_t n)
+static int own_cgroup(const struct cg_host *h, bool v2, const char *ctl,
+		      char *dir, size_t n)
 {
-	char line[1024], mnt[WARD_PATH_MAX] = "", rel[WARD_PATH_MAX] = "";
-	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096], mnt[WARD_PATH_MAX] = "", rel[WARD_PATH_MAX] = "";
+	const char *p = h->mountinfo;
 
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
+	if (!h->mountinfo || !h->cgroup)
+		return -h->err;
+	while (next_line(&p, line, sizeof(line))) {
 		char *sep = strstr(line, " - ");
 		char point[WARD_PATH_MAX], fstype[64], opts[512];
 
@@ -120,25 +212,20 @@ static int own_cgroup(bool v2, const char *ctl, char *dir, size_t n)
 			break;
 		}
 	}
-	fclose(f);
 	if (!mnt[0])
 		return -ENOENT;
-	f = fopen("/proc/self/cgroup", "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
+	p = h->cgroup;
+	while (next_line(&p, line, sizeof(line))) {
 		char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
 
 		if (!b)
 			continue;
 		*b = '\0';
-		b[1 + strcspn(b + 1, "\n")] = '\0';
 		if (v2 ? !strcmp(a + 1, "") : has_word(a + 1, ctl)) {
 			snprintf(rel, sizeof(rel), "%s", b + 1);
 			break;
 		}
 	}
-	fclose(f);
 	if (!rel[0])
 		return -ENOENT;
 	snprintf(dir, n, "%s%s", mnt, strcmp(rel, "/") ? rel : "");
@@ -213,16 +300,16 @@ static int take_slot(const char *own, int n, char *dir, size_t len, int *fd)
  * children, else in the v1 hierarchy of ctl. 0 with dir, *fd, *v2 set, or
  * -errno with why filled.
  */
-static int find_slot(const char *ctl, char *dir, size_t len, int *fd, bool *v2,
-		     char *why, size_t wn)
+static int find_slot(const struct cg_host *h, const char *ctl, char *dir,
+		     size_t len, int *fd, bool *v2, char *why, size_t wn)
 {
 	char own[WARD_PATH_MAX], sub[256];
 	int rc;
 
-	*v2 = own_cgroup(true, ctl, own, sizeof(own)) == 0 &&
+	*v2 = own_cgroup(h, true, ctl, own, sizeof(own)) == 0 &&
 	      get(own, "cgroup.subtree_control", sub, sizeof(sub)) >= 0 &&
 	      has_word(sub, ctl);
-	if (!*v2 && own_cgroup(false, ctl, own, sizeof(own)) < 0) {
+	if (!*v2 && own_cgroup(h, false, ctl, own, sizeof(own)) < 0) {
 		snprintf(why, wn,
 			 "no cgroup hierarchy offers %s (cgroup v2 without %s "
 			 "delegated to ward's cgroup, and no v1 hierarchy)",
@@ -247,14 +334,15 @@ static int find_slot(const char *ctl, char *dir, size_t len, int *fd, bool *v2,
 	return -EBUSY;
 }
 
-static void memory_slot(struct tracer *t, char *why, size_t wn)
+static void memory_slot(struct tracer *t, const struct cg_host *h, char *why,
+			size_t wn)
 {
 	long long bytes = t->o->limits.memory_bytes;
 	bool v2;
 	int rc;
 
-	rc = find_slot("memory", t->cg_dir, sizeof(t->cg_dir), &t->cg_fd, &v2,
-		       why, wn);
+	rc = find_slot(h, "memory", t->cg_dir, sizeof(t->cg_dir), &t->cg_fd,
+		       &v2, why, wn);
 	if (rc == 0) {
 		rc = set_value(t->cg_dir,
 			       v2 ? "memory.max" : "memory.limit_in_bytes",
@@ -273,7 +361,21 @@ static void memory_slot(struct tracer *t, char *why, size_t wn)
 	t->cg_oom_base = oom_kills(t->cg_dir, v2);
 }
 
-static void pids_slot(struct tracer *t, char *why, size_t wn)
+/* The "max" count of an open pids.events: forks the limit refused. */
+static long long refused_forks(int fd)
+{
+	char buf[256], *p;
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strstr(buf, "max ");
+	return p ? atoll(p + 4) : 0;
+}
+
+static void pids_slot(struct tracer *t, const struct cg_host *h, char *why,
+		      size_t wn)
 {
 	char ev[WARD_PATH_MAX + 16];
 	int rc;
@@ -286,8 +388,9 @@ static void pids_slot(struct tracer *t, char *why, size_t wn)
 		t->cg_pids_v2 = true;
 		rc = 0;
 	} else {
-		rc = find_slot("pids", t->cg_pids_dir, sizeof(t->cg_pids_dir),
-			       &t->cg_pids_fd, &t->cg_pids_v2, why, wn);
+		rc = find_slot(h, "pids", t->cg_pids_dir,
+			       sizeof(t->cg_pids_dir), &t->cg_pids_fd,
+			       &t->cg_pids_v2, why, wn);
 	}
 	if (rc == 0) {
 		rc = set_value(t->cg_pids_dir, "pids.max",
@@ -299,7 +402,8 @@ static void pids_slot(struct tracer *t, char *why, size_t wn)
 	if (rc == 0) {
 		snprintf(ev, sizeof(ev), "%s/pids.events", t->cg_pids_dir);
 		t->cg_pids_events = open(ev, O_RDONLY | O_CLOEXEC);
-		t->cg_pids_base = counter(t->cg_pids_dir, "pids.events", "max");
+		if (t->cg_pids_events >= 0)
+			t->cg_pids_base = refused_forks(t->cg_pids_events);
 	}
 	if (rc < 0 || t->cg_pids_events < 0) {
 		if (!why[0])
@@ -343,10 +447,13 @@ int tracer_cgroup_setup(struct tracer *t)
 				 : "no process limit");
 	if (t->o->no_cgroup)
 		return -ENOENT;
+	struct cg_host h;
+	cg_host_read(&h);
 	if (mem)
-		memory_slot(t, mwhy, wn);
+		memory_slot(t, &h, mwhy, wn);
 	if (pids)
-		pids_slot(t, pwhy, wn);
+		pids_slot(t, &h, pwhy, wn);
+	cg_host_free(&h);
 	if ((mem && mwhy[0]) || (pids && pwhy[0]))
 		warn_once(mem && mwhy[0], pids && pwhy[0],
 			  mem && mwhy[0] ? mwhy : pwhy);
@@ -497,18 +604,8 @@ long long tracer_cgroup_oom_kills(struct tracer *t)
 
 bool tracer_cgroup_pids_refused(struct tracer *t)
 {
-	char buf[256];
-	ssize_t n;
-	char *p;
-
-	if (t->cg_pids_events < 0)
-		return false;
-	n = pread(t->cg_pids_events, buf, sizeof(buf) - 1, 0);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	p = strstr(buf, "max ");
-	return p && atoll(p + 4) > t->cg_pids_base;
+	return t->cg_pids_events >= 0 &&
+	       refused_forks(t->cg_pids_events) > t->cg_pids_base;
 }
 
 const char *tracer_procs_cause(const struct tracer *t, char *buf, size_t n)
