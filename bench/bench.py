@@ -482,11 +482,14 @@ class Bench:
                     methods[v] = m[0]
                     variants[v] = m[1]
         method = methods.get("ward") or methods.get("ward_base")
-        if "ward" in variants:
-            # unpinned, as ward_base (older binaries) and minitracer run;
-            # ward_pin below is ward's default (pinned) on CPU 0
-            w = variants["ward"]
-            w.insert(w.index("run") + 1, "--no-pin")
+        # unpinned, as minitracer runs (and ward_base when it knows
+        # --no-pin: a base that pins by default would otherwise be
+        # compared pinned with ward unpinned); ward_pin below is ward's
+        # default (pinned) on CPU 0
+        for v in ("ward", "ward_base"):
+            if v in variants and self.knows_no_pin(v):
+                w = variants[v]
+                w.insert(w.index("run") + 1, "--no-pin")
         if self.tools["taskset"]:
             for v in list(variants):
                 if v.startswith("ward"):  # ward pins itself
@@ -536,6 +539,12 @@ class Bench:
         return {"n": a.micro_n, "path": MICRO_PATH, "argv": variants,
                 "ward_method": method, "ward_methods": methods,
                 "raw": raw, "summary": summ}
+
+    def knows_no_pin(self, binary):
+        """Whether this ward binary has --no-pin (older ones never pin)."""
+        r = subprocess.run([self.tools[binary], "run", "--help"],
+                           capture_output=True, text=True, timeout=30)
+        return "--no-pin" in r.stdout + r.stderr
 
     def micro_ward_method(self, mt, n, binary):
         """Find how ward (binary: "ward" or "ward_base") can run a bare
