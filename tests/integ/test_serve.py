@@ -354,6 +354,81 @@ def test_streaming_events_come_before_the_result(ctx):
     assert s.close() == 0
 
 
+NODE_AND_SH_CELLS = {
+    "node": {
+        "io": "const fs = require('fs');\n"
+              "const t = fs.readFileSync('in.txt', 'utf8');\n"
+              "fs.mkdirSync('out', {recursive: true});\n"
+              "fs.writeFileSync('out/r.txt', t.toUpperCase());\n"
+              "console.log('read ' + t.trim());\nconsole.error('err1');\n"
+              "try { fs.readFileSync('/etc/shadow'); }\n"
+              "catch (e) { console.log(e.code); }",
+        "denied": "EACCES\n",
+        "big": "process.stdout.write('A'.repeat(100000) + 'B'.repeat(100000));\n"
+               "process.stdout.write('END')",
+    },
+    "sh": {
+        "io": "mkdir -p out\ntr a-z A-Z < in.txt > out/r.txt\n"
+              "echo \"read $(cat in.txt)\"\necho err1 >&2\n"
+              "cat /etc/shadow 2>/dev/null || echo refused",
+        "denied": "refused\n",
+        "big": "head -c 100000 /dev/zero | tr '\\000' A\n"
+               "head -c 100000 /dev/zero | tr '\\000' B\nprintf END",
+    },
+}
+
+
+def test_node_and_sh_files_streaming_output_and_denials(ctx):
+    """What the Python tests above check, for node and sh sessions: files
+    in and out with the artifacts of the cell, streamed output, a denial
+    reported with its cell, and a large output as head and tail with the
+    whole of it in the record."""
+    s = serve(ctx)
+    for lang, cells in NODE_AND_SH_CELLS.items():
+        c = s.ok("session.create", {"language": lang})
+        sid = c["session_id"]
+        w = s.ok("files.write", {"session_id": sid, "path": "in.txt", "text": "hello\n"})
+        assert w["size"] == 6, (lang, w)
+        msgs = s.call_all("run", {"session_id": sid, "code": cells["io"], "stream": True})
+        r = msgs[-1]["result"]
+        assert r["status"] == "ok", (lang, r)
+        streamed = {"stdout": "", "stderr": ""}
+        for e in msgs[:-1]:
+            assert e["id"] == msgs[-1]["id"] and e["ts"] > 0, (lang, e)
+            streamed[e["event"]] += e["data"]
+        want = "read hello\n" + cells["denied"]
+        assert streamed == {"stdout": want, "stderr": "err1\n"}, (lang, streamed)
+        assert _stdout(r) == want, (lang, r)
+        assert r["artifacts"] == [{"path": "out/r.txt", "size": 6,
+                                   "sha256": hashlib.sha256(b"HELLO\n").hexdigest()}], (lang, r)
+        pol = r["policy"]
+        assert pol["denied"] is True and pol["audit_ref"] == c["run_id"], (lang, pol)
+        assert [(d["syscall"], d["target"], d["action"], d["errno"])
+                for d in pol["denials"]] == [("openat", "/etc/shadow", "deny", "EACCES")], \
+            (lang, pol)
+        rd = s.ok("files.read", {"session_id": sid, "path": "out/r.txt"})
+        assert rd["text"] == "HELLO\n", (lang, rd)
+        files = sorted(f["path"] for f in s.ok("files.list", {"session_id": sid})["files"])
+        assert files == ["in.txt", "out/r.txt"], (lang, files)
+        # more than a pipe holds, three times: Node queues what the pipe
+        # cannot take; the result must still come after all of it
+        for _ in range(3):
+            r = s.run(sid, cells["big"])
+            assert r["status"] == "ok", (lang, r)
+            t = r["truncated"]
+            assert t["stdout"] is True and t["stdout_bytes_total"] == 200003, (lang, t)
+            head, tail = r["logs"]["stdout"]
+            assert t["stdout_bytes_returned"] == len(head) + len(tail) < 200003, (lang, t)
+            assert head == "A" * len(head) and tail.endswith("B" * 100 + "END"), \
+                (lang, head[-5:], tail[-5:])
+            assert r["policy"]["denials"] == [], (lang, r)
+        s.ok("session.close", {"session_id": sid})
+        total = ctx.sql("select sum(length(data)) n from outputs where run_id=? "
+                        "and stream='stdout'", c["run_id"])[0]["n"]
+        assert total == len(want) + 3 * 200003, (lang, total)
+    assert s.close() == 0
+
+
 def test_large_output_head_and_tail(ctx):
     s = serve(ctx)
     sid = s.create()

@@ -55,7 +55,19 @@ function runCell(h, code) {
       traceback: isErr && e.stack ? cellStack(e.stack) : '',
     };
   }
-  send(out);
+  return out;
+}
+
+// A result must not overtake the cell's output (ward passes on what the
+// pipes hold when the result comes): fn runs once stdout and stderr have
+// written everything the cell gave them. Blocking writes (below) make that
+// at once; a chunk still queued in Node is waited for, not left behind.
+function afterOutput(fn) {
+  const queued = [process.stdout, process.stderr].filter(
+    (s) => s.writableLength > 0 && !s.destroyed);
+  let left = queued.length;
+  if (!left) return fn();
+  for (const s of queued) s.write('', () => { if (--left === 0) fn(); });
 }
 
 function pump() {
@@ -68,14 +80,25 @@ function pump() {
     const code = buf.subarray(nl + 1, nl + 1 + h.len).toString();
     buf = buf.subarray(nl + 1 + h.len);
     busy = true;
-    try {
-      runCell(h, code);
-    } finally {
+    const out = runCell(h, code);
+    let waited = false;
+    afterOutput(() => {
+      send(out);
       busy = false;
-    }
+      if (waited) pump();
+    });
+    if (busy) { waited = true; return; }
   }
 }
 
+// stdout and stderr are pipes to ward: Node writes them asynchronously,
+// queueing what the pipe cannot take yet. Blocking writes finish before
+// the cell goes on, as in Python (where the handle offers it).
+for (const s of [process.stdout, process.stderr]) {
+  if (s._handle && typeof s._handle.setBlocking === 'function') {
+    s._handle.setBlocking(true);
+  }
+}
 process.on('SIGINT', () => {}); // between cells: nothing to interrupt
 // Up: ward ends the start-up's CPU pinning (tracer/output.c) and drops
 // this line; the cells then run with every CPU.
