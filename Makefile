@@ -22,8 +22,14 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # start of ward, which every run pays.
 STATIC_OK  := $(foreach l,seccomp jansson sqlite3,$(if $(filter /%,$(shell $(CC) -print-file-name=lib$(l).a)),$(l)))
 comma      := ,
+# libunwind is not linked: tracer/bt.c loads it with dlopen at the first
+# backtrace (its four libraries cost every start ~0.4 ms), by the sonames
+# of the libraries installed here.
+soname      = $(or $(shell objdump -p $(shell $(CC) -print-file-name=$(1)) 2>/dev/null | awk '/SONAME/ {print $$2}'),$(2))
+UNWIND_SOS := -DWARD_UNWIND_GENERIC_SO='"$(call soname,libunwind-generic.so,libunwind-x86_64.so.8)"' \
+              -DWARD_UNWIND_PTRACE_SO='"$(call soname,libunwind-ptrace.so,libunwind-ptrace.so.0)"'
 PKG_LIBS   := $(if $(STATIC_OK),-Wl$(comma)-Bstatic $(addprefix -l,$(STATIC_OK)) -Wl$(comma)-Bdynamic) \
-              $(filter-out $(addprefix -l,$(STATIC_OK)),$(shell pkg-config --libs $(PKGS) 2>/dev/null)) -lm -ldl
+              $(filter-out $(addprefix -l,$(STATIC_OK)) -lunwind%,$(shell pkg-config --libs $(PKGS) 2>/dev/null)) -lm -ldl
 ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) -I. -I$(O)/gen -MMD -MP
 ALL_LDFLAGS := $(LDFLAGS) $(SAN_FLAGS)
 LIBS       := $(PKG_LIBS) -lpthread
@@ -67,6 +73,8 @@ all: $(O)/ward $(UNIT_BINS) $(HELPER_BINS)
 $(O)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(QCC)$(CC) $(ALL_CFLAGS) -DWARD_VERSION='"$(VERSION)"' -c $< -o $@
+
+$(O)/tracer/bt.o: ALL_CFLAGS += $(UNWIND_SOS)
 
 # Profiles are embedded in the binary so ward runs from anywhere.
 $(O)/embed: tools/embed.c

@@ -6,13 +6,21 @@
  * module that maps them and the offset into it, read from /proc/TID/maps;
  * symbol names are left to the reader (resolving them here would make the
  * code wait on ELF parsing).
+ *
+ * libunwind is loaded with dlopen at the first backtrace, not linked: its
+ * four libraries (libunwind-ptrace, -x86_64, libunwind, liblzma) cost every
+ * start of ward ~0.4 ms of loading and relocation, and most runs take no
+ * backtrace. The header still gives the types; the names are the macros'
+ * expansions (unw_step is _Ux86_64_step for remote unwinding).
  */
 #include "tracer-int.h"
 #include "args.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <libunwind-ptrace.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +95,78 @@ static int module_of(const struct maps *m, uint64_t ip, char *mod, size_t n,
 	return -ENOENT;
 }
 
+#ifndef WARD_UNWIND_GENERIC_SO
+#define WARD_UNWIND_GENERIC_SO "libunwind-x86_64.so.8"
+#endif
+#ifndef WARD_UNWIND_PTRACE_SO
+#define WARD_UNWIND_PTRACE_SO "libunwind-ptrace.so.0"
+#endif
+
+#define NAME_OF(f)  NAME_OF_(f)
+#define NAME_OF_(f) #f
+
+/* libunwind's entry points, once loaded. */
+static struct {
+	__typeof__(unw_create_addr_space) *create_addr_space;
+	__typeof__(unw_destroy_addr_space) *destroy_addr_space;
+	__typeof__(unw_set_caching_policy) *set_caching_policy;
+	__typeof__(unw_flush_cache) *flush_cache;
+	__typeof__(unw_init_remote) *init_remote;
+	__typeof__(unw_get_reg) *get_reg;
+	__typeof__(unw_step) *step;
+	__typeof__(_UPT_create) *upt_create;
+	__typeof__(_UPT_destroy) *upt_destroy;
+	unw_accessors_t *upt_accessors;
+} uw;
+static pthread_once_t uw_once = PTHREAD_ONCE_INIT;
+static int uw_err; /* 0 when loaded */
+
+static void *sym(void *h, const char *name)
+{
+	void *p = dlsym(h, name);
+
+	if (!p && !uw_err) {
+		warn("native backtraces are off: %s has no %s",
+		     WARD_UNWIND_PTRACE_SO, name);
+		uw_err = -ENOSYS;
+	}
+	return p;
+}
+
+/* The libraries stay loaded for the life of the process (ward exits after
+ * its run; a session's worker after its session). */
+static void uw_load(void)
+{
+	void *g = dlopen(WARD_UNWIND_GENERIC_SO, RTLD_NOW | RTLD_GLOBAL);
+	void *p = g ? dlopen(WARD_UNWIND_PTRACE_SO, RTLD_NOW) : NULL;
+
+	if (!p) {
+		/* the denial is recorded all the same, without its frames */
+		warn("native backtraces are off: %s (install libunwind8 or "
+		     "libunwind-dev)",
+		     dlerror());
+		uw_err = -ENOSYS;
+		return;
+	}
+	uw.create_addr_space = sym(g, NAME_OF(unw_create_addr_space));
+	uw.destroy_addr_space = sym(g, NAME_OF(unw_destroy_addr_space));
+	uw.set_caching_policy = sym(g, NAME_OF(unw_set_caching_policy));
+	uw.flush_cache = sym(g, NAME_OF(unw_flush_cache));
+	uw.init_remote = sym(g, NAME_OF(unw_init_remote));
+	uw.get_reg = sym(g, NAME_OF(unw_get_reg));
+	uw.step = sym(g, NAME_OF(unw_step));
+	uw.upt_create = sym(p, "_UPT_create");
+	uw.upt_destroy = sym(p, "_UPT_destroy");
+	uw.upt_accessors = sym(p, "_UPT_accessors");
+}
+
+/* 0 once libunwind is loaded, -ENOSYS when it cannot be. */
+static int uw_ready(void)
+{
+	pthread_once(&uw_once, uw_load);
+	return uw_err;
+}
+
 /*
  * One address space for every backtrace, with libunwind's global cache:
  * finding a procedure's unwind info (the module's ELF, its .eh_frame_hdr)
@@ -100,13 +180,13 @@ static pid_t cached_tgid;
 static unw_addr_space_t addr_space(pid_t tgid)
 {
 	if (!cached_as) {
-		cached_as = unw_create_addr_space(&_UPT_accessors, 0);
+		cached_as = uw.create_addr_space(uw.upt_accessors, 0);
 		if (!cached_as)
 			return NULL;
-		unw_set_caching_policy(cached_as, UNW_CACHE_GLOBAL);
+		uw.set_caching_policy(cached_as, UNW_CACHE_GLOBAL);
 		cached_tgid = tgid;
 	} else if (tgid != cached_tgid) {
-		unw_flush_cache(cached_as, 0, 0);
+		uw.flush_cache(cached_as, 0, 0);
 		cached_tgid = tgid;
 	}
 	return cached_as;
@@ -115,40 +195,43 @@ static unw_addr_space_t addr_space(pid_t tgid)
 void tracer_backtrace_flush(void)
 {
 	if (cached_as)
-		unw_flush_cache(cached_as, 0, 0);
+		uw.flush_cache(cached_as, 0, 0);
 }
 
 void tracer_backtrace_release(void)
 {
 	if (cached_as)
-		unw_destroy_addr_space(cached_as);
+		uw.destroy_addr_space(cached_as);
 	cached_as = NULL;
 }
 
 int tracer_backtrace(pid_t tid, pid_t tgid, char *buf, size_t n)
 {
-	unw_addr_space_t as = addr_space(tgid);
+	unw_addr_space_t as;
 	struct maps maps = { 0 };
 	void *ui;
 	unw_cursor_t c;
 	struct frame fr[MAX_FRAMES];
-	int nf = 0, rc = 0;
+	int nf = 0, rc = uw_ready();
 
+	if (rc < 0)
+		return rc;
+	as = addr_space(tgid);
 	if (!as)
 		return -ENOMEM;
-	ui = _UPT_create(tid);
+	ui = uw.upt_create(tid);
 	if (!ui)
 		return -ENOMEM;
-	if (unw_init_remote(&c, as, ui) < 0) {
+	if (uw.init_remote(&c, as, ui) < 0) {
 		rc = -EIO;
 		goto out;
 	}
 	do {
 		unw_word_t ip;
-		if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0)
+		if (uw.get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0)
 			break;
 		fr[nf++].ip = ip;
-	} while (nf < MAX_FRAMES && unw_step(&c) > 0);
+	} while (nf < MAX_FRAMES && uw.step(&c) > 0);
 
 	size_t used = (size_t)snprintf(buf, n, "[");
 	if (maps_read(tid, &maps) < 0)
@@ -177,6 +260,6 @@ int tracer_backtrace(pid_t tid, pid_t tgid, char *buf, size_t n)
 		snprintf(buf + used, n - used, "]");
 out:
 	free(maps.text);
-	_UPT_destroy(ui);
+	uw.upt_destroy(ui);
 	return rc;
 }
