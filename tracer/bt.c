@@ -15,6 +15,7 @@
  */
 #include "tracer-int.h"
 #include "args.h"
+#include "common/log.h"
 
 #include <dlfcn.h>
 #include <errno.h>
