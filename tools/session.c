@@ -752,6 +752,7 @@ struct cell {
 	size_t carry_len[3];
 	int cancel_fd;	  /* the server's cancel pipe */
 	bool cancelled;	  /* ws_server_cancel came while it ran */
+	bool overdue;	  /* sh: interrupted at its timeout */
 	long long int_ms; /* when it was last interrupted */
 };
 
@@ -1117,8 +1118,10 @@ static int interrupt_code(struct sess *x)
 
 /* Waits for the cell's result, reading its output; true if it came.
  * A cancel (ws_server_cancel) interrupts the cell and leaves it GRACE_MS
- * to stop. */
-static bool await_result(struct cell *c, long long deadline)
+ * to stop. An sh cell is interrupted here at int_at, its timeout (> 0):
+ * python's and node's drivers keep their cells' time themselves, which
+ * lets them raise the interrupt inside the code. */
+static bool await_result(struct cell *c, long long deadline, long long int_at)
 {
 	struct sess *x = c->x;
 
@@ -1129,17 +1132,26 @@ static bool await_result(struct cell *c, long long deadline)
 				       { x->ctl, POLLIN, 0 },
 				       { c->cancelled ? -1 : c->cancel_fd,
 					 POLLIN, 0 } };
-		long long left = deadline - mono_ms();
+		long long now = mono_ms(), left = deadline - now;
 		if (left <= 0)
 			return false;
 		if (x->res < 0 && x->ctl < 0)
 			return false;
+		if (int_at > 0 && !c->overdue && !c->cancelled &&
+		    now >= int_at) {
+			c->overdue = true;
+			interrupt_code(x);
+			c->int_ms = now;
+		}
 		/* sh: a SIGINT that came while the shell was starting a
 		 * command missed it (the shell only notes it): again */
-		bool again = c->cancelled && !strcmp(x->lang, "sh");
+		bool again = (c->cancelled || c->overdue) &&
+			     !strcmp(x->lang, "sh");
 		long long wait = left > 1000 ? 1000 : left;
 		if (again && wait > 200)
 			wait = 200;
+		if (int_at > 0 && !c->overdue && wait > int_at - now)
+			wait = int_at - now;
 		int n = poll(q, 5, (int)wait);
 		if (again && mono_ms() - c->int_ms >= 200) {
 			interrupt_code(x);
@@ -1269,7 +1281,8 @@ static int run_cell(struct ws_server *s, struct sess *x, const char *code,
 	long long start_ns = realtime_ns(), t0 = mono_ms();
 	long long deadline = t0 + (long long)(timeout * 1000);
 	int rc = x->dead ? -EPIPE : send_cell(x, c, code, len, timeout);
-	bool got = !rc && await_result(c, deadline + GRACE_MS);
+	long long int_at = !strcmp(x->lang, "sh") && timeout > 0 ? deadline : 0;
+	bool got = !rc && await_result(c, deadline + GRACE_MS, int_at);
 	stream_out(c, 1, NULL, 0); /* what is left of a cut character */
 	stream_out(c, 2, NULL, 0);
 	if (!got && rc < 0 && !x->dead) {

@@ -479,6 +479,29 @@ def test_node_and_sh_timeouts(ctx):
     assert s.close() == 0
 
 
+def test_sh_cells_start_no_watchdog_and_outlive_a_late_sigint(ctx):
+    # ward interrupts an sh cell at its timeout itself: a cell of builtins
+    # starts no process (a watchdog subshell and its sleep did, at every
+    # cell), and a SIGINT that comes when the cell is over (here from a
+    # background job of the cell's own) leaves the shell waiting for the
+    # next cell instead of ending the session
+    s = serve(ctx)
+    sh = s.ok("session.create", {"language": "sh"})
+    for i in range(3):
+        r = s.run(sh["session_id"], "x=$((x+1))", timeout_s=5)
+        assert r["status"] == "ok" and r["exit_code"] == 0, r
+    r = s.run(sh["session_id"], "(sleep 0.3; kill -INT 0) &", timeout_s=5)
+    assert r["status"] == "ok", r
+    time.sleep(0.8)
+    r = s.run(sh["session_id"], "echo $x")
+    assert r["status"] == "ok" and _stdout(r) == "3\n", r
+    assert s.close() == 0
+    procs = ctx.sql("select exe, argv from processes where run_id=? and kind='process'",
+                    sh["run_id"])
+    # the shell, then the cell's background job (a subshell) and its sleep
+    assert [p["exe"] for p in procs] == ["/usr/bin/dash"] * 2 + ["/usr/bin/sleep"], procs
+
+
 def test_code_that_ends_its_session(ctx):
     s = serve(ctx)
     sid = s.create()
