@@ -27,7 +27,12 @@
 struct vctx {
 	const char *file;
 	struct policy_error *err;
+	/* where each value starts: built at the first error only (a valid
+	 * policy needs none, and the walk was a third of every load) */
 	struct jpos ix;
+	const char *text;
+	size_t len;
+	bool ix_built;
 	struct policy *p;
 	char path[VPATH_MAX];
 	size_t plen;
@@ -168,6 +173,18 @@ static void pop(struct vctx *c, size_t old)
 	c->path[old] = '\0';
 }
 
+/* The line and column of the value (or key) at the current path; 0 when
+ * unknown (out of memory). */
+static void where(struct vctx *c, bool key, int *line, int *col)
+{
+	if (!c->ix_built) {
+		c->ix_built = true;
+		if (jpos_build(&c->ix, c->text, c->len) < 0)
+			jpos_free(&c->ix);
+	}
+	jpos_find(&c->ix, c->path, key, line, col);
+}
+
 /* Error about the value at the current path. Returns -EINVAL. */
 static __attribute__((format(printf, 2, 3))) int fail(struct vctx *c,
 						      const char *fmt, ...)
@@ -179,7 +196,7 @@ static __attribute__((format(printf, 2, 3))) int fail(struct vctx *c,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	jpos_find(&c->ix, c->path, false, &line, &col);
+	where(c, false, &line, &col);
 	pol_set_error(c->err, c->file, line, col, c->path, "%s", msg);
 	return -EINVAL;
 }
@@ -397,7 +414,7 @@ static int check_keys(struct vctx *c, json_t *v, const char *const *keys)
 			continue;
 		/* positioned at the key; "where" is the object */
 		old = push_key(c, k);
-		jpos_find(&c->ix, c->path, true, &line, &col);
+		where(c, true, &line, &col);
 		pop(c, old);
 		pol_set_error(c->err, c->file, line, col, c->path,
 			      "unknown key \"%s\"; valid: %s", k,
@@ -1285,8 +1302,10 @@ static int validate(struct vctx *c, const char *text, size_t len,
 			      "syntax error: %s", jerr.text);
 		return -EINVAL;
 	}
-	rc = jpos_build(&c->ix, text, len);
-	if (!rc && !json_is_object(root))
+	c->text = text;
+	c->len = len;
+	rc = 0;
+	if (!json_is_object(root))
 		rc = fail(c, "a policy must be a JSON object, not %s",
 			  type_name(root));
 	if (!rc) {
