@@ -124,6 +124,25 @@ def test_backtraces_load_libunwind_only_when_taken(ctx):
     assert run["status"] == "error" and run["exit_code"] == 1, run
 
 
+def test_run_end_syncs_its_wal_not_the_directory(ctx):
+    # The run's end is durable: its commit syncs the WAL. The WAL ward
+    # keeps from run to run is opened without O_CREAT, so SQLite does not
+    # sync its directory again at every run (it does where it creates it)
+    if not shutil.which("strace"):
+        raise wardtest.Skip("strace is not installed")
+    assert ctx.run("print(1)").code == 0  # the database and its WAL exist
+    log = ctx.path("strace.log")
+    # strace follows ward's main thread only (no -f), the one that ends
+    # the run; ward's tracing of its child is not disturbed
+    p = subprocess.run(["strace", "-y", "-e", "trace=fsync,fdatasync", "-e", "signal=none",
+                        "-o", log, wardtest.ward_bin(), "run", "--db", ctx.db, "-c", "print(2)"],
+                       capture_output=True, text=True, timeout=120, cwd=ctx.tmp)
+    assert p.returncode == 0 and p.stdout == "2\n", (p.returncode, p.stderr)
+    syncs = [l for l in open(log).read().splitlines() if "sync(" in l]
+    assert syncs and all(ctx.db + "-wal>" in l for l in syncs), syncs
+    assert ctx.last_run()["status"] == "ok"
+
+
 def test_audit_profile_records_would_be_denials(ctx):
     # outside the workdir the run can write only its own private /tmp
     # (mount namespace): the write happens there, not on the host
