@@ -56,6 +56,14 @@ def test_environment_is_built_not_inherited(ctx):
 
 
 def test_workdir_keep_and_given(ctx):
+    # by default the temporary workdir is gone when ward exits (removed
+    # while the run's end is committed), its files recorded as artifacts
+    r = ctx.run("import os; os.makedirs('a/b'); open('a/b/f.txt','w').write('x' * 5000)")
+    assert r.code == 0, r
+    run = ctx.last_run()
+    assert run["workdir"] and not os.path.exists(run["workdir"]), run["workdir"]
+    arts = ctx.sql("select path, size from artifacts where run_id=?", run["id"])
+    assert [(a["path"], a["size"]) for a in arts] == [("a/b/f.txt", 5000)], arts
     r = ctx.run("open('made.txt','w').write('x')", "--keep")
     assert r.code == 0, r
     wd = ctx.last_run()["workdir"]
