@@ -445,6 +445,36 @@ def test_large_output_head_and_tail(ctx):
     assert total == 200003, total  # the record has it all
 
 
+def test_python_last_expression_found_without_the_syntax_tree(ctx):
+    # The driver finds a cell's last expression with compile() alone: a
+    # session starts without _ast (~2 ms of every cold start), and the
+    # value is the one a notebook shows, wherever the cell is ambiguous
+    s = serve(ctx)
+    sid = s.create()
+    assert _main(s.run(sid, "import sys\n'_ast' in sys.modules")) == "False"
+    cases = [("x = 5\nx", "5"), ("x = 1; x + 1", "2"), ("print('a;b'); 'c;d'", "'c;d'"),
+             ("y = (1,\n2)", None), ("(1,\n2)", "(1, 2)"), ("{\n'k': 1\n}", "{'k': 1}"),
+             ("s = '''\n1\n'''", None), ("t = '''\nz\n'''\nt", repr("\nz\n")),
+             ("def f():\n    return 3\nf()", "3"), ("if True:\n    7\n", None),
+             ("for i in range(3):\n    pass\ni  # the last\n\n# done", "2"),
+             ("x = 1 \\\n+ 2\nx", "3"), ("'''\nq = 1\n'''", repr("\nq = 1\n")),
+             ("x = 5\r\nx\r\n", "5"), ("z = 9;", None), ("1;2;3", "3")]
+    for code, want in cases:
+        r = s.run(sid, code)
+        assert r["status"] == "ok" and r["error"] is None, (code, r)
+        mains = [x["text"] for x in r["results"] if x["is_main_result"]]
+        assert mains == ([want] if want else []), (code, r["results"])
+    # errors keep the cell's line numbers, in the statements and in the
+    # last expression
+    r = s.run(sid, "a = 1\nb = 2\n1 / 0")
+    assert r["error"]["name"] == "ZeroDivisionError" and "line 3" in r["error"]["traceback"], r
+    r = s.run(sid, "a = 1\nundefined_name\nb = 2")
+    assert r["error"]["name"] == "NameError" and "line 2" in r["error"]["traceback"], r
+    r = s.run(sid, "x = (\n")
+    assert r["error"]["name"] == "SyntaxError", r
+    assert s.close() == 0
+
+
 def test_timeout_interrupts_and_session_survives(ctx):
     s = serve(ctx)
     sid = s.create()

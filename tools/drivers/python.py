@@ -7,16 +7,16 @@
 # which cell a frame answers and exposes a second frame for a cell.
 # SIGINT (the server cancelling a cell) and the cell's SIGALRM interrupt
 # the cell's code only: between cells they are ignored.
-import _ast
 import _signal
 import os
 import sys
 
 # Each module the driver imports at start is start-up time of every
-# session: the C modules _ast and _signal instead of ast and signal, and a
-# JSON codec of its own for the two shapes it needs instead of json (those
-# three bring enum, re and contextlib, ~3 ms); traceback, types, base64
-# and io are imported when first needed.
+# session: the C module _signal instead of signal, and a JSON codec of its
+# own for the two shapes it needs instead of json (those bring enum, re
+# and contextlib, ~3 ms); no _ast (its ~120 node types take ~2 ms to make:
+# _split finds the last expression with compile() alone); traceback,
+# types, base64 and io are imported when first needed.
 
 _CELL_FD, _RESULT_FD = 5, 6
 os.set_inheritable(_CELL_FD, False)
@@ -161,18 +161,69 @@ def _error(e):
                 type(e), e, e.__traceback__))}
 
 
+def _ast_split(code, name):
+    # The exact split, by the syntax tree: when _split cannot tell.
+    import _ast
+    tree = compile(code, name, "exec", _ast.PyCF_ONLY_AST)
+    last = None
+    if tree.body and isinstance(tree.body[-1], _ast.Expr):
+        last = _ast.Expression(tree.body.pop().value)
+    return compile(tree, name, "exec"), last and compile(last, name, "eval")
+
+
+def _split(code, name):
+    # The cell as (its statements, its last expression or None), as a
+    # notebook splits it, with compile() alone. The last top-level
+    # statement starts at column 0, or after a ';' on the last line. From
+    # the bottom, each such place is tried: the part after it compiling
+    # as an expression and the part before as statements is the split
+    # (both compile, so the tokenizer cuts the cell there the same way);
+    # the part after it compiling only as statements means the last
+    # statement is no expression; compiling neither way, it began higher
+    # up. After 16 places, or a part before that does not compile, the
+    # syntax tree decides. Line numbers stay the cell's.
+    lines = code.split("\n")
+    tries = 0
+    for k in range(len(lines) - 1, -1, -1):
+        first = lines[k][:1]
+        if not first or first in " \t\f\r#)]}":
+            continue
+        tries += 1
+        if tries > 16:
+            break
+        cuts = [None]
+        if not "".join(lines[k + 1:]).strip():
+            cuts += [i for i in range(len(lines[k]) - 1, 0, -1)
+                     if lines[k][i] == ";"]
+        for semi in cuts:
+            if semi is None:
+                head, tail = "\n".join(lines[:k]), "\n".join(lines[k:])
+            else:
+                head = "\n".join(lines[:k] + [lines[k][:semi]])
+                tail = lines[k][semi + 1:].lstrip(" \t")
+            try:
+                expr = compile("\n" * k + tail, name, "eval")
+            except SyntaxError:
+                continue
+            try:
+                return compile(head, name, "exec"), expr
+            except SyntaxError:
+                return _ast_split(code, name)
+        try:
+            compile("\n" * k + "\n".join(lines[k:]), name, "exec")
+        except SyntaxError:
+            continue
+        return compile(code, name, "exec"), None
+    return _ast_split(code, name)
+
+
 def _run(ns, n, code, timeout):
     results, error, interrupted = [], None, False
     name = "<cell %d>" % n
     _fired[0] = False
     _signal.signal(_signal.SIGALRM, _alarm)
     try:
-        tree = compile(code, name, "exec", _ast.PyCF_ONLY_AST)
-        last = None
-        if tree.body and isinstance(tree.body[-1], _ast.Expr):
-            last = _ast.Expression(tree.body.pop().value)
-        code = compile(tree, name, "exec")
-        evaled = last and compile(last, name, "eval")
+        code, evaled = _split(code, name)
         _in_cell[0] = True
         if timeout > 0:
             _signal.setitimer(_signal.ITIMER_REAL, timeout)
