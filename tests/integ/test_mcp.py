@@ -541,6 +541,7 @@ def test_mcp_cancel_interrupts_the_running_cell(ctx):
         r = m.request("tools/call", {"name": "run_code",
                                      "arguments": {"session_id": s["session_id"], "code": probe}})
         assert time.monotonic() - t < 10, (lang, r)
+        assert "structuredContent" in r.get("result", {}), (lang, r)
         st = r["result"]["structuredContent"]
         assert st["execution_count"] == 3 and "7" in (text_of(r["result"])), (lang, r)
         cells = ctx.sql("select n, status from cells where run_id=? order by n", s["run_id"])
