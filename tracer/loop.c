@@ -1205,6 +1205,15 @@ static pid_t start_child(struct tracer *t, const struct sock_fprog *filter,
 			 "pthread_create: %s", strerror(-rc));
 		goto refuse;
 	}
+	/* The child's word on its cgroups before it is seized: it runs
+	 * nothing of the code's before the first go byte (below), and a
+	 * child killed now (the record failed: tracer_stop) dies at once
+	 * and closes the pipe. Seized first, it would wait in its exit stop
+	 * for this thread, which waited for its word: for ever. */
+	const char *go = "r";
+	if (tracer_cgroup_enter(t, pid) == 0)
+		go = "c";
+	debug("child in its cgroups: %s", go[0] == 'c' ? "yes" : "no");
 	if (ptrace(PTRACE_SEIZE, pid, 0, (void *)opts) < 0) {
 		rc = -errno;
 		snprintf(t->res->setup_error, sizeof(t->res->setup_error),
@@ -1216,10 +1225,6 @@ static pid_t start_child(struct tracer *t, const struct sock_fprog *filter,
 				 : "");
 		goto refuse;
 	}
-	const char *go = "r";
-	if (tracer_cgroup_enter(t, pid) == 0)
-		go = "c";
-	debug("child in its cgroups: %s", go[0] == 'c' ? "yes" : "no");
 	t->res->memory_by = go[0] == 'c'
 				    ? (t->cg_v2 ? "cgroup v2" : "cgroup v1")
 			    : t->o->limits.memory_bytes > 0 ? "rlimit"

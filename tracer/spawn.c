@@ -151,6 +151,12 @@ void spawn_child(const struct tracer_opts *o, const struct sock_fprog *filter,
 	char c;
 	int null;
 
+	/* TEST ONLY (tests/integ/test_contain.py): a child that takes this
+	 * many ms to say how its cgroups went, so that a failed record comes
+	 * first. */
+	const char *stall = getenv("WARD_TEST_SPAWN_STALL_MS");
+	if (stall)
+		usleep((useconds_t)atoi(stall) * 1000);
 	enter_cgroups(f);
 	reset_signals();
 	/* Move our fds out of the way of 0..4 before placing them. */

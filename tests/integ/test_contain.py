@@ -166,6 +166,31 @@ def test_stop_ends_an_init_that_never_forks(ctx):
     run = ctx.last_run()
     assert run["status"] == "aborted" and "SIGTERM" in run["cause"], run
 
+def test_failed_record_ends_a_child_not_yet_in_its_cgroups(ctx):
+    """The record fails (its database stays locked past ward's 10 s busy
+    timeout) while the run's first child has not yet said how its cgroups
+    went: ward ends with its error. It waited for ever when it seized the
+    child before its word came: killed, the child waited in its exit stop
+    for ward, which waited for its word (seen with three wards starting at
+    once on a new database)."""
+    import sqlite3
+    assert ctx.run("print(1)").code == 0  # a ward database
+    con = sqlite3.connect(ctx.db, timeout=30)
+    con.execute("begin immediate")  # held: no run row can be written
+    try:
+        env = dict(os.environ, WARD_TEST_SPAWN_STALL_MS="14000")
+        t0 = time.monotonic()
+        p = subprocess.run([ward_bin(), "run", "--db", ctx.db, "-c", "print(2)"], env=env,
+                           capture_output=True, text=True, timeout=60, cwd=ctx.tmp)
+        took = time.monotonic() - t0
+    finally:
+        con.rollback()
+        con.close()
+    assert p.returncode == 125 and p.stdout == "", (p.returncode, p.stderr)
+    assert "locked" in p.stderr, p.stderr
+    assert took < 14, took  # not the child's stall: it was killed
+
+
 def test_cpu_limit(ctx):
     r = ctx.run("while True: pass", "--cpu", "1", "--timeout", "20")
     run = ctx.last_run()
