@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "audit/audit-int.h"
@@ -267,18 +268,13 @@ static int open_handle(struct audit *a, const char *path)
 	return r;
 }
 
-int audit_open(const char *path, bool readonly, struct audit **out,
-	       char *errbuf, size_t errlen)
+/* One attempt at audit_open(). */
+static int open_once(const char *path, bool readonly, struct audit **out,
+		     char *errbuf, size_t errlen)
 {
 	struct audit *a;
 	int r;
 
-	*out = NULL;
-	if (!path || !*path) {
-		if (errlen)
-			snprintf(errbuf, errlen, "no database path given");
-		return -EINVAL;
-	}
 	a = calloc(1, sizeof(*a));
 	if (!a) {
 		if (errlen)
@@ -303,6 +299,39 @@ int audit_open(const char *path, bool readonly, struct audit **out,
 	}
 	*out = a;
 	return 0;
+}
+
+/*
+ * Wards that start at once on a new file can find it busy at once, not
+ * after SQLite's busy timeout: while one of them turns the new file to WAL
+ * mode (an exclusive lock) SQLite answers the others SQLITE_BUSY without
+ * waiting where waiting could deadlock. Such an open starts over until
+ * AUDIT_BUSY_MS have passed since the first attempt; a lock held for
+ * longer is an error.
+ */
+int audit_open(const char *path, bool readonly, struct audit **out,
+	       char *errbuf, size_t errlen)
+{
+	int r;
+
+	*out = NULL;
+	if (!path || !*path) {
+		if (errlen)
+			snprintf(errbuf, errlen, "no database path given");
+		return -EINVAL;
+	}
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		r = open_once(path, readonly, out, errbuf, errlen);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (r != -EBUSY ||
+		    (t.tv_sec - t0.tv_sec) * 1000 +
+				    (t.tv_nsec - t0.tv_nsec) / 1000000 >=
+			    AUDIT_BUSY_MS)
+			return r;
+		usleep(10 * 1000);
+	}
 }
 
 void audit_close(struct audit *a)

@@ -158,8 +158,9 @@ static const char schema_sql[] =
 	"         raw, target, decision, rule, reason, errno, backtrace\n"
 	"  FROM events WHERE decision <> 'allow';\n" SESSION_TABLES INPUT_TABLE;
 
-/* The single integer the statement sql yields, or -EIO and a message. */
-static int query_int(struct audit *a, const char *sql, long long *out)
+/* The n integers of the row the statement sql yields, or -EIO and a
+ * message. */
+static int query_ints(struct audit *a, const char *sql, long long *out, int n)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(a->db, sql, -1, &st, NULL);
@@ -167,7 +168,8 @@ static int query_int(struct audit *a, const char *sql, long long *out)
 	if (rc == SQLITE_OK) {
 		rc = sqlite3_step(st);
 		if (rc == SQLITE_ROW) {
-			*out = sqlite3_column_int64(st, 0);
+			for (int i = 0; i < n; i++)
+				out[i] = sqlite3_column_int64(st, i);
 			rc = SQLITE_OK;
 		}
 	}
@@ -178,6 +180,12 @@ static int query_int(struct audit *a, const char *sql, long long *out)
 		return audit_fail(a, -EIO, "%s: not an SQLite database (%s)",
 				  a->path, sqlite3_errstr(rc));
 	return audit_sqlfail(a, rc, a->path);
+}
+
+/* The single integer the statement sql yields. */
+static int query_int(struct audit *a, const char *sql, long long *out)
+{
+	return query_ints(a, sql, out, 1);
 }
 
 static int exec_sql(struct audit *a, const char *sql)
@@ -192,15 +200,24 @@ struct dbinfo {
 	long long app_id, version, objects;
 };
 
+/* One statement, so one read of the file: as three, another ward's
+ * creation of the schema could commit between them, and the header read
+ * before it (application_id 0) with the objects counted after it made a
+ * foreign database of a new ward one (seen with two wards starting at
+ * once on a new file). */
 static int read_info(struct audit *a, struct dbinfo *di)
 {
-	int r = query_int(a, "PRAGMA application_id", &di->app_id);
+	long long v[3] = { 0, 0, 0 };
+	int r = query_ints(a,
+			   "SELECT (SELECT application_id FROM "
+			   "pragma_application_id),"
+			   " (SELECT user_version FROM pragma_user_version),"
+			   " (SELECT count(*) FROM sqlite_schema)",
+			   v, 3);
 
-	if (!r)
-		r = query_int(a, "PRAGMA user_version", &di->version);
-	if (!r)
-		r = query_int(a, "SELECT count(*) FROM sqlite_schema",
-			      &di->objects);
+	di->app_id = v[0];
+	di->version = v[1];
+	di->objects = v[2];
 	return r;
 }
 
