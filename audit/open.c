@@ -301,6 +301,14 @@ static int open_once(const char *path, bool readonly, struct audit **out,
 	return 0;
 }
 
+static long long now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 /*
  * Wards that start at once on a new file can find it busy at once, not
  * after SQLite's busy timeout: while one of them turns the new file to WAL
@@ -320,18 +328,11 @@ int audit_open(const char *path, bool readonly, struct audit **out,
 			snprintf(errbuf, errlen, "no database path given");
 		return -EINVAL;
 	}
-	struct timespec t0, t;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		r = open_once(path, readonly, out, errbuf, errlen);
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (r != -EBUSY ||
-		    (t.tv_sec - t0.tv_sec) * 1000 +
-				    (t.tv_nsec - t0.tv_nsec) / 1000000 >=
-			    AUDIT_BUSY_MS)
-			return r;
+	long long end = now_ms() + AUDIT_BUSY_MS;
+	while ((r = open_once(path, readonly, out, errbuf, errlen)) == -EBUSY &&
+	       now_ms() < end)
 		usleep(10 * 1000);
-	}
+	return r;
 }
 
 void audit_close(struct audit *a)

@@ -122,13 +122,12 @@ static struct {
 static pthread_once_t uw_once = PTHREAD_ONCE_INIT;
 static int uw_err; /* 0 when loaded */
 
-static void *sym(void *h, const char *name)
+static void *sym(void *h, const char *lib, const char *name)
 {
 	void *p = dlsym(h, name);
 
 	if (!p && !uw_err) {
-		warn("native backtraces are off: %s has no %s",
-		     WARD_UNWIND_PTRACE_SO, name);
+		warn("native backtraces are off: %s has no %s", lib, name);
 		uw_err = -ENOSYS;
 	}
 	return p;
@@ -149,16 +148,20 @@ static void uw_load(void)
 		uw_err = -ENOSYS;
 		return;
 	}
-	uw.create_addr_space = sym(g, NAME_OF(unw_create_addr_space));
-	uw.destroy_addr_space = sym(g, NAME_OF(unw_destroy_addr_space));
-	uw.set_caching_policy = sym(g, NAME_OF(unw_set_caching_policy));
-	uw.flush_cache = sym(g, NAME_OF(unw_flush_cache));
-	uw.init_remote = sym(g, NAME_OF(unw_init_remote));
-	uw.get_reg = sym(g, NAME_OF(unw_get_reg));
-	uw.step = sym(g, NAME_OF(unw_step));
-	uw.upt_create = sym(p, "_UPT_create");
-	uw.upt_destroy = sym(p, "_UPT_destroy");
-	uw.upt_accessors = sym(p, "_UPT_accessors");
+#define GEN(f) sym(g, WARD_UNWIND_GENERIC_SO, NAME_OF(f))
+#define UPT(f) sym(p, WARD_UNWIND_PTRACE_SO, #f)
+	uw.create_addr_space = GEN(unw_create_addr_space);
+	uw.destroy_addr_space = GEN(unw_destroy_addr_space);
+	uw.set_caching_policy = GEN(unw_set_caching_policy);
+	uw.flush_cache = GEN(unw_flush_cache);
+	uw.init_remote = GEN(unw_init_remote);
+	uw.get_reg = GEN(unw_get_reg);
+	uw.step = GEN(unw_step);
+	uw.upt_create = UPT(_UPT_create);
+	uw.upt_destroy = UPT(_UPT_destroy);
+	uw.upt_accessors = UPT(_UPT_accessors);
+#undef GEN
+#undef UPT
 }
 
 /* 0 once libunwind is loaded, -ENOSYS when it cannot be. */
