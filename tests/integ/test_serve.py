@@ -509,6 +509,27 @@ def test_node_and_sh_timeouts(ctx):
     assert s.close() == 0
 
 
+def test_node_cell_stopped_while_printing_keeps_its_session(ctx):
+    """V8 stops a cell wherever its JavaScript is: a cell printing in a loop
+    was stopped inside Node's stream code, between a write and the stream's
+    note of it, which left stdout "writing" for good; the cell's result
+    waited on it and the session was ended as stuck (10 times in 10). The
+    driver writes the cells' output straight to the fds."""
+    s = serve(ctx)
+    node = s.create(language="node")
+    flood = "{ const s = 'y'.repeat(1 << 16);\n  for (;;) process.stdout.write(s) }"
+    for i in range(3):
+        r = s.run(node, flood, timeout_s=0.3)
+        assert r["status"] == "timeout" and r["interrupted"] is True, (i, r)
+        assert "timed out" in r["error"]["value"] and not r.get("session_closed"), (i, r)
+        assert _main(s.run(node, "process.stdout.writableLength")) == "0", i
+    r = s.run(node, "process.stdout.write(42)")  # as Node's own write
+    assert r["status"] == "error" and r["error"]["name"] == "TypeError", r
+    r = s.run(node, "process.stderr.write('b\\n', 'utf8', () => {})")
+    assert _main(r) == "true" and r["logs"]["stderr"] == ["b\n"], r
+    assert s.close() == 0
+
+
 def test_sh_cells_start_no_watchdog_and_outlive_a_late_sigint(ctx):
     # ward interrupts an sh cell at its timeout itself: a cell of builtins
     # starts no process (a watchdog subshell and its sleep did, at every

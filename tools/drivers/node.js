@@ -49,6 +49,8 @@ function runCell(h, code) {
   } catch (e) {
     const isErr = e instanceof Error || (e && typeof e === 'object' && 'stack' in e);
     out.interrupted = !!(e && e.code === 'ERR_SCRIPT_EXECUTION_TIMEOUT');
+    out.stopped = out.interrupted ||
+                  !!(e && e.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED');
     out.error = {
       name: isErr && e.name ? String(e.name) : typeof e,
       value: isErr ? String(e.message) : util.inspect(e),
@@ -60,9 +62,11 @@ function runCell(h, code) {
 
 // A result must not overtake the cell's output (ward passes on what the
 // pipes hold when the result comes): fn runs once stdout and stderr have
-// written everything the cell gave them. Blocking writes (below) make that
-// at once; a chunk still queued in Node is waited for, not left behind.
-function afterOutput(fn) {
+// written everything the cell gave them. The direct writes (below) make
+// that at once; a chunk queued in a stream the cell set up itself is
+// waited for, not left behind, unless the cell was stopped.
+function afterOutput(fn, stopped) {
+  if (stopped) return fn(); // its streams' bookkeeping may be half done
   const queued = [process.stdout, process.stderr].filter(
     (s) => s.writableLength > 0 && !s.destroyed);
   let left = queued.length;
@@ -81,24 +85,63 @@ function pump() {
     buf = buf.subarray(nl + 1 + h.len);
     busy = true;
     const out = runCell(h, code);
+    const stopped = out.stopped;
+    delete out.stopped;
     let waited = false;
     afterOutput(() => {
       send(out);
       busy = false;
       if (waited) pump();
-    });
+    }, stopped);
     if (busy) { waited = true; return; }
   }
 }
 
-// stdout and stderr are pipes to ward: Node writes them asynchronously,
-// queueing what the pipe cannot take yet. Blocking writes finish before
-// the cell goes on, as in Python (where the handle offers it).
-for (const s of [process.stdout, process.stderr]) {
-  if (s._handle && typeof s._handle.setBlocking === 'function') {
-    s._handle.setBlocking(true);
+// stdout and stderr are pipes to ward. A cell's writes go straight to
+// their fds, blocking: written before the cell goes on, as in Python. And
+// nothing is left half done when a timeout or a cancel stops the cell: V8
+// stops it wherever its JavaScript is, Node's stream code included, and a
+// write stopped between the bytes leaving and the stream noting it left
+// the stream "writing" for good (every later write queued behind it, the
+// result waiting on that queue, the session ended as stuck: a cell that
+// printed in a loop past its timeout, 10 times in 10). Here the only state
+// of a write is the fd's.
+const pause = new Int32Array(new SharedArrayBuffer(4));
+function writeDirect(stream, fd) {
+  if (stream._handle && typeof stream._handle.setBlocking === 'function') {
+    stream._handle.setBlocking(true);
   }
+  stream.write = function write(chunk, encoding, cb) {
+    if (typeof encoding === 'function') { cb = encoding; encoding = undefined; }
+    let data;
+    if (typeof chunk === 'string') data = Buffer.from(chunk, encoding || 'utf8');
+    else if (ArrayBuffer.isView(chunk)) data = chunk;
+    else {
+      const e = new TypeError('The "chunk" argument must be of type string or ' +
+                              'an instance of Buffer or Uint8Array');
+      e.code = 'ERR_INVALID_ARG_TYPE';
+      throw e;
+    }
+    let off = 0;
+    try {
+      while (off < data.byteLength) {
+        try {
+          off += fs.writeSync(fd, data, off, data.byteLength - off);
+        } catch (e) {
+          if (e.code !== 'EAGAIN') throw e;
+          Atomics.wait(pause, 0, 0, 1); // not blocking after all: wait
+        }
+      }
+    } catch (e) {
+      process.nextTick(() => { if (cb) cb(e); stream.emit('error', e); });
+      return false;
+    }
+    if (cb) process.nextTick(cb, null);
+    return true;
+  };
 }
+writeDirect(process.stdout, 1);
+writeDirect(process.stderr, 2);
 process.on('SIGINT', () => {}); // between cells: nothing to interrupt
 // Up: ward ends the start-up's CPU pinning (tracer/output.c) and drops
 // this line; the cells then run with every CPU.
