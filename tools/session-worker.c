@@ -292,6 +292,7 @@ int ws_worker_main(void)
 		.record = ws_begin_record,
 		.record_arg = &rec,
 		.passthrough = true,
+		.pass_past_limit = true, /* the caller's head and tail */
 		/* pinned while the interpreter starts, the way ward run is
 		 * (~2 ms less on a Python start here): the driver's ready
 		 * line unpins it before the first cell (tracer/output.c) */

@@ -73,29 +73,37 @@ static void on_chunk(struct tracer *t, int s, const char *p, size_t n,
 		if (keep > room)
 			keep = room;
 	}
+	bool past = t->o->passthrough && t->o->pass_past_limit;
 	if (keep < n && !r->truncated[s]) {
 		r->truncated[s] = true;
-		if (t->o->passthrough)
+		if (past)
+			fprintf(stderr,
+				"\nward: %s passed the run's output limit of "
+				"%lld bytes; the rest is passed on and counted, "
+				"not recorded\n",
+				s == 1 ? "stdout" : "stderr", cap);
+		else if (t->o->passthrough)
 			fprintf(stderr,
 				"\nward: %s passed the output limit of %lld bytes; "
 				"the rest is counted, not kept\n",
 				s == 1 ? "stdout" : "stderr", cap);
 	}
-	if (keep == 0)
-		return;
-	t->kept[s] += keep;
-	if (!t->audit ||
-	    audit_output(t->audit, tracer_now_ns(),
-			 s == 1 ? AUDIT_STDOUT : AUDIT_STDERR, p, keep) < 0) {
-		if (!t->audit_err)
-			t->audit_err = -EIO;
-		tracer_stop(t, STOP_AUDIT,
-			    "the audit database could not be written");
+	if (keep > 0) {
+		t->kept[s] += keep;
+		if (!t->audit ||
+		    audit_output(t->audit, tracer_now_ns(),
+				 s == 1 ? AUDIT_STDOUT : AUDIT_STDERR, p,
+				 keep) < 0) {
+			if (!t->audit_err)
+				t->audit_err = -EIO;
+			tracer_stop(t, STOP_AUDIT,
+				    "the audit database could not be written");
+		}
+		if (t->o->capture)
+			capture(t, s, p, keep);
 	}
 	if (t->o->passthrough)
-		write_all(s, p, keep, pass_ok);
-	if (t->o->capture)
-		capture(t, s, p, keep);
+		write_all(s, p, past ? n : keep, pass_ok);
 }
 
 /* Reads what is there; returns false at EOF or error. */

@@ -47,7 +47,13 @@ struct tracer_opts {
 	 * tell: it never ran). */
 	int (*record)(void *arg, struct audit **au, char *err, size_t n);
 	void *record_arg;
-	bool passthrough;   /* copy output live to ward's stdout/err */
+	bool passthrough; /* copy output live to ward's stdout/err */
+	/* With passthrough: output past limits.output_bytes is still passed
+	 * on live, only no longer recorded (sessions: the caller gets each
+	 * cell's head and tail with exact counts for the session's whole
+	 * life; tools/session.c). Without it, what is not kept is not
+	 * passed on either (ward run). */
+	bool pass_past_limit;
 	bool print_denials; /* one line per denial on ward's stderr */
 	bool capture;	    /* keep output in memory (for --json) */
 	struct tracer_prepared *prepared; /* from tracer_prepare, or NULL;

@@ -445,6 +445,34 @@ def test_large_output_head_and_tail(ctx):
     assert total == 200003, total  # the record has it all
 
 
+def test_output_past_the_runs_limit_still_comes_back(ctx):
+    """The output limit is the record's, over a session's whole life: past
+    it the record keeps counting, and each later cell's output still comes
+    back to the caller (it came back empty, counted as 0 bytes)."""
+    pol = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..", "profiles",
+                                      "sh.json")))
+    pol["limits"]["output_bytes"] = 1000
+    path = os.path.join(ctx.tmp, "small.json")
+    with open(path, "w") as f:
+        json.dump(pol, f)
+    s = serve(ctx)
+    r = s.ok("session.create", {"language": "sh", "policy": path})
+    sid, run_id = r["session_id"], r["run_id"]
+    r = s.run(sid, "head -c 1500 /dev/zero | tr '\\0' a")
+    assert _stdout(r) == "a" * 1500 and r["truncated"]["stdout_bytes_total"] == 1500, r
+    assert "output limit of 1000 bytes" in "".join(r["logs"]["stderr"]), r
+    for i in range(3):
+        r = s.run(sid, "echo after %d" % i)
+        assert _stdout(r) == "after %d\n" % i, r
+        assert r["truncated"]["stdout_bytes_total"] == 8, r
+    assert s.close() == 0
+    kept = ctx.sql("select sum(length(data)) n from outputs where run_id=? and stream='stdout'",
+                   run_id)[0]["n"]
+    assert kept == 1000, kept
+    run = ctx.sql("select * from runs where id=?", run_id)[0]
+    assert run["stdout_bytes"] == 1500 + 3 * 8 and run["stdout_truncated"] == 1, run
+
+
 def test_python_last_expression_found_without_the_syntax_tree(ctx):
     # The driver finds a cell's last expression with compile() alone: a
     # session starts without _ast (~2 ms of every cold start), and the
