@@ -261,6 +261,36 @@ def test_node_session_keeps_state(ctx):
     assert s.close() == 0
 
 
+def test_node_cells_run_in_nodes_own_global_context(ctx):
+    """Cells run as at Node's REPL: every Node global is there and values
+    are of Node's own realm (a vm context had only the globals the driver
+    listed: performance, structuredClone, queueMicrotask, fetch, ... were
+    undefined, and an array from fs was not an Array). The driver's own
+    names stay out of the cells' way."""
+    s = serve(ctx)
+    node = s.create(language="node")
+    # the first cell is read before Node's event loop runs: its timer
+    # still fires, and the cells after it are read from the loop
+    r = s.run(node, "globalThis.hits = 0; setTimeout(() => { hits++ }, 20); 'set'")
+    assert _main(r) == "'set'", r
+    probe = ("[typeof performance.now, typeof structuredClone, typeof queueMicrotask,"
+             " typeof fetch, typeof AbortController, typeof clearImmediate, typeof atob,"
+             " require('fs').readdirSync('.') instanceof Array,"
+             " Buffer.from('a') instanceof Uint8Array,"
+             " JSON.parse('[1]') instanceof Array].join(' ')")
+    r = s.run(node, probe)
+    assert _main(r) == "'%s'" % " ".join(["function"] * 7 + ["true"] * 3), r
+    r = s.run(node, "[typeof send, typeof pump, typeof busy, typeof writeDirect, typeof wardDriver]"
+                    ".join(' ')")
+    assert _main(r) == "'%s'" % " ".join(["undefined"] * 5), r
+    time.sleep(0.1)
+    r = s.run(node, "const fs = require('fs'); let k = 2; JSON.stringify = () => 'x'; hits")
+    assert r["status"] == "ok" and _main(r) == "1", r
+    r = s.run(node, "console.log(fs.existsSync('.'), k); k + 1")  # the driver's JSON is its own
+    assert _main(r) == "3" and _stdout(r) == "true 2\n", r
+    assert s.close() == 0
+
+
 def test_cells_run_with_every_cpu_after_a_pinned_start(ctx):
     """A session is pinned to one CPU while its interpreter starts, like
     ward run; the driver's ready line (dropped by ward, never a result)
