@@ -291,6 +291,33 @@ def test_node_cells_run_in_nodes_own_global_context(ctx):
     assert s.close() == 0
 
 
+def test_node_errors_of_callbacks_do_not_end_the_session(ctx):
+    """A promise a cell left rejected, or an exception thrown in a timer,
+    ended Node and the session with every variable in it. As at Node's
+    REPL they are reported on stderr and the session goes on; what a cell's
+    promise jobs and immediates print comes with the cell."""
+    s = serve(ctx)
+    node = s.create(language="node")
+    r = s.run(node, "var v = 1; Promise.reject(new Error('nope')); 'queued'")
+    assert r["status"] == "ok" and _main(r) == "'queued'", r
+    assert "".join(r["logs"]["stderr"]) == "Uncaught (in promise) Error: nope\n    at <cell 1>:1:27\n", r
+    r = s.run(node, "setTimeout(() => { throw new Error('late') }, 10); v + 1")
+    assert _main(r) == "2", r
+    time.sleep(0.2)
+    r = s.run(node, "v")  # what came between cells is in the record (below)
+    assert _main(r) == "1", r
+    r = s.run(node, "setImmediate(() => console.log('immediate'));"
+                    " Promise.resolve().then(() => console.log('job')); 'sync'")
+    assert _main(r) == "'sync'" and _stdout(r) == "job\nimmediate\n", r
+    r = s.run(node, "Promise.reject('plain'); 0")
+    assert "".join(r["logs"]["stderr"]) == "Uncaught (in promise) 'plain'\n", r
+    run_id = s.ok("session.list", {})["sessions"][0]["run_id"]
+    assert s.close() == 0
+    err = b"".join(o["data"] for o in ctx.sql(
+        "select data from outputs where run_id=? and stream='stderr' order by seq", run_id)).decode()
+    assert "Uncaught Error: late\n    at Timeout._onTimeout (<cell 2>:1:26)" in err, err
+
+
 def test_cells_run_with_every_cpu_after_a_pinned_start(ctx):
     """A session is pinned to one CPU while its interpreter starts, like
     ward run; the driver's ready line (dropped by ward, never a result)

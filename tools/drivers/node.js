@@ -29,6 +29,7 @@
   const readSync = fs.readSync.bind(fs);
   const inspect = util.inspect;
   const runInThisContext = vm.runInThisContext.bind(vm);
+  const later = setImmediate;
 
   const CELL_FD = 5, RESULT_FD = 6;
   let buf = alloc(0);
@@ -110,19 +111,36 @@
 
   function pump() {
     if (busy) return;
-    for (;;) {
-      const c = nextCell();
-      if (!c) return;
-      busy = true;
-      const [out, stopped] = runCell(c[0], c[1]);
-      let waited = false;
-      afterOutput(() => {
-        send(out);
-        busy = false;
-        if (waited) pump();
-      }, stopped);
-      if (busy) { waited = true; return; }
-    }
+    const c = nextCell();
+    if (!c) return;
+    busy = true;
+    const [out, stopped] = runCell(c[0], c[1]);
+    // The result leaves at the event loop's next turn: the cell's promise
+    // jobs and nextTick callbacks run first, so a rejection it left
+    // unhandled is reported in its own stderr (below).
+    later(guarded(() => afterOutput(guarded(() => {
+      send(out);
+      busy = false;
+      pump();
+    }), stopped)));
+  }
+
+  // The driver's own errors end the session (ward says the interpreter
+  // exited); errors of the cells' callbacks do not (below).
+  function die(e) {
+    try {
+      writeAll(2, bufferFrom(`ward node driver: ${e && e.stack ? e.stack : e}\n`));
+    } catch (_) { /* nothing left to tell */ }
+    process.exit(70);
+  }
+  function guarded(fn) {
+    return (...args) => {
+      try {
+        fn(...args);
+      } catch (e) {
+        die(e);
+      }
+    };
   }
 
   // stdout and stderr are pipes to ward. A cell's writes go straight to
@@ -185,6 +203,25 @@
   }
 
   process.on('SIGINT', () => {}); // between cells: nothing to interrupt
+  // An exception thrown in a cell's callback (a timer, an event) or a
+  // promise a cell left rejected with no handler would end Node, and the
+  // session with every variable in it. As at Node's REPL, it is reported
+  // on stderr ("Uncaught ...") and the session goes on.
+  function uncaught(how, err) {
+    let text;
+    try {
+      text = cellStack(inspect(err));
+    } catch (_) {
+      text = String(err);
+    }
+    try {
+      writeAll(2, bufferFrom(`${how} ${text}\n`));
+    } catch (e) {
+      die(e);
+    }
+  }
+  process.on('uncaughtException', (err) => uncaught('Uncaught', err));
+  process.on('unhandledRejection', (why) => uncaught('Uncaught (in promise)', why));
   // Up: ward ends the start-up's CPU pinning (tracer/output.c) and drops
   // this line; the cells then run with every CPU.
   writeSync(RESULT_FD, '{"ward":"ready"}\n');
@@ -195,27 +232,29 @@
   // `net` and making the socket (~6 ms natively) come after the first
   // result, not before it. (fs.createReadStream would read on libuv's
   // thread pool: four more threads, each a traced clone under ward.)
-  const chunk = alloc(65536);
-  while (!nextCellReady()) {
-    let n;
-    try {
-      n = readSync(CELL_FD, chunk, 0, chunk.length, null);
-    } catch (e) {
-      if (e.code === 'EINTR') continue;
-      if (e.code !== 'EAGAIN') throw e;
-      Atomics.wait(pause, 0, 0, 1);
-      continue;
-    }
-    if (n === 0) process.exit(0);
-    buf = concat([buf, chunk.subarray(0, n)]);
-  }
   function nextCellReady() {
     const nl = buf.indexOf(10);
     return nl >= 0 && buf.length >= nl + 1 + parse(buf.subarray(0, nl).toString()).len;
   }
-  pump();
-  const net = require('net');
-  const cells = new net.Socket({ fd: CELL_FD, readable: true, writable: false });
-  cells.on('data', (d) => { buf = concat([buf, d]); pump(); });
-  cells.on('end', () => process.exit(0));
+  guarded(() => {
+    const chunk = alloc(65536);
+    while (!nextCellReady()) {
+      let n;
+      try {
+        n = readSync(CELL_FD, chunk, 0, chunk.length, null);
+      } catch (e) {
+        if (e.code === 'EINTR') continue;
+        if (e.code !== 'EAGAIN') throw e;
+        Atomics.wait(pause, 0, 0, 1);
+        continue;
+      }
+      if (n === 0) process.exit(0);
+      buf = concat([buf, chunk.subarray(0, n)]);
+    }
+    pump();
+    const net = require('net');
+    const cells = new net.Socket({ fd: CELL_FD, readable: true, writable: false });
+    cells.on('data', guarded((d) => { buf = concat([buf, d]); pump(); }));
+    cells.on('end', () => process.exit(0));
+  })();
 })();
