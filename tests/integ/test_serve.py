@@ -318,6 +318,28 @@ def test_node_errors_of_callbacks_do_not_end_the_session(ctx):
     assert "Uncaught Error: late\n    at Timeout._onTimeout (<cell 2>:1:26)" in err, err
 
 
+def test_node_cell_waits_for_the_promise_it_ends_with(ctx):
+    """A cell that ends with a promise (an async IIFE, the usual way to
+    await in a script) comes back when it settles, with what it printed on
+    the way; it came back at once as `Promise { <pending> }` and its output
+    fell between cells (recorded, in no result)."""
+    s = serve(ctx)
+    node = s.create(language="node")
+    r = s.run(node, "(async () => {\n  await new Promise((r) => setTimeout(r, 100));\n"
+                    "  console.log('late log');\n  return 42;\n})()")
+    assert r["status"] == "ok" and _main(r) == "42" and _stdout(r) == "late log\n", r
+    r = s.run(node, "Promise.reject(new TypeError('bad'))")
+    assert r["status"] == "error" and r["error"]["name"] == "TypeError", r
+    assert "<cell 2>" in r["error"]["traceback"], r
+    r = s.run(node, "var kept = 5; new Promise(() => {})", timeout_s=0.3)
+    assert r["status"] == "timeout" and r["interrupted"] is True, r
+    assert "timed out" in r["error"]["value"] and not r.get("session_closed"), r
+    assert _main(s.run(node, "kept + 1")) == "6"
+    r = s.run(node, "const y = await 1")
+    assert r["error"]["name"] == "SyntaxError" and "(async () =>" in r["error"]["value"], r
+    assert s.close() == 0
+
+
 def test_cells_run_with_every_cpu_after_a_pinned_start(ctx):
     """A session is pinned to one CPU while its interpreter starts, like
     ward run; the driver's ready line (dropped by ward, never a result)

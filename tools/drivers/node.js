@@ -30,6 +30,8 @@
   const inspect = util.inspect;
   const runInThisContext = vm.runInThisContext.bind(vm);
   const later = setImmediate;
+  const setT = setTimeout;
+  const clearT = clearTimeout;
 
   const CELL_FD = 5, RESULT_FD = 6;
   let buf = alloc(0);
@@ -59,30 +61,98 @@
     return (i > 0 ? lines.slice(0, i) : lines).join('\n');
   }
 
-  // The result frame, and whether the cell was stopped (timeout, SIGINT).
+  function errorOf(e) {
+    let isErr = false;
+    try {
+      isErr = e instanceof Error || (e !== null && typeof e === 'object' && 'stack' in e);
+    } catch (_) { /* a proxy: not an error */ }
+    const error = {
+      name: isErr && e.name ? String(e.name) : typeof e,
+      value: isErr ? String(e.message) : inspect(e),
+      traceback: isErr && e.stack ? cellStack(e.stack) : '',
+    };
+    if (error.name === 'SyntaxError' && /await is only valid/.test(error.value)) {
+      error.value += ' (a cell is a script, not a module: wrap its code in ' +
+                     '`(async () => { ... })()`; a cell waits for the promise ' +
+                     'it ends with)';
+    }
+    return error;
+  }
+
+  // A cell's value when it is a promise (or any thenable): the cell goes
+  // on until it settles. Ends with undefined when it is not one.
+  function thenable(v) {
+    try {
+      return v !== null && (typeof v === 'object' || typeof v === 'function') &&
+             typeof v.then === 'function' ? v : undefined;
+    } catch (_) {
+      return undefined;
+    }
+  }
+
+  // The result frame, whether the cell was stopped (timeout, SIGINT), and
+  // the promise it ended with, if any.
   function runCell(h, code) {
     const out = { nonce: h.nonce, n: h.n, results: [], error: null,
                   interrupted: false };
-    let stopped = false;
+    let stopped = false, pending;
     try {
       const opts = { filename: `<cell ${h.n}>`, breakOnSigint: true };
       if (h.timeout_s > 0) opts.timeout = Math.max(1, Math.round(h.timeout_s * 1000));
       const v = runInThisContext(code, opts);
-      if (v !== undefined) {
+      pending = thenable(v);
+      if (v !== undefined && !pending) {
         out.results.push({ text: inspect(v), is_main_result: true });
       }
     } catch (e) {
-      const isErr = e instanceof Error || (e && typeof e === 'object' && 'stack' in e);
       out.interrupted = !!(e && e.code === 'ERR_SCRIPT_EXECUTION_TIMEOUT');
       stopped = out.interrupted ||
                 !!(e && e.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED');
-      out.error = {
-        name: isErr && e.name ? String(e.name) : typeof e,
-        value: isErr ? String(e.message) : inspect(e),
-        traceback: isErr && e.stack ? cellStack(e.stack) : '',
-      };
+      out.error = errorOf(e);
     }
-    return [out, stopped];
+    return [out, stopped, pending];
+  }
+
+  // A cell that ended with a promise: its result is the promise's value
+  // (or its rejection), once settled, while the event loop runs the
+  // cell's timers and I/O. Its time limit still holds, and a SIGINT (a
+  // cancel) ends the wait: the promise cannot be stopped, only no longer
+  // waited for.
+  let endWait = null;
+  function awaitCell(h, out, p, t0, finish) {
+    let done = false, timer = null;
+    const settle = (stopped) => {
+      if (done) return;
+      done = true;
+      endWait = null;
+      if (timer) clearT(timer);
+      finish(stopped);
+    };
+    if (h.timeout_s > 0) {
+      const ms = Math.max(1, Math.round(h.timeout_s * 1000));
+      timer = setT(guarded(() => {
+        out.interrupted = true;
+        out.error = { name: 'Error', value: `Script execution timed out after ${ms}ms`,
+                      traceback: '' };
+        settle(true);
+      }), Math.max(0, ms - (Date.now() - t0)));
+    }
+    endWait = () => {
+      out.error = { name: 'Error', value: 'Script execution interrupted.', traceback: '' };
+      settle(true);
+    };
+    try {
+      p.then(guarded((v) => {
+        if (v !== undefined) out.results.push({ text: inspect(v), is_main_result: true });
+        settle(false);
+      }), guarded((e) => {
+        out.error = errorOf(e);
+        settle(false);
+      }));
+    } catch (e) {
+      out.error = errorOf(e);
+      settle(false);
+    }
   }
 
   // A result must not overtake the cell's output (ward passes on what the
@@ -114,15 +184,18 @@
     const c = nextCell();
     if (!c) return;
     busy = true;
-    const [out, stopped] = runCell(c[0], c[1]);
+    const t0 = Date.now();
+    const [out, stopped, pending] = runCell(c[0], c[1]);
     // The result leaves at the event loop's next turn: the cell's promise
     // jobs and nextTick callbacks run first, so a rejection it left
     // unhandled is reported in its own stderr (below).
-    later(guarded(() => afterOutput(guarded(() => {
+    const finish = (stop) => later(guarded(() => afterOutput(guarded(() => {
       send(out);
       busy = false;
       pump();
-    }), stopped)));
+    }), stop)));
+    if (pending) awaitCell(c[0], out, pending, t0, finish);
+    else finish(stopped);
   }
 
   // The driver's own errors end the session (ward says the interpreter
@@ -202,7 +275,9 @@
     });
   }
 
-  process.on('SIGINT', () => {}); // between cells: nothing to interrupt
+  // Between cells SIGINT has nothing to interrupt; while a cell waits for
+  // its promise, it ends the wait.
+  process.on('SIGINT', () => { if (endWait) endWait(); });
   // An exception thrown in a cell's callback (a timer, an event) or a
   // promise a cell left rejected with no handler would end Node, and the
   // session with every variable in it. As at Node's REPL, it is reported
