@@ -582,6 +582,29 @@ def test_python_last_expression_found_without_the_syntax_tree(ctx):
     assert s.close() == 0
 
 
+def test_python_top_level_await(ctx):
+    """As in IPython, a cell may await at its top level (it was a
+    SyntaxError): it runs on the session's own asyncio loop, its names
+    stay, and asyncio.run still works in a cell that does not await."""
+    s = serve(ctx)
+    sid = s.create()
+    r = s.run(sid, "import asyncio\n"
+                   "async def f(v):\n    await asyncio.sleep(0.01)\n    return v\n"
+                   "x = await f(5)\nprint('got', x)\nawait f(x * 2)")
+    assert r["status"] == "ok" and _stdout(r) == "got 5\n" and _main(r) == "10", r
+    assert _main(s.run(sid, "x")) == "5"
+    r = s.run(sid, "await asyncio.sleep(30)", timeout_s=0.5)
+    assert r["status"] == "timeout" and r["interrupted"] is True, r
+    assert r["error"]["name"] == "KeyboardInterrupt", r
+    assert _main(s.run(sid, "[await f(1) for _ in range(2)]")) == "[1, 1]"
+    assert _main(s.run(sid, "asyncio.run(f(3))")) == "3"
+    r = s.run(sid, "async def g():\n    raise ValueError('v')\nawait g()")
+    tb = r["error"]["traceback"]
+    assert r["error"]["name"] == "ValueError" and "asyncio" not in tb, tb
+    assert tb.startswith('Traceback (most recent call last):\n  File "<cell 6>", line 3'), tb
+    assert s.close() == 0
+
+
 def test_timeout_interrupts_and_session_survives(ctx):
     s = serve(ctx)
     sid = s.create()

@@ -138,7 +138,8 @@ def _strip(e, seen):
         kept = []
         tb = e.__traceback__
         while tb is not None:
-            if tb.tb_frame.f_globals is not _DRIVER:
+            if (tb.tb_frame.f_globals is not _DRIVER and
+                    tb.tb_frame.f_code is not _loop[1]):
                 kept.append(tb)
             tb = tb.tb_next
         new = None
@@ -161,14 +162,43 @@ def _error(e):
                 type(e), e, e.__traceback__))}
 
 
+# Top-level await, as in IPython: compiled with this flag (the value of
+# ast.PyCF_ALLOW_TOP_LEVEL_AWAIT), a cell that awaits is a coroutine code
+# object (CO_COROUTINE), run on the session's own asyncio loop; asyncio is
+# imported only then.
+_AWAIT, _CO_COROUTINE = 0x2000, 0x80
+_loop = [None, None]  # the loop, and the code of its run_until_complete
+
+
+def _go(code, ns):
+    if not code.co_flags & _CO_COROUTINE:
+        return eval(code, ns)
+    import asyncio
+    if _loop[0] is None:
+        _loop[0] = asyncio.new_event_loop()
+        _loop[1] = type(_loop[0]).run_until_complete.__code__  # not shown
+    try:
+        return _loop[0].run_until_complete(eval(code, ns))
+    except BaseException:
+        # stopped inside the loop (an interrupt, a limit): a new loop
+        # for the next cell, not one stopped halfway
+        loop, _loop[0] = _loop[0], None
+        try:
+            loop.close()
+        except BaseException:
+            pass
+        raise
+
+
 def _ast_split(code, name):
     # The exact split, by the syntax tree: when _split cannot tell.
     import _ast
-    tree = compile(code, name, "exec", _ast.PyCF_ONLY_AST)
+    tree = compile(code, name, "exec", _ast.PyCF_ONLY_AST | _AWAIT)
     last = None
     if tree.body and isinstance(tree.body[-1], _ast.Expr):
         last = _ast.Expression(tree.body.pop().value)
-    return compile(tree, name, "exec"), last and compile(last, name, "eval")
+    return (compile(tree, name, "exec", _AWAIT),
+            last and compile(last, name, "eval", _AWAIT))
 
 
 def _split(code, name):
@@ -202,18 +232,18 @@ def _split(code, name):
                 head = "\n".join(lines[:k] + [lines[k][:semi]])
                 tail = lines[k][semi + 1:].lstrip(" \t")
             try:
-                expr = compile("\n" * k + tail, name, "eval")
+                expr = compile("\n" * k + tail, name, "eval", _AWAIT)
             except SyntaxError:
                 continue
             try:
-                return compile(head, name, "exec"), expr
+                return compile(head, name, "exec", _AWAIT), expr
             except SyntaxError:
                 return _ast_split(code, name)
         try:
-            compile("\n" * k + "\n".join(lines[k:]), name, "exec")
+            compile("\n" * k + "\n".join(lines[k:]), name, "exec", _AWAIT)
         except SyntaxError:
             continue
-        return compile(code, name, "exec"), None
+        return compile(code, name, "exec", _AWAIT), None
     return _ast_split(code, name)
 
 
@@ -227,8 +257,8 @@ def _run(ns, n, code, timeout):
         _in_cell[0] = True
         if timeout > 0:
             _signal.setitimer(_signal.ITIMER_REAL, timeout)
-        exec(code, ns)
-        value = eval(evaled, ns) if evaled is not None else None
+        _go(code, ns)
+        value = _go(evaled, ns) if evaled is not None else None
         text = repr(value) if value is not None else None
         _in_cell[0] = False
         if value is not None:
