@@ -554,6 +554,9 @@ def test_mcp_cancel_interrupts_the_running_cell(ctx):
 
 
 def test_mcp_cancel_ends_a_node_cells_wait_for_its_promise(ctx):
+    # 'started' comes from the wait: a SIGINT that lands while Node ends the
+    # cell's script (its breakOnSigint being taken down) can be lost, a
+    # limit of Node's (left open)
     if not wardtest.NODE:
         raise Skip("node is not installed")
     m = Mcp(ctx)
@@ -561,13 +564,15 @@ def test_mcp_cancel_ends_a_node_cells_wait_for_its_promise(ctx):
     s = m.call("create_session", language="node")["structuredContent"]
     assert not m.call("run_code", session_id=s["session_id"], code="var x = 7").get("isError")
     rid = _start_call(m, "run_code", progress="w", session_id=s["session_id"],
-                      code="console.log('started'); new Promise(() => {})")
+                      code="new Promise(() => setTimeout(() => console.log('started'), 50))")
     _until(m, _started("w"))
     _cancel(m, rid)
     r = m.request("tools/call", {"name": "run_code",
                                  "arguments": {"session_id": s["session_id"], "code": "x"}})
-    assert r["result"]["structuredContent"]["results"][0]["text"] == "7", r
-    cells = ctx.sql("select n, status from cells where run_id=? order by n", s["run_id"])
+    cells = ctx.sql("select n, status, result from cells where run_id=? order by n",
+                    s["run_id"])
+    st = r["result"].get("structuredContent") or {}
+    assert [x["text"] for x in st.get("results", [])] == ["7"], (r, cells)
     assert [(c["n"], c["status"]) for c in cells] == [(1, "ok"), (2, "cancelled"), (3, "ok")], cells
     assert m.close() == 0
 
