@@ -76,17 +76,14 @@ static void on_chunk(struct tracer *t, int s, const char *p, size_t n,
 	bool past = t->o->passthrough && t->o->pass_past_limit;
 	if (keep < n && !r->truncated[s]) {
 		r->truncated[s] = true;
-		if (past)
+		if (t->o->passthrough)
 			fprintf(stderr,
-				"\nward: %s passed the run's output limit of "
-				"%lld bytes; the rest is passed on and counted, "
-				"not recorded\n",
-				s == 1 ? "stdout" : "stderr", cap);
-		else if (t->o->passthrough)
-			fprintf(stderr,
-				"\nward: %s passed the output limit of %lld bytes; "
-				"the rest is counted, not kept\n",
-				s == 1 ? "stdout" : "stderr", cap);
+				"\nward: %s passed the %soutput limit of %lld "
+				"bytes; the rest is %s\n",
+				s == 1 ? "stdout" : "stderr",
+				past ? "run's " : "", cap,
+				past ? "passed on and counted, not recorded"
+				     : "counted, not kept");
 	}
 	if (keep > 0) {
 		t->kept[s] += keep;

@@ -168,12 +168,14 @@
     for (const s of queued) s.write('', () => { if (--left === 0) fn(); });
   }
 
-  // The whole header and code of the next cell, taken from buf; or null.
-  function nextCell() {
+  // The whole header and code of the next cell, taken from buf (left
+  // there when peek); or null.
+  function nextCell(peek) {
     const nl = buf.indexOf(10);
     if (nl < 0) return null;
     const h = parse(buf.subarray(0, nl).toString());
     if (buf.length < nl + 1 + h.len) return null;
+    if (peek) return true;
     const code = buf.subarray(nl + 1, nl + 1 + h.len).toString();
     buf = buf.subarray(nl + 1 + h.len);
     return [h, code];
@@ -307,13 +309,9 @@
   // `net` and making the socket (~6 ms natively) come after the first
   // result, not before it. (fs.createReadStream would read on libuv's
   // thread pool: four more threads, each a traced clone under ward.)
-  function nextCellReady() {
-    const nl = buf.indexOf(10);
-    return nl >= 0 && buf.length >= nl + 1 + parse(buf.subarray(0, nl).toString()).len;
-  }
   guarded(() => {
     const chunk = alloc(65536);
-    while (!nextCellReady()) {
+    while (!nextCell(true)) {
       let n;
       try {
         n = readSync(CELL_FD, chunk, 0, chunk.length, null);
