@@ -1116,6 +1116,23 @@ static int interrupt_code(struct sess *x)
 	return 0;
 }
 
+/* node: the cancel as a line on the cells' channel too. The SIGINT stops
+ * a running script; a cell that waits for its promise is ended by this
+ * line (tools/drivers/node.js says why). Never blocks: the driver has
+ * read the cell, so the channel has room, and if it had none the SIGINT
+ * and the grace still hold. */
+static void cancel_line(struct sess *x, const struct cell *c)
+{
+	char line[80];
+	int n;
+
+	if (strcmp(x->lang, "node") || x->cells < 0)
+		return;
+	n = snprintf(line, sizeof(line), "{\"cancel\":\"%s\"}\n", c->nonce);
+	if (send(x->cells, line, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		return; /* gone or full: nothing more to do */
+}
+
 /* Waits for the cell's result, reading its output; true if it came.
  * A cancel (ws_server_cancel) interrupts the cell and leaves it GRACE_MS
  * to stop. An sh cell is interrupted here at int_at, its timeout (> 0):
@@ -1161,6 +1178,7 @@ static bool await_result(struct cell *c, long long deadline, long long int_at)
 			continue;
 		if (q[4].revents) {
 			c->cancelled = true;
+			cancel_line(x, c);
 			interrupt_code(x);
 			c->int_ms = mono_ms();
 			if (deadline > mono_ms() + GRACE_MS)

@@ -554,9 +554,8 @@ def test_mcp_cancel_interrupts_the_running_cell(ctx):
 
 
 def test_mcp_cancel_ends_a_node_cells_wait_for_its_promise(ctx):
-    # 'started' comes from the wait: a SIGINT that lands while Node ends the
-    # cell's script (its breakOnSigint being taken down) can be lost, a
-    # limit of Node's (left open)
+    # 'started' comes from the wait (a cancel just as the script ends:
+    # test_mcp_node_cancels_right_after_a_script_ends_are_never_lost)
     if not wardtest.NODE:
         raise Skip("node is not installed")
     m = Mcp(ctx)
@@ -625,3 +624,48 @@ def test_mcp_batch_with_a_call_is_answered_as_one_array(ctx):
     m.send([{"jsonrpc": "2.0", "id": "b3", "method": "ping"}])  # no call: at once
     assert m.recv() == [{"jsonrpc": "2.0", "id": "b3", "result": {}}]
     assert m.close() == 0
+
+
+def _node_cancel_rounds(ctx, setup, code, probe, want, rounds):
+    """A node session: setup, then rounds of (code cancelled once it printed
+    'started', probe whose main result must be want). Every cancelled cell
+    must be recorded so and the session must live on."""
+    if not wardtest.NODE:
+        raise Skip("node is not installed")
+    m = Mcp(ctx)
+    m.initialize()
+    s = m.call("create_session", language="node")["structuredContent"]
+    sid = s["session_id"]
+    r = m.call("run_code", session_id=sid, code=setup)
+    assert not r.get("isError"), r
+    for i in range(rounds):
+        tok = "c%d" % i
+        rid = _start_call(m, "run_code", progress=tok, session_id=sid, code=code)
+        _until(m, _started(tok))
+        _cancel(m, rid)
+        r = m.call("run_code", session_id=sid, code=probe)
+        st = r.get("structuredContent") or {}
+        assert [x["text"] for x in st.get("results", [])] == [want], (i, r)
+    cells = ctx.sql("select n, status from cells where run_id=? order by n", s["run_id"])
+    assert [c["status"] for c in cells] == ["ok"] + ["cancelled", "ok"] * rounds, cells
+    assert m.close() == 0
+
+
+def test_mcp_node_cancels_right_after_a_script_ends_are_never_lost(ctx):
+    # Each cell prints 'started' from its script and returns a promise that
+    # never settles: the cancel lands just as Node ends the script. A cancel
+    # lost there (Node's breakOnSigint being taken down) left the driver
+    # waiting until the grace and the session ended; a SIGINT posted there
+    # interrupted the next cell.
+    _node_cancel_rounds(ctx, "var x = 7", "console.log('started'); new Promise(() => {})",
+                        "x", "7", 12)
+
+
+def test_mcp_node_cell_is_cancelled_while_the_code_listens_for_sigint(ctx):
+    # a cell of a server-like program listens for SIGINT itself; the next
+    # cells can still be cancelled, and the listener stays the code's (a
+    # cell's script sees none: vm takes them off while it runs)
+    _node_cancel_rounds(ctx, "var hits = 0; process.on('SIGINT', () => { hits++; }); 1",
+                        "console.log('started'); for (;;) {}",
+                        "new Promise((ok) => setTimeout(() => "
+                        "ok(process.listenerCount('SIGINT')), 5))", "1", 2)

@@ -8,8 +8,11 @@
 // array from fs is an Array). The completion value of the last statement
 // is the result. vm's own timeout interrupts a cell that runs too long,
 // and a SIGINT (the server cancelling the cell) interrupts it too; between
-// cells SIGINT is ignored. Node cannot mark fds 5 and 6 close-on-exec:
-// see docs/security.md. Only what Node 18 (Debian 12) has is used.
+// cells SIGINT is ignored. A cancel also comes as a line {cancel: nonce}
+// on fd 5: it ends the wait of a cell for the promise it ended with,
+// which no signal can do reliably (below). Node cannot mark fds 5 and 6
+// close-on-exec: see docs/security.md. Only what Node 18 (Debian 12) has
+// is used.
 //
 // The driver runs as `node -e`, a script in that global context: all of
 // it is in this function, so that none of its names is a global a cell
@@ -90,6 +93,26 @@
     }
   }
 
+  // A cell's script. While the code listens for SIGINT itself (a server's
+  // `process.on('SIGINT', ...)`), libuv's handler has replaced the
+  // watchdog's: the listeners are taken off (as vm does), the watchdog is
+  // started again to put its handler back, and the listeners are put
+  // back after the script.
+  function runScript(code, opts) {
+    if (!watchdog || process.listenerCount('SIGINT') === 0) {
+      return runInThisContext(code, opts);
+    }
+    const saved = process.rawListeners('SIGINT');
+    process.removeAllListeners('SIGINT');
+    watchdog.stopSigintWatchdog();
+    watchdog.startSigintWatchdog();
+    try {
+      return runInThisContext(code, opts);
+    } finally {
+      for (const l of saved) process.addListener('SIGINT', l);
+    }
+  }
+
   // The result frame, whether the cell was stopped (timeout, SIGINT), and
   // the promise it ended with, if any.
   function runCell(h, code) {
@@ -99,7 +122,7 @@
     try {
       const opts = { filename: `<cell ${h.n}>`, breakOnSigint: true };
       if (h.timeout_s > 0) opts.timeout = Math.max(1, Math.round(h.timeout_s * 1000));
-      const v = runInThisContext(code, opts);
+      const v = runScript(code, opts);
       pending = thenable(v);
       if (v !== undefined && !pending) {
         out.results.push({ text: inspect(v), is_main_result: true });
@@ -137,7 +160,8 @@
         settle(true);
       }), Math.max(0, ms - (Date.now() - t0)));
     }
-    endWait = () => {
+    endWait = (nonce) => {
+      if (nonce !== undefined && nonce !== h.nonce) return; // an earlier cell's
       out.error = { name: 'Error', value: 'Script execution interrupted.', traceback: '' };
       settle(true);
     };
@@ -168,12 +192,27 @@
     for (const s of queued) s.write('', () => { if (--left === 0) fn(); });
   }
 
+  // Takes the cancel lines at the head of buf: each ends the wait of the
+  // cell it names, if that one still waits (a cancel that came after its
+  // cell ended is dropped). Returns the next cell's header line, parsed,
+  // and where it ends; or null.
+  function takeCancels() {
+    for (;;) {
+      const nl = buf.indexOf(10);
+      if (nl < 0) return null;
+      const h = parse(buf.subarray(0, nl).toString());
+      if (h.cancel === undefined) return [h, nl];
+      buf = buf.subarray(nl + 1);
+      if (endWait) endWait(h.cancel);
+    }
+  }
+
   // The whole header and code of the next cell, taken from buf (left
   // there when peek); or null.
   function nextCell(peek) {
-    const nl = buf.indexOf(10);
-    if (nl < 0) return null;
-    const h = parse(buf.subarray(0, nl).toString());
+    const head = takeCancels();
+    if (!head) return null;
+    const [h, nl] = head;
     if (buf.length < nl + 1 + h.len) return null;
     if (peek) return true;
     const code = buf.subarray(nl + 1, nl + 1 + h.len).toString();
@@ -182,7 +221,10 @@
   }
 
   function pump() {
-    if (busy) return;
+    if (busy) {
+      takeCancels();
+      return;
+    }
     const c = nextCell();
     if (!c) return;
     busy = true;
@@ -277,9 +319,28 @@
     });
   }
 
-  // Between cells SIGINT has nothing to interrupt; while a cell waits for
-  // its promise, it ends the wait.
-  process.on('SIGINT', () => { if (endWait) endWait(); });
+  // SIGINT. vm's breakOnSigint starts a watchdog (a thread and a signal
+  // handler of its own) for each script and takes it down after it: a
+  // SIGINT landing while it is taken down is either kept for the NEXT
+  // cell's script, interrupted at once, or ends Node (its default
+  // handler is back for a moment). Started once here, it stays up: each
+  // cell's script only registers with it, and a SIGINT between scripts is
+  // noted and dropped. (Node's REPL does the same with these two calls.
+  // A cell may call them too; it can only make itself harder to
+  // interrupt, and the server's grace still ends a cell that does not
+  // stop.) A cell waiting for its promise is then ended by
+  // the cancel line alone. No JavaScript listener for SIGINT: vm would
+  // take it off and put it back around each script, and libuv's handler
+  // would replace the watchdog's. Where the binding is missing, as
+  // before: a listener ends the wait, and the windows stay.
+  let watchdog = null;
+  try {
+    const b = process.binding('contextify');
+    if (typeof b.startSigintWatchdog === 'function' &&
+        typeof b.stopSigintWatchdog === 'function') watchdog = b;
+  } catch (_) { /* not in this Node */ }
+  if (watchdog) watchdog.startSigintWatchdog();
+  else process.on('SIGINT', () => { if (endWait) endWait(); });
   // An exception thrown in a cell's callback (a timer, an event) or a
   // promise a cell left rejected with no handler would end Node, and the
   // session with every variable in it. As at Node's REPL, it is reported
