@@ -367,13 +367,16 @@ def test_cells_run_with_every_cpu_after_a_pinned_start(ctx):
     assert s.close() == 0
     # The record says the pin held until the interpreter was up: the
     # threads node starts before its driver runs do not end it early.
+    # (A loaded machine may end it first for its own reason: the code
+    # waiting for its CPU, tracer/pin.c.)
     for lang, run_id in runs.items():
         layers = json.loads(ctx.sql("select layers from runs where id=?",
                                     run_id)[0]["layers"])
         pin = [l for l in layers if l["name"] == "cpu-pin"]
         assert len(pin) == 1 and pin[0]["active"], (lang, layers)
         assert re.fullmatch(r"CPU \d+ shared with the supervisor for \d+ ms, "
-                            r"until the session's interpreter was up",
+                            r"until (the session's interpreter was up|the code "
+                            r"waited for its CPU \(other work on it\))",
                             pin[0]["detail"]), (lang, pin)
 
 def test_sh_session_keeps_one_shell(ctx):
