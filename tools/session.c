@@ -1135,9 +1135,11 @@ static void cancel_line(struct sess *x, const struct cell *c)
 
 /* Waits for the cell's result, reading its output; true if it came.
  * A cancel (ws_server_cancel) interrupts the cell and leaves it GRACE_MS
- * to stop. An sh cell is interrupted here at int_at, its timeout (> 0):
- * python's and node's drivers keep their cells' time themselves, which
- * lets them raise the interrupt inside the code. */
+ * to stop. An sh or node cell is interrupted here at int_at, its timeout
+ * (> 0): node's vm would start a watchdog thread for each cell to time it
+ * (its driver still times a cell waiting for a promise); python's driver
+ * keeps its cells' time itself, which lets it raise the interrupt inside
+ * the code. */
 static bool await_result(struct cell *c, long long deadline, long long int_at)
 {
 	struct sess *x = c->x;
@@ -1299,7 +1301,8 @@ static int run_cell(struct ws_server *s, struct sess *x, const char *code,
 	long long start_ns = realtime_ns(), t0 = mono_ms();
 	long long deadline = t0 + (long long)(timeout * 1000);
 	int rc = x->dead ? -EPIPE : send_cell(x, c, code, len, timeout);
-	long long int_at = !strcmp(x->lang, "sh") && timeout > 0 ? deadline : 0;
+	bool by_ward = strcmp(x->lang, "python") && timeout > 0; /* sh, node */
+	long long int_at = by_ward ? deadline : 0;
 	bool got = !rc && await_result(c, deadline + GRACE_MS, int_at);
 	stream_out(c, 1, NULL, 0); /* what is left of a cut character */
 	stream_out(c, 2, NULL, 0);
@@ -1315,8 +1318,25 @@ static int run_cell(struct ws_server *s, struct sess *x, const char *code,
 	if (got) {
 		json_t *f = c->frame, *e = json_object_get(f, "error");
 		interrupted = json_is_true(json_object_get(f, "interrupted"));
+		if (c->overdue && !c->cancelled &&
+		    json_is_true(json_object_get(f, "sigint")) &&
+		    json_is_object(e)) {
+			/* node: the SIGINT at its timeout stopped the script;
+			 * said as vm's own timeout says it */
+			char v[96];
+			const char *tb = json_string_value(
+				json_object_get(e, "traceback"));
+			const char *rest = tb ? strchr(tb, '\n') : NULL;
+			snprintf(v, sizeof(v),
+				 "Script execution timed out after %lldms",
+				 (long long)(timeout * 1000 + 0.5));
+			interrupted = true;
+			error = json_pack("{s:s, s:s, s:s++}", "name", "Error",
+					  "value", v, "traceback", "Error: ", v,
+					  rest ? rest : "");
+		}
 		timed_out = interrupted;
-		if (json_is_object(e))
+		if (!error && json_is_object(e))
 			error = json_incref(e);
 		if (c->cancelled &&
 		    (error || interrupted ||

@@ -663,6 +663,33 @@ def test_node_cell_stopped_while_printing_keeps_its_session(ctx):
     assert s.close() == 0
 
 
+def test_node_cells_start_no_thread(ctx):
+    # ward times a node cell and interrupts it at its timeout itself (a
+    # SIGINT), and one SIGINT watchdog serves the whole session: vm started
+    # two threads at every cell (its timeout's and breakOnSigint's), each a
+    # traced clone and a row in the record. A cell that runs past its
+    # timeout is still stopped, and said to have timed out.
+    if not wardtest.NODE:
+        raise wardtest.Skip("node is not installed")
+    s = serve(ctx)
+    c = s.ok("session.create", {"language": "node"})
+    sid, run_id = c["session_id"], c["run_id"]
+    assert _main(s.run(sid, "var n = 0; 1 + 1", timeout_s=30)) == "2"
+    count = "select count(*) as n from processes where run_id=?"
+    before = ctx.sql(count, run_id)[0]["n"]
+    for i in range(6):
+        r = s.run(sid, "n += 1", timeout_s=30)
+        assert r["status"] == "ok" and _main(r) == str(i + 1), r
+    after = ctx.sql(count, run_id)[0]["n"]
+    assert after == before, (before, after)
+    r = s.run(sid, "n = 100; for (;;) {}", timeout_s=0.4)
+    assert r["status"] == "timeout" and r["interrupted"] is True, r
+    assert r["error"]["value"] == "Script execution timed out after 400ms", r
+    assert r["error"]["traceback"].startswith("Error: Script execution timed out"), r
+    assert _main(s.run(sid, "n")) == "100"
+    assert s.close() == 0
+
+
 def test_sh_cells_start_no_watchdog_and_outlive_a_late_sigint(ctx):
     # ward interrupts an sh cell at its timeout itself: a cell of builtins
     # starts no process (a watchdog subshell and its sleep did, at every

@@ -6,9 +6,12 @@
 // every Node global is there (require, performance, structuredClone,
 // fetch, ...), and a cell's values are of the same realm as Node's (an
 // array from fs is an Array). The completion value of the last statement
-// is the result. vm's own timeout interrupts a cell that runs too long,
-// and a SIGINT (the server cancelling the cell) interrupts it too; between
-// cells SIGINT is ignored. A cancel also comes as a line {cancel: nonce}
+// is the result. A cell that runs too long is interrupted by a SIGINT
+// from the server at its timeout (vm's own timeout only where Node lacks
+// the SIGINT watchdog below: it starts a thread for every cell), and so
+// is a cancelled cell; between cells SIGINT is ignored. The result says
+// `sigint: true` when a SIGINT stopped the script: the server knows
+// whether it was the timeout. A cancel also comes as a line {cancel: nonce}
 // on fd 5: it ends the wait of a cell for the promise it ended with,
 // which no signal can do reliably (below). Node cannot mark fds 5 and 6
 // close-on-exec: see docs/security.md. Only what Node 18 (Debian 12) has
@@ -121,7 +124,9 @@
     let stopped = false, pending;
     try {
       const opts = { filename: `<cell ${h.n}>`, breakOnSigint: true };
-      if (h.timeout_s > 0) opts.timeout = Math.max(1, Math.round(h.timeout_s * 1000));
+      if (!watchdog && h.timeout_s > 0) {
+        opts.timeout = Math.max(1, Math.round(h.timeout_s * 1000));
+      }
       const v = runScript(code, opts);
       pending = thenable(v);
       if (v !== undefined && !pending) {
@@ -129,8 +134,8 @@
       }
     } catch (e) {
       out.interrupted = !!(e && e.code === 'ERR_SCRIPT_EXECUTION_TIMEOUT');
-      stopped = out.interrupted ||
-                !!(e && e.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED');
+      out.sigint = !!(e && e.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED');
+      stopped = out.interrupted || out.sigint;
       out.error = errorOf(e);
     }
     return [out, stopped, pending];
