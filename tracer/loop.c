@@ -264,8 +264,19 @@ static void tracee_free(struct tracee *x)
 	free(x);
 }
 
+/* tc's allowed clone is over: its new task is a tracee now, or it
+ * failed (tc stops again, or ends, without its event). */
+static void clone_done(struct tracer *t, struct tracee *tc)
+{
+	if (!tc->clone_pending)
+		return;
+	tc->clone_pending = false;
+	t->clones_pending--;
+}
+
 static void tracee_remove(struct tracer *t, struct tracee *gone)
 {
+	clone_done(t, gone); /* ended in its clone */
 	pthread_mutex_lock(&t->lock);
 	for (struct tracee **pp = &t->tab[bucket(gone->tid)]; *pp;
 	     pp = &(*pp)->next) {
@@ -574,6 +585,7 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 	const struct syscall_desc *d;
 	int rc;
 
+	clone_done(t, tc); /* a clone that failed: its next syscall */
 	memset(&si, 0, sizeof(si));
 	if (ptrace(PTRACE_GET_SYSCALL_INFO, tc->tid, sizeof(si), &si) < 0) {
 		if (errno != ESRCH)
@@ -630,11 +642,13 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 		policy_check(t->o->policy, ev, &v);
 		tracer_landlock_test_fs_off(t, ev, &v); /* TEST ONLY */
 	}
-	/* ward's count, or the pids cgroup (which also counts zombies)
-	 * having refused a fork already: the same limit either way */
+	/* ward's count (the clones allowed and not yet seen too), or the
+	 * pids cgroup (which also counts zombies) having refused a fork
+	 * already: the same limit either way */
 	if (v.action == POLICY_ALLOW && ev->cls == WARD_CLASS_PROC &&
 	    t->o->limits.procs > 0 &&
-	    (t->live >= t->o->limits.procs || tracer_cgroup_pids_refused(t))) {
+	    (t->live + t->clones_pending >= t->o->limits.procs ||
+	     tracer_cgroup_pids_refused(t))) {
 		char cause[128];
 		tracer_procs_cause(t, cause, sizeof(cause));
 		/* The run ends here: the clone never happens. */
@@ -643,6 +657,10 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 		v.action = POLICY_KILL;
 		apply_verdict(t, tc, ev, &v);
 		return;
+	}
+	if (ev->cls == WARD_CLASS_PROC && v.action == POLICY_ALLOW) {
+		tc->clone_pending = true;
+		t->clones_pending++;
 	}
 	if (ev->cls == WARD_CLASS_PROC) {
 		tc->clone_flags = ev->clone_flags;
@@ -758,6 +776,7 @@ static void on_new_child(struct tracer *t, struct tracee *tc, int event)
 		} else if (!child && !forget_gone(t, (pid_t)msg)) {
 			child = tracee_add(t, (pid_t)msg, tc);
 		}
+		clone_done(t, tc);
 		/* A second thread, or a process that may run alongside its
 		 * parent: parallelism wins (pin.c). Not while a session's
 		 * interpreter starts (node starts its platform threads

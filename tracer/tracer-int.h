@@ -315,9 +315,10 @@ struct tracee {
 	pid_t ppid;		   /* of the process (its leader's parent) */
 	int serial;		   /* audit identity within the run */
 	unsigned long clone_flags; /* of this thread's last allowed clone */
-	char *exe, *argv;	   /* leaders: the program and its argv (JSON),
+	bool clone_pending; /* that clone allowed, its new task not yet seen */
+	char *exe, *argv;   /* leaders: the program and its argv (JSON),
 			      * what a fork child starts with; owned */
-	bool in_exec; /* an execve was allowed and not yet completed */
+	bool in_exec;	    /* an execve was allowed and not yet completed */
 	char exec_path[WARD_PATH_MAX]; /* approved at execve entry */
 	dev_t exec_dev;		       /* ... and the file it named */
 	ino_t exec_ino;
@@ -357,7 +358,11 @@ struct tracer {
 	pthread_mutex_t lock;
 	struct tracee *tab[TRACEE_BUCKETS];
 	long long live; /* tracees alive */
-	int ncpus;	/* CPUs ward may run on (for spinning) */
+	/* clones allowed whose task is not yet a tracee (clone_pending):
+	 * with several threads in clone at once, the kernel's count (the
+	 * pids cgroup) is ahead of live. Main thread only. */
+	long long clones_pending;
+	int ncpus; /* CPUs ward may run on (for spinning) */
 	int next_serial;
 
 	/* stop requests from the output thread (timeout, signal) or from

@@ -130,6 +130,27 @@ def test_fork_bomb_contained(ctx):
     assert wait_until(lambda: not pids_matching("os.fork()")), "no process left behind"
 
 
+def test_fork_bomb_of_threads_is_refused_by_ward_not_the_kernel(ctx):
+    # Eight threads fork at once: ward allowed each waiting clone while its
+    # count of tracees was under the limit, before the new tasks appeared,
+    # so the kernel's pids cgroup refused a fork first (3 runs in 20): the
+    # run ended with no denial in the record. Clones allowed and not yet
+    # seen count now.
+    code = ("import os, threading\n"
+            "go = threading.Barrier(8)\n"
+            "def f():\n    go.wait()\n    while True:\n        os.fork()\n"
+            "ts = [threading.Thread(target=f) for _ in range(8)]\n"
+            "for t in ts: t.start()\n"
+            "for t in ts: t.join()\n")
+    for i in range(10):
+        r = ctx.run(code, "--max-procs", "20", "--timeout", "30")
+        assert r.code == 128 + 9, (i, r)
+        run = ctx.last_run()
+        assert run["status"] == "limit" and "process limit" in run["cause"], (i, run)
+        assert ctx.events(run["id"], "rule='limits.procs'"), (i, "no denial recorded")
+    assert wait_until(lambda: not pids_matching("go.wait()")), "no process left behind"
+
+
 def test_infinite_loop_times_out(ctx):
     t0 = time.monotonic()
     r = ctx.run("while True: pass", "--timeout", "1.5")
