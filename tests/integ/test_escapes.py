@@ -124,15 +124,16 @@ class Listeners:
             s.close()
 
 
-def bystander():
+def bystander(seconds):
     """A process outside the run, running as the sandbox's uid when we are
     root (so that only ward, not the kernel's permission checks, keeps the
-    code from signalling or inspecting it)."""
+    code from signalling or inspecting it). It lives longer than the case
+    may take (it must be alive after it)."""
     def demote():
         if os.geteuid() == 0:
             os.setgid(SANDBOX_UID)
             os.setuid(SANDBOX_UID)
-    return wardtest.spawn(["/bin/sleep", "300"], preexec_fn=demote,
+    return wardtest.spawn(["/bin/sleep", str(seconds)], preexec_fn=demote,
                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL)
 
@@ -238,7 +239,7 @@ def run_case(ctx, case):
         os.chmod(decoy, 0o666)
         marker = os.path.join(sdir, "marker")
         lst = Listeners(sdir)
-        by = bystander()
+        by = bystander(case_limit(case) + 300)
         before = snapshot(sdir)
 
         wd = ctx.path("wd")
