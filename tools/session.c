@@ -1129,8 +1129,8 @@ static void cancel_line(struct sess *x, const struct cell *c)
 	if (strcmp(x->lang, "node") || x->cells < 0)
 		return;
 	n = snprintf(line, sizeof(line), "{\"cancel\":\"%s\"}\n", c->nonce);
-	if (send(x->cells, line, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-		return; /* gone or full: nothing more to do */
+	/* gone or full: nothing more to do */
+	(void)send(x->cells, line, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 /* Waits for the cell's result, reading its output; true if it came.

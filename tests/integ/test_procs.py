@@ -102,11 +102,17 @@ def test_vfork_spawn_and_denied_exec_in_child(ctx):
     assert [e["target"] for e in ctx.denials(run["id"])] == ["/usr/bin/dash"]
 
 
-def _busy_cpu_unpinned(r):
-    """The pin ended because the code waited for its CPU: a loaded machine's
-    own reason (tracer/pin.c; the test after test_pin_cpu checks it), not the
-    one a test looks for. Such a run is tried again, up to three times."""
-    return "unpinned: the code waited for its CPU" in r.stderr
+def _unless_busy(run):
+    """run() (a ward run with -v; its result, or (result, json)), tried again
+    up to three times while its pin ended because the code waited for its
+    CPU: a loaded machine's own reason (tracer/pin.c; the test after
+    test_pin_cpu checks it), not the one these tests look for."""
+    for _ in range(3):
+        out = run()
+        r = out[0] if isinstance(out, tuple) else out
+        if "unpinned: the code waited for its CPU" not in r.stderr:
+            break
+    return out
 
 
 def test_pin_cpu(ctx):
@@ -119,10 +125,7 @@ def test_pin_cpu(ctx):
             "print(sorted(os.sched_getaffinity(0)))\n"
             "t = threading.Thread(target=lambda: None); t.start(); t.join()\n"
             "print(len(os.sched_getaffinity(0)) > 1)\n")
-    for _ in range(3):
-        r = ctx.run(code, f"--pin-cpu={cpu}", "-v")
-        if not _busy_cpu_unpinned(r):
-            break
+    r = _unless_busy(lambda: ctx.run(code, f"--pin-cpu={cpu}", "-v"))
     assert r.code == 0 and r.stdout == f"[{cpu}]\nTrue\n", r
     r = ctx.run("pass", "--pin-cpu=4096")
     assert r.code == 125 and "--pin-cpu" in r.stderr, r
@@ -172,10 +175,7 @@ def test_pinned_by_default_until_the_code_may_run_in_parallel(ctx):
             "    print('fork child', n(), flush=True); os._exit(0)\n"
             "os.waitpid(pid, 0)\n"
             "print('after fork', n(), flush=True)\n")
-    for _ in range(3):
-        r = ctx.run(code, "-v")
-        if not _busy_cpu_unpinned(r):
-            break
+    r = _unless_busy(lambda: ctx.run(code, "-v"))
     assert r.code == 0, r
     assert r.stdout == (f"start 1\nvfork child 1\nafter subprocess 1\n"
                         f"fork child {cpus}\nafter fork {cpus}\n"), r
@@ -209,10 +209,8 @@ def test_pin_recorded_with_what_ended_it(ctx):
             "the run ended",
     }
     for code, why in cases.items():
-        for _ in range(3):
-            r, j = ctx.run_json(code, f"--pin-cpu={cpu}", "-v")
-            if not _busy_cpu_unpinned(r):
-                break
+        r, j = _unless_busy(
+            lambda: ctx.run_json(code, f"--pin-cpu={cpu}", "-v"))
         assert r.code == 0, r
         pin = [l for l in j["layers"] if l["name"] == "cpu-pin"]
         assert len(pin) == 1 and pin[0]["active"], (code, j["layers"])
