@@ -131,7 +131,7 @@ int policy_load_string(const char *text, const char *label, struct policy **out,
 static int read_file(const char *path, char **buf, size_t *len,
 		     struct policy_error *err)
 {
-	FILE *f = fopen(path, "rb");
+	FILE *f = fopen(path, "rbe"); /* e: O_CLOEXEC */
 	char *b;
 	size_t n;
 	int rc = 0;

@@ -6,13 +6,16 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/errnames.h"
@@ -490,6 +493,76 @@ static void test_load_api(void)
 	is_str(buf, "f.json:3:7: fs[1].path: m", "error format: everything");
 	policy_error_format(&e, buf, 8);
 	is_str(buf, "f.json:", "error format truncates to the buffer");
+}
+
+/*
+ * The descriptor policy_load_file() reads the file with is close-on-exec:
+ * in ward serve another thread may spawn a process meanwhile. Read
+ * through a FIFO, so that the loader's descriptor is open while this
+ * thread looks at it.
+ */
+struct fifo_peek {
+	const char *path;
+	unsigned char before[1024];
+	int seen;      /* new descriptors found */
+	int inherited; /* of them, not close-on-exec */
+};
+
+static void *fifo_writer(void *arg)
+{
+	struct fifo_peek *fp = arg;
+	const char *text = "{\"version\": 1, \"name\": \"fifo\"}";
+	int w = open(fp->path, O_WRONLY | O_CLOEXEC); /* meets the reader */
+
+	/* the reader's open may return after ours: wait for its fd */
+	for (int tries = 0; w >= 0 && !fp->seen && tries < 2000; tries++) {
+		for (int fd = 0; fd < 1024; fd++) {
+			int fl = fcntl(fd, F_GETFD);
+			if (fl < 0 || fp->before[fd] || fd == w)
+				continue;
+			fp->seen++;
+			if (!(fl & FD_CLOEXEC))
+				fp->inherited++;
+		}
+		if (!fp->seen)
+			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	}
+	if (w >= 0) {
+		ssize_t n = write(w, text, strlen(text));
+		(void)n;
+		close(w);
+	}
+	return NULL;
+}
+
+static void test_load_file_cloexec(void)
+{
+	char dir[] = "/tmp/ward-test-policy-XXXXXX", path[64];
+	struct fifo_peek fp = { .path = path };
+	struct policy_error e;
+	struct policy *p = NULL;
+	pthread_t th;
+
+	if (!ok(mkdtemp(dir) != NULL, "temporary directory for the FIFO"))
+		return;
+	snprintf(path, sizeof(path), "%s/policy.json", dir);
+	if (ok(mkfifo(path, 0600) == 0, "FIFO made")) {
+		for (int fd = 0; fd < 1024; fd++)
+			fp.before[fd] = fcntl(fd, F_GETFD) >= 0;
+		if (ok(pthread_create(&th, NULL, fifo_writer, &fp) == 0,
+		       "writer thread started")) {
+			int rc = policy_load_file(path, &p, &e);
+			pthread_join(th, NULL);
+			is_int(rc, 0, "policy read through a FIFO");
+			ok(fp.seen > 0,
+			   "the loader's descriptor was seen open");
+			is_int(fp.inherited, 0,
+			       "the loader's descriptor is close-on-exec");
+			policy_free(p);
+		}
+		unlink(path);
+	}
+	rmdir(dir);
 }
 
 static void test_accessors(void)
@@ -1693,6 +1766,7 @@ int main(void)
 		return done_testing();
 	test_fixtures();
 	test_load_api();
+	test_load_file_cloexec();
 	test_accessors();
 	test_fs_precedence();
 	test_fs_root_deny();
