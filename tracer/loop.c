@@ -225,13 +225,15 @@ static struct tracee *tracee_add(struct tracer *t, pid_t tid,
 	x->slot = -1;
 	identify(t, x, by, &parent);
 	scratch_attach(t, x); /* its address space, counted from now */
-	tracer_pin_follow(t, tid);
 	pthread_mutex_lock(&t->lock);
 	x->serial = ++t->next_serial;
 	x->next = t->tab[bucket(tid)];
 	t->tab[bucket(tid)] = x;
 	t->live++;
 	pthread_mutex_unlock(&t->lock);
+	/* After it is in the table: an unpin on the output thread (pin.c)
+	 * either finds it there or has set t->unpinned before we look. */
+	tracer_pin_follow(t, tid);
 	t->res->processes++;
 
 	struct audit_process ap = {
