@@ -649,6 +649,13 @@ class Bench:
                     "limit_ms": TARGET_STARTUP_MS,
                     "pass": h["delta_med_ms"] <= TARGET_STARTUP_MS}
         out["startup"] = out["startup_by_variant"].get("ward")
+        # The design's own floor on this machine: what the minitracer (no
+        # policy, no audit, no namespaces, no Landlock) adds to start-up.
+        # A start-up limit below it cannot be met here by any ward.
+        for v in ("minitracer", "minitracer_pin"):
+            h = summ.get("print_hello", {}).get(v, {})
+            if "delta_med_ms" in h:
+                out.setdefault("startup_floor", {})[v] = h["delta_med_ms"]
         for w, limit in STRETCH.items():
             for v in ("ward", "ward_base", "ward_pin"):
                 r = summ.get(w, {}).get(v, {}).get("ratio_med")
@@ -756,6 +763,15 @@ def markdown(result):
                      f"{v} native + {s['ward_delta_ms']:.1f} ms "
                      f"{'PASS' if s['pass'] else '**FAIL**'}"
                      for v, s in t["startup_by_variant"].items()))
+        fl = t.get("startup_floor", {})
+        if fl:
+            L.append("")
+            L.append("The design's floor for start-up on this machine "
+                     "(the minitracer: same trap set, no policy, audit or "
+                     "kernel floors): " + "; ".join(
+                         f"{v} native + {d:.1f} ms" for v, d in fl.items())
+                     + (" — the start-up limit is below it here"
+                        if min(fl.values()) > TARGET_STARTUP_MS else ""))
     if t.get("stretch"):
         L.append("")
         L.append("Stretch targets (ratio vs native): " + "; ".join(
