@@ -4,8 +4,12 @@
  * policy check needs at minimum. Per trapped syscall: PTRACE_GET_SYSCALL_INFO,
  * one process_vm_readv of the path (or sockaddr) argument, PTRACE_CONT.
  *
- * usage: minitracer [-v] [--stat] PROG [ARGS...]
+ * usage: minitracer [-v] [--stat] [--ns] PROG [ARGS...]
  *   --stat  also trap the stat family (ward's policy "trap_stat": true)
+ *   --ns    run PROG in new pid (with its own /proc), mount (private),
+ *           net (loopback up), ipc and uts namespaces, as ward's run does,
+ *           without ward's other mounts (read-only host, tmpfs, workdir):
+ *           what the namespaces add to the floor (needs root)
  *   -v      print "minitracer: stops N" on stderr at the end
  * Traps the same set as ward's tracer/syscalls.c TRAP_ALWAYS rows (minus the
  * argument-filtered sendto/prlimit64); clone3 answers ENOSYS as under ward.
@@ -15,14 +19,19 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <net/if.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -107,9 +116,38 @@ static void add_list(scmp_filter_ctx ctx, const char *const *list)
 	}
 }
 
-static void child(int rd, int with_stat, char **argv)
+/* --ns, in the child (pid 1 of the new pid namespace): the other
+ * namespaces, a private mount tree, its own /proc, loopback up. */
+static void enter_ns(void)
+{
+	struct ifreq ifr;
+	int s;
+
+	if (unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) <
+		    0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  NULL) < 0) {
+		fprintf(stderr, "minitracer: --ns: %s\n", strerror(errno));
+		_exit(126);
+	}
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0 ||
+	    (ifr.ifr_flags |= IFF_UP | IFF_RUNNING,
+	     ioctl(s, SIOCSIFFLAGS, &ifr) < 0)) {
+		fprintf(stderr, "minitracer: --ns: lo: %s\n", strerror(errno));
+		_exit(126);
+	}
+	close(s);
+}
+
+static void child(int rd, int with_stat, int ns, char **argv)
 {
 	char c;
+	if (ns)
+		enter_ns();
 	if (read(rd, &c, 1) != 1) /* wait until the parent has seized us */
 		_exit(126);
 	close(rd);
@@ -132,18 +170,20 @@ static void child(int rd, int with_stat, char **argv)
 
 int main(int argc, char **argv)
 {
-	int with_stat = 0, verbose = 0, i = 1, p[2];
+	int with_stat = 0, verbose = 0, ns = 0, i = 1, p[2];
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "--stat"))
 			with_stat = 1;
 		else if (!strcmp(argv[i], "-v"))
 			verbose = 1;
+		else if (!strcmp(argv[i], "--ns"))
+			ns = 1;
 		else
 			break;
 	}
 	if (i >= argc) {
 		fprintf(stderr,
-			"usage: minitracer [-v] [--stat] PROG [ARGS...]\n");
+			"usage: minitracer [-v] [--stat] [--ns] PROG [ARGS...]\n");
 		return 2;
 	}
 	/* Fill argpos in the parent too (the child's copy is its own). */
@@ -152,6 +192,10 @@ int main(int argc, char **argv)
 	add_list(tmp, statfam);
 	seccomp_release(tmp);
 
+	if (ns && unshare(CLONE_NEWPID) < 0) { /* the child is its pid 1 */
+		perror("minitracer: unshare(CLONE_NEWPID)");
+		return 125;
+	}
 	if (pipe(p) < 0) {
 		perror("minitracer: pipe");
 		return 125;
@@ -163,7 +207,7 @@ int main(int argc, char **argv)
 	}
 	if (kid == 0) {
 		close(p[1]);
-		child(p[0], with_stat, argv + i);
+		child(p[0], with_stat, ns, argv + i);
 	}
 	close(p[0]);
 	long opts = PTRACE_O_EXITKILL | PTRACE_O_TRACESECCOMP |
