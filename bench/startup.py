@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """Start-up alone: interleaved runs of native `python3 -c pass` and
 `ward run -v -c pass` (ward, ward --no-cgroup, and a --base-ward binary if
-given); median wall time of each and the median time of each `-v`
-milestone. Standard library only.
+given), and of the design's floor: the minitracer (bench/minitracer.c,
+built into BUILD/bench/ when missing or older than its source) alone and,
+as root, with the namespaces (--ns); median wall time of each and the
+median time of each `-v` milestone. Standard library only.
 
 usage: bench/startup.py [--build DIR] [--base-ward PATH] [-n RUNS]
                         [--out FILE.json]
@@ -30,6 +32,23 @@ def milestone_key(msg):
     return re.sub(r"\d+", "N", msg)
 
 
+def minitracer(build):
+    """BUILD/bench/minitracer, built when missing or older than its
+    source; None (said on stderr) when it cannot be built."""
+    src = os.path.join(ROOT, "bench", "minitracer.c")
+    out = os.path.join(build, "bench", "minitracer")
+    if os.path.exists(out) and os.path.getmtime(out) >= os.path.getmtime(src):
+        return out
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    p = subprocess.run(["cc", "-O2", "-o", out, src, "-lseccomp"],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        print(f"startup.py: minitracer not built: {p.stderr[-300:]}",
+              file=sys.stderr)
+        return None
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default="build")
@@ -47,6 +66,12 @@ def main():
         "ward_nocg": [ward, "run", "-v", "--no-cgroup", "--db",
                       f"{tmp}/nocg.db", "-c", "pass"],
     }
+    mt = minitracer(os.path.join(ROOT, a.build))
+    if mt:
+        variants["minitracer"] = [mt, "/usr/bin/python3", "-c", "pass"]
+        if os.geteuid() == 0:
+            variants["minitracer_ns"] = [mt, "--ns", "/usr/bin/python3",
+                                         "-c", "pass"]
     if a.base_ward:
         variants["ward_base"] = [os.path.abspath(a.base_ward), "run", "-v",
                                  "--db", f"{tmp}/base.db", "-c", "pass"]
@@ -82,7 +107,7 @@ def main():
                   "wall_min_ms": min(wall[v]), "delta_med_ms": med - native,
                   "milestones_med_ms": {k: st.median(x)
                                         for k, x in marks[v].items()}}
-        print(f"{v:10s} median {med:6.1f} ms (native {med - native:+.1f})")
+        print(f"{v:13s} median {med:6.1f} ms (native {med - native:+.1f})")
         for k, x in res[v]["milestones_med_ms"].items():
             print(f"    {x:7.2f} ms  {k}")
     if a.out:
