@@ -157,6 +157,23 @@ def tail(path, n=600):
         return ""
 
 
+def build_tool(name, bdir, extra=()):
+    """bench/NAME.c built into BDIR/NAME when missing or older than its
+    source: (path, None), or (None, why) when it cannot be built. Also
+    used by startup.py."""
+    src = os.path.join(HERE, name + ".c")
+    out = os.path.join(bdir, name)
+    os.makedirs(bdir, exist_ok=True)
+    if os.path.exists(out) and os.path.getmtime(out) >= os.path.getmtime(src):
+        return out, None
+    cmd = ["cc", "-O2", "-Wall", "-Wextra", "-o", out, src, *extra]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        return None, (f"cannot build {name}: {' '.join(cmd)}: "
+                      f"{p.stderr.strip()[-400:]}")
+    return out, None
+
+
 class Bench:
     def __init__(self, args):
         self.args = args
@@ -192,18 +209,9 @@ class Bench:
     # ------------------------------------------------------------ setup
 
     def compile(self, name, extra=()):
-        src = os.path.join(HERE, name + ".c")
-        out = os.path.join(self.bdir, name)
-        os.makedirs(self.bdir, exist_ok=True)
-        if (os.path.exists(out) and
-                os.path.getmtime(out) >= os.path.getmtime(src)):
-            return out
-        cmd = ["cc", "-O2", "-Wall", "-Wextra", "-o", out, src, *extra]
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        if p.returncode != 0:
-            self.note(f"cannot build {name}: {' '.join(cmd)}: "
-                      f"{p.stderr.strip()[-400:]}")
-            return None
+        out, err = build_tool(name, self.bdir, extra)
+        if err:
+            self.note(err)
         return out
 
     def write_policies(self):

@@ -20,6 +20,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench import build_tool  # noqa: E402 (bench/bench.py, beside us)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MILESTONE = re.compile(r"ward: \[\s*([\d.]+) ms\] (.*)")
 
@@ -30,23 +33,6 @@ def milestone_key(msg):
     msg = re.sub(r"/\S+", "P", msg)
     msg = re.sub(r"run \w+ recorded", "run recorded", msg)
     return re.sub(r"\d+", "N", msg)
-
-
-def minitracer(build):
-    """BUILD/bench/minitracer, built when missing or older than its
-    source; None (said on stderr) when it cannot be built."""
-    src = os.path.join(ROOT, "bench", "minitracer.c")
-    out = os.path.join(build, "bench", "minitracer")
-    if os.path.exists(out) and os.path.getmtime(out) >= os.path.getmtime(src):
-        return out
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    p = subprocess.run(["cc", "-O2", "-o", out, src, "-lseccomp"],
-                       capture_output=True, text=True)
-    if p.returncode != 0:
-        print(f"startup.py: minitracer not built: {p.stderr[-300:]}",
-              file=sys.stderr)
-        return None
-    return out
 
 
 def main():
@@ -66,7 +52,10 @@ def main():
         "ward_nocg": [ward, "run", "-v", "--no-cgroup", "--db",
                       f"{tmp}/nocg.db", "-c", "pass"],
     }
-    mt = minitracer(os.path.join(ROOT, a.build))
+    mt, why = build_tool("minitracer", os.path.join(ROOT, a.build, "bench"),
+                         ["-lseccomp"])
+    if why:
+        print(f"startup.py: {why}", file=sys.stderr)
     if mt:
         variants["minitracer"] = [mt, "/usr/bin/python3", "-c", "pass"]
         if os.geteuid() == 0:
