@@ -50,8 +50,10 @@ usage: bench.py [--build DIR] [--base-ward PATH] [--rounds N] [--quick]
 """
 import argparse
 import json
+import math
 import os
 import platform
+import random
 import re
 import shutil
 import signal
@@ -595,93 +597,165 @@ class Bench:
 
     # ------------------------------------------------------------ summary
 
-    def summarize(self, res):
-        summ = {}
-        for w, vs in res.items():
-            summ[w] = {}
-            for v, runs in vs.items():
-                timed = [r for r in runs if r["round"] >= 0]
-                ok = [r for r in timed if r["ok"]]
-                s = {"n_ok": len(ok), "n_fail": len(timed) - len(ok)}
-                fails = [r for r in runs if not r["ok"]]
-                if fails:
-                    f = fails[0]
-                    s["first_failure"] = {k: f.get(k) for k in (
-                        "round", "rc", "timed_out", "argv", "stdout_tail",
-                        "stderr_tail")}
-                if ok:
-                    s["wall_med_ms"] = st.median(r["wall"] for r in ok) * 1e3
-                    s["wall_min_ms"] = min(r["wall"] for r in ok) * 1e3
-                    s["wall_max_ms"] = max(r["wall"] for r in ok) * 1e3
-                    s["cpu_med_ms"] = st.median(r["cpu"] for r in ok) * 1e3
-                    stops = [r["stops"] for r in ok if r.get("stops") is not None]
-                    if stops:
-                        s["stops_med"] = st.median(stops)
-                    den = [r["denials"] for r in ok if "denials" in r]
-                    if den:
-                        s["denials_max"] = max(den)
-                    ex = [r["denial_examples"] for r in ok
-                          if r.get("denial_examples")]
-                    if ex:
-                        s["denial_examples"] = ex[0]
-                    bname = PIN_BASE if v.endswith("_pin") else "native"
-                    s["base"] = bname
-                    base = {r["round"]: r for r in vs.get(bname, [])
-                            if r["ok"] and r["round"] >= 0}
-                    pairs = [(r, base[r["round"]]) for r in ok
-                             if r["round"] in base]
-                    if pairs:
-                        s["ratio_med"] = st.median(r["wall"] / b["wall"]
-                                                   for r, b in pairs)
-                        s["delta_med_ms"] = st.median(
-                            (r["wall"] - b["wall"]) * 1e3 for r, b in pairs)
-                        s["cpu_ratio_med"] = st.median(
-                            r["cpu"] / b["cpu"] for r, b in pairs if b["cpu"])
-                summ[w][v] = s
-        return summ
 
-    def targets(self, summ):
-        out = {"overhead": {}, "startup": None, "startup_by_variant": {},
-               "stretch": {}}
-        for w, vs in summ.items():
-            row = {}
-            for ward_v, mini_v in (("ward", "minitracer"),
-                                   ("ward_nocg", "minitracer"),
-                                   ("ward_nopin", "minitracer"),
-                                   ("ward_base", "minitracer"),
-                                   ("ward_stat", "minitracer_stat"),
-                                   ("ward_pin", "minitracer_pin")):
-                a, b = vs.get(ward_v, {}), vs.get(mini_v, {})
-                if "delta_med_ms" in a and "delta_med_ms" in b:
-                    da, db = a["delta_med_ms"], b["delta_med_ms"]
-                    q = da / db if db > 0 else None
-                    row[ward_v] = {
-                        "ward_delta_ms": da, "minitracer_delta_ms": db,
-                        "quotient": q,
-                        "pass": (q is not None and q <= TARGET_OVERHEAD)}
-            out["overhead"][w] = row
-        for v in ("ward", "ward_nocg", "ward_nopin", "ward_base"):
-            h = summ.get("print_hello", {}).get(v, {})
-            if "delta_med_ms" in h:
-                out["startup_by_variant"][v] = {
-                    "ward_delta_ms": h["delta_med_ms"],
-                    "limit_ms": TARGET_STARTUP_MS,
-                    "pass": h["delta_med_ms"] <= TARGET_STARTUP_MS}
-        out["startup"] = out["startup_by_variant"].get("ward")
-        # The design's own floor on this machine: what the minitracer (no
-        # policy, no audit, no namespaces, no Landlock) adds to start-up.
-        # A start-up limit below it cannot be met here by any ward.
-        for v in ("minitracer", "minitracer_pin", "minitracer_ns"):
-            h = summ.get("print_hello", {}).get(v, {})
-            if "delta_med_ms" in h:
-                out.setdefault("startup_floor", {})[v] = h["delta_med_ms"]
-        for w, limit in STRETCH.items():
-            for v in ("ward", "ward_base", "ward_pin"):
-                r = summ.get(w, {}).get(v, {}).get("ratio_med")
-                if r is not None:
-                    out["stretch"].setdefault(w, {})[v] = {
-                        "ratio": r, "limit": limit, "pass": r <= limit}
-        return out
+# ---------------------------------------------------------------- analysis
+
+# How sure a verdict is. This VM's speed drifts by a quarter from one run
+# to the next (native matplotlib: 0.71-1.10 s in one 15-round run), so a
+# quotient of two medians of differences moves a lot between benchmarks
+# (matplotlib's was 0.88, 1.32, 1.53 and 2.96 in four full runs). Each
+# verdict therefore comes with a 95% percentile-bootstrap interval over the
+# rounds: the rounds are resampled with replacement, a round's runs kept
+# together (they ran side by side), and the statistic recomputed for each
+# resample. "met": the whole interval is within the target; "missed": all
+# of it is beyond; "not resolved": this run's noise spans the target (more
+# rounds narrow it). Seeded, so a report is reproducible from its raw data.
+BOOT_N = 2000
+BOOT_SEED = 20261205
+BOOT_LEVEL = 0.95
+
+
+def paired_walls(vs, names):
+    """Wall seconds of the variants `names` (a workload's raw runs `vs`),
+    one tuple per round in which every one of them ran ok."""
+    by = [{r["round"]: r["wall"] for r in vs.get(n, [])
+           if r["ok"] and r["round"] >= 0} for n in names]
+    common = set(by[0]).intersection(*by[1:]) if by else set()
+    return [tuple(d[k] for d in by) for k in sorted(common)]
+
+
+def quotient_of(rows):
+    """(base, ward, minitracer) rows: median ward delta over median
+    minitracer delta; infinite when the minitracer's is not positive."""
+    da = st.median(w - b for b, w, _ in rows)
+    dm = st.median(m - b for b, _, m in rows)
+    return da / dm if dm > 0 else math.inf
+
+
+def delta_ms_of(rows):
+    """(base, variant) rows: the median difference in ms."""
+    return st.median((v - b) * 1e3 for b, v in rows)
+
+
+def bootstrap_ci(rows, stat, n=BOOT_N, seed=BOOT_SEED, level=BOOT_LEVEL):
+    """The central `level` interval of stat over n resamples of rows (with
+    replacement, same size); None for fewer than 3 rows."""
+    if len(rows) < 3:
+        return None
+    rng = random.Random(seed)
+    k = len(rows)
+    vals = sorted(stat([rows[rng.randrange(k)] for _ in range(k)])
+                  for _ in range(n))
+    lo = vals[int(n * (1 - level) / 2)]
+    hi = vals[min(n - 1, int(n * (1 + level) / 2))]
+    return (lo, hi)
+
+
+def verdict(ci, limit):
+    """met / missed / not resolved for an upper limit, from the interval."""
+    if ci is None:
+        return "too few rounds"
+    if ci[1] <= limit:
+        return "met"
+    if ci[0] > limit:
+        return "missed"
+    return "not resolved"
+
+
+def summarize(res):
+    summ = {}
+    for w, vs in res.items():
+        summ[w] = {}
+        for v, runs in vs.items():
+            timed = [r for r in runs if r["round"] >= 0]
+            ok = [r for r in timed if r["ok"]]
+            s = {"n_ok": len(ok), "n_fail": len(timed) - len(ok)}
+            fails = [r for r in runs if not r["ok"]]
+            if fails:
+                f = fails[0]
+                s["first_failure"] = {k: f.get(k) for k in (
+                    "round", "rc", "timed_out", "argv", "stdout_tail",
+                    "stderr_tail")}
+            if ok:
+                s["wall_med_ms"] = st.median(r["wall"] for r in ok) * 1e3
+                s["wall_min_ms"] = min(r["wall"] for r in ok) * 1e3
+                s["wall_max_ms"] = max(r["wall"] for r in ok) * 1e3
+                s["cpu_med_ms"] = st.median(r["cpu"] for r in ok) * 1e3
+                stops = [r["stops"] for r in ok if r.get("stops") is not None]
+                if stops:
+                    s["stops_med"] = st.median(stops)
+                den = [r["denials"] for r in ok if "denials" in r]
+                if den:
+                    s["denials_max"] = max(den)
+                ex = [r["denial_examples"] for r in ok
+                      if r.get("denial_examples")]
+                if ex:
+                    s["denial_examples"] = ex[0]
+                bname = PIN_BASE if v.endswith("_pin") else "native"
+                s["base"] = bname
+                base = {r["round"]: r for r in vs.get(bname, [])
+                        if r["ok"] and r["round"] >= 0}
+                pairs = [(r, base[r["round"]]) for r in ok
+                         if r["round"] in base]
+                if pairs:
+                    s["ratio_med"] = st.median(r["wall"] / b["wall"]
+                                               for r, b in pairs)
+                    s["delta_med_ms"] = st.median(
+                        (r["wall"] - b["wall"]) * 1e3 for r, b in pairs)
+                    s["cpu_ratio_med"] = st.median(
+                        r["cpu"] / b["cpu"] for r, b in pairs if b["cpu"])
+            summ[w][v] = s
+    return summ
+
+def targets(summ, res):
+    out = {"overhead": {}, "startup": None, "startup_by_variant": {},
+           "stretch": {}}
+    for w, vs in summ.items():
+        row = {}
+        for ward_v, mini_v in (("ward", "minitracer"),
+                               ("ward_nocg", "minitracer"),
+                               ("ward_nopin", "minitracer"),
+                               ("ward_base", "minitracer"),
+                               ("ward_stat", "minitracer_stat"),
+                               ("ward_pin", "minitracer_pin")):
+            a, b = vs.get(ward_v, {}), vs.get(mini_v, {})
+            if "delta_med_ms" in a and "delta_med_ms" in b:
+                da, db = a["delta_med_ms"], b["delta_med_ms"]
+                q = da / db if db > 0 else None
+                ci = bootstrap_ci(paired_walls(
+                    res.get(w, {}), [a["base"], ward_v, mini_v]),
+                    quotient_of)
+                row[ward_v] = {
+                    "ward_delta_ms": da, "minitracer_delta_ms": db,
+                    "quotient": q,
+                    "pass": (q is not None and q <= TARGET_OVERHEAD),
+                    "ci": ci, "verdict": verdict(ci, TARGET_OVERHEAD)}
+        out["overhead"][w] = row
+    for v in ("ward", "ward_nocg", "ward_nopin", "ward_base"):
+        h = summ.get("print_hello", {}).get(v, {})
+        if "delta_med_ms" in h:
+            ci = bootstrap_ci(paired_walls(res.get("print_hello", {}),
+                                           ["native", v]), delta_ms_of)
+            out["startup_by_variant"][v] = {
+                "ward_delta_ms": h["delta_med_ms"],
+                "limit_ms": TARGET_STARTUP_MS,
+                "pass": h["delta_med_ms"] <= TARGET_STARTUP_MS,
+                "ci": ci, "verdict": verdict(ci, TARGET_STARTUP_MS)}
+    out["startup"] = out["startup_by_variant"].get("ward")
+    # The design's own floor on this machine: what the minitracer (no
+    # policy, no audit, no namespaces, no Landlock) adds to start-up.
+    # A start-up limit below it cannot be met here by any ward.
+    for v in ("minitracer", "minitracer_pin", "minitracer_ns"):
+        h = summ.get("print_hello", {}).get(v, {})
+        if "delta_med_ms" in h:
+            out.setdefault("startup_floor", {})[v] = h["delta_med_ms"]
+    for w, limit in STRETCH.items():
+        for v in ("ward", "ward_base", "ward_pin"):
+            r = summ.get(w, {}).get(v, {}).get("ratio_med")
+            if r is not None:
+                out["stretch"].setdefault(w, {})[v] = {
+                    "ratio": r, "limit": limit, "pass": r <= limit}
+    return out
 
 
 # ---------------------------------------------------------------- report
@@ -700,6 +774,20 @@ def cell(s, show_abs=False):
     if s.get("denials_max"):
         txt += f" ({s['denials_max']} denials)"
     return txt
+
+
+def ci_note(x, spec, unit=""):
+    """'; 95% CI lo–hi: verdict' for a target row that has an interval."""
+    if "verdict" not in x:  # a report made before the intervals
+        return ""
+    ci = x.get("ci")
+    if not ci:
+        return f"; {x['verdict']}"
+
+    def f(v):
+        return "∞" if math.isinf(v) else format(v, spec)
+    return (f"; {BOOT_LEVEL:.0%} CI {f(ci[0])}–{f(ci[1])}{unit}: "
+            f"{x['verdict']}")
 
 
 def stops_cell(vs):
@@ -751,7 +839,12 @@ def markdown(result):
     L.append("")
     L.append(f"Targets: ward's overhead ≤ {TARGET_OVERHEAD}× minitracer's "
              "(quotient of median Δ ms, same trap set); start-up ≤ native + "
-             f"{TARGET_STARTUP_MS:.0f} ms (print_hello).")
+             f"{TARGET_STARTUP_MS:.0f} ms (print_hello). PASS/FAIL is the "
+             f"median's; the {BOOT_LEVEL:.0%} interval (percentile bootstrap "
+             f"over the rounds, {BOOT_N} resamples, a round's runs kept "
+             "together) says whether this run settles it: met (all of the "
+             "interval within the target), missed (all of it beyond), not "
+             "resolved (the noise spans the target; more rounds narrow it).")
     L.append("")
     qcols = [k for k in ("ward", "ward_base", "ward_nocg", "ward_nopin",
                          "ward_stat",
@@ -771,10 +864,11 @@ def markdown(result):
                 return "–"
             if x["quotient"] is None:
                 return (f"n/a (minitracer Δ {x['minitracer_delta_ms']:+.0f} "
-                        "ms)")
+                        f"ms){ci_note(x, '.2f')}")
             return (f"{x['quotient']:.2f} ({x['ward_delta_ms']:+.0f} / "
                     f"{x['minitracer_delta_ms']:+.0f} ms) "
-                    f"{'PASS' if x['pass'] else '**FAIL**'}")
+                    f"{'PASS' if x['pass'] else '**FAIL**'}"
+                    f"{ci_note(x, '.2f')}")
         L.append(f"| {w} | " + " | ".join(q(k) for k in qcols) + " |")
     if t.get("startup_by_variant"):
         L.append("")
@@ -782,6 +876,7 @@ def markdown(result):
                  f"{TARGET_STARTUP_MS:.0f} ms): " + "; ".join(
                      f"{v} native + {s['ward_delta_ms']:.1f} ms "
                      f"{'PASS' if s['pass'] else '**FAIL**'}"
+                     f"{ci_note(s, '.1f', ' ms')}"
                      for v, s in t["startup_by_variant"].items()))
         fl = t.get("startup_floor", {})
         if fl:
@@ -869,6 +964,32 @@ def env_info(b):
     }
 
 
+def write_result(result, out):
+    md = markdown(result)
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, "w") as f:
+        json.dump(result, f, indent=1)
+    with open(os.path.splitext(out)[0] + ".md", "w") as f:
+        f.write(md + "\n")
+    return md
+
+
+def report_again(path, out):
+    """--report: the analysis of this file, on a stored result's raw runs."""
+    try:
+        with open(path) as f:
+            result = json.load(f)
+        raw = result["raw"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.stderr.write(f"bench.py: --report {path}: not a stored result "
+                         f"of bench.py ({e})\n")
+        return 2
+    result["summary"] = summarize(raw)
+    result["targets"] = targets(result["summary"], raw)
+    print(write_result(result, out) if out else markdown(result))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default="build",
@@ -896,9 +1017,17 @@ def main():
     ap.add_argument("--tmp", help="where the runs' directories go (default: "
                     "/dev/shm when it is a tmpfs; give /tmp to measure on "
                     "disk)")
-    ap.add_argument("--out", default=os.path.join(HERE, "results",
-                                                  "latest.json"))
+    ap.add_argument("--out", help="where the results go (default "
+                    "bench/results/latest.json, and .md beside it)")
+    ap.add_argument("--report", metavar="FILE.json",
+                    help="run nothing: analyse the raw runs of a stored "
+                    "result again (medians, targets, intervals) and print "
+                    "the report; written back only to an --out given")
     a = ap.parse_args()
+    if a.report:
+        return report_again(a.report, a.out)
+    if a.out is None:
+        a.out = os.path.join(HERE, "results", "latest.json")
     if a.rounds is None:
         a.rounds = 2 if a.quick else 5
     if a.micro_n is None:
@@ -926,22 +1055,16 @@ def main():
         micro = None
         if not a.no_micro and (not a.only or "micro" in a.only.split(",")):
             micro = b.micro()
-        summ = b.summarize(res)
+        summ = summarize(res)
         env["loadavg_after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
         result = {"env": env, "rounds": a.rounds, "warmup": a.warmup,
                   "quick": a.quick, "variants": b.variants,
                   "policies": b.pols, "notes": b.notes, "raw": res,
-                  "summary": summ, "targets": b.targets(summ),
+                  "summary": summ, "targets": targets(summ, res),
                   "micro": micro, "elapsed_s": time.monotonic() - t0}
     finally:
         b.cleanup()
-    md = markdown(result)
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out, "w") as f:
-        json.dump(result, f, indent=1)
-    with open(os.path.splitext(a.out)[0] + ".md", "w") as f:
-        f.write(md + "\n")
-    print(md)
+    print(write_result(result, a.out))
     log(f"raw results: {a.out}")
     failed = any(s.get("n_fail") for vs in summ.values() for s in vs.values())
     return 1 if failed else 0
