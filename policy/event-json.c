@@ -404,8 +404,9 @@ int policy_event_from_row(const struct policy_row *row, struct ward_event *ev,
 bool policy_rule_is_floor(const char *rule)
 {
 	static const char *const kept[] = {
-		"clone.flags",	"proc.mem",	 "copy",	"decode",
-		"limits.procs", "invalid-event", "test.fs-off", NULL,
+		"clone.flags",	 "proc.mem",	 "copy",
+		"decode",	 "limits.procs", "limits.events",
+		"invalid-event", "test.fs-off",	 NULL,
 	};
 
 	if (!rule)

@@ -129,6 +129,7 @@ static const char *const builtin_ids[] = {
 	"copy",
 	"decode",
 	"limits.procs",
+	"limits.events",
 };
 
 /* Exit paths must always work: no deny/kill rule may name them. */
@@ -1072,10 +1073,10 @@ static int parse_syscalls(struct vctx *c, json_t *v)
 
 static int parse_limits(struct vctx *c, json_t *v)
 {
-	static const char *const keys[] = { "wall_s",	    "cpu_s",
-					    "memory_mb",    "procs",
-					    "fsize_mb",	    "nofile",
-					    "output_bytes", NULL };
+	static const char *const keys[] = {
+		"wall_s", "cpu_s",	  "memory_mb", "procs", "fsize_mb",
+		"nofile", "output_bytes", "events",    NULL
+	};
 	/* key, largest value, scale to the ward_limits unit, field */
 	struct ward_limits *l = &c->p->limits;
 	const struct {
@@ -1089,6 +1090,7 @@ static int parse_limits(struct vctx *c, json_t *v)
 		{ 2147483647LL, 1LL << 20, &l->fsize_bytes },
 		{ 2147483647LL, 1, &l->nofile },
 		{ 1LL << 53, 1, &l->output_bytes },
+		{ 1LL << 53, 1, &l->events },
 	};
 	int rc;
 

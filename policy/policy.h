@@ -178,6 +178,7 @@ struct ward_limits {
 	long long fsize_bytes;
 	long long nofile;
 	long long output_bytes;
+	long long events; /* decided syscalls recorded for the run */
 };
 void policy_limits(const struct policy *p, struct ward_limits *out);
 

@@ -570,6 +570,10 @@ static void build_argv(const struct rerun_opts *o, const struct recorded *rec,
 		arg(b, "--max-output");
 		argf(b, "%lld", v);
 	}
+	if ((v = limit_of(lim, "events")) > 0) {
+		arg(b, "--max-events");
+		argf(b, "%lld", v);
+	}
 	json_decref(lim);
 	if (o->keep)
 		arg(b, "--keep");

@@ -42,6 +42,7 @@ static const struct ward_limits builtin_limits = {
 	.fsize_bytes = 1024LL << 20,
 	.nofile = 1024,
 	.output_bytes = 16LL << 20,
+	.events = 1000000,
 };
 
 /* One --input file as copied: name, size, hash and (when kept under the
@@ -134,6 +135,10 @@ static void usage(FILE *f)
 		"                    a few ms at start on cgroup v1: median 3, up to 14)\n"
 		"  --memory-cgroup   accepted for old scripts: cgroups are the default\n"
 		"  --max-output SIZE bytes of each stream kept (the rest is counted)\n"
+		"  --max-events N    decided syscalls the run may record (default: the\n"
+		"                    policy's, else 1000000); the next one ends the run\n"
+		"                    with status limit: the database, outside the code's\n"
+		"                    other limits, cannot grow without end\n"
 		"  --json            print one JSON object instead of passing output through\n"
 		"  --spin-us N       after continuing the code, poll this many microseconds\n"
 		"                    for its next stop before sleeping, while a CPU is free\n"
@@ -215,6 +220,20 @@ static long long parse_num(const char *opt, const char *s, double scale)
 	return (long long)(v * scale + 0.5);
 }
 
+/* A whole number from 1 to max. */
+static long long parse_whole(const char *opt, const char *s, long long max)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < 1 || v > max)
+		die("%s: '%s' must be a whole number from 1 to %lld", opt, s,
+		    max);
+	return v;
+}
+
 /* A count >= 0 (0 allowed, unlike parse_num). */
 static long parse_count(const char *opt, const char *s)
 {
@@ -284,6 +303,7 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		O_MEMORY,
 		O_PROCS,
 		O_OUTPUT,
+		O_EVENTS,
 		O_JSON,
 		O_QUIET,
 		O_INTERP,
@@ -311,6 +331,7 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		{ "memory", required_argument, 0, O_MEMORY },
 		{ "max-procs", required_argument, 0, O_PROCS },
 		{ "max-output", required_argument, 0, O_OUTPUT },
+		{ "max-events", required_argument, 0, O_EVENTS },
 		{ "json", no_argument, 0, O_JSON },
 		{ "quiet", no_argument, 0, O_QUIET },
 		{ "summary", no_argument, 0, O_SUMMARY },
@@ -363,6 +384,10 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		case O_OUTPUT:
 			a->lim.output_bytes =
 				parse_size("--max-output", optarg);
+			break;
+		case O_EVENTS:
+			a->lim.events =
+				parse_whole("--max-events", optarg, 1LL << 53);
 			break;
 		case O_JSON: a->json = true; break;
 		case O_QUIET: a->quiet = true; break;
@@ -512,6 +537,7 @@ static void merge_limits(struct ward_limits *out, const struct ward_limits *cli,
 	PICK(fsize_bytes);
 	PICK(nofile);
 	PICK(output_bytes);
+	PICK(events);
 #undef PICK
 }
 

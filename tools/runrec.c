@@ -64,9 +64,9 @@ void ward_limits_json(const struct ward_limits *l, char *buf, size_t n)
 	snprintf(buf, n,
 		 "{\"wall_ms\":%lld,\"cpu_s\":%lld,\"memory_bytes\":%lld,"
 		 "\"procs\":%lld,\"fsize_bytes\":%lld,\"nofile\":%lld,"
-		 "\"output_bytes\":%lld}",
+		 "\"output_bytes\":%lld,\"events\":%lld}",
 		 l->wall_ms, l->cpu_s, l->memory_bytes, l->procs,
-		 l->fsize_bytes, l->nofile, l->output_bytes);
+		 l->fsize_bytes, l->nofile, l->output_bytes, l->events);
 }
 
 void ward_host_kernel(char *host, size_t hn, char *kernel, size_t kn)

@@ -39,6 +39,7 @@ static const struct ward_limits session_limits = {
 	.fsize_bytes = 1024LL << 20,
 	.nofile = 1024,
 	.output_bytes = 16LL << 20,
+	.events = 1000000,
 };
 
 static long long realtime_ns(void)
@@ -228,6 +229,7 @@ int ws_worker_main(void)
 	PICK(fsize_bytes);
 	PICK(nofile);
 	PICK(output_bytes);
+	PICK(events);
 #undef PICK
 	lim.wall_ms = (long long)(life_s * 1000);
 	lim.cpu_s = (long long)life_s + 1;

@@ -644,6 +644,25 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 		policy_check(t->o->policy, ev, &v);
 		tracer_landlock_test_fs_off(t, ev, &v); /* TEST ONLY */
 	}
+	/* The record's own bound. Every decision is a row of the database,
+	 * outside every limit of the code's: a loop of trapped calls would
+	 * grow it (and fill the disk it is on) for as long as the run
+	 * lasts. Past limits.events rows, the next decided syscall ends the
+	 * run, recorded as the kill it is: nothing is left unrecorded. */
+	if (t->o->limits.events > 0 && t->res->events >= t->o->limits.events) {
+		char cause[160];
+		snprintf(cause, sizeof(cause),
+			 "event limit reached: %lld decided syscalls recorded, "
+			 "the most a run may record",
+			 t->o->limits.events);
+		tracer_stop(t, STOP_LIMIT, cause);
+		deny_with(&v, 0, "limits.events", cause);
+		v.action = POLICY_KILL;
+		v.backtrace =
+			false; /* the call is not the cause, the count is */
+		apply_verdict(t, tc, ev, &v);
+		return;
+	}
 	/* ward's count (the clones allowed and not yet seen too), or the
 	 * pids cgroup (which also counts zombies) having refused a fork
 	 * already: the same limit either way */

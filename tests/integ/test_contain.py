@@ -162,6 +162,90 @@ def test_infinite_loop_times_out(ctx):
 
 
 
+FLOOD = ("import os\n"
+         "for i in range(200000):\n"
+         "    try: os.open('/usr/lib/nonexistent-ward-flood', os.O_RDONLY)\n"
+         "    except OSError: pass\n"
+         "print('AFTER')\n")
+
+
+def test_event_limit_ends_a_flood_of_trapped_calls(ctx):
+    # Each decision is a row of ward's database, outside the code's other
+    # limits: 200,000 trapped opens would add ~90 MB to it. With
+    # --max-events 300 the 301st decided call is killed and ends the run.
+    t0 = time.monotonic()
+    r = ctx.run(FLOOD, "--max-events", "300", "--timeout", "60")
+    assert time.monotonic() - t0 < 30, "ended by the event limit, not the timeout"
+    assert r.code == 128 + 9 and "AFTER" not in r.stdout, r
+    assert "rule limits.events" in r.stderr, r
+    run = ctx.last_run()
+    assert run["status"] == "limit", run
+    assert run["cause"] == ("event limit reached: 300 decided syscalls recorded, "
+                            "the most a run may record"), run
+    assert json.loads(run["limits"])["events"] == 300, run["limits"]
+    ev = ctx.events(run["id"])
+    assert len(ev) == 301 and run["events"] == 301, (len(ev), run["events"])
+    assert [e["decision"] for e in ev[:300]] == ["allow"] * 300
+    last = ev[-1]
+    assert (last["syscall"], last["decision"], last["rule"]) == \
+        ("openat", "kill", "limits.events"), last
+    assert last["target"] == "/usr/lib/nonexistent-ward-flood", last
+    assert wait_until(lambda: not pids_matching("nonexistent-ward-flood")), \
+        "no process left behind"
+
+
+def test_event_limit_with_threads_leaves_nothing_unrecorded(ctx):
+    # Four threads flood at once: each decision before the limit is a row,
+    # the ones caught at the limit are kills, and nothing runs on after.
+    code = ("import os, threading\n"
+            "def f():\n"
+            "    while True:\n"
+            "        try: os.open('/usr/lib/nonexistent-ward-flood', os.O_RDONLY)\n"
+            "        except OSError: pass\n"
+            "ts = [threading.Thread(target=f) for _ in range(4)]\n"
+            "for t in ts: t.start()\n"
+            "for t in ts: t.join()\n")
+    r = ctx.run(code, "--max-events", "2000", "--timeout", "60")
+    assert r.code == 128 + 9, r
+    run = ctx.last_run()
+    assert run["status"] == "limit" and run["cause"].startswith("event limit"), run
+    ev = ctx.events(run["id"])
+    kills = [e for e in ev if e["decision"] == "kill"]
+    assert kills and all(e["rule"] == "limits.events" for e in kills), kills
+    # the 2,000 the limit allows, then only kills: one per thread at most
+    assert all(e["decision"] != "kill" for e in ev[:2000]), "killed early"
+    assert ev[2000:] == kills and len(kills) <= 5, len(kills)
+    assert run["events"] == len(ev), (run["events"], len(ev))
+    assert wait_until(lambda: not pids_matching("nonexistent-ward-flood")), \
+        "no process left behind"
+
+
+def test_event_limit_from_the_policy_and_bad_values(ctx):
+    pol = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..",
+                                      "profiles", "default.json")))
+    pol.setdefault("limits", {})["events"] = 200
+    path = ctx.path("p.json")
+    with open(path, "w") as f:
+        json.dump(pol, f)
+    r = ctx.run(FLOOD, "--policy", path)
+    assert r.code == 128 + 9, r
+    run = ctx.last_run()
+    assert run["status"] == "limit" and len(ctx.events(run["id"])) == 201, run
+    # the command line overrides the policy
+    r = ctx.run(FLOOD, "--policy", path, "--max-events", "250")
+    run = ctx.last_run()
+    assert r.code == 128 + 9 and len(ctx.events(run["id"])) == 251, r
+    # without either: ward's default, recorded with the run
+    r = ctx.run("print(1)")
+    assert r.code == 0, r
+    assert json.loads(ctx.last_run()["limits"])["events"] == 1000000
+    for bad in ("0", "-5", "1.5", "x", "9007199254740993"):
+        r = ctx.run("print(1)", "--max-events", bad)
+        assert r.code == 125, (bad, r)
+        assert (f"--max-events: '{bad}' must be a whole number from 1 to "
+                "9007199254740992") in r.stderr, (bad, r)
+
+
 def test_stop_ends_an_init_that_never_forks(ctx):
     """The run's init (pid 1 of its namespaces) is no tracee until it has
     forked the code; a timeout or SIGTERM must end it all the same (ward

@@ -553,6 +553,14 @@ def _truncated(ctx, r, run, procs):
     assert run["stdout_truncated"] == 1 and run["stdout_bytes"] >= 64 << 20, run
 
 
+def _record_bounded(ctx, r, run, procs):
+    """runs.events: the 20,000 the limit allows and a kill per thread caught
+    at it, no more; the rows are all there."""
+    n = ctx.sql("select count(*) n from events where run_id=?", run["id"])[0]["n"]
+    assert 20001 <= run["events"] <= 20005 and n == run["events"], (run["events"], n)
+    assert run["cause"].startswith("event limit reached: 20000"), run["cause"]
+
+
 def _small_fsize(pol):
     pol["limits"]["fsize_mb"] = 64
 
@@ -868,6 +876,12 @@ CASES = [
     C(id="X03", group="resource", src="x03_output_flood.c", opts=["--max-output", "1M"],
       what="64 MiB on stdout (--max-output 1M)", expect="CONT", extra=_truncated,
       audit=[RUN_OK]),
+    C(id="X04", group="resource", src="x04_record_flood.c",
+      opts=["--max-events", "20000"],
+      what="4 threads flood ward's record with trapped calls (--max-events 20000)",
+      expect="KILL", extra=_record_bounded,
+      audit=[ev("openat", decision="kill", rule="limits.events"),
+             ("run", {"status": "limit"})]),
 ]
 
 

@@ -741,6 +741,36 @@ def test_session_memory_limit(ctx):
     assert s.close() == 0
 
 
+def test_session_event_limit(ctx):
+    """A session lives long: its run's record is bounded too (limits.events),
+    and a cell that floods trapped calls ends the session as a limit, with
+    the kill in the result's denials and in the record."""
+    pol = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..", "profiles",
+                                      "default.json")))
+    pol.setdefault("limits", {})["events"] = 400
+    path = os.path.join(ctx.tmp, "events.json")
+    with open(path, "w") as f:
+        json.dump(pol, f)
+    s = serve(ctx)
+    r = s.ok("session.create", {"policy": path})
+    sid, run_id = r["session_id"], r["run_id"]
+    assert _main(s.run(sid, "x = 41\nx + 1")) == "42"
+    r = s.run(sid, "import os\nfor i in range(100000):\n"
+                   "    try: os.open('/usr/lib/nonexistent-ward-flood', 0)\n"
+                   "    except OSError: pass\n")
+    assert r["status"] == "limit" and r["session_closed"], r
+    assert r["error"]["name"] == "SessionEnded" and "event limit reached: 400" in \
+        r["error"]["value"], r
+    assert {"syscall": "openat", "target": "/usr/lib/nonexistent-ward-flood",
+            "action": "kill", "rule": "limits.events", "errno": None} in \
+        r["policy"]["denials"], r
+    s.err("run", {"session_id": sid, "code": "x"}, NO_SESSION)
+    assert s.close() == 0
+    run = ctx.sql("select * from runs where id=?", run_id)[0]
+    assert run["status"] == "limit" and run["events"] == 401, run
+    assert ctx.sql("select count(*) n from events where run_id=?", run_id)[0]["n"] == 401
+
+
 def test_sessions_are_isolated(ctx):
     s = serve(ctx)
     a, b = s.create(), s.create()

@@ -593,7 +593,8 @@ static void test_accessors(void)
 	policy_limits(p, &l);
 	ok(l.wall_ms == 5000 && l.cpu_s == 4 && l.memory_bytes == 512LL << 20 &&
 		   l.procs == 16 && l.fsize_bytes == 8LL << 20 &&
-		   l.nofile == 64 && l.output_bytes == 65536,
+		   l.nofile == 64 && l.output_bytes == 65536 &&
+		   l.events == 5000,
 	   "limits converted to ms and bytes");
 	policy_free(p);
 
@@ -607,7 +608,7 @@ static void test_accessors(void)
 	   "minimal policy defaults");
 	policy_limits(p, &l);
 	ok(!l.wall_ms && !l.cpu_s && !l.memory_bytes && !l.procs &&
-		   !l.fsize_bytes && !l.nofile && !l.output_bytes,
+		   !l.fsize_bytes && !l.nofile && !l.output_bytes && !l.events,
 	   "unset limits are 0");
 	/* nothing is allowed by a policy with no rules */
 	ev_fs(R, "/usr/lib/x");
@@ -1470,8 +1471,9 @@ static void test_profile_default_limits(void)
 	ok(l.wall_ms == 60000 && l.cpu_s == 60 &&
 		   l.memory_bytes == 4096LL << 20 && l.procs == 256 &&
 		   l.fsize_bytes == 1024LL << 20 && l.nofile == 1024 &&
-		   l.output_bytes == 16777216,
-	   "default: limits 60 s, 60 s, 4 GiB, 256, 1 GiB, 1024, 16 MiB");
+		   l.output_bytes == 16777216 && l.events == 1000000,
+	   "default: limits 60 s, 60 s, 4 GiB, 256, 1 GiB, 1024, 16 MiB, "
+	   "1000000 events");
 	policy_free(p);
 }
 

@@ -145,6 +145,8 @@ static void test_rebuild(void)
 		   policy_rule_is_floor("floor.args") &&
 		   policy_rule_is_floor("proc.mem") &&
 		   policy_rule_is_floor("copy") &&
+		   policy_rule_is_floor("limits.procs") &&
+		   policy_rule_is_floor("limits.events") &&
 		   !policy_rule_is_floor("default") &&
 		   !policy_rule_is_floor("workdir") &&
 		   !policy_rule_is_floor(NULL),
@@ -445,8 +447,9 @@ static void test_why_key(void)
 static void test_reserved_ids(void)
 {
 	static const char *const ids[] = { "copy",	   "decode",
-					   "limits.procs", "proc.mem",
-					   "floor.args",   "floor.mine" };
+					   "limits.procs", "limits.events",
+					   "proc.mem",	   "floor.args",
+					   "floor.mine" };
 	struct policy *p = NULL;
 	struct policy_error err;
 	char text[256];
