@@ -1074,8 +1074,8 @@ static int parse_syscalls(struct vctx *c, json_t *v)
 static int parse_limits(struct vctx *c, json_t *v)
 {
 	static const char *const keys[] = {
-		"wall_s", "cpu_s",	  "memory_mb", "procs", "fsize_mb",
-		"nofile", "output_bytes", "events",    NULL
+		"wall_s", "cpu_s",	  "memory_mb", "procs",	  "fsize_mb",
+		"nofile", "output_bytes", "events",    "disk_mb", NULL
 	};
 	/* key, largest value, scale to the ward_limits unit, field */
 	struct ward_limits *l = &c->p->limits;
@@ -1091,6 +1091,7 @@ static int parse_limits(struct vctx *c, json_t *v)
 		{ 2147483647LL, 1, &l->nofile },
 		{ 1LL << 53, 1, &l->output_bytes },
 		{ 1LL << 53, 1, &l->events },
+		{ 2147483647LL, 1LL << 20, &l->disk_bytes },
 	};
 	int rc;
 

@@ -178,7 +178,8 @@ struct ward_limits {
 	long long fsize_bytes;
 	long long nofile;
 	long long output_bytes;
-	long long events; /* decided syscalls recorded for the run */
+	long long events;     /* decided syscalls recorded for the run */
+	long long disk_bytes; /* the temporary workdir's size (a tmpfs) */
 };
 void policy_limits(const struct policy *p, struct ward_limits *out);
 

@@ -574,6 +574,10 @@ static void build_argv(const struct rerun_opts *o, const struct recorded *rec,
 		arg(b, "--max-events");
 		argf(b, "%lld", v);
 	}
+	if ((v = limit_of(lim, "disk_bytes")) > 0) {
+		arg(b, "--max-disk");
+		argf(b, "%lld", v);
+	}
 	json_decref(lim);
 	if (o->keep)
 		arg(b, "--keep");

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -43,6 +44,7 @@ static const struct ward_limits builtin_limits = {
 	.nofile = 1024,
 	.output_bytes = 16LL << 20,
 	.events = 1000000,
+	.disk_bytes = 1024LL << 20,
 };
 
 /* One --input file as copied: name, size, hash and (when kept under the
@@ -139,6 +141,9 @@ static void usage(FILE *f)
 		"                    policy's, else 1000000); the next one ends the run\n"
 		"                    with status limit: the database, outside the code's\n"
 		"                    other limits, cannot grow without end\n"
+		"  --max-disk SIZE   total size of the temporary workdir (default: the\n"
+		"                    policy's, else 1G): as root, a tmpfs of that size on\n"
+		"                    it (ENOSPC past it); not with --workdir or --keep\n"
 		"  --json            print one JSON object instead of passing output through\n"
 		"  --spin-us N       after continuing the code, poll this many microseconds\n"
 		"                    for its next stop before sleeping, while a CPU is free\n"
@@ -304,6 +309,7 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		O_PROCS,
 		O_OUTPUT,
 		O_EVENTS,
+		O_DISK,
 		O_JSON,
 		O_QUIET,
 		O_INTERP,
@@ -332,6 +338,7 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		{ "max-procs", required_argument, 0, O_PROCS },
 		{ "max-output", required_argument, 0, O_OUTPUT },
 		{ "max-events", required_argument, 0, O_EVENTS },
+		{ "max-disk", required_argument, 0, O_DISK },
 		{ "json", no_argument, 0, O_JSON },
 		{ "quiet", no_argument, 0, O_QUIET },
 		{ "summary", no_argument, 0, O_SUMMARY },
@@ -388,6 +395,13 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		case O_EVENTS:
 			a->lim.events =
 				parse_whole("--max-events", optarg, 1LL << 53);
+			break;
+		case O_DISK:
+			a->lim.disk_bytes = parse_size("--max-disk", optarg);
+			if (a->lim.disk_bytes < 1LL << 20)
+				die("--max-disk: '%s' is too small: give at "
+				    "least 1M",
+				    optarg);
 			break;
 		case O_JSON: a->json = true; break;
 		case O_QUIET: a->quiet = true; break;
@@ -538,15 +552,41 @@ static void merge_limits(struct ward_limits *out, const struct ward_limits *cli,
 	PICK(nofile);
 	PICK(output_bytes);
 	PICK(events);
+	PICK(disk_bytes);
 #undef PICK
 }
 
 /* Workdir: created (temporary or given), resolved, usable by the code. */
-static char *make_workdir(const struct run_args *a, bool drop, bool *temp)
+/* ward run's own mount namespace, for the workdir quota's tmpfs: mounted
+ * there, not on the host, it goes when ward and its run are gone, even if
+ * ward is SIGKILLed (a tmpfs on the host would stay mounted, holding what
+ * the code wrote in memory). A slave of the host's: mounts made there
+ * still show here. Before any thread: unshare needs this process alone in
+ * its fs_struct. */
+static int own_mount_ns(char *detail, size_t n)
+{
+	if (unshare(CLONE_NEWNS) < 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0) {
+		int e = errno;
+		snprintf(detail, n,
+			 "no mount namespace of ward's own for its tmpfs: %s",
+			 strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+static char *make_workdir(const struct run_args *a, bool drop,
+			  long long disk_bytes, bool *temp, bool *quota,
+			  char *quota_detail, size_t qn)
 {
 	char buf[PATH_MAX], *real;
 
-	*temp = false;
+	*temp = *quota = false;
+	snprintf(quota_detail, qn,
+		 a->workdir ? "--workdir given: its size is its file system's"
+			    : "--keep: a workdir that outlives ward is not "
+			      "a tmpfs; its size is /tmp's");
 	if (a->workdir) {
 		if (mkdir(a->workdir, 0700) < 0 && errno != EEXIST)
 			die_errno("--workdir %s: cannot create it", a->workdir);
@@ -564,6 +604,13 @@ static char *make_workdir(const struct run_args *a, bool drop, bool *temp)
 		if (!real)
 			die_errno("%s", buf);
 		*temp = true;
+		if (!a->keep &&
+		    (geteuid() != 0 || own_mount_ns(quota_detail, qn) == 0))
+			*quota = ward_workdir_quota(
+					 real, disk_bytes,
+					 drop ? SANDBOX_UID : getuid(),
+					 drop ? SANDBOX_GID : getgid(),
+					 quota_detail, qn) == 0;
 	}
 	snprintf(buf, sizeof(buf), "%s/tmp", real);
 	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
@@ -994,8 +1041,10 @@ int ward_cmd_run(int argc, char **argv)
 	struct ward_limits lim;
 	merge_limits(&lim, &a.lim, pol);
 	bool drop = geteuid() == 0;
-	bool temp;
-	char *workdir = make_workdir(&a, drop, &temp);
+	bool temp, quota;
+	char quota_detail[160];
+	char *workdir = make_workdir(&a, drop, lim.disk_bytes, &temp, &quota,
+				     quota_detail, sizeof(quota_detail));
 	if (temp && !a.keep) {
 		temp_workdir = workdir;
 		atexit(remove_temp_workdir);
@@ -1107,6 +1156,7 @@ int ward_cmd_run(int argc, char **argv)
 	wf_snap_take(workdir, &before);
 	debug("starting the code");
 	int rc = tracer_run(&to, &r);
+	tracer_layer_add(&r, "workdir-quota", quota, quota_detail);
 	if (!rec.rec.ran) /* tracer_run failed before it could record it */
 		begin_record(&rec, &au, errbuf, sizeof(errbuf));
 	if (!rec.rec.au)

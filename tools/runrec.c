@@ -5,6 +5,7 @@
 #include <ftw.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/mount.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <stdlib.h>
@@ -52,10 +53,43 @@ static int rm_one(const char *path, const struct stat *st, int flag,
 	return unlink(path) < 0 ? -1 : 0;
 }
 
+int ward_workdir_quota(const char *path, long long bytes, uid_t uid, gid_t gid,
+		       char *detail, size_t n)
+{
+	char opts[128];
+
+	if (!path || strncmp(path, "/tmp/ward-", 10) != 0 || bytes <= 0) {
+		snprintf(detail, n, "no size given");
+		return -EINVAL;
+	}
+	if (geteuid() != 0) {
+		snprintf(detail, n,
+			 "ward is not root: it mounts nothing on the host, and "
+			 "the workdir's size is the file system's");
+		return -EPERM;
+	}
+	snprintf(opts, sizeof(opts), "size=%lld,mode=0700,uid=%u,gid=%u", bytes,
+		 (unsigned)uid, (unsigned)gid);
+	if (mount("ward-workdir", path, "tmpfs", MS_NOSUID | MS_NODEV, opts) <
+	    0) {
+		int e = errno;
+		snprintf(detail, n, "mounting a tmpfs on the workdir: %s",
+			 strerror(e));
+		return -e;
+	}
+	snprintf(detail, n,
+		 "a tmpfs of %lld MiB on the workdir (ENOSPC past it; its "
+		 "pages count as the code's memory)",
+		 bytes >> 20);
+	return 0;
+}
+
 int ward_rm_workdir(const char *path)
 {
 	if (!path || strncmp(path, "/tmp/ward-", 10) != 0)
 		return -EINVAL;
+	/* its quota's tmpfs, if it has one (else EINVAL: not a mount) */
+	umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW);
 	return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS) < 0 ? -errno : 0;
 }
 
@@ -64,9 +98,10 @@ void ward_limits_json(const struct ward_limits *l, char *buf, size_t n)
 	snprintf(buf, n,
 		 "{\"wall_ms\":%lld,\"cpu_s\":%lld,\"memory_bytes\":%lld,"
 		 "\"procs\":%lld,\"fsize_bytes\":%lld,\"nofile\":%lld,"
-		 "\"output_bytes\":%lld,\"events\":%lld}",
+		 "\"output_bytes\":%lld,\"events\":%lld,\"disk_bytes\":%lld}",
 		 l->wall_ms, l->cpu_s, l->memory_bytes, l->procs,
-		 l->fsize_bytes, l->nofile, l->output_bytes, l->events);
+		 l->fsize_bytes, l->nofile, l->output_bytes, l->events,
+		 l->disk_bytes);
 }
 
 void ward_host_kernel(char *host, size_t hn, char *kernel, size_t kn)

@@ -38,6 +38,20 @@ int ward_record_begin(struct ward_record *r);
  * -errno. */
 int ward_rm_workdir(const char *path);
 
+/*
+ * The workdir's total size (limits.disk_bytes): a tmpfs of that size
+ * mounted on the temporary workdir path (empty, just made; /tmp/ward-*),
+ * owned by uid:gid, mode 0700, nosuid, nodev. Without it the code could
+ * write file after file (each under the file size limit) until the file
+ * system holding /tmp is full. Its pages count against the memory cgroup
+ * of whoever writes them (the code's). Needs root in the host's mount
+ * namespace. ward_rm_workdir unmounts it. Returns 0, or -errno with
+ * detail saying why there is no quota; detail says what there is
+ * either way (the run's "workdir-quota" layer).
+ */
+int ward_workdir_quota(const char *path, long long bytes, uid_t uid, gid_t gid,
+		       char *detail, size_t n);
+
 /* A new JSON string for arbitrary bytes: invalid UTF-8 becomes U+FFFD
  * (output and paths are bytes; JSON wants text). */
 json_t *ward_json_text(const char *s, size_t len);

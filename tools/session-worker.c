@@ -14,8 +14,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,6 +42,7 @@ static const struct ward_limits session_limits = {
 	.nofile = 1024,
 	.output_bytes = 16LL << 20,
 	.events = 1000000,
+	.disk_bytes = 1024LL << 20,
 };
 
 static long long realtime_ns(void)
@@ -230,6 +233,7 @@ int ws_worker_main(void)
 	PICK(nofile);
 	PICK(output_bytes);
 	PICK(events);
+	PICK(disk_bytes);
 #undef PICK
 	lim.wall_ms = (long long)(life_s * 1000);
 	lim.cpu_s = (long long)life_s + 1;
@@ -256,6 +260,22 @@ int ws_worker_main(void)
 	ward_host_kernel(host, sizeof(host), kernel, sizeof(kernel));
 	ward_limits_json(&lim, ljs, sizeof(ljs));
 	bool drop = geteuid() == 0;
+	/* The workdir's size: a tmpfs on it (the server made it, with tmp/
+	 * inside, which the mount hides: made again). */
+	char quota_detail[160];
+	bool quota = ward_workdir_quota(workdir, lim.disk_bytes,
+					drop ? WS_SANDBOX_UID : getuid(),
+					drop ? WS_SANDBOX_GID : getgid(),
+					quota_detail,
+					sizeof(quota_detail)) == 0;
+	if (quota) {
+		char sub[PATH_MAX];
+		snprintf(sub, sizeof(sub), "%s/tmp", workdir);
+		if (mkdir(sub, 0700) < 0 ||
+		    (drop && chown(sub, WS_SANDBOX_UID, WS_SANDBOX_GID) < 0))
+			return fail("cannot create %s: %s", sub,
+				    strerror(errno));
+	}
 	struct audit_run_info ri = {
 		.argv_json = "[\"ward\",\"serve\"]",
 		.language = lang,
@@ -309,6 +329,7 @@ int ws_worker_main(void)
 	};
 	struct tracer_result r;
 	rc = tracer_run(&to, &r);
+	tracer_layer_add(&r, "workdir-quota", quota, quota_detail);
 	if (!rec.ran) /* tracer_run failed before it could record the run */
 		ws_begin_record(&rec, &au, msg, sizeof(msg));
 	if (!rec.au) {

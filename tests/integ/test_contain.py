@@ -3,6 +3,7 @@ the canary is untouched, ward exits as documented, and the record holds the
 row that says what happened."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -244,6 +245,116 @@ def test_event_limit_from_the_policy_and_bad_values(ctx):
         assert r.code == 125, (bad, r)
         assert (f"--max-events: '{bad}' must be a whole number from 1 to "
                 "9007199254740992") in r.stderr, (bad, r)
+
+
+FILL = ("import os, errno\n"
+        "n = 0\n"
+        "try:\n"
+        "    for i in range(1000):\n"
+        "        with open('f%d' % i, 'wb') as f:\n"
+        "            for j in range(8):\n"
+        "                f.write(b'x' * (1 << 20)); n += 1\n"
+        "except OSError as e:\n"
+        "    print('errno', errno.errorcode[e.errno], 'after', n)\n"
+        "s = os.statvfs('.')\n"
+        "print('size', s.f_blocks * s.f_frsize >> 20)\n")
+SIZE = "import os\ns = os.statvfs('.')\nprint('size', s.f_blocks * s.f_frsize >> 20)\n"
+
+
+def _quota_layer(j):
+    return [x for x in j["layers"] if x["name"] == "workdir-quota"][0]
+
+
+def _ward_workdir_mounts():
+    """tmpfs mounts of a ward workdir in this (the host's) mount namespace."""
+    with open("/proc/self/mountinfo") as f:
+        return [l for l in f if " ward-workdir " in l or "/tmp/ward-" in l.split()[4]]
+
+
+def test_workdir_quota_bounds_the_files_written(ctx):
+    # Each file under the file size limit, file after file: without a bound
+    # on their sum the code fills the disk holding /tmp (the host's).
+    if os.geteuid() != 0:
+        raise Skip("the workdir quota is a tmpfs ward mounts: root only")
+    r, j = ctx.run_json(FILL, "--max-disk", "40M")
+    assert r.code == 0 and j["status"] == "ok", r
+    out = j["stdout"].split()
+    assert out[:2] == ["errno", "ENOSPC"] and 36 <= int(out[3]) <= 40, j["stdout"]
+    assert out[4:] == ["size", "40"], j["stdout"]
+    q = _quota_layer(j)
+    assert q["active"] and q["detail"].startswith("a tmpfs of 40 MiB on the workdir"), q
+    run = ctx.last_run()
+    assert json.loads(run["limits"])["disk_bytes"] == 40 << 20, run["limits"]
+    assert not os.path.exists(run["workdir"]), "the workdir is removed"
+    # mounted in ward's own mount namespace: never on the host
+    assert not _ward_workdir_mounts(), _ward_workdir_mounts()
+
+
+def test_workdir_quota_default_policy_keep_and_workdir(ctx):
+    if os.geteuid() != 0:
+        raise Skip("the workdir quota is a tmpfs ward mounts: root only")
+    r, j = ctx.run_json(SIZE)
+    assert j["stdout"] == "size 1024\n" and _quota_layer(j)["active"], j
+    pol = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..",
+                                      "profiles", "default.json")))
+    pol["limits"]["disk_mb"] = 64
+    path = ctx.path("p.json")
+    with open(path, "w") as f:
+        json.dump(pol, f)
+    r, j = ctx.run_json(SIZE, "--policy", path)
+    assert j["stdout"] == "size 64\n", j
+    r, j = ctx.run_json(SIZE, "--policy", path, "--max-disk", "32M")
+    assert j["stdout"] == "size 32\n", j
+    # --keep: the workdir outlives ward, so it is /tmp's, and says so
+    r, j = ctx.run_json(SIZE, "--keep")
+    q = _quota_layer(j)
+    assert not q["active"] and q["detail"].startswith("--keep"), q
+    kept = ctx.last_run()["workdir"]
+    try:
+        assert j["stdout"] != "size 1024\n" and os.path.isdir(kept), j
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
+    wd = ctx.path("mine")
+    os.mkdir(wd)
+    os.chmod(ctx.tmp, 0o755)
+    r, j = ctx.run_json(SIZE, "--workdir", wd)
+    q = _quota_layer(j)
+    assert not q["active"] and q["detail"].startswith("--workdir given"), q
+    for bad in ("0", "512K", "x"):
+        r = ctx.run("print(1)", "--max-disk", bad)
+        assert r.code == 125 and "--max-disk: '%s'" % bad in r.stderr, (bad, r)
+
+
+def test_workdir_quota_gone_with_a_sigkilled_ward(ctx):
+    if os.geteuid() != 0:
+        raise Skip("the workdir quota is a tmpfs ward mounts: root only")
+    marker = "ward-quota-marker-%d" % os.getpid()
+    code = f"open('big', 'wb').write(b'x' * (8 << 20))\nimport time\ntime.sleep(60)  # {marker}"
+    p = spawn([ward_bin(), "run", "--db", ctx.db, "-c", code],
+              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert wait_until(lambda: pids_matching(marker)), "the code runs"
+    with open(f"/proc/{p.pid}/mountinfo") as f:
+        mine = [l.split()[4] for l in f if " ward-workdir " in l]
+    assert len(mine) == 1 and mine[0].startswith("/tmp/ward-"), mine
+    assert not _ward_workdir_mounts(), "the quota is in ward's namespace only"
+    p.kill()
+    p.wait()
+    assert wait_until(lambda: not pids_matching(marker), 5), pids_matching(marker)
+
+    def holders():
+        """processes that still see that tmpfs mounted"""
+        out = []
+        for d in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{d}/mountinfo") as f:
+                    if any(l.split()[4] == mine[0] and " ward-workdir " in l for l in f):
+                        out.append(d)
+            except (OSError, ValueError, IndexError):
+                pass
+        return out
+    # the tmpfs (and the 8 MiB in it) went with ward's namespace
+    assert wait_until(lambda: not holders(), 5), holders()
+    shutil.rmtree(mine[0], ignore_errors=True)  # the empty mount point stays
 
 
 def test_stop_ends_an_init_that_never_forks(ctx):

@@ -244,7 +244,10 @@ def run_case(ctx, case):
 
         wd = ctx.path("wd")
         limit = case_limit(case)
-        opts = ["--workdir", wd, "--timeout", str(limit)]
+        # temp_workdir: ward's own temporary workdir (its quota), not one
+        # given with --workdir (X05)
+        opts = ([] if case.get("temp_workdir") else ["--workdir", wd]) + \
+            ["--timeout", str(limit)]
         if case.get("race"):
             opts.append("--quiet")  # thousands of denial lines otherwise
         opts += case.get("opts", [])
@@ -478,6 +481,13 @@ def _probe_int80(ctx):
                             "(IA-32 emulation is off): nothing to filter")
 
 
+def _probe_root(ctx):
+    """The workdir quota is a tmpfs ward mounts, as root; an unprivileged
+    ward mounts nothing and its run's layers say so."""
+    if os.geteuid() != 0:
+        raise wardtest.Skip("ward mounts the workdir quota as root only")
+
+
 def _ward_killed(ctx, r, opts, script, argv, pass_fds):
     """T07: SIGKILL ward while its code makes trapped calls."""
     cmd = [wardtest.ward_bin(), "run", "--db", ctx.db] + opts + [script, "--"] + argv
@@ -559,6 +569,15 @@ def _record_bounded(ctx, r, run, procs):
     n = ctx.sql("select count(*) n from events where run_id=?", run["id"])[0]["n"]
     assert 20001 <= run["events"] <= 20005 and n == run["events"], (run["events"], n)
     assert run["cause"].startswith("event limit reached: 20000"), run["cause"]
+
+
+def _disk_bounded(ctx, r, run, procs):
+    """at most 96 MiB written (the workdir's tmpfs); root only: an
+    unprivileged ward mounts nothing, and says so in the run's layers."""
+    mb = [int(l.split()[1]) for l in r.result.stdout.splitlines() if l.startswith("MB ")]
+    assert mb and 80 <= mb[0] <= 96, r.result.stdout
+    q = [x for x in json.loads(run["layers"]) if x["name"] == "workdir-quota"][0]
+    assert q["active"] and "96 MiB" in q["detail"], q
 
 
 def _small_fsize(pol):
@@ -882,6 +901,11 @@ CASES = [
       expect="KILL", extra=_record_bounded,
       audit=[ev("openat", decision="kill", rule="limits.events"),
              ("run", {"status": "limit"})]),
+    C(id="X05", group="resource", src="x05_workdir_fill.c", opts=["--max-disk", "96M"],
+      temp_workdir=True, probe=_probe_root,
+      what="fill the workdir file after file, each under the file size limit "
+           "(--max-disk 96M; the attack stops itself at 256 MiB)", expect="ENOSPC",
+      extra=_disk_bounded, audit=[RUN_OK]),
 ]
 
 

@@ -527,16 +527,23 @@ def test_large_output_head_and_tail(ctx):
     assert total == 200003, total  # the record has it all
 
 
+def _profile_with(ctx, name, **limits):
+    """A policy file: the shipped profile name with these limits changed."""
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "profiles",
+                           name + ".json")) as f:
+        pol = json.load(f)
+    pol["limits"].update(limits)
+    path = os.path.join(ctx.tmp, "policy-%s.json" % "-".join(limits))
+    with open(path, "w") as f:
+        json.dump(pol, f)
+    return path
+
+
 def test_output_past_the_runs_limit_still_comes_back(ctx):
     """The output limit is the record's, over a session's whole life: past
     it the record keeps counting, and each later cell's output still comes
     back to the caller (it came back empty, counted as 0 bytes)."""
-    pol = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..", "profiles",
-                                      "sh.json")))
-    pol["limits"]["output_bytes"] = 1000
-    path = os.path.join(ctx.tmp, "small.json")
-    with open(path, "w") as f:
-        json.dump(pol, f)
+    path = _profile_with(ctx, "sh", output_bytes=1000)
     s = serve(ctx)
     r = s.ok("session.create", {"language": "sh", "policy": path})
     sid, run_id = r["session_id"], r["run_id"]
@@ -745,12 +752,7 @@ def test_session_event_limit(ctx):
     """A session lives long: its run's record is bounded too (limits.events),
     and a cell that floods trapped calls ends the session as a limit, with
     the kill in the result's denials and in the record."""
-    pol = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..", "profiles",
-                                      "default.json")))
-    pol.setdefault("limits", {})["events"] = 400
-    path = os.path.join(ctx.tmp, "events.json")
-    with open(path, "w") as f:
-        json.dump(pol, f)
+    path = _profile_with(ctx, "default", events=400)
     s = serve(ctx)
     r = s.ok("session.create", {"policy": path})
     sid, run_id = r["session_id"], r["run_id"]
@@ -769,6 +771,36 @@ def test_session_event_limit(ctx):
     run = ctx.sql("select * from runs where id=?", run_id)[0]
     assert run["status"] == "limit" and run["events"] == 401, run
     assert ctx.sql("select count(*) n from events where run_id=?", run_id)[0]["n"] == 401
+
+
+def test_session_workdir_quota(ctx):
+    """A session's workdir is a tmpfs of limits.disk_mb (default 1 GiB): its
+    files can't fill the host's /tmp; files.write goes to it, and closing
+    the session unmounts it."""
+    if os.geteuid() != 0:
+        raise wardtest.Skip("the workdir quota is a tmpfs ward mounts: root only")
+    path = _profile_with(ctx, "default", disk_mb=16)
+    s = serve(ctx)
+    r = s.ok("session.create", {"policy": path})
+    sid, run_id = r["session_id"], r["run_id"]
+    wd = ctx.sql("select workdir from runs where id=?", run_id)[0]["workdir"]
+    s.ok("files.write", {"session_id": sid, "path": "in.txt", "text": "from the caller"})
+    r = s.run(sid, "import os, tempfile\nst = os.statvfs('.')\n"
+                   "(st.f_blocks * st.f_frsize >> 20, open('in.txt').read(), "
+                   "os.path.isdir(tempfile.gettempdir()))")
+    assert _main(r) == "(16, 'from the caller', True)", r
+    r = s.run(sid, "try:\n    open('big', 'wb').write(b'x' * (32 << 20))\n"
+                   "except OSError as e:\n    print(e.strerror)\n")
+    assert _stdout(r) == "No space left on device\n", r
+    with open("/proc/self/mountinfo") as f:
+        assert any(l.split()[4] == wd for l in f), "mounted while the session lives"
+    assert s.close() == 0
+    with open("/proc/self/mountinfo") as f:
+        assert not any(l.split()[4] == wd for l in f), "unmounted with the session"
+    assert not os.path.exists(wd)
+    layers = json.loads(ctx.sql("select layers from runs where id=?", run_id)[0]["layers"])
+    q = [x for x in layers if x["name"] == "workdir-quota"][0]
+    assert q["active"] and "16 MiB" in q["detail"], q
 
 
 def test_sessions_are_isolated(ctx):

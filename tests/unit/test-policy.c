@@ -594,7 +594,7 @@ static void test_accessors(void)
 	ok(l.wall_ms == 5000 && l.cpu_s == 4 && l.memory_bytes == 512LL << 20 &&
 		   l.procs == 16 && l.fsize_bytes == 8LL << 20 &&
 		   l.nofile == 64 && l.output_bytes == 65536 &&
-		   l.events == 5000,
+		   l.events == 5000 && l.disk_bytes == 32LL << 20,
 	   "limits converted to ms and bytes");
 	policy_free(p);
 
@@ -608,7 +608,8 @@ static void test_accessors(void)
 	   "minimal policy defaults");
 	policy_limits(p, &l);
 	ok(!l.wall_ms && !l.cpu_s && !l.memory_bytes && !l.procs &&
-		   !l.fsize_bytes && !l.nofile && !l.output_bytes && !l.events,
+		   !l.fsize_bytes && !l.nofile && !l.output_bytes &&
+		   !l.events && !l.disk_bytes,
 	   "unset limits are 0");
 	/* nothing is allowed by a policy with no rules */
 	ev_fs(R, "/usr/lib/x");
@@ -1471,9 +1472,10 @@ static void test_profile_default_limits(void)
 	ok(l.wall_ms == 60000 && l.cpu_s == 60 &&
 		   l.memory_bytes == 4096LL << 20 && l.procs == 256 &&
 		   l.fsize_bytes == 1024LL << 20 && l.nofile == 1024 &&
-		   l.output_bytes == 16777216 && l.events == 1000000,
+		   l.output_bytes == 16777216 && l.events == 1000000 &&
+		   l.disk_bytes == 1024LL << 20,
 	   "default: limits 60 s, 60 s, 4 GiB, 256, 1 GiB, 1024, 16 MiB, "
-	   "1000000 events");
+	   "1000000 events, a 1 GiB workdir");
 	policy_free(p);
 }
 
