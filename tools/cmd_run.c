@@ -557,25 +557,6 @@ static void merge_limits(struct ward_limits *out, const struct ward_limits *cli,
 }
 
 /* Workdir: created (temporary or given), resolved, usable by the code. */
-/* ward run's own mount namespace, for the workdir quota's tmpfs: mounted
- * there, not on the host, it goes when ward and its run are gone, even if
- * ward is SIGKILLed (a tmpfs on the host would stay mounted, holding what
- * the code wrote in memory). A slave of the host's: mounts made there
- * still show here. Before any thread: unshare needs this process alone in
- * its fs_struct. */
-static int own_mount_ns(char *detail, size_t n)
-{
-	if (unshare(CLONE_NEWNS) < 0 ||
-	    mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0) {
-		int e = errno;
-		snprintf(detail, n,
-			 "no mount namespace of ward's own for its tmpfs: %s",
-			 strerror(e));
-		return -e;
-	}
-	return 0;
-}
-
 static char *make_workdir(const struct run_args *a, bool drop,
 			  long long disk_bytes, bool *temp, bool *quota,
 			  char *quota_detail, size_t qn)
@@ -604,8 +585,8 @@ static char *make_workdir(const struct run_args *a, bool drop,
 		if (!real)
 			die_errno("%s", buf);
 		*temp = true;
-		if (!a->keep &&
-		    (geteuid() != 0 || own_mount_ns(quota_detail, qn) == 0))
+		if (!a->keep && (geteuid() != 0 ||
+				 ward_own_mount_ns(quota_detail, qn) == 0))
 			*quota = ward_workdir_quota(
 					 real, disk_bytes,
 					 drop ? SANDBOX_UID : getuid(),

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <ftw.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <sys/mount.h>
@@ -81,6 +82,19 @@ int ward_workdir_quota(const char *path, long long bytes, uid_t uid, gid_t gid,
 		 "a tmpfs of %lld MiB on the workdir (ENOSPC past it; its "
 		 "pages count as the code's memory)",
 		 bytes >> 20);
+	return 0;
+}
+
+int ward_own_mount_ns(char *detail, size_t n)
+{
+	if (unshare(CLONE_NEWNS) < 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0) {
+		int e = errno;
+		snprintf(detail, n,
+			 "no mount namespace of ward's own for its tmpfs: %s",
+			 strerror(e));
+		return -e;
+	}
 	return 0;
 }
 

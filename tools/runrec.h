@@ -52,6 +52,17 @@ int ward_rm_workdir(const char *path);
 int ward_workdir_quota(const char *path, long long bytes, uid_t uid, gid_t gid,
 		       char *detail, size_t n);
 
+/*
+ * A mount namespace of the calling thread's own, a slave of the host's
+ * (mounts made there still show here), for the workdir quota's tmpfs:
+ * mounted there, not on the host, it goes when the last process in it
+ * (ward, its run) is gone, even if ward is SIGKILLed; a tmpfs on the host
+ * would stay mounted, holding what the code wrote in memory. The threads
+ * started after (ward's tracer, the run's init) are in it too. Root only.
+ * 0, or -errno with detail saying why.
+ */
+int ward_own_mount_ns(char *detail, size_t n);
+
 /* A new JSON string for arbitrary bytes: invalid UTF-8 becomes U+FFFD
  * (output and paths are bytes; JSON wants text). */
 json_t *ward_json_text(const char *s, size_t len);

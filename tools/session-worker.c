@@ -260,14 +260,18 @@ int ws_worker_main(void)
 	ward_host_kernel(host, sizeof(host), kernel, sizeof(kernel));
 	ward_limits_json(&lim, ljs, sizeof(ljs));
 	bool drop = geteuid() == 0;
-	/* The workdir's size: a tmpfs on it (the server made it, with tmp/
-	 * inside, which the mount hides: made again). */
+	/* The workdir's size: a tmpfs on it, in this worker's own mount
+	 * namespace (the server reaches it through /proc/PID/root: session.c;
+	 * it made the workdir with tmp/ inside, which the mount hides: made
+	 * again). */
 	char quota_detail[160];
-	bool quota = ward_workdir_quota(workdir, lim.disk_bytes,
-					drop ? WS_SANDBOX_UID : getuid(),
-					drop ? WS_SANDBOX_GID : getgid(),
-					quota_detail,
-					sizeof(quota_detail)) == 0;
+	bool quota =
+		(!drop ||
+		 ward_own_mount_ns(quota_detail, sizeof(quota_detail)) == 0) &&
+		ward_workdir_quota(workdir, lim.disk_bytes,
+				   drop ? WS_SANDBOX_UID : getuid(),
+				   drop ? WS_SANDBOX_GID : getgid(),
+				   quota_detail, sizeof(quota_detail)) == 0;
 	if (quota) {
 		char sub[PATH_MAX];
 		snprintf(sub, sizeof(sub), "%s/tmp", workdir);

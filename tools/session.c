@@ -64,6 +64,12 @@ struct sess {
 	char lang[8];
 	char run_id[AUDIT_RUN_ID_LEN + 1];
 	char *workdir;
+	/* The workdir as the session sees it, held open: the worker mounts
+	 * its quota in a mount namespace of its own (session-worker.c), so
+	 * the server reaches the files through /proc/WORKER/root, and this fd
+	 * keeps them reachable after the worker is gone; view names it. */
+	int wd_fd;
+	char view[48];
 	pid_t worker;
 	int ctl, cells, res, out[3];
 	long long created_ns, created_ms, last_ms;
@@ -214,10 +220,32 @@ static int write_all(int fd, const void *p, size_t n)
 /* ------------------------------------------------------------------ */
 /* workdir files                                                       */
 
+/* The session's workdir, for wf_*: its view once the worker has started
+ * (a path that is a directory, not the fd's magic link: nftw walks it). */
+static const char *wd(const struct sess *x)
+{
+	return x->view[0] ? x->view : x->workdir;
+}
+
+/* After the worker's start (its quota is mounted by then): the workdir in
+ * the worker's mount namespace, held open. */
+static void hold_workdir(struct sess *x)
+{
+	char p[PATH_MAX + 32];
+
+	snprintf(p, sizeof(p), "/proc/%d/root%s", (int)x->worker, x->workdir);
+	x->wd_fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (x->wd_fd < 0) /* not ours to look into: the host's view */
+		x->wd_fd = open(x->workdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (x->wd_fd >= 0)
+		snprintf(x->view, sizeof(x->view), "/proc/self/fd/%d/.",
+			 x->wd_fd);
+}
+
 static int open_beneath(struct sess *x, const char *path, int flags,
 			mode_t mode)
 {
-	return wf_open_beneath(x->workdir, path, flags, mode);
+	return wf_open_beneath(wd(x), path, flags, mode);
 }
 
 /* A path a request names: relative, inside the workdir, no "..". */
@@ -258,7 +286,7 @@ static json_t *file_entry(struct sess *x, const char *path)
 	char hex[WARD_SHA256_HEX_LEN + 1];
 	long long size;
 
-	if (wf_hash_file(x->workdir, path, hex, &size) < 0)
+	if (wf_hash_file(wd(x), path, hex, &size) < 0)
 		return NULL;
 	return json_pack("{s:o, s:I, s:s}", "path",
 			 ws_json_text(path, strlen(path)), "size",
@@ -372,6 +400,7 @@ static void sess_free(struct sess *x)
 	close_fd(&x->res);
 	close_fd(&x->out[1]);
 	close_fd(&x->out[2]);
+	close_fd(&x->wd_fd);
 	ward_rm_workdir(x->workdir);
 	free(x->workdir);
 	free(x->resbuf);
@@ -597,6 +626,7 @@ static int sess_start(struct ws_server *s, json_t *p, struct sess **out,
 	if (!x)
 		return fail(err, WS_E_INTERNAL, "out of memory");
 	x->ctl = x->cells = x->res = x->out[1] = x->out[2] = x->out[0] = -1;
+	x->wd_fd = -1;
 	x->worker = -1;
 	snprintf(x->lang, sizeof(x->lang), "%s", lang);
 	x->timeout_s = timeout;
@@ -673,6 +703,7 @@ static int sess_start(struct ws_server *s, json_t *p, struct sess **out,
 		sess_free(x);
 		return -1;
 	}
+	hold_workdir(x);
 	random_hex(x->id + 2, 8);
 	memcpy(x->id, "s-", 2);
 	x->created_ns = realtime_ns();
@@ -1009,7 +1040,7 @@ static json_t *artifacts(struct ws_server *s, struct sess *x,
 {
 	struct art_ctx c = { s, x, n, json_array() };
 
-	wf_each_changed(x->workdir, before, art_one, &c);
+	wf_each_changed(wd(x), before, art_one, &c);
 	return c.list;
 }
 
@@ -1297,7 +1328,7 @@ static int run_cell(struct ws_server *s, struct sess *x, const char *code,
 		free(c);
 		return fail(err, WS_E_INTERNAL, "no random bytes for a nonce");
 	}
-	wf_snap_take(x->workdir, &before);
+	wf_snap_take(wd(x), &before);
 	long long start_ns = realtime_ns(), t0 = mono_ms();
 	long long deadline = t0 + (long long)(timeout * 1000);
 	int rc = x->dead ? -EPIPE : send_cell(x, c, code, len, timeout);
@@ -1759,7 +1790,7 @@ static int m_files(struct ws_server *s, json_t *p, json_t **res,
 		json_decref(arr);
 		return -1;
 	}
-	wf_snap_take(x->workdir, &sn);
+	wf_snap_take(wd(x), &sn);
 	for (size_t i = 0; i < sn.n; i++) {
 		json_t *e = sn.f[i].path ? file_entry(x, sn.f[i].path) : NULL;
 		if (e)

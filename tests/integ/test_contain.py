@@ -8,7 +8,8 @@ import signal
 import subprocess
 import time
 
-from wardtest import PYTHON, Skip, listener, pids_matching, spawn, wait_until, ward_bin
+from wardtest import (PYTHON, Skip, listener, pids_matching, quota_holders, spawn, wait_until,
+                      ward_bin)
 
 
 def only_denial(ctx, run_id, syscall):
@@ -346,19 +347,8 @@ def test_workdir_quota_gone_with_a_sigkilled_ward(ctx):
     p.wait()
     assert wait_until(lambda: not pids_matching(marker), 5), pids_matching(marker)
 
-    def holders():
-        """processes that still see that tmpfs mounted"""
-        out = []
-        for d in os.listdir("/proc"):
-            try:
-                with open(f"/proc/{d}/mountinfo") as f:
-                    if any(l.split()[4] == mine[0] and " ward-workdir " in l for l in f):
-                        out.append(d)
-            except (OSError, ValueError, IndexError):
-                pass
-        return out
     # the tmpfs (and the 8 MiB in it) went with ward's namespace
-    assert wait_until(lambda: not holders(), 5), holders()
+    assert wait_until(lambda: not quota_holders(mine[0]), 5), quota_holders(mine[0])
     shutil.rmtree(mine[0], ignore_errors=True)  # the empty mount point stays
 
 

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import time
 
@@ -792,15 +793,34 @@ def test_session_workdir_quota(ctx):
     r = s.run(sid, "try:\n    open('big', 'wb').write(b'x' * (32 << 20))\n"
                    "except OSError as e:\n    print(e.strerror)\n")
     assert _stdout(r) == "No space left on device\n", r
+    # mounted in the session worker's own mount namespace, not the host's
+    assert wardtest.quota_holders(wd), "mounted while the session lives"
     with open("/proc/self/mountinfo") as f:
-        assert any(l.split()[4] == wd for l in f), "mounted while the session lives"
+        assert not any(l.split()[4] == wd for l in f), "not on the host"
     assert s.close() == 0
-    with open("/proc/self/mountinfo") as f:
-        assert not any(l.split()[4] == wd for l in f), "unmounted with the session"
+    assert wardtest.wait_until(lambda: not wardtest.quota_holders(wd), 10), \
+        wardtest.quota_holders(wd)
     assert not os.path.exists(wd)
     layers = json.loads(ctx.sql("select layers from runs where id=?", run_id)[0]["layers"])
     q = [x for x in layers if x["name"] == "workdir-quota"][0]
     assert q["active"] and "16 MiB" in q["detail"], q
+
+
+def test_session_quota_gone_with_a_killed_server(ctx):
+    """ward serve SIGKILLed: its workers die with it, and their workdir
+    quotas (in the workers' own mount namespaces) with them."""
+    if os.geteuid() != 0:
+        raise wardtest.Skip("the workdir quota is a tmpfs ward mounts: root only")
+    s = serve(ctx)
+    r = s.ok("session.create", {"language": "sh"})
+    wd = ctx.sql("select workdir from runs where id=?", r["run_id"])[0]["workdir"]
+    assert _stdout(s.run(r["session_id"], "head -c 4000000 /dev/zero > big; echo ok")) == "ok\n"
+    assert wardtest.quota_holders(wd)
+    s.p.kill()
+    s.p.wait()
+    assert wardtest.wait_until(lambda: not wardtest.quota_holders(wd), 30), \
+        wardtest.quota_holders(wd)
+    shutil.rmtree(wd, ignore_errors=True)  # the workdir itself stays, as before
 
 
 def test_sessions_are_isolated(ctx):

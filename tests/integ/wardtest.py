@@ -164,6 +164,22 @@ def pids_matching(marker):
     return [p for p in out if p != os.getpid()]
 
 
+def quota_holders(mount_point):
+    """pids of processes that see a workdir quota (ward's tmpfs) mounted at
+    mount_point, in whatever mount namespace they are."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/mountinfo") as f:
+                if any(l.split()[4] == mount_point and " ward-workdir " in l for l in f):
+                    out.append(int(d))
+        except (OSError, IndexError):
+            pass
+    return out
+
+
 def ward_as_nobody(ctx, *args):
     """Run `ward ARGS` as uid/gid 65534 with HOME in the test's directory
     (its database there: pass --db os.path.join(home, ...)). Returns
