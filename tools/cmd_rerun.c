@@ -554,30 +554,20 @@ static void build_argv(const struct rerun_opts *o, const struct recorded *rec,
 		arg(b, "--timeout");
 		argf(b, "%lld.%03lld", v / 1000, v % 1000);
 	}
-	if ((v = limit_of(lim, "cpu_s")) > 0) {
-		arg(b, "--cpu");
-		argf(b, "%lld", v);
-	}
-	if ((v = limit_of(lim, "memory_bytes")) > 0) {
-		arg(b, "--memory");
-		argf(b, "%lld", v);
-	}
-	if ((v = limit_of(lim, "procs")) > 0) {
-		arg(b, "--max-procs");
-		argf(b, "%lld", v);
-	}
-	if ((v = limit_of(lim, "output_bytes")) > 0) {
-		arg(b, "--max-output");
-		argf(b, "%lld", v);
-	}
-	if ((v = limit_of(lim, "events")) > 0) {
-		arg(b, "--max-events");
-		argf(b, "%lld", v);
-	}
-	if ((v = limit_of(lim, "disk_bytes")) > 0) {
-		arg(b, "--max-disk");
-		argf(b, "%lld", v);
-	}
+	/* the recorded limits ward run has options for, in their units */
+	static const char *const opt_of[][2] = {
+		{ "cpu_s", "--cpu" },
+		{ "memory_bytes", "--memory" },
+		{ "procs", "--max-procs" },
+		{ "output_bytes", "--max-output" },
+		{ "events", "--max-events" },
+		{ "disk_bytes", "--max-disk" },
+	};
+	for (size_t k = 0; k < sizeof(opt_of) / sizeof(opt_of[0]); k++)
+		if ((v = limit_of(lim, opt_of[k][0])) > 0) {
+			arg(b, opt_of[k][1]);
+			argf(b, "%lld", v);
+		}
 	json_decref(lim);
 	if (o->keep)
 		arg(b, "--keep");

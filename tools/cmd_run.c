@@ -584,8 +584,7 @@ static char *make_workdir(const struct run_args *a, bool drop,
 		if (!real)
 			die_errno("%s", buf);
 		*temp = true;
-		if (!a->keep && (geteuid() != 0 ||
-				 ward_own_mount_ns(quota_detail, qn) == 0))
+		if (!a->keep)
 			*quota = ward_workdir_quota(
 					 real, disk_bytes,
 					 drop ? SANDBOX_UID : getuid(),

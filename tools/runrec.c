@@ -54,6 +54,20 @@ static int rm_one(const char *path, const struct stat *st, int flag,
 	return unlink(path) < 0 ? -1 : 0;
 }
 
+/* The calling thread's own mount namespace (ward_workdir_quota). */
+static int own_mount_ns(char *detail, size_t n)
+{
+	if (unshare(CLONE_NEWNS) < 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0) {
+		int e = errno;
+		snprintf(detail, n,
+			 "no mount namespace of ward's own for its tmpfs: %s",
+			 strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
 int ward_workdir_quota(const char *path, long long bytes, uid_t uid, gid_t gid,
 		       char *detail, size_t n)
 {
@@ -65,10 +79,13 @@ int ward_workdir_quota(const char *path, long long bytes, uid_t uid, gid_t gid,
 	}
 	if (geteuid() != 0) {
 		snprintf(detail, n,
-			 "ward is not root: it mounts nothing on the host, and "
+			 "ward is not root: it mounts no tmpfs, and "
 			 "the workdir's size is the file system's");
 		return -EPERM;
 	}
+	int rc = own_mount_ns(detail, n);
+	if (rc < 0)
+		return rc;
 	snprintf(opts, sizeof(opts), "size=%lld,mode=0700,uid=%u,gid=%u", bytes,
 		 (unsigned)uid, (unsigned)gid);
 	if (mount("ward-workdir", path, "tmpfs", MS_NOSUID | MS_NODEV, opts) <
@@ -82,19 +99,6 @@ int ward_workdir_quota(const char *path, long long bytes, uid_t uid, gid_t gid,
 		 "a tmpfs of %lld MiB on the workdir (ENOSPC past it; its "
 		 "pages count as the code's memory)",
 		 bytes >> 20);
-	return 0;
-}
-
-int ward_own_mount_ns(char *detail, size_t n)
-{
-	if (unshare(CLONE_NEWNS) < 0 ||
-	    mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0) {
-		int e = errno;
-		snprintf(detail, n,
-			 "no mount namespace of ward's own for its tmpfs: %s",
-			 strerror(e));
-		return -e;
-	}
 	return 0;
 }
 

@@ -44,24 +44,19 @@ int ward_rm_workdir(const char *path);
  * owned by uid:gid, mode 0700, nosuid, nodev. Without it the code could
  * write file after file (each under the file size limit) until the file
  * system holding /tmp is full. Its pages count against the memory cgroup
- * of whoever writes them (the code's). Needs root in the host's mount
- * namespace. ward_rm_workdir unmounts it. Returns 0, or -errno with
+ * of whoever writes them (the code's). Root only. The calling thread
+ * first gets a mount namespace of its own, a slave of the host's (mounts
+ * made there still show here), and the tmpfs is mounted there, not on the
+ * host: it goes when the last process in it (ward, its run) is gone, even
+ * if ward is SIGKILLed, and so do the files; the threads and children
+ * started after (ward's tracer, the run's init) are in it too. ward
+ * serve's server reaches a session's through /proc/WORKER/root
+ * (session.c). ward_rm_workdir unmounts it. Returns 0, or -errno with
  * detail saying why there is no quota; detail says what there is
  * either way (the run's "workdir-quota" layer).
  */
 int ward_workdir_quota(const char *path, long long bytes, uid_t uid, gid_t gid,
 		       char *detail, size_t n);
-
-/*
- * A mount namespace of the calling thread's own, a slave of the host's
- * (mounts made there still show here), for the workdir quota's tmpfs:
- * mounted there, not on the host, it goes when the last process in it
- * (ward, its run) is gone, even if ward is SIGKILLed; a tmpfs on the host
- * would stay mounted, holding what the code wrote in memory. The threads
- * started after (ward's tracer, the run's init) are in it too. Root only.
- * 0, or -errno with detail saying why.
- */
-int ward_own_mount_ns(char *detail, size_t n);
 
 /* A new JSON string for arbitrary bytes: invalid UTF-8 becomes U+FFFD
  * (output and paths are bytes; JSON wants text). */

@@ -265,13 +265,11 @@ int ws_worker_main(void)
 	 * it made the workdir with tmp/ inside, which the mount hides: made
 	 * again). */
 	char quota_detail[160];
-	bool quota =
-		(!drop ||
-		 ward_own_mount_ns(quota_detail, sizeof(quota_detail)) == 0) &&
-		ward_workdir_quota(workdir, lim.disk_bytes,
-				   drop ? WS_SANDBOX_UID : getuid(),
-				   drop ? WS_SANDBOX_GID : getgid(),
-				   quota_detail, sizeof(quota_detail)) == 0;
+	bool quota = ward_workdir_quota(workdir, lim.disk_bytes,
+					drop ? WS_SANDBOX_UID : getuid(),
+					drop ? WS_SANDBOX_GID : getgid(),
+					quota_detail,
+					sizeof(quota_detail)) == 0;
 	if (quota) {
 		char sub[PATH_MAX];
 		snprintf(sub, sizeof(sub), "%s/tmp", workdir);

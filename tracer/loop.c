@@ -579,6 +579,19 @@ static void deny_with(struct policy_verdict *v, int err, const char *rule,
 	snprintf(v->reason, sizeof(v->reason), "%s", reason);
 }
 
+/* A limit of the run's reached at this call: the run ends with it, the
+ * call killed and recorded under rule. */
+static void limit_kill(struct tracer *t, struct tracee *tc,
+		       const struct ward_event *ev, struct policy_verdict *v,
+		       const char *rule, const char *cause, bool backtrace)
+{
+	tracer_stop(t, STOP_LIMIT, cause);
+	deny_with(v, 0, rule, cause);
+	v->action = POLICY_KILL;
+	v->backtrace = backtrace;
+	apply_verdict(t, tc, ev, v);
+}
+
 static void on_seccomp(struct tracer *t, struct tracee *tc)
 {
 	struct ptrace_syscall_info si;
@@ -655,12 +668,8 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 			 "event limit reached: %lld decided syscalls recorded, "
 			 "the most a run may record",
 			 t->o->limits.events);
-		tracer_stop(t, STOP_LIMIT, cause);
-		deny_with(&v, 0, "limits.events", cause);
-		v.action = POLICY_KILL;
-		v.backtrace =
-			false; /* the call is not the cause, the count is */
-		apply_verdict(t, tc, ev, &v);
+		/* no backtrace: the call is not the cause, the count is */
+		limit_kill(t, tc, ev, &v, "limits.events", cause, false);
 		return;
 	}
 	/* ward's count (the clones allowed and not yet seen too), or the
@@ -673,10 +682,7 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 		char cause[128];
 		tracer_procs_cause(t, cause, sizeof(cause));
 		/* The run ends here: the clone never happens. */
-		tracer_stop(t, STOP_LIMIT, cause);
-		deny_with(&v, 0, "limits.procs", cause);
-		v.action = POLICY_KILL;
-		apply_verdict(t, tc, ev, &v);
+		limit_kill(t, tc, ev, &v, "limits.procs", cause, true);
 		return;
 	}
 	if (ev->cls == WARD_CLASS_PROC && v.action == POLICY_ALLOW) {

@@ -8,8 +8,8 @@ import signal
 import subprocess
 import time
 
-from wardtest import (PYTHON, Skip, listener, pids_matching, quota_holders, spawn, wait_until,
-                      ward_bin)
+from wardtest import (PYTHON, Skip, listener, pids_matching, profile_with, quota_holders, spawn,
+                      wait_until, ward_bin)
 
 
 def only_denial(ctx, run_id, syscall):
@@ -223,12 +223,7 @@ def test_event_limit_with_threads_leaves_nothing_unrecorded(ctx):
 
 
 def test_event_limit_from_the_policy_and_bad_values(ctx):
-    pol = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..",
-                                      "profiles", "default.json")))
-    pol.setdefault("limits", {})["events"] = 200
-    path = ctx.path("p.json")
-    with open(path, "w") as f:
-        json.dump(pol, f)
+    path = profile_with(ctx, "default", events=200)
     r = ctx.run(FLOOD, "--policy", path)
     assert r.code == 128 + 9, r
     run = ctx.last_run()
@@ -296,12 +291,7 @@ def test_workdir_quota_default_policy_keep_and_workdir(ctx):
         raise Skip("the workdir quota is a tmpfs ward mounts: root only")
     r, j = ctx.run_json(SIZE)
     assert j["stdout"] == "size 1024\n" and _quota_layer(j)["active"], j
-    pol = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..",
-                                      "profiles", "default.json")))
-    pol["limits"]["disk_mb"] = 64
-    path = ctx.path("p.json")
-    with open(path, "w") as f:
-        json.dump(pol, f)
+    path = profile_with(ctx, "default", disk_mb=64)
     r, j = ctx.run_json(SIZE, "--policy", path)
     assert j["stdout"] == "size 64\n", j
     r, j = ctx.run_json(SIZE, "--policy", path, "--max-disk", "32M")

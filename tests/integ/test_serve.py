@@ -528,23 +528,11 @@ def test_large_output_head_and_tail(ctx):
     assert total == 200003, total  # the record has it all
 
 
-def _profile_with(ctx, name, **limits):
-    """A policy file: the shipped profile name with these limits changed."""
-    with open(os.path.join(os.path.dirname(__file__), "..", "..", "profiles",
-                           name + ".json")) as f:
-        pol = json.load(f)
-    pol["limits"].update(limits)
-    path = os.path.join(ctx.tmp, "policy-%s.json" % "-".join(limits))
-    with open(path, "w") as f:
-        json.dump(pol, f)
-    return path
-
-
 def test_output_past_the_runs_limit_still_comes_back(ctx):
     """The output limit is the record's, over a session's whole life: past
     it the record keeps counting, and each later cell's output still comes
     back to the caller (it came back empty, counted as 0 bytes)."""
-    path = _profile_with(ctx, "sh", output_bytes=1000)
+    path = wardtest.profile_with(ctx, "sh", output_bytes=1000)
     s = serve(ctx)
     r = s.ok("session.create", {"language": "sh", "policy": path})
     sid, run_id = r["session_id"], r["run_id"]
@@ -753,7 +741,7 @@ def test_session_event_limit(ctx):
     """A session lives long: its run's record is bounded too (limits.events),
     and a cell that floods trapped calls ends the session as a limit, with
     the kill in the result's denials and in the record."""
-    path = _profile_with(ctx, "default", events=400)
+    path = wardtest.profile_with(ctx, "default", events=400)
     s = serve(ctx)
     r = s.ok("session.create", {"policy": path})
     sid, run_id = r["session_id"], r["run_id"]
@@ -780,7 +768,7 @@ def test_session_workdir_quota(ctx):
     the session unmounts it."""
     if os.geteuid() != 0:
         raise wardtest.Skip("the workdir quota is a tmpfs ward mounts: root only")
-    path = _profile_with(ctx, "default", disk_mb=16)
+    path = wardtest.profile_with(ctx, "default", disk_mb=16)
     s = serve(ctx)
     r = s.ok("session.create", {"policy": path})
     sid, run_id = r["session_id"], r["run_id"]

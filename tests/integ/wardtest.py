@@ -164,6 +164,17 @@ def pids_matching(marker):
     return [p for p in out if p != os.getpid()]
 
 
+def profile_with(ctx, name, **limits):
+    """A policy file: the shipped profile name with these limits changed."""
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "profiles", name + ".json")) as f:
+        pol = json.load(f)
+    pol["limits"].update(limits)
+    path = os.path.join(ctx.tmp, "policy-%s.json" % "-".join(limits))
+    with open(path, "w") as f:
+        json.dump(pol, f)
+    return path
+
+
 def quota_holders(mount_point):
     """pids of processes that see a workdir quota (ward's tmpfs) mounted at
     mount_point, in whatever mount namespace they are."""
