@@ -976,6 +976,14 @@ int ward_cmd_run(int argc, char **argv)
 
 	const char *lang = a.lang ? a.lang : lang_from_name(a.file);
 	debug("start");
+	/* The record: begun by tracer_run on a thread of its own while the
+	 * sandbox is set up (begin_record), the database opened from now on
+	 * when it exists (ward_record_preopen). */
+	char db[PATH_MAX], errbuf[512];
+	bool have_db = audit_default_path(a.db, db, sizeof(db)) == 0;
+	struct run_record rec = { .rec = { .db = db }, .a = &a };
+	if (have_db)
+		ward_record_preopen(&rec.rec);
 	struct policy *pol = load_policy(&a, lang);
 	debug("policy %s loaded", policy_name(pol));
 	/* Compile the filter while the rest is set up. It reads only the
@@ -1068,9 +1076,8 @@ int ward_cmd_run(int argc, char **argv)
 	copy_inputs(&a, workdir, drop);
 
 	/* The record: nothing runs unless it can be written. */
-	char db[PATH_MAX], errbuf[512];
 	struct audit *au = NULL;
-	if (audit_default_path(a.db, db, sizeof(db)) < 0)
+	if (!have_db)
 		die("no audit database path: set HOME, WARD_DB or pass --db");
 	/* The record out of the code's reach (tools/recguard.c). */
 	if (ward_guard_record(pol, db, workdir, errbuf, sizeof(errbuf)) < 0)
@@ -1105,9 +1112,8 @@ int ward_cmd_run(int argc, char **argv)
 		.uid = drop ? SANDBOX_UID : getuid(),
 		.env_json = envj,
 	};
-	/* The record is begun by tracer_run on its output thread while the
-	 * sandbox is set up (begin_record): the code's execve waits for it. */
-	struct run_record rec = { .rec = { .db = db, .ri = &ri }, .a = &a };
+	/* The code's execve waits for the record (begin_record). */
+	rec.rec.ri = &ri;
 
 	struct tracer_opts to = {
 		.interpreter = interp,

@@ -7,12 +7,14 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/log.h"
 #include "view.h"
 
 json_t *ward_json_text(const char *s, size_t len)
@@ -134,6 +136,30 @@ void ward_host_kernel(char *host, size_t hn, char *kernel, size_t kn)
 	}
 }
 
+static void *preopen_main(void *arg)
+{
+	struct ward_record *r = arg;
+	char msg[512];
+
+	if (audit_open(r->db, false, &r->pre_au, msg, sizeof(msg)) < 0)
+		r->pre_au = NULL; /* ward_record_begin tries again, says why */
+	else
+		debug("audit database opened ahead of the record");
+	return NULL;
+}
+
+void ward_record_preopen(struct ward_record *r)
+{
+	struct stat st;
+
+	if (r->pre_started || !r->db || stat(r->db, &st) < 0 ||
+	    !S_ISREG(st.st_mode))
+		return;
+	r->pre_au = NULL;
+	r->pre_started =
+		pthread_create(&r->pre_thread, NULL, preopen_main, r) == 0;
+}
+
 int ward_record_begin(struct ward_record *r)
 {
 	struct audit *au = NULL;
@@ -142,7 +168,13 @@ int ward_record_begin(struct ward_record *r)
 
 	r->ran = true;
 	r->au = NULL;
-	if (audit_open(r->db, false, &au, msg, sizeof(msg)) < 0) {
+	if (r->pre_started) {
+		pthread_join(r->pre_thread, NULL);
+		r->pre_started = false;
+		au = r->pre_au;
+		r->pre_au = NULL;
+	}
+	if (!au && audit_open(r->db, false, &au, msg, sizeof(msg)) < 0) {
 		snprintf(r->err, sizeof(r->err), "audit database: %s", msg);
 		return -EIO;
 	}

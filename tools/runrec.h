@@ -7,6 +7,7 @@
 #define WARD_TOOLS_RUNREC_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdbool.h>
 
 #include "../audit/audit.h"
@@ -26,11 +27,26 @@ struct ward_record {
 	struct audit *au; /* open, once the run row is written */
 	char run_id[AUDIT_RUN_ID_LEN + 1];
 	char err[700]; /* why it failed */
+	/* ward_record_preopen's thread and what it opened (NULL: nothing) */
+	pthread_t pre_thread;
+	bool pre_started;
+	struct audit *pre_au;
 };
 
-/* Opens the audit database r->db and writes the run row of r->ri (its
- * start_ns set to now). Returns 0 with r->au open and r->run_id filled
- * in, or -EIO with r->err saying what failed (and nothing left open). */
+/*
+ * Opens the audit database r->db on a thread of its own, from now on, when
+ * it exists (a run refused before its record creates none): opening takes
+ * a few ms (SQLite reads the schema and the WAL), which then pass while
+ * ward loads the policy and sets the sandbox up instead of before the
+ * code may start. ward_record_begin takes the handle; when this could not
+ * open it, ward_record_begin opens it itself and says why it fails.
+ */
+void ward_record_preopen(struct ward_record *r);
+
+/* Opens the audit database r->db (or takes ward_record_preopen's handle)
+ * and writes the run row of r->ri (its start_ns set to now). Returns 0
+ * with r->au open and r->run_id filled in, or -EIO with r->err saying what
+ * failed (and nothing left open). */
 int ward_record_begin(struct ward_record *r);
 
 /* Removes a temporary workdir (/tmp/ward-*) and whatever the code left in

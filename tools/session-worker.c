@@ -195,6 +195,9 @@ int ws_worker_main(void)
 			&pfile, "db", &db, "workdir", &workdir, "memory_mb",
 			&memory_mb, "max_life_s", &life_s, "env", &env_obj) < 0)
 		return fail("session worker: bad configuration");
+	/* The database opened while the rest is set up (runrec.h). */
+	struct ward_record rec = { .db = db };
+	ward_record_preopen(&rec);
 	profile = json_string_value(json_object_get(cfg, "profile"));
 	pfile = json_string_value(json_object_get(cfg, "policy"));
 	memset(&perr, 0, sizeof(perr));
@@ -296,9 +299,9 @@ int ws_worker_main(void)
 		.ward_version = WARD_VERSION,
 		.uid = drop ? WS_SANDBOX_UID : getuid(),
 	};
-	/* Recorded on tracer_run's output thread while the sandbox is set
-	 * up (as ward run); the interpreter's execve waits for it. */
-	struct ward_record rec = { .db = db, .ri = &ri };
+	/* Recorded on a thread of tracer_run's while the sandbox is set up
+	 * (as ward run); the interpreter's execve waits for it. */
+	rec.ri = &ri;
 
 	int side[2];
 	if (pipe2(side, O_CLOEXEC) < 0)

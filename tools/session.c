@@ -1071,25 +1071,38 @@ static int send_cell(struct sess *x, struct cell *c, const char *code,
 	return rc ? rc : write_all(x->cells, code, len);
 }
 
-/* The first pid listed in /proc/PID/task/PID/children, or -1. */
+/* The first pid listed in a /proc/PID/task/TID/children of process pid,
+ * or -1: a child is listed under the thread that made it (a worker's init
+ * under its spawner thread, tracer/start.c; the code under the init). */
 static pid_t first_child(pid_t pid)
 {
 	char path[64], buf[64];
-	int fd;
-	ssize_t n;
+	struct dirent *e;
+	pid_t found = -1;
+	DIR *d;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
-		 (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	return (pid_t)strtol(buf, NULL, 10) > 0 ? (pid_t)strtol(buf, NULL, 10)
-						: -1;
+	while (found < 0 && (e = readdir(d))) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/children",
+			 (int)pid, e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		long v = strtol(buf, NULL, 10);
+		found = v > 0 ? (pid_t)v : -1;
+	}
+	closedir(d);
+	return found;
 }
 
 /* True if pid is the init of a pid namespace (its last NSpid is 1). */

@@ -6,8 +6,9 @@
  *
  * Three steps:
  *   tracer_landlock_abi()   in ward, once: what the kernel offers
- *   tracer_landlock_plan()  in ward, before fork: which rights are handled
- *                           and which each tree gets, for that ABI (pure);
+ *   tracer_landlock_plan()  in ward, before the clone: which rights are
+ *                           handled and which each tree gets, for that ABI
+ *                           (pure);
  *                           the layer record and the warning come from it
  *   tracer_landlock_build() in the child, before it drops root: the
  *                           ruleset, with paths resolved in the child's own
@@ -97,7 +98,7 @@ int tracer_landlock_abi(void)
 
 /* Landlock rights for the WARD_FS_* and POLICY_TREE_SOCK bits of a tree.
  * Running a file opens it for reading, so exec needs read too. */
-static __u64 tree_rights(unsigned access)
+SPAWN_SIDE static __u64 tree_rights(unsigned access)
 {
 	__u64 r = 0;
 
@@ -284,7 +285,7 @@ void tracer_landlock_free(struct tracer_landlock *ll)
 
 /* ---------------------- in the child: no allocation ---------------------- */
 
-static int add_path_rule(int rs, int fd, __u64 allowed)
+SPAWN_SIDE static int add_path_rule(int rs, int fd, __u64 allowed)
 {
 	struct landlock_path_beneath_attr pb = { .allowed_access = allowed,
 						 .parent_fd = fd };
@@ -298,7 +299,7 @@ static int add_path_rule(int rs, int fd, __u64 allowed)
 }
 
 /* Cut path (in buf) to its parent; false at "/". */
-static bool to_parent(char *buf)
+SPAWN_SIDE static bool to_parent(char *buf)
 {
 	char *slash = strrchr(buf, '/');
 
@@ -318,8 +319,8 @@ static bool to_parent(char *buf)
  * path that does not exist is skipped, unless the rule lets the code
  * create it: then the nearest existing directory above gets the rights.
  */
-static int add_tree(const struct tracer_landlock *ll, int rs, const char *path,
-		    __u64 rights)
+SPAWN_SIDE static int add_tree(const struct tracer_landlock *ll, int rs,
+			       const char *path, __u64 rights)
 {
 	const __u64 entries = LL_FS_MAKE | LL_FS_REMOVE |
 			      LANDLOCK_ACCESS_FS_REFER;
@@ -359,8 +360,8 @@ static int add_tree(const struct tracer_landlock *ll, int rs, const char *path,
 	return 0;
 }
 
-static int add_ports(int rs, const struct policy_port_range *v, size_t n,
-		     __u64 access)
+SPAWN_SIDE static int add_ports(int rs, const struct policy_port_range *v,
+				size_t n, __u64 access)
 {
 	for (size_t i = 0; i < n; i++) {
 		for (int port = v[i].lo; port <= v[i].hi; port++) {
@@ -375,7 +376,8 @@ static int add_ports(int rs, const struct policy_port_range *v, size_t n,
 	return 0;
 }
 
-int tracer_landlock_build(const struct tracer_landlock *ll, const char **what)
+SPAWN_SIDE int tracer_landlock_build(const struct tracer_landlock *ll,
+				     const char **what)
 {
 	struct ll_ruleset_attr ra = { .handled_access_fs = ll->handled_fs,
 				      .handled_access_net = ll->handled_net,

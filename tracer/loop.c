@@ -304,7 +304,8 @@ void tracer_stop(struct tracer *t, enum stop_reason why, const char *cause)
 			kill(x->tid, SIGKILL);
 	for (int i = 0; i < t->nparked; i++)
 		kill(t->parked[i].tid, SIGKILL);
-	/* an init that never forked the code (or still lives) is no tracee */
+	/* an init that never made the code's process (or still lives) is no
+	 * tracee */
 	if (t->ns.init_fd >= 0)
 		syscall(SYS_pidfd_send_signal, t->ns.init_fd, SIGKILL, NULL, 0);
 	pthread_mutex_unlock(&t->lock);
@@ -628,10 +629,10 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 	if (rc == 0)
 		args_request(ev); /* what ward recheck rebuilds it from */
 	if (tc->tid == t->root && !tc->execed)
-		/* ward's own code before the interpreter's execve: one
-		 * thread, arguments in ward's memory, nothing to race; and
-		 * under a sanitizer its address space is too large for the
-		 * area within the address-space limit. */
+		/* ward's own code before the interpreter's execve, in
+		 * ward's own memory (start.c): its arguments are ward's,
+		 * which nothing of the code's can change, and a scratch
+		 * area made now would be made in ward. */
 		copy_reset(&t->cp);
 	int copy_err = 0;
 	if (rc == 0 && (t->cp.nregs > 0 || t->cp.nr >= 0) &&
@@ -982,7 +983,7 @@ static void handle_status(struct tracer *t, pid_t pid, int status)
 	if (!WIFSTOPPED(status))
 		return;
 	if (tracer_ns_init_stop(t, pid, status)) {
-		/* the init forked the code's first process: its parent's
+		/* the init made the code's first process: its parent's
 		 * event is this one */
 		if (t->root && unpark(t, t->root))
 			release_parked(t, t->root, NULL);
@@ -1220,7 +1221,8 @@ static void reap_all(void)
 	}
 }
 
-/* Start: fork, seize, release. Returns the child's pid or -errno. */
+/* Start: clone (start.c), seize, release. Returns the child's pid or
+ * -errno. */
 static pid_t start_child(struct tracer *t, const struct sock_fprog *filter,
 			 struct spawn_fds *f, int sync_w)
 {
@@ -1228,15 +1230,12 @@ static pid_t start_child(struct tracer *t, const struct sock_fprog *filter,
 			  PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACECLONE |
 			  PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
 			  PTRACE_O_TRACEEXEC | PTRACE_O_TRACEEXIT;
-	pid_t pid = tracer_ns_fork(t, f); /* the run's init, or the code */
+	/* the run's init, or the code */
+	pid_t pid = tracer_start_child(t, filter, f, sync_w);
 	int rc;
 
 	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		close(sync_w);
-		spawn_child(t->o, filter, f);
-	}
+		return pid;
 	debug("child %d cloned", (int)pid);
 	/* The child's ends: its word on its cgroups ends with it. */
 	for (int i = 0; i < 2; i++)
@@ -1280,7 +1279,8 @@ static pid_t start_child(struct tracer *t, const struct sock_fprog *filter,
 	if (rc < 0)
 		goto refuse;
 	/*
-	 * The first byte lets the init fork the code (ns.c), or the code go
+	 * The first byte lets the init make the code's process (ns.c), or the
+	 * code go
 	 * on with its set-up; the second ('g') lets the code execve. The
 	 * second goes once the run is recorded, after the first: whichever
 	 * of this thread and the record thread (tracer_record_begin) comes
@@ -1383,6 +1383,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	t->cg_fd = t->cg_pids_fd = t->cg_pids_events = t->cg_ack_fd = -1;
 	t->go_fd = -1;
 	t->ns.init_fd = -1;
+	t->spawn.end_r = t->spawn.end_w = -1;
 	t->audit = o->audit;
 	pthread_mutex_init(&t->go_lock, NULL);
 	/* TEST ONLY: WARD_TEST_COPY_ALWAYS=1 copies every checked argument,
@@ -1495,6 +1496,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 out:
 	tracer_io_finish(t);   /* when start_child failed after starting it */
 	tracer_record_wait(t); /* when the output thread never started */
+	tracer_start_end(t);   /* no child is left: see start.c */
 	if (!res->setup_error[0] && t->rec_err[0])
 		snprintf(res->setup_error, sizeof(res->setup_error), "%s",
 			 t->rec_err);

@@ -11,25 +11,33 @@
  * so a script that kills itself with SIGTERM would not die as it does
  * natively. So the child is the run's init:
  *
- *   ward --clone(NEW*)--> init (pid 1) --fork--> the code (pid 2) --exec
+ *   ward --clone(VM|NEW*)--> init (pid 1) --clone(VM|VFORK)--> the code
+ *   (pid 2) --exec
  *
- * How the code is seized before it runs: ward PTRACE_SEIZEs the init with
- * the usual options (TRACEFORK among them) before releasing it through the
- * sync pipe. The init sets up the namespaces and forks; the kernel attaches
- * the new process to ward inside that fork, before it runs one
- * instruction, with the init's options (EXITKILL, TRACESECCOMP, ...): the
- * same state as the first child had before namespaces. At the init's fork
- * event ward takes the new pid as the run's root process and detaches the
- * init: it makes no trapped syscall (no filter), is not part of the code,
- * and is neither recorded as a process nor counted. Untraced, it is also
- * protected by the kernel like any pid 1: signals from the code do nothing.
+ * Both share ward's memory until the code's execve (start.c: no copy of
+ * ward is made; the init keeps sharing it, running nothing but its reaping
+ * loop). How the code is seized before it runs: ward PTRACE_SEIZEs the
+ * init with the usual options (TRACEVFORK among them) before releasing it
+ * through the sync pipe. The init sets up the namespaces and clones; the
+ * kernel attaches the new process to ward inside that clone, before it
+ * runs one instruction, with the init's options (EXITKILL, TRACESECCOMP,
+ * ...): the same state as the first child had before namespaces. At the
+ * init's vfork event ward takes the new pid as the run's root process and
+ * detaches the init (which waits in the kernel until the code has execed):
+ * it makes no trapped syscall (no filter), is not part of the code, and is
+ * neither recorded as a process nor counted. Untraced, it is also
+ * protected by the kernel like any pid 1: signals from the code do
+ * nothing, and its memory, which is ward's, is out of the code's reach
+ * (/proc/PID/mem is refused by the floor; ptrace and process_vm_writev
+ * kill).
  *
- * The init dies with ward (PR_SET_PDEATHSIG SIGKILL; the code's processes
+ * The init dies with ward (PR_SET_PDEATHSIG SIGKILL on the spawner thread,
+ * which lives to the end of the run: start.c; the code's processes
  * have PTRACE_O_EXITKILL), and when the init dies the kernel kills every
  * process of the namespace. It reaps until no child is left, so the run
  * ends when the code's tree is gone, as before.
  *
- * Mounts (in the init, before the fork): everything propagation-private;
+ * Mounts (in the init, before the clone): everything propagation-private;
  * the whole tree made read-only with one recursive mount_setattr, so
  * nothing of the host is writable whatever the supervisor decides; a fresh
  * /proc for the new pid namespace; tmpfs on /tmp and /dev/shm; the workdir
@@ -63,7 +71,7 @@
 /* ------------------------------------------------------------------ */
 /* ward's side                                                         */
 
-static int ns_plan(const struct tracer *t)
+int tracer_ns_plan(const struct tracer *t)
 {
 	int f = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS;
 
@@ -74,7 +82,7 @@ static int ns_plan(const struct tracer *t)
 	return f;
 }
 
-static void record_layer(struct tracer *t, int f, int err)
+void tracer_ns_record(struct tracer *t, int f, int err)
 {
 	char d[200];
 
@@ -96,59 +104,11 @@ static void record_layer(struct tracer *t, int f, int err)
 	tracer_layer_add(t->res, "namespaces", true, d);
 }
 
-pid_t tracer_ns_fork(struct tracer *t, struct spawn_fds *f)
-{
-	int want = ns_plan(t);
-	pid_t pid;
-
-	f->ns_flags = 0;
-	f->ns_uid = geteuid();
-	f->ns_gid = getegid();
-	/*
-	 * A raw clone, like fork(): the child goes on from here on a copy of
-	 * this stack. ward's record thread may be running (loop.c), holding
-	 * locks the copy keeps held for good: the child takes none before
-	 * its execve, and forks with _Fork(), not fork(), whose handlers
-	 * take every malloc arena's lock. The network
-	 * namespace is the child's to make (tracer_ns_child): making one
-	 * takes ~0.5 ms, which the child spends while ward seizes it and
-	 * begins the record.
-	 */
-	pid = (pid_t)syscall(SYS_clone,
-			     (unsigned long)((want & ~CLONE_NEWNET) | SIGCHLD),
-			     NULL, NULL, NULL, 0UL);
-	if (pid == 0) {
-		f->ns_flags = want;
-		/* Die with ward's thread that made us (it lives to the end
-		 * of the run); the code's processes have EXITKILL. */
-		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-		return 0;
-	}
-	if (pid > 0) {
-		t->ns.flags = want;
-		t->ns.init = pid;
-		/* our unreaped child: the pid cannot name another process;
-		 * under the lock tracer_stop reads it with (record thread) */
-		int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-		pthread_mutex_lock(&t->lock);
-		t->ns.init_fd = fd;
-		pthread_mutex_unlock(&t->lock);
-		record_layer(t, want, 0);
-		return pid;
-	}
-	int e = errno;
-	if (!tracer_requires(t->o, "namespaces")) /* else refused, said so */
-		warn("namespaces are not available (clone: %s): the run goes "
-		     "on without them",
-		     strerror(e));
-	record_layer(t, 0, e);
-	return fork();
-}
-
 /*
- * A stop of the init (it is traced from its seize to its fork). At the
- * fork event the new process is the code: the run's root from now on;
- * the init is let go. Returns true when pid is the init.
+ * A stop of the init (it is traced from its seize to its clone of the
+ * code, a vfork event). At that event the new process is the code: the
+ * run's root from now on; the init is let go. Returns true when pid is
+ * the init.
  */
 bool tracer_ns_init_stop(struct tracer *t, pid_t pid, int status)
 {
@@ -158,7 +118,7 @@ bool tracer_ns_init_stop(struct tracer *t, pid_t pid, int status)
 
 	if (!t->ns.init || pid != t->ns.init)
 		return false;
-	if (event != PTRACE_EVENT_FORK) {
+	if (event != PTRACE_EVENT_FORK && event != PTRACE_EVENT_VFORK) {
 		int sig = event == 0 ? WSTOPSIG(status) : 0;
 		ptrace(PTRACE_CONT, pid, 0, (void *)(long)sig);
 		return true;
@@ -251,7 +211,7 @@ pid_t tracer_ns_pgrp(pid_t host)
 /* ------------------------------------------------------------------ */
 /* the init's side (runs in the cloned child; never returns to ward)   */
 
-static void write_file(const char *path, const char *text)
+SPAWN_SIDE static void write_file(const char *path, const char *text)
 {
 	int fd = open(path, O_WRONLY | O_CLOEXEC);
 
@@ -263,7 +223,7 @@ static void write_file(const char *path, const char *text)
 }
 
 /* Map ward's uid and gid to themselves: the code sees who it is. */
-static void map_ids(const struct spawn_fds *f)
+SPAWN_SIDE static void map_ids(const struct spawn_fds *f)
 {
 	char m[64];
 
@@ -276,7 +236,7 @@ static void map_ids(const struct spawn_fds *f)
 	write_file("/proc/self/gid_map", m);
 }
 
-static void loopback_up(void)
+SPAWN_SIDE static void loopback_up(void)
 {
 	struct ifreq ifr;
 	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -294,7 +254,7 @@ static void loopback_up(void)
 }
 
 /* mkdir -p inside the run's tmpfs (the workdir's mount point). */
-static void make_dirs(const char *path)
+SPAWN_SIDE static void make_dirs(const char *path)
 {
 	char p[WARD_PATH_MAX];
 
@@ -312,7 +272,7 @@ static void make_dirs(const char *path)
 	}
 }
 
-static void tmpfs_at(const char *dir, long long size)
+SPAWN_SIDE static void tmpfs_at(const char *dir, long long size)
 {
 	char opts[64];
 
@@ -325,7 +285,7 @@ static void tmpfs_at(const char *dir, long long size)
 					 : "mounting a tmpfs on /dev/shm");
 }
 
-static void mounts(const struct tracer_opts *o, int flags)
+SPAWN_SIDE static void mounts(const struct tracer_opts *o, int flags)
 {
 	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
 	int wd;
@@ -354,7 +314,7 @@ static void mounts(const struct tracer_opts *o, int flags)
 	close(wd);
 }
 
-__attribute__((noreturn)) static void init_reap(void)
+SPAWN_SIDE __attribute__((noreturn)) static void init_reap(void)
 {
 	/* Hold nothing of ward's: the output pipes end when the code's
 	 * processes close them. */
@@ -365,9 +325,17 @@ __attribute__((noreturn)) static void init_reap(void)
 	}
 }
 
-void tracer_ns_child(const struct tracer_opts *o, const struct spawn_fds *f)
+/* The code's process: a CLONE_VFORK child of the init, on its own stack
+ * in the spawn area (the init waits in the kernel until it has execed or
+ * died, so the two never run at once). */
+SPAWN_SIDE static int code_main(void *arg)
 {
-	pid_t pid;
+	spawn_code(arg);
+}
+
+SPAWN_SIDE void tracer_ns_child(struct spawn_ctx *c)
+{
+	const struct spawn_fds *f = &c->f;
 
 	if (!f->ns_flags)
 		return;
@@ -383,17 +351,16 @@ void tracer_ns_child(const struct tracer_opts *o, const struct spawn_fds *f)
 		loopback_up();
 	}
 	if (f->ns_flags & CLONE_NEWNS)
-		mounts(o, f->ns_flags);
+		mounts(c->o, f->ns_flags);
 	if (!(f->ns_flags & CLONE_NEWPID))
 		return;
-	spawn_wait_seized(); /* the fork must be traced, in the cgroups */
+	spawn_wait_seized(c); /* the clone must be traced, in the cgroups */
 	/* TEST ONLY: an init that never forks (tests/integ/test_contain.py:
 	 * the run's stop must still end it). */
 	if (getenv("WARD_TEST_INIT_STALL"))
 		pause();
-	pid = _Fork(); /* no atfork handlers: see tracer_ns_fork */
-	if (pid < 0)
-		spawn_fail("fork of the code's process");
-	if (pid > 0)
-		init_reap();
+	if (clone(code_main, c->code_stack, CLONE_VM | CLONE_VFORK | SIGCHLD,
+		  c) < 0)
+		spawn_fail("clone of the code's process");
+	init_reap();
 }

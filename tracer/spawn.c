@@ -1,5 +1,5 @@
 /*
- * spawn.c - the child side: from fork to the interpreter's execve.
+ * spawn.c - the child side: from its clone to the interpreter's execve.
  *
  * The child blocks on a pipe until ward has PTRACE_SEIZEd it, so not one
  * syscall of the code runs unwatched. It then sets up, in this order: a new
@@ -9,12 +9,13 @@
  * no_new_privs, Landlock applied, the seccomp filter, and execve. A failure is written as text to the set-up error pipe (fd 3,
  * CLOEXEC, so a successful execve closes it) and the child exits 127.
  *
- * ward's record thread runs while the child is cloned (loop.c), so the
- * child, a copy of ward with that thread's locks as they were, takes none:
- * no allocation, no stdio, no glibc call that acts on all threads (the
- * set*id wrappers) or forks with handlers (fork); only system calls and
- * formatting into its own buffers (ns.c and landlock.c's child side
- * likewise).
+ * The child shares ward's memory (CLONE_VM, start.c) while ward's threads
+ * run, so it takes no lock of theirs and writes nothing of ward's but its
+ * spawn_ctx and its own stack: no allocation, no stdio, no static
+ * variables, no glibc call that acts on all threads (the set*id wrappers)
+ * or forks with handlers (fork); only system calls and formatting into its
+ * own buffers (ns.c and landlock.c's child side likewise). glibc's
+ * wrappers write errno on the spawner thread's TLS, which nothing reads.
  */
 #include "tracer-int.h"
 #include "spawn.h"
@@ -36,7 +37,7 @@
 #define ERR_FD	3
 #define SYNC_FD 4
 
-__attribute__((noreturn)) static void fail(const char *what)
+SPAWN_SIDE __attribute__((noreturn)) static void fail(const char *what)
 {
 	char msg[512];
 	int errsv = errno;
@@ -49,12 +50,12 @@ __attribute__((noreturn)) static void fail(const char *what)
 	_exit(127);
 }
 
-void spawn_fail(const char *what)
+SPAWN_SIDE void spawn_fail(const char *what)
 {
 	fail(what);
 }
 
-static void set_limit(int res, long long v, long long hard_extra)
+SPAWN_SIDE static void set_limit(int res, long long v, long long hard_extra)
 {
 	struct rlimit rl;
 
@@ -66,7 +67,7 @@ static void set_limit(int res, long long v, long long hard_extra)
 		fail("setrlimit");
 }
 
-static void drop_caps(void)
+SPAWN_SIDE static void drop_caps(void)
 {
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct d[2];
@@ -77,7 +78,7 @@ static void drop_caps(void)
 	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 }
 
-static void drop_bounding_set(void)
+SPAWN_SIDE static void drop_bounding_set(void)
 {
 	for (int cap = 0; cap <= 63; cap++) {
 		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
@@ -85,7 +86,7 @@ static void drop_bounding_set(void)
 	}
 }
 
-static void become_user(const struct tracer_opts *o)
+SPAWN_SIDE static void become_user(const struct tracer_opts *o)
 {
 	drop_bounding_set();
 	/* The system calls, not glibc's wrappers: those change every thread
@@ -102,7 +103,7 @@ static void become_user(const struct tracer_opts *o)
 		fail("uid/gid did not change");
 }
 
-static void reset_signals(void)
+SPAWN_SIDE static void reset_signals(void)
 {
 	sigset_t all;
 
@@ -112,13 +113,11 @@ static void reset_signals(void)
 	sigprocmask(SIG_SETMASK, &all, NULL);
 }
 
-/* ward's first byte: 'c' when it put us in a memory cgroup, else 'r' (the
- * rlimit is the limit). 0 until it came. */
-static char go_first;
-
-void spawn_wait_seized(void)
+/* ward's first byte (c->go_first): 'c' when it put us in a memory cgroup,
+ * else 'r' (the rlimit is the limit). 0 until it came. */
+SPAWN_SIDE void spawn_wait_seized(struct spawn_ctx *c)
 {
-	if (!go_first && read(SYNC_FD, &go_first, 1) != 1)
+	if (!c->go_first && read(SYNC_FD, &c->go_first, 1) != 1)
 		_exit(127); /* ward went away before seizing us */
 }
 
@@ -126,7 +125,7 @@ void spawn_wait_seized(void)
  * to their tasks files, which takes no global lock in the kernel
  * (cgroup.c), and tell ward how it went, a byte each (0 or the errno).
  * First: ward waits for this to decide the memory limit's layer. */
-static void enter_cgroups(const struct spawn_fds *f)
+SPAWN_SIDE static void enter_cgroups(const struct spawn_fds *f)
 {
 	unsigned char r[2] = { 0, 0 };
 
@@ -145,10 +144,10 @@ static void enter_cgroups(const struct spawn_fds *f)
 	close(f->cg_ack_w);
 }
 
-void spawn_child(const struct tracer_opts *o, const struct sock_fprog *filter,
-		 const struct spawn_fds *f)
+SPAWN_SIDE void spawn_child(struct spawn_ctx *c)
 {
-	char c;
+	const struct tracer_opts *o = c->o;
+	const struct spawn_fds *f = &c->f;
 	int null;
 
 	/* TEST ONLY (tests/integ/test_contain.py): a child that takes this
@@ -184,11 +183,20 @@ void spawn_child(const struct tracer_opts *o, const struct sock_fprog *filter,
 	if (syscall(SYS_close_range, SYNC_FD + 1 + ncode, ~0U, 0) < 0)
 		fail("close_range");
 	/* In new namespaces: set them up (while ward seizes us and places
-	 * us in the run's cgroups) and, once it has, fork; from here on we
-	 * are the code's process, the init's child (ns.c). */
-	tracer_ns_child(o, f);
-	spawn_wait_seized(); /* without namespaces: here */
-	bool rlimit_as = go_first != 'c';
+	 * us in the run's cgroups) and, once it has, make the code's process,
+	 * the init's child, which goes on in spawn_code (ns.c). */
+	tracer_ns_child(c);
+	spawn_code(c);
+}
+
+SPAWN_SIDE void spawn_code(struct spawn_ctx *c)
+{
+	const struct tracer_opts *o = c->o;
+	const struct spawn_fds *f = &c->f;
+	char go;
+
+	spawn_wait_seized(c); /* without namespaces: here */
+	bool rlimit_as = c->go_first != 'c';
 
 	if (setsid() < 0)
 		fail("setsid");
@@ -226,13 +234,13 @@ void spawn_child(const struct tracer_opts *o, const struct sock_fprog *filter,
 	/* The second byte: the run is recorded (tracer_opts.record), the
 	 * code may start. EOF: ward went away, or could not record it.
 	 * Before the filters: a policy may trap read or close. */
-	if (read(SYNC_FD, &c, 1) != 1 || c != 'g')
+	if (read(SYNC_FD, &go, 1) != 1 || go != 'g')
 		_exit(127);
 	close(SYNC_FD);
 	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &tracer_guard) < 0)
 		fail("loading the guard seccomp filter");
 	/* seccomp(2), not prctl: the guard kills prctl(PR_SET_SECCOMP). */
-	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, filter) < 0)
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, c->filter) < 0)
 		fail("loading the seccomp filter");
 	/* Last, so that nothing of ward's own (allocations in seccomp_load,
 	 * a sanitizer's reserved shadow memory) runs under the code's limit. */

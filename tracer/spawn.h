@@ -16,10 +16,25 @@ struct spawn_fds {
 	gid_t ns_gid;
 };
 
-/* Runs in the forked child; never returns. */
-__attribute__((noreturn)) void spawn_child(const struct tracer_opts *o,
-					   const struct sock_fprog *filter,
-					   const struct spawn_fds *f);
+/*
+ * What the child side works from, in the spawn area (start.c). The child
+ * shares ward's memory (CLONE_VM): of ward's memory it writes this and
+ * nothing else (besides its own stacks).
+ */
+struct spawn_ctx {
+	const struct tracer_opts *o;
+	const struct sock_fprog *filter;
+	struct spawn_fds f;
+	int sync_w;	  /* ward's end of the sync pipe: the child closes it */
+	char go_first;	  /* ward's first byte once read: 'c' or 'r' */
+	void *code_stack; /* top of the code process's stack (ns.c) */
+};
+
+/* The first child, from its clone (start.c); never returns. */
+__attribute__((noreturn)) void spawn_child(struct spawn_ctx *c);
+/* The code's process, from its namespaces on: its set-up and execve (in
+ * the first child, or in the process the init makes); never returns. */
+__attribute__((noreturn)) void spawn_code(struct spawn_ctx *c);
 
 /* Report a set-up failure (what: strerror(errno)) to ward and exit 127.
  * For the child side only. */
@@ -28,14 +43,21 @@ __attribute__((noreturn)) void spawn_fail(const char *what);
 /* Child side: wait (once) for ward's first byte, which says it has
  * seized this process and placed it in the run's cgroups; exits when ward
  * went away. Before anything of the code's can run, even a fork. */
-void spawn_wait_seized(void);
+void spawn_wait_seized(struct spawn_ctx *c);
 
-/* Namespaces (ns.c). ward's side: clone the first child into new
- * namespaces (plain fork when the kernel refuses them: said on stderr and
- * recorded); returns like fork. The child's side: set the namespaces up,
- * wait for ward's first byte (spawn_wait_seized) and fork the code's
- * process; returns only in that process (the init never returns). */
-pid_t tracer_ns_fork(struct tracer *t, struct spawn_fds *f);
-void tracer_ns_child(const struct tracer_opts *o, const struct spawn_fds *f);
+/* ward's side (start.c): the first child cloned with CLONE_VM into new
+ * namespaces (without them when the kernel refuses: said on stderr and
+ * recorded), running spawn_child. Returns its pid or -errno. */
+pid_t tracer_start_child(struct tracer *t, const struct sock_fprog *filter,
+			 const struct spawn_fds *f, int sync_w);
+/* Once no child of ward's is left: the spawner joined, the area unmapped.
+ * Safe to call when nothing was started. */
+void tracer_start_end(struct tracer *t);
+
+/* Namespaces, the child's side (ns.c): set them up, wait for ward's first
+ * byte (spawn_wait_seized) and make the code's process, which runs
+ * spawn_code; the init never returns. Returns at once without a pid
+ * namespace. */
+void tracer_ns_child(struct spawn_ctx *c);
 
 #endif

@@ -253,8 +253,22 @@ int tracer_dircache_used(void); /* directories cached (for tests) */
 /* Lexical normalization of an absolute path in place (//, ., ..). */
 void tracer_normalize(char *path);
 
-/* ---- namespaces (ns.c; the fork and the child's side in spawn.h) ---- */
+/* The child side (spawn.c, ns.c, start.c, tracer_landlock_build) runs on
+ * stacks of the spawn area that AddressSanitizer does not know of: under
+ * it, not instrumented (its stack checks would be false, and its
+ * __asan_handle_no_return before each noreturn call warns). */
+#if defined(__SANITIZE_ADDRESS__)
+#define SPAWN_SIDE __attribute__((no_sanitize_address))
+#else
+#define SPAWN_SIDE
+#endif
 
+/* ---- namespaces (ns.c; the clone and the child's side in spawn.h) ---- */
+
+/* The CLONE_NEW* flags the run asks for. */
+int tracer_ns_plan(const struct tracer *t);
+/* The namespaces layer: flags in effect (0: none, the clone's errno). */
+void tracer_ns_record(struct tracer *t, int flags, int err);
 /* A stop of the run's init: handled (true), or pid is not the init. */
 bool tracer_ns_init_stop(struct tracer *t, pid_t pid, int status);
 /* The host pid of the tracee the code calls nspid (a pid or tid of its
@@ -352,6 +366,13 @@ struct tracer {
 		 * first process exists */
 		int init_fd;
 	} ns; /* namespaces (ns.c) */
+	struct {
+		void *area; /* the children's context and stacks; NULL */
+		size_t len;
+		pthread_t thread; /* the spawner, while started */
+		bool started;
+		int end_r, end_w; /* its pipe: closing end_w ends it */
+	} spawn;		  /* start.c */
 
 	/* tracee table: written by the main thread under lock; the output
 	 * thread reads it under lock only to kill everyone */

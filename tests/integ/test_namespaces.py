@@ -309,3 +309,60 @@ def test_refused_namespaces_said_recorded_and_required(ctx):
     assert p.returncode == 125 and "RAN" not in p.stdout, (p.stdout, p.stderr)
     assert "required layer namespaces is not active" in p.stderr, p.stderr
     assert "goes on without them" not in p.stderr, p.stderr
+
+
+def _children_of(pid):
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/status") as f:
+                st = dict(l.split(":", 1) for l in f if ":" in l)
+        except OSError:
+            continue
+        if int(st["PPid"]) == pid:
+            out.append((int(d), st["NSpid"].split()))
+    return out
+
+
+def _same_vm(a, b):
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    SYS_kcmp, KCMP_VM = 312, 1
+    r = libc.syscall(SYS_kcmp, a, b, KCMP_VM, 0, 0)
+    assert r >= 0, os.strerror(ctypes.get_errno())
+    return r == 0
+
+
+def test_the_init_shares_wards_memory_and_the_code_has_its_own(ctx):
+    """ward makes no copy of itself to start a run (start.c): the run's
+    init is cloned with CLONE_VM and keeps ward's memory for the whole run
+    (only its reaping loop runs there); the code's process, cloned by it
+    with CLONE_VM|CLONE_VFORK, has a memory of its own once it has execed.
+    ward has no other child."""
+    if os.uname().machine != "x86_64":
+        raise Skip("the kcmp number used here is x86_64's")
+    if os.geteuid() != 0:
+        raise Skip("kcmp of ward's processes needs root here")
+    code = "import time\nprint('up', flush=True)\ntime.sleep(60)\n"
+    p = subprocess.Popen([ward_bin(), "run", "--db", ctx.db, "--timeout", "90",
+                          "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, cwd=ctx.tmp)
+    try:
+        assert p.stdout.readline() == "up\n"
+        kids = _children_of(p.pid)
+        assert len(kids) == 1, kids
+        init, nspid = kids[0]
+        assert nspid[-1] == "1", nspid  # pid 1 of the run's namespace
+        assert _same_vm(p.pid, init)
+        code_procs = _children_of(init)
+        assert len(code_procs) == 1 and code_procs[0][1][-1] == "2", code_procs
+        with open(f"/proc/{code_procs[0][0]}/comm") as f:
+            assert f.read().startswith("python3")
+        assert not _same_vm(p.pid, code_procs[0][0])
+    finally:
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=30)
+    assert p.returncode != 0 and "aborted" in err, (p.returncode, err)
+    assert _children_of(p.pid) == []

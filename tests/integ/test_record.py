@@ -209,3 +209,38 @@ def test_many_denials_all_recorded_few_printed(ctx):
     assert "recorded, not printed" in r.stderr
     run = ctx.last_run()
     assert run["denials"] == 120 and len(ctx.denials(run["id"])) == 120
+
+
+def test_the_database_is_opened_ahead_and_a_refused_run_touches_none(ctx):
+    """ward opens an existing database on a thread of its own from its
+    start (tools/runrec.h, ward_record_preopen), while it loads the policy
+    and sets the sandbox up; the run row is still written before the code
+    may start. A run refused before its record creates no database, and
+    leaves an existing one as it was."""
+    bad = ctx.write("bad.json", '{"version": 1, "no_such_key": 1}\n')
+    r = ctx.ward("run", "--policy", bad, "-c", "print(1)")
+    assert r.code == 125 and "no_such_key" in r.stderr, r
+    assert not os.path.exists(ctx.db)
+    # the first run creates it: nothing to open ahead
+    r = ctx.ward("run", "-v", "-c", "print(1)")
+    assert r.code == 0 and "opened ahead" not in r.stderr, r
+    r = ctx.ward("run", "-v", "-c", "print(2)")
+    assert r.code == 0 and r.stdout == "2\n", r
+    lines = r.stderr.splitlines()
+    ahead = [i for i, l in enumerate(lines) if "audit database opened ahead of the record" in l]
+    recorded = [i for i, l in enumerate(lines) if "may start" in l]
+    execd = [i for i, l in enumerate(lines) if "] exec /usr/bin/python3" in l]
+    assert len(ahead) == 1 and recorded and execd, r.stderr
+    assert ahead[0] < recorded[0] < execd[0], r.stderr
+
+    def files():
+        return {s: open(ctx.db + s, "rb").read() for s in ("", "-wal")
+                if os.path.exists(ctx.db + s)}
+    before = files()
+    runs = len(ctx.sql("select id from runs"))
+    for args in (["--policy", bad], ["--interpreter", ctx.path("none")],
+                 ["--timeout", "nonsense"]):
+        r = ctx.ward("run", *args, "-c", "print(1)")
+        assert r.code == 125, (args, r)
+    assert files() == before
+    assert len(ctx.sql("select id from runs")) == runs == 2
