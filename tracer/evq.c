@@ -111,6 +111,16 @@ int evq_drain(struct tracer *t)
 	return rc;
 }
 
+size_t evq_len(struct tracer *t)
+{
+	size_t n;
+
+	pthread_mutex_lock(&t->q_lock);
+	n = t->q_len;
+	pthread_mutex_unlock(&t->q_lock);
+	return n;
+}
+
 int evq_write_now(struct tracer *t, const struct audit_event *e)
 {
 	int rc;

@@ -5,9 +5,12 @@
  * It never calls ptrace (ptrace belongs to the main thread). It reads the
  * pipes as data comes, timestamps each chunk, records it, passes it through
  * live, keeps a copy for --json, enforces the output cap, commits the
- * audit batch every 200 ms, and turns a wall timeout or SIGINT/TERM/HUP into
- * a stop request (which kills every tracee; the main thread then sees them
- * go). It ends when the main thread says the tracees are gone and both
+ * audit batch every 200 ms (and, in a run's first second, whenever the
+ * code has made no trapped call and printed nothing for 5 ms: the record
+ * of an interpreter's start is then written beside it, on this thread's
+ * CPU, not after the code's end, when ward's exit waits for it), and
+ * turns a wall timeout or SIGINT/TERM/HUP into a stop request (which
+ * kills every tracee; the main thread then sees them go). It ends when the main thread says the tracees are gone and both
  * pipes are drained to EOF.
  */
 #include "tracer-int.h"
@@ -21,7 +24,15 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-enum { CHUNK = 65536, FLUSH_MS = 200, DRAIN_MS = 50 };
+#include "../common/log.h"
+
+enum {
+	CHUNK = 65536,
+	FLUSH_MS = 200,
+	DRAIN_MS = 50,
+	QUIET_MS = 5,	 /* a pause that commits what came before it */
+	EARLY_MS = 1000, /* ... in the run's first second */
+};
 
 static void write_all(int fd, const char *p, size_t n, bool *ok)
 {
@@ -224,12 +235,12 @@ static void *io_main(void *arg)
 {
 	struct tracer *t = arg;
 	char *buf = malloc(CHUNK);
-	bool pass_ok = true, finishing = false;
+	bool pass_ok = true, finishing = false, dirty = false;
 	int side = t->o->side_in > 0 ? t->o->side_in : -1;
-	long long last_flush, last_pids;
+	long long last_flush, last_pids, begun, last_news = 0;
 
 	tracer_record_wait(t); /* nothing is written before the run's row */
-	last_flush = last_pids = tracer_now_ns();
+	begun = last_flush = last_pids = tracer_now_ns();
 	if (!buf) {
 		tracer_stop(t, STOP_AUDIT,
 			    "out of memory in the output thread");
@@ -258,13 +269,16 @@ static void *io_main(void *arg)
 						   i == 5 ? POLLPRI : POLLIN,
 						   0 };
 		}
-		int rc = poll(p, (nfds_t)np, DRAIN_MS);
+		bool early = tracer_now_ns() - begun < EARLY_MS * 1000000LL;
+		int rc = poll(p, (nfds_t)np, early ? QUIET_MS : DRAIN_MS);
 		if (rc < 0 && errno != EINTR)
 			break;
+		bool news = evq_len(t) > 0;
 		for (int i = 0; i < np && rc > 0; i++) {
 			if (!p[i].revents)
 				continue;
 			if (idx[i] == 1 || idx[i] == 2) {
+				news = true;
 				if (!drain(t, idx[i], buf, &pass_ok)) {
 					close(t->out_fd[idx[i]]);
 					t->out_fd[idx[i]] = -1;
@@ -295,10 +309,21 @@ static void *io_main(void *arg)
 			tracer_cgroup_check_pids(t);
 			last_pids = now;
 		}
-		if (now - last_flush > FLUSH_MS * 1000000LL) {
+		if (news) {
+			dirty = true;
+			last_news = now;
+		}
+		/* At the run's end the main thread commits it all at once. */
+		if (now - last_flush > FLUSH_MS * 1000000LL ||
+		    (early && dirty && !finishing &&
+		     now - last_news >= QUIET_MS * 1000000LL)) {
+			if (t->audit && dirty && early)
+				debug("the record so far committed, while the "
+				      "code runs");
 			if (t->audit)
 				audit_flush(t->audit);
 			last_flush = now;
+			dirty = false;
 		}
 	}
 	free(buf);

@@ -518,6 +518,8 @@ int evq_process_exec(struct tracer *t, int serial, long long ts_ns,
 int evq_process_exit(struct tracer *t, int serial, long long ts_ns,
 		     int exit_code, int signal);
 int evq_drain(struct tracer *t);
+/* How many records wait in the queue. */
+size_t evq_len(struct tracer *t);
 /* The record cannot be written: stop the run (nothing runs unrecorded). */
 void evq_failed(struct tracer *t);
 

@@ -244,3 +244,34 @@ def test_the_database_is_opened_ahead_and_a_refused_run_touches_none(ctx):
         assert r.code == 125, (args, r)
     assert files() == before
     assert len(ctx.sql("select id from runs")) == runs == 2
+
+
+def test_a_pause_in_the_first_second_commits_the_record_so_far(ctx):
+    """In a run's first second the output thread commits what is recorded
+    as soon as the code pauses (5 ms without a trapped call or output):
+    the record of the interpreter's start is written while it runs, not
+    after its end, when ward's exit would wait for it. Visible to another
+    reader during the pause."""
+    code = ("import sys, time\nopen('mark.txt', 'w').write('x')\n"
+            "print('paused', flush=True)\ntime.sleep(30)\n")
+    p = wardtest.spawn([wardtest.ward_bin(), "run", "-v", "--db", ctx.db, "-c", code],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ctx.tmp)
+    try:
+        assert p.stdout.readline() == "paused\n"
+
+        def seen():
+            try:
+                return ctx.sql("select count(*) n from events where target like '%/mark.txt'"
+                               " and decision = 'allow'")[0]["n"] == 1
+            except Exception:
+                return False
+        # during the sleep: the open of mark.txt is committed
+        assert wardtest.wait_until(seen, timeout=20)
+        assert p.poll() is None
+    finally:
+        p.terminate()
+        out, err = p.communicate(timeout=30)
+    lines = err.splitlines()
+    early = [i for i, l in enumerate(lines) if "the record so far committed, while the code runs" in l]
+    gone = [i for i, l in enumerate(lines) if "last tracee gone" in l]
+    assert early and gone and early[0] < gone[0], err
