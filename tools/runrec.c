@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../common/thread.h"
 #include "view.h"
 
 json_t *ward_json_text(const char *s, size_t len)
@@ -150,27 +151,14 @@ static void *preopen_main(void *arg)
 
 void ward_record_preopen(struct ward_record *r)
 {
-	cpu_set_t all, rest;
-	pthread_attr_t attr;
 	struct stat st;
-	int cpu = sched_getcpu();
 
 	if (r->pre_started || !r->db || stat(r->db, &st) < 0 ||
-	    !S_ISREG(st.st_mode) || pthread_attr_init(&attr) != 0)
+	    !S_ISREG(st.st_mode))
 		return;
-	/* Not on this thread's CPU, where it would take turns with the
-	 * set-up it is meant to run beside (the scheduler may put a new
-	 * thread there, and leave it there for a few ms). */
-	if (cpu >= 0 && sched_getaffinity(0, sizeof(all), &all) == 0 &&
-	    CPU_COUNT(&all) > 1 && CPU_ISSET(cpu, &all)) {
-		rest = all;
-		CPU_CLR(cpu, &rest);
-		pthread_attr_setaffinity_np(&attr, sizeof(rest), &rest);
-	}
 	r->pre_au = NULL;
-	r->pre_started =
-		pthread_create(&r->pre_thread, &attr, preopen_main, r) == 0;
-	pthread_attr_destroy(&attr);
+	r->pre_started = ward_thread_beside(&r->pre_thread, preopen_main, r) ==
+			 0;
 }
 
 int ward_record_begin(struct ward_record *r)
