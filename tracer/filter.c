@@ -27,10 +27,8 @@
  */
 #include "tracer-int.h"
 #include "../common/floor.h"
-#include "../common/thread.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -383,47 +381,7 @@ struct tracer_prepared {
 	struct sock_fprog prog;
 	char msg[256];
 	int rc;
-	/* the run's network namespace, made ahead (ns.c) */
-	pthread_t net_thread;
-	bool net_started;
-	int netns_fd; /* -1: none (the init makes one) */
 };
-
-static void *net_thread(void *arg)
-{
-	struct tracer_prepared *tp = arg;
-
-	tp->netns_fd = tracer_ns_make_net();
-	return NULL;
-}
-
-/* As root, when the run gets a network namespace of its own: made on a
- * thread of its own, off the CPU ward runs on, while ward sets up the
- * rest (unshare(CLONE_NEWNET) takes ~0.8 ms here, in the init it was on
- * the way to the code's start). Not without root: there the init makes
- * it inside the run's user namespace. */
-static void prepare_net(struct tracer_prepared *tp)
-{
-	tp->netns_fd = -1;
-	if (geteuid() != 0 || policy_net_beyond_loopback(tp->policy))
-		return;
-	tp->net_started = ward_thread_beside(&tp->net_thread, net_thread, tp) ==
-			  0;
-}
-
-int tracer_prepared_netns(struct tracer_prepared *tp)
-{
-	int fd;
-
-	if (!tp)
-		return -1;
-	if (tp->net_started)
-		pthread_join(tp->net_thread, NULL);
-	tp->net_started = false;
-	fd = tp->netns_fd;
-	tp->netns_fd = -1;
-	return fd >= 0 ? fd : -1;
-}
 
 static void *compile_thread(void *arg)
 {
@@ -447,12 +405,14 @@ int tracer_prepare(const struct policy *p, struct tracer_prepared **out)
 		tp->rc = rc;
 		if (rc < 0)
 			snprintf(tp->msg, sizeof(tp->msg), "out of memory");
-	} else if ((rc = pthread_create(&tp->thread, NULL, compile_thread,
-					tp))) {
+		*out = tp;
+		return 0;
+	}
+	rc = pthread_create(&tp->thread, NULL, compile_thread, tp);
+	if (rc) {
 		free(tp);
 		return -rc;
 	}
-	prepare_net(tp);
 	*out = tp;
 	return 0;
 }
@@ -478,9 +438,6 @@ void tracer_prepared_free(struct tracer_prepared *tp)
 		return;
 	if (tp->thread)
 		pthread_join(tp->thread, NULL);
-	int fd = tracer_prepared_netns(tp);
-	if (fd >= 0)
-		close(fd);
 	free(tp->prog.filter);
 	free(tp);
 }

@@ -2,12 +2,10 @@
  * ns.c - namespaces as a kernel floor for the run, and the run's init.
  *
  * ward clones its first child with CLONE_NEWPID, NEWNS, NEWIPC, NEWUTS,
- * and, when ward is not root, NEWUSER (the invoking uid and gid mapped to
- * themselves); the child then enters a new network namespace (unless the
- * policy lets the code reach peers beyond loopback: then the host's
- * network stays and the connect rules decide): as root one a thread of
- * ward's made ahead (tracer_ns_make_net, from tracer_prepare), else one
- * it makes itself in its user namespace. That child is pid 1 of the new pid namespace: ward's own
+ * NEWNET (unless the policy lets the code reach peers beyond loopback:
+ * then the host's network stays and the connect rules decide) and, when
+ * ward is not root, NEWUSER (the invoking uid and gid mapped to
+ * themselves). That child is pid 1 of the new pid namespace: ward's own
  * code, no exec, no seccomp filter. It must not run the code: pid 1
  * ignores every signal it has no handler for, even one it sends itself,
  * so a script that kills itself with SIGTERM would not die as it does
@@ -238,59 +236,21 @@ SPAWN_SIDE static void map_ids(const struct spawn_fds *f)
 	write_file("/proc/self/gid_map", m);
 }
 
-/* Loopback up in the caller's network namespace; 0, or -errno with *what
- * naming the step. */
-SPAWN_SIDE static int lo_up(const char **what)
-{
-	struct ifreq ifr;
-	int e, s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-	*what = "socket (to bring loopback up)";
-	if (s < 0)
-		return -errno;
-	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-	*what = "SIOCGIFFLAGS lo";
-	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
-		goto fail;
-	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-	*what = "SIOCSIFFLAGS lo (bring loopback up)";
-	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
-		goto fail;
-	close(s);
-	return 0;
-fail:
-	e = errno;
-	close(s);
-	return -e;
-}
-
 SPAWN_SIDE static void loopback_up(void)
 {
-	const char *what;
-	int rc = lo_up(&what);
+	struct ifreq ifr;
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
-	if (rc < 0) {
-		errno = -rc;
-		spawn_fail(what);
-	}
-}
-
-int tracer_ns_make_net(void)
-{
-	const char *what;
-	int fd, rc;
-
-	if (unshare(CLONE_NEWNET) < 0)
-		return -errno;
-	rc = lo_up(&what);
-	if (rc < 0)
-		return rc;
-	fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	debug("the run's network namespace made ahead");
-	return fd;
+	if (s < 0)
+		spawn_fail("socket (to bring loopback up)");
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+		spawn_fail("SIOCGIFFLAGS lo");
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+		spawn_fail("SIOCSIFFLAGS lo (bring loopback up)");
+	close(s);
 }
 
 /* mkdir -p inside the run's tmpfs (the workdir's mount point). */
@@ -384,10 +344,7 @@ SPAWN_SIDE void tracer_ns_child(struct spawn_ctx *c)
 	if (f->ns_flags & CLONE_NEWUTS &&
 	    sethostname(NS_HOSTNAME, strlen(NS_HOSTNAME)) < 0)
 		spawn_fail("sethostname in the run's uts namespace");
-	if (f->ns_flags & CLONE_NEWNET && c->net_err) {
-		errno = c->net_err;
-		spawn_fail("setns into the run's network namespace");
-	} else if (f->ns_flags & CLONE_NEWNET && f->netns_fd < 0) {
+	if (f->ns_flags & CLONE_NEWNET) {
 		if (unshare(CLONE_NEWNET) < 0)
 			spawn_fail("unshare(CLONE_NEWNET): the run's network "
 				   "namespace");

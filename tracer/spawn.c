@@ -156,10 +156,6 @@ SPAWN_SIDE void spawn_child(struct spawn_ctx *c)
 	const char *stall = getenv("WARD_TEST_SPAWN_STALL_MS");
 	if (stall)
 		usleep((useconds_t)atoi(stall) * 1000);
-	/* Before the fds are shuffled and closed; a failure is said once
-	 * the error pipe is in place (tracer_ns_child). */
-	if (f->netns_fd >= 0 && setns(f->netns_fd, CLONE_NEWNET) < 0)
-		c->net_err = errno ? errno : EIO;
 	enter_cgroups(f);
 	reset_signals();
 	/* Move our fds out of the way of 0..4 before placing them. */

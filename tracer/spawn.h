@@ -12,8 +12,6 @@ struct spawn_fds {
 	int cg_ack_w;	  /* and where to say how it went */
 	const struct tracer_landlock *landlock; /* the plan; NULL: none */
 	int ns_flags; /* CLONE_NEW* the child was cloned with (ns.c) */
-	int netns_fd; /* the network namespace made ahead (tracer_prepare),
-		       * to enter; -1: the child makes one */
 	uid_t ns_uid; /* ward's euid and egid, for the user namespace */
 	gid_t ns_gid;
 };
@@ -29,7 +27,6 @@ struct spawn_ctx {
 	struct spawn_fds f;
 	int sync_w;	  /* ward's end of the sync pipe: the child closes it */
 	char go_first;	  /* ward's first byte once read: 'c' or 'r' */
-	int net_err;	  /* entering f.netns_fd failed with this errno */
 	void *code_stack; /* top of the code process's stack (ns.c) */
 };
 

@@ -64,7 +64,6 @@ struct spawner {
 	int ns_err;	  /* the namespaces' refusal (0: none) */
 	sem_t done;	  /* pid, err and ns_err are set */
 	int end_r;	  /* EOF here: the run is over, the thread ends */
-	int netns_fd;	  /* made ahead, or -1 */
 };
 
 /* The area's first pages: what the child side reads (the child writes
@@ -91,7 +90,6 @@ SPAWN_SIDE static int child_main(void *arg)
 static pid_t clone_child(struct spawner *s, int flags)
 {
 	s->ctx->f.ns_flags = flags;
-	s->ctx->f.netns_fd = flags & CLONE_NEWNET ? s->netns_fd : -1;
 	return clone(child_main, s->init_stack,
 		     CLONE_VM | (flags & ~CLONE_NEWNET) | SIGCHLD, s->ctx);
 }
@@ -166,9 +164,6 @@ pid_t tracer_start_child(struct tracer *t, const struct sock_fprog *filter,
 	s->flags = want;
 	s->end_r = end[0];
 	s->pid = -1;
-	s->netns_fd = want & CLONE_NEWNET
-			      ? tracer_prepared_netns(t->o->prepared)
-			      : -1;
 	if (sem_init(&s->done, 0, 0) < 0)
 		return -errno;
 	/* Default attributes but the stack's size: the child inherits the
@@ -181,16 +176,11 @@ pid_t tracer_start_child(struct tracer *t, const struct sock_fprog *filter,
 		rc = -pthread_create(&t->spawn.thread, &attr, spawner_main, s);
 		pthread_attr_destroy(&attr);
 	}
-	if (rc < 0) {
-		if (s->netns_fd >= 0)
-			close(s->netns_fd);
+	if (rc < 0)
 		return rc;
-	}
 	t->spawn.started = true;
 	while (sem_wait(&s->done) < 0 && errno == EINTR)
 		;
-	if (s->netns_fd >= 0) /* the child has its own copy now */
-		close(s->netns_fd);
 	if (s->pid < 0) {
 		tracer_ns_record(t, 0, s->ns_err);
 		return -s->err;

@@ -79,9 +79,6 @@ extern const struct tracer_builtin_filters tracer_builtin_filters
  * with msg filled. */
 int tracer_prepared_take(struct tracer_prepared *tp, struct sock_fprog *out,
 			 char *msg, size_t n);
-/* Waits for the network namespace tracer_prepare made ahead; its fd (the
- * caller's to close), or -1 when there is none. tp may be NULL. */
-int tracer_prepared_netns(struct tracer_prepared *tp);
 
 /* The guard filter, loaded before the main one (see filter.c). */
 struct sock_fprog;
@@ -268,10 +265,6 @@ void tracer_normalize(char *path);
 
 /* ---- namespaces (ns.c; the clone and the child's side in spawn.h) ---- */
 
-/* A new network namespace with loopback up, made by (and entered by) the
- * calling thread, which should end afterwards: an fd of it (O_CLOEXEC),
- * or -errno. */
-int tracer_ns_make_net(void);
 /* The CLONE_NEW* flags the run asks for. */
 int tracer_ns_plan(const struct tracer *t);
 /* The namespaces layer: flags in effect (0: none, the clone's errno). */

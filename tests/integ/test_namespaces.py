@@ -366,28 +366,3 @@ def test_the_init_shares_wards_memory_and_the_code_has_its_own(ctx):
         out, err = p.communicate(timeout=30)
     assert p.returncode != 0 and "aborted" in err, (p.returncode, err)
     assert _children_of(p.pid) == []
-
-
-def test_the_network_namespace_is_made_ahead_fresh_for_each_run(ctx):
-    """As root ward makes the run's network namespace on a thread of its
-    own while it sets up the rest (tracer_prepare); the init enters it.
-    It is the run's: not the host's, not another run's, loopback only."""
-    if os.geteuid() != 0:
-        raise Skip("made ahead as root only (else in the run's user namespace)")
-    code = ("import array, fcntl, os, socket, struct\n"
-            "print(os.readlink('/proc/self/ns/net'))\n"
-            "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
-            "b = array.array('B', bytes(4096))\n"  # SIOCGIFCONF: interfaces up
-            "n = struct.unpack('iL', fcntl.ioctl(s.fileno(), 0x8912,"
-            " struct.pack('iL', 4096, b.buffer_info()[0])))[0]\n"
-            "print(sorted(b.tobytes()[i:i + 16].split(b'\\0')[0].decode()"
-            " for i in range(0, n, 40)))\n")
-    seen = []
-    for _ in range(2):
-        r = ctx.run(code, "-v", "--policy", loopback_policy(ctx))
-        assert r.code == 0, r
-        assert "the run's network namespace made ahead" in r.stderr, r.stderr
-        net, ifs = r.stdout.splitlines()
-        assert net != os.readlink("/proc/self/ns/net") and ifs == "['lo']", r
-        seen.append(net)
-    assert seen[0] != seen[1], seen
