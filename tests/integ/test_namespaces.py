@@ -366,3 +366,33 @@ def test_the_init_shares_wards_memory_and_the_code_has_its_own(ctx):
         out, err = p.communicate(timeout=30)
     assert p.returncode != 0 and "aborted" in err, (p.returncode, err)
     assert _children_of(p.pid) == []
+
+
+def test_wards_environment_is_out_of_the_codes_reach_through_the_init(ctx):
+    """The run's init shares ward's memory, environment included
+    (start.c). Even with the audit profile (the supervisor denies nothing)
+    the code cannot read it through /proc/1/environ: as root the init is
+    another uid, and without root it holds capabilities in the run's user
+    namespace that the code does not (the kernel's ptrace access check)."""
+    setpriv = shutil.which("setpriv", path="/usr/bin:/bin")
+    secret = "ward-secret-" + os.urandom(6).hex()
+    code = ("for p in ('/proc/1/environ', '/proc/1/task/1/environ'):\n"
+            " try: print(open(p, 'rb').read().hex())\n"
+            " except OSError as e: print(type(e).__name__)\n")
+    home = ctx.path("home")
+    os.makedirs(home, exist_ok=True)
+    os.chown(home, 65534, 65534)
+    os.chmod(ctx.tmp, 0o755)
+    env = {"HOME": home, "PATH": "/usr/bin:/bin", "AGENT_API_KEY": secret}
+    runs = [[]]
+    if os.geteuid() == 0 and setpriv:
+        runs.append([setpriv, "--reuid", "65534", "--regid", "65534", "--clear-groups"])
+    for i, pre in enumerate(runs):
+        p = subprocess.run(pre + [ward_bin(), "run", "--profile", "audit", "--db",
+                                  os.path.join(home, f"a{i}.db"), "-c", code],
+                           capture_output=True, text=True, timeout=120, cwd=home, env=env)
+        if "namespaces are not available" in p.stderr:
+            continue
+        assert p.returncode == 0, (pre, p.stdout, p.stderr)
+        assert p.stdout.splitlines() == ["PermissionError"] * 2, (pre, p.stdout)
+        assert secret.encode().hex() not in p.stdout
