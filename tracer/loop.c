@@ -1280,9 +1280,8 @@ static pid_t start_child(struct tracer *t, const struct sock_fprog *filter,
 		goto refuse;
 	/*
 	 * The first byte lets the init make the code's process (ns.c), or the
-	 * code go
-	 * on with its set-up; the second ('g') lets the code execve. The
-	 * second goes once the run is recorded, after the first: whichever
+	 * code go on with its set-up; the second ('g') lets the code execve.
+	 * The second goes once the run is recorded, after the first: whichever
 	 * of this thread and the record thread (tracer_record_begin) comes
 	 * second writes it.
 	 */

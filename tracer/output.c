@@ -10,8 +10,9 @@
  * of an interpreter's start is then written beside it, on this thread's
  * CPU, not after the code's end, when ward's exit waits for it), and
  * turns a wall timeout or SIGINT/TERM/HUP into a stop request (which
- * kills every tracee; the main thread then sees them go). It ends when the main thread says the tracees are gone and both
- * pipes are drained to EOF.
+ * kills every tracee; the main thread then sees them go). It ends when
+ * the main thread says the tracees are gone and both pipes are drained to
+ * EOF.
  */
 #include "tracer-int.h"
 
@@ -314,10 +315,10 @@ static void *io_main(void *arg)
 			last_news = now;
 		}
 		/* At the run's end the main thread commits it all at once. */
-		if (now - last_flush > FLUSH_MS * 1000000LL ||
-		    (early && dirty && !finishing &&
-		     now - last_news >= QUIET_MS * 1000000LL)) {
-			if (t->audit && dirty && early)
+		bool pause = early && dirty && !finishing &&
+			     now - last_news >= QUIET_MS * 1000000LL;
+		if (pause || now - last_flush > FLUSH_MS * 1000000LL) {
+			if (t->audit && pause)
 				debug("the record so far committed, while the "
 				      "code runs");
 			if (t->audit)

@@ -11,7 +11,7 @@ import socket
 import subprocess
 import tempfile
 
-from wardtest import Skip, listener, ward_bin
+from wardtest import Skip, listener, proc_files, ward_bin
 
 
 def ns_layer(j):
@@ -312,17 +312,12 @@ def test_refused_namespaces_said_recorded_and_required(ctx):
 
 
 def _children_of(pid):
+    """(pid, NSpid fields) of pid's children."""
     out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/status") as f:
-                st = dict(l.split(":", 1) for l in f if ":" in l)
-        except OSError:
-            continue
+    for p, status in proc_files("status"):
+        st = dict(l.split(":", 1) for l in status.splitlines() if ":" in l)
         if int(st["PPid"]) == pid:
-            out.append((int(d), st["NSpid"].split()))
+            out.append((p, st["NSpid"].split()))
     return out
 
 

@@ -149,19 +149,23 @@ def spawn(argv, **kw):
     return p
 
 
-def pids_matching(marker):
-    """pids of processes whose command line contains marker."""
-    out = []
+def proc_files(name, binary=False):
+    """(pid, contents) of /proc/PID/name for every process whose file could
+    be read."""
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
-            with open(f"/proc/{d}/cmdline", "rb") as f:
-                if marker.encode() in f.read():
-                    out.append(int(d))
+            with open(f"/proc/{d}/{name}", "rb" if binary else "r") as f:
+                yield int(d), f.read()
         except OSError:
             pass
-    return [p for p in out if p != os.getpid()]
+
+
+def pids_matching(marker):
+    """pids of processes whose command line contains marker."""
+    return [p for p, cmd in proc_files("cmdline", binary=True)
+            if marker.encode() in cmd and p != os.getpid()]
 
 
 def profile_with(ctx, name, **limits):
@@ -178,17 +182,9 @@ def profile_with(ctx, name, **limits):
 def quota_holders(mount_point):
     """pids of processes that see a workdir quota (ward's tmpfs) mounted at
     mount_point, in whatever mount namespace they are."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/mountinfo") as f:
-                if any(l.split()[4] == mount_point and " ward-workdir " in l for l in f):
-                    out.append(int(d))
-        except (OSError, IndexError):
-            pass
-    return out
+    return [p for p, info in proc_files("mountinfo")
+            if any(len(l.split()) > 4 and l.split()[4] == mount_point
+                   and " ward-workdir " in l for l in info.splitlines())]
 
 
 def ward_as_nobody(ctx, *args):
