@@ -79,6 +79,8 @@ struct audit_chain_key {
 			     * is chained */
 };
 
+#define AUDIT_SEAL_ST_COUNT 6
+
 struct audit {
 	sqlite3 *db;
 	char *path;
@@ -99,6 +101,8 @@ struct audit {
 	struct audit_chain_state chain[AUDIT_CHAIN__COUNT];
 	struct audit_chain_key key;
 	char *last_chain; /* runs.chain of the last run sealed */
+	/* the seal's statements (chain.c), prepared once per handle */
+	sqlite3_stmt *seal_st[AUDIT_SEAL_ST_COUNT];
 
 	/* the batch not yet written */
 	struct audit_row *head, **tail;
@@ -153,6 +157,11 @@ void audit_chain_row(struct audit *a, enum audit_chain_table t,
 /* Inside the transaction that ends the run: reads the run row, its
  * processes and inputs, and writes runs.chain. */
 int audit_chain_seal(struct audit *a);
+/* Prepares the seal's statements ahead (a writer's open: the run's end
+ * then compiles no SQL); failures are left to their use, which reports
+ * them. audit_chain_finish finalizes them. */
+void audit_chain_prepare(struct audit *a);
+void audit_chain_finish(struct audit *a);
 /* Seals a run the reaper closed (its ward died) with the heads its rows
  * have now: rows lost from its end cannot be told. */
 int audit_chain_seal_reaped(struct audit *a, const char *run_id);

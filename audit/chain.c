@@ -414,6 +414,57 @@ static const char *const run_cols[] = {
 	"SELECT run_id, cell, path, size, sha256, ts_ns FROM artifacts"        \
 	" WHERE run_id = ?1 ORDER BY cell, path, ts_ns, size, sha256"
 
+/* The seal's statements, kept with the handle (a->seal_st). */
+enum seal_st { SST_RUN, SST_PROC, SST_INPUT, SST_CELL, SST_ART, SST_SET };
+static const char *const seal_sql[AUDIT_SEAL_ST_COUNT] = {
+	[SST_RUN] = RUN_SQL,
+	[SST_PROC] = PROC_SQL,
+	[SST_INPUT] = INPUT_SQL,
+	[SST_CELL] = CELL_SQL,
+	[SST_ART] = ART_SQL,
+	[SST_SET] = "UPDATE runs SET chain = ?2 WHERE id = ?1",
+};
+
+/* Statement i, prepared at its first use unless it was ahead; after its
+ * use, seal_st_done. Returns an SQLite code (its message in the handle's
+ * errmsg). */
+static int seal_st(struct audit *a, enum seal_st i, sqlite3_stmt **out)
+{
+	int rc = SQLITE_OK;
+
+	if (!a->seal_st[i])
+		rc = sqlite3_prepare_v3(a->db, seal_sql[i], -1,
+					SQLITE_PREPARE_PERSISTENT,
+					&a->seal_st[i], NULL);
+	*out = a->seal_st[i];
+	return rc;
+}
+
+/* Reset for the next use: no transaction is left open by it. */
+static void seal_st_done(sqlite3_stmt *st)
+{
+	if (st) {
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+	}
+}
+
+void audit_chain_prepare(struct audit *a)
+{
+	sqlite3_stmt *st;
+
+	for (int i = 0; i < AUDIT_SEAL_ST_COUNT; i++)
+		seal_st(a, (enum seal_st)i, &st);
+}
+
+void audit_chain_finish(struct audit *a)
+{
+	for (int i = 0; i < AUDIT_SEAL_ST_COUNT; i++) {
+		sqlite3_finalize(a->seal_st[i]);
+		a->seal_st[i] = NULL;
+	}
+}
+
 #define TAG_LEN 16 /* bytes of a column's or a row's tag */
 
 /* The tags of one part of the run: a column each, or a row each. */
@@ -474,7 +525,7 @@ static int tag_run(struct audit *a, const struct audit_chain_key *k,
 		   const char *run_id, struct sealed *s)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(a->db, RUN_SQL, -1, &st, NULL), r = 0;
+	int rc = seal_st(a, SST_RUN, &st), r = 0;
 
 	if (rc != SQLITE_OK)
 		return audit_sqlfail(a, rc, a->path);
@@ -508,18 +559,18 @@ static int tag_run(struct audit *a, const struct audit_chain_key *k,
 	}
 	if (rc != SQLITE_DONE)
 		r = audit_sqlfail(a, rc, a->path);
-	sqlite3_finalize(st);
+	seal_st_done(st);
 	return r == -ENOMEM ? audit_fail(a, r, "out of memory") : r;
 }
 
 /* One tag per row of a table (processes, inputs); column 1 is its key. A
  * file older than version 4 has no inputs: no rows. */
 static int tag_rows(struct audit *a, const struct audit_chain_key *k,
-		    const char *sql, const char *table, const char *run_id,
+		    enum seal_st which, const char *table, const char *run_id,
 		    struct tags *g)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(a->db, sql, -1, &st, NULL), r = 0;
+	int rc = seal_st(a, which, &st), r = 0;
 
 	if (rc != SQLITE_OK) {
 		bool old = strstr(sqlite3_errmsg(a->db), "no such table");
@@ -543,7 +594,7 @@ static int tag_rows(struct audit *a, const struct audit_chain_key *k,
 		r = audit_fail(a, r, "out of memory");
 	else if (rc != SQLITE_DONE)
 		r = audit_sqlfail(a, rc, a->path);
-	sqlite3_finalize(st);
+	seal_st_done(st);
 	return r;
 }
 
@@ -553,13 +604,13 @@ static int read_sealed(struct audit *a, const struct audit_chain_key *k,
 	int r = tag_run(a, k, run_id, s);
 
 	if (!r)
-		r = tag_rows(a, k, PROC_SQL, "processes", run_id, &s->procs);
+		r = tag_rows(a, k, SST_PROC, "processes", run_id, &s->procs);
 	if (!r && a->v4_cols)
-		r = tag_rows(a, k, INPUT_SQL, "inputs", run_id, &s->inputs);
+		r = tag_rows(a, k, SST_INPUT, "inputs", run_id, &s->inputs);
 	if (!r)
-		r = tag_rows(a, k, CELL_SQL, "cells", run_id, &s->cells);
+		r = tag_rows(a, k, SST_CELL, "cells", run_id, &s->cells);
 	if (!r)
-		r = tag_rows(a, k, ART_SQL, "artifacts", run_id, &s->arts);
+		r = tag_rows(a, k, SST_ART, "artifacts", run_id, &s->arts);
 	return r;
 }
 
@@ -702,9 +753,7 @@ static int seal_run(struct audit *a, const char *run_id, const struct heads *h,
 			r = audit_fail(a, -ENOMEM, "out of memory");
 	}
 	if (!r) {
-		rc = sqlite3_prepare_v2(
-			a->db, "UPDATE runs SET chain = ?2 WHERE id = ?1", -1,
-			&st, NULL);
+		rc = seal_st(a, SST_SET, &st);
 		if (rc == SQLITE_OK) {
 			sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
 			sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
@@ -712,7 +761,7 @@ static int seal_run(struct audit *a, const char *run_id, const struct heads *h,
 		}
 		if (rc != SQLITE_DONE)
 			r = audit_sqlfail(a, rc, "seal the run's chain");
-		sqlite3_finalize(st);
+		seal_st_done(st);
 	}
 	if (!r && text_out) {
 		*text_out = text;

@@ -277,6 +277,7 @@ int audit_writer_prepare(struct audit *a)
 		if (rc != SQLITE_OK)
 			return audit_sqlfail(a, rc, stmt_what[i]);
 	}
+	audit_chain_prepare(a);
 	return 0;
 }
 
@@ -290,6 +291,7 @@ void audit_writer_finish(struct audit *a)
 		sqlite3_finalize(a->st[i]);
 		a->st[i] = NULL;
 	}
+	audit_chain_finish(a);
 }
 
 /* The handle can take rows of a run. */

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/resource.h>
@@ -1354,9 +1355,22 @@ void tracer_record_wait(struct tracer *t)
 	t->rec_started = false;
 }
 
+/* The tracer (~115 KB, mostly scratch buffers a run may never use) in
+ * pages of its own: zero from the kernel, each touched only when used.
+ * From calloc, all of them were written at once (about 28 first touches
+ * of fresh memory, 0.2 ms on a paravirtualized VM) before the code could
+ * start. */
+static struct tracer *tracer_alloc(void)
+{
+	void *m = mmap(NULL, sizeof(struct tracer), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return m == MAP_FAILED ? NULL : m;
+}
+
 int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 {
-	struct tracer *t = calloc(1, sizeof(*t));
+	struct tracer *t = tracer_alloc();
 	struct spawn_fds f = { .out_w = -1,
 			       .err_w = -1,
 			       .sync_r = -1,
@@ -1541,7 +1555,7 @@ out:
 	pthread_mutex_destroy(&t->q_lock);
 	pthread_mutex_destroy(&t->w_lock);
 	pthread_mutex_destroy(&t->go_lock);
-	free(t);
+	munmap(t, sizeof(*t));
 	/* Drop signals that arrived after the run, then restore the mask. */
 	struct timespec zero = { 0, 0 };
 	while (sigtimedwait(&sigs, NULL, &zero) > 0)

@@ -241,6 +241,82 @@ static void test_unchained(void)
 	ok(v.unchained && !v.sealed, "... reported unchained");
 }
 
+/* A run ended on handle a (open): 0 or the error. */
+static int end_run_on(struct audit *a, char id[AUDIT_RUN_ID_LEN + 1])
+{
+	struct audit_event e = { .ts_ns = 2,
+				 .pid = 101,
+				 .tid = 101,
+				 .nr = 257,
+				 .syscall = "openat",
+				 .decision = "allow",
+				 .rule = "usr" };
+	struct audit_run_end re = { .end_ns = 3, .status = "ok", .events = 1 };
+	int r = audit_run_begin(a, &run_info, id);
+
+	if (!r)
+		r = audit_event(a, &e);
+	return r ? r : audit_run_end(a, &re);
+}
+
+/* Statements of the handle's connection: how many are busy (holding a
+ * read of the file), and whether the seal's update is among them. */
+static int busy_statements(struct audit *a, bool *has_seal)
+{
+	int busy = 0;
+
+	*has_seal = false;
+	for (sqlite3_stmt *st = sqlite3_next_stmt(a->db, NULL); st;
+	     st = sqlite3_next_stmt(a->db, st)) {
+		busy += sqlite3_stmt_busy(st) != 0;
+		if (!strncmp(sqlite3_sql(st), "UPDATE runs SET chain", 21))
+			*has_seal = true;
+	}
+	return busy;
+}
+
+/* The seal's statements are compiled when the handle opens (the run's end
+ * compiles no SQL) and kept: each seal leaves them reset (no read left
+ * open), and a second run sealed on the same handle verifies. */
+static void test_seal_statements_ahead(void)
+{
+	const char *db = tpath("c.db");
+	char id1[AUDIT_RUN_ID_LEN + 1], id2[AUDIT_RUN_ID_LEN + 1], err[512];
+	struct audit *a = NULL;
+	struct audit_verify v;
+	struct got g;
+	bool seal;
+
+	ok(make_run(db, 10, id1) == 0, "a database with a run");
+	ok(audit_open(db, false, &a, err, sizeof(err)) == 0, "opened: %s",
+	   a ? "" : err);
+	busy_statements(a, &seal);
+	ok(seal, "the seal's statement is prepared with the handle");
+	ok(end_run_on(a, id1) == 0 && end_run_on(a, id2) == 0,
+	   "two runs ended on one handle");
+	is_int(busy_statements(a, &seal), 0,
+	       "no statement is left busy after the seals");
+	{
+		sqlite3 *c = NULL;
+		int log = -1, done = -2;
+
+		sqlite3_open(db, &c);
+		ok(sqlite3_wal_checkpoint_v2(c, NULL,
+					     SQLITE_CHECKPOINT_TRUNCATE, &log,
+					     &done) == SQLITE_OK &&
+			   log == done,
+		   "another connection checkpoints all of the WAL "
+		   "(%d of %d frames)",
+		   done, log);
+		sqlite3_close(c);
+	}
+	audit_close(a);
+	is_int(verify(db, id1, false, &g, &v), 0, "the first run verifies");
+	ok(v.sealed && v.seal_checked, "... sealed");
+	is_int(verify(db, id2, false, &g, &v), 0, "the second run verifies");
+	ok(v.sealed && v.seal_checked, "... sealed");
+}
+
 /* The cost per row: the chain alone (one SHA-256 link and one HMAC tag),
  * and audit_event() with its batch commits, for scale. */
 static double now_s(void)
@@ -323,6 +399,7 @@ int main(void)
 	}
 	test_intact_and_key();
 	test_unchained();
+	test_seal_statements_ahead();
 	bench();
 	nftw(tmpdir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
 	return done_testing();
