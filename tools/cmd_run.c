@@ -771,6 +771,17 @@ fail:
 	return -EIO;
 }
 
+/* tracer_opts.record_run_on / record_join: on the early open's thread. */
+static int record_run_on(void *arg, void *(*fn)(void *), void *fn_arg)
+{
+	return ward_record_run_on(&((struct run_record *)arg)->rec, fn, fn_arg);
+}
+
+static void record_join(void *arg)
+{
+	ward_record_join(&((struct run_record *)arg)->rec);
+}
+
 /* runs.env: what --env passed, as a JSON array: {"name", "value"} for
  * NAME=VALUE, {"name", "from": "environment"} for NAME taken from ward's
  * environment (its value is not recorded). Variables not passed are left
@@ -1127,6 +1138,8 @@ int ward_cmd_run(int argc, char **argv)
 		.policy = pol,
 		.record = begin_record,
 		.record_arg = &rec,
+		.record_run_on = record_run_on,
+		.record_join = record_join,
 		.passthrough = !a.json,
 		.print_denials = !a.json && !a.quiet,
 		.capture = a.json,

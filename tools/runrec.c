@@ -140,12 +140,21 @@ void ward_host_kernel(char *host, size_t hn, char *kernel, size_t kn)
 static void *preopen_main(void *arg)
 {
 	struct ward_record *r = arg;
+	void *(*job)(void *) = NULL;
 	char msg[512];
 
 	if (audit_open(r->db, false, &r->pre_au, msg, sizeof(msg)) < 0)
 		r->pre_au = NULL; /* ward_record_begin tries again, says why */
 	else
 		debug("audit database opened ahead of the record");
+	pthread_mutex_lock(&r->pre_lock);
+	while (r->job_state == 0)
+		pthread_cond_wait(&r->pre_cond, &r->pre_lock);
+	if (r->job_state > 0)
+		job = r->job;
+	pthread_mutex_unlock(&r->pre_lock);
+	if (job)
+		job(r->job_arg);
 	return NULL;
 }
 
@@ -157,8 +166,63 @@ void ward_record_preopen(struct ward_record *r)
 	    !S_ISREG(st.st_mode))
 		return;
 	r->pre_au = NULL;
+	r->job_state = 0;
+	pthread_mutex_init(&r->pre_lock, NULL);
+	pthread_cond_init(&r->pre_cond, NULL);
 	r->pre_started = ward_thread_beside(&r->pre_thread, preopen_main, r) ==
 			 0;
+	if (!r->pre_started) {
+		pthread_cond_destroy(&r->pre_cond);
+		pthread_mutex_destroy(&r->pre_lock);
+	}
+}
+
+/* Sets what the early thread does after its open (state 1: job; -1:
+ * nothing). False when that was set already. */
+static bool pre_decide(struct ward_record *r, int state, void *(*fn)(void *),
+		       void *arg)
+{
+	bool set;
+
+	pthread_mutex_lock(&r->pre_lock);
+	set = r->job_state == 0;
+	if (set) {
+		r->job = fn;
+		r->job_arg = arg;
+		r->job_state = state;
+		pthread_cond_signal(&r->pre_cond);
+	}
+	pthread_mutex_unlock(&r->pre_lock);
+	return set;
+}
+
+int ward_record_run_on(struct ward_record *r, void *(*fn)(void *), void *arg)
+{
+	if (!r->pre_started || !pre_decide(r, 1, fn, arg))
+		return -ESRCH;
+	return 0;
+}
+
+/* Ends the early thread (after its job, if it was given one; else at
+ * once): the handle it opened and nothing took, or NULL. */
+static struct audit *pre_end(struct ward_record *r)
+{
+	struct audit *au;
+
+	pre_decide(r, -1, NULL, NULL);
+	pthread_join(r->pre_thread, NULL);
+	r->pre_started = false;
+	pthread_cond_destroy(&r->pre_cond);
+	pthread_mutex_destroy(&r->pre_lock);
+	au = r->pre_au;
+	r->pre_au = NULL;
+	return au;
+}
+
+void ward_record_join(struct ward_record *r)
+{
+	if (r->pre_started)
+		audit_close(pre_end(r));
 }
 
 int ward_record_begin(struct ward_record *r)
@@ -169,11 +233,14 @@ int ward_record_begin(struct ward_record *r)
 
 	r->ran = true;
 	r->au = NULL;
-	if (r->pre_started) {
-		pthread_join(r->pre_thread, NULL);
-		r->pre_started = false;
+	if (r->pre_started && pthread_equal(pthread_self(), r->pre_thread)) {
+		/* its job (ward_record_run_on): its open is done */
+		debug("the record begun on the thread that opened the "
+		      "database");
 		au = r->pre_au;
 		r->pre_au = NULL;
+	} else if (r->pre_started) {
+		au = pre_end(r);
 	}
 	if (!au && audit_open(r->db, false, &au, msg, sizeof(msg)) < 0) {
 		snprintf(r->err, sizeof(r->err), "audit database: %s", msg);

@@ -27,10 +27,17 @@ struct ward_record {
 	struct audit *au; /* open, once the run row is written */
 	char run_id[AUDIT_RUN_ID_LEN + 1];
 	char err[700]; /* why it failed */
-	/* ward_record_preopen's thread and what it opened (NULL: nothing) */
+	/* ward_record_preopen's thread and what it opened (NULL: nothing),
+	 * then the one job it may be given (ward_record_run_on): job_state
+	 * 0 none yet, 1 given, -1 none will be */
 	pthread_t pre_thread;
 	bool pre_started;
 	struct audit *pre_au;
+	pthread_mutex_t pre_lock;
+	pthread_cond_t pre_cond;
+	int job_state;
+	void *(*job)(void *);
+	void *job_arg;
 };
 
 /*
@@ -42,6 +49,15 @@ struct ward_record {
  * open it, ward_record_begin opens it itself and says why it fails.
  */
 void ward_record_preopen(struct ward_record *r);
+
+/*
+ * Gives ward_record_preopen's thread fn(arg) to run once its open is done
+ * (tracer_opts.record_run_on: the record begun there, with no thread made
+ * for it). Returns 0, or -ESRCH when there is no such thread (or it was
+ * given a job already). ward_record_join waits for it to end.
+ */
+int ward_record_run_on(struct ward_record *r, void *(*fn)(void *), void *arg);
+void ward_record_join(struct ward_record *r);
 
 /* Opens the audit database r->db (or takes ward_record_preopen's handle)
  * and writes the run row of r->ri (its start_ns set to now). Returns 0

@@ -452,6 +452,7 @@ struct tracer {
 	 * the output thread before it writes anything (tracer_record_wait) */
 	pthread_t rec_thread;
 	bool rec_started;
+	bool rec_on_caller; /* on o->record_run_on's thread, not rec_thread */
 	/* the child's go bytes (loop.c start_child): go_fd is the write end
 	 * of its sync pipe; under go_lock, go_sent: the first byte is out;
 	 * rec_state: the record is pending (0), begun (1), failed (-1) */

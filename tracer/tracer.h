@@ -47,6 +47,13 @@ struct tracer_opts {
 	 * tell: it never ran). */
 	int (*record)(void *arg, struct audit **au, char *err, size_t n);
 	void *record_arg;
+	/* Optional, with record: runs fn(fn_arg) (which calls record) on a
+	 * thread the caller already has (ward's early open of the database,
+	 * runrec.h) instead of a new one: returns 0 when it will, < 0 to
+	 * have tracer_run make its thread. record_join(record_arg) returns
+	 * once fn has. */
+	int (*record_run_on)(void *arg, void *(*fn)(void *), void *fn_arg);
+	void (*record_join)(void *arg);
 	bool passthrough; /* copy output live to ward's stdout/err */
 	/* With passthrough: output past limits.output_bytes is still passed
 	 * on live, only no longer recorded (sessions: the caller gets each

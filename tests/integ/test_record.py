@@ -246,6 +246,34 @@ def test_the_database_is_opened_ahead_and_a_refused_run_touches_none(ctx):
     assert len(ctx.sql("select id from runs")) == runs == 2
 
 
+def test_the_record_is_begun_on_the_thread_that_opened_the_database(ctx):
+    """The thread that opens an existing database ahead then writes the
+    run's row itself (tracer_opts.record_run_on): no thread is made for
+    it. A record that fails there (a key others can read) still stops the
+    run before any code runs."""
+    here = "the record begun on the thread that opened the database"
+    r = ctx.ward("run", "-v", "-c", "print(1)")  # creates it: nothing ahead
+    assert r.code == 0 and here not in r.stderr, r
+    r = ctx.ward("run", "-v", "-c", "print(2)")
+    assert r.code == 0 and r.stdout == "2\n", r
+    lines = r.stderr.splitlines()
+    at = {k: [i for i, l in enumerate(lines) if k in l]
+          for k in ("opened ahead", here, "may start", "] exec /usr/bin/python3")}
+    assert all(len(v) == 1 for v in at.values()), r.stderr
+    assert (at["opened ahead"][0] < at[here][0] < at["may start"][0]
+            < at["] exec /usr/bin/python3"][0]), r.stderr
+    runs = len(ctx.sql("select id from runs"))
+    os.chmod(ctx.db + ".key", 0o644)
+    try:
+        r = ctx.ward("run", "-v", "-c", "print('ran', flush=True)")
+    finally:
+        os.chmod(ctx.db + ".key", 0o600)
+    assert r.code == 125 and here in r.stderr and "chmod 600" in r.stderr, r
+    assert r.stdout == "" and "] exec " not in r.stderr, "the code ran: %r" % r
+    assert len(ctx.sql("select id from runs")) == runs
+    assert ctx.ward("run", "-c", "print(3)").stdout == "3\n"
+
+
 def test_a_pause_in_the_first_second_commits_the_record_so_far(ctx):
     """In a run's first second the output thread commits what is recorded
     as soon as the code pauses (5 ms without a trapped call or output):
