@@ -426,9 +426,9 @@ static const char *const seal_sql[AUDIT_SEAL_ST_COUNT] = {
 };
 
 /* Statement i, prepared at its first use unless it was ahead; after its
- * use, seal_st_done. Returns an SQLite code (its message in the handle's
+ * use, seal_stmt_done. Returns an SQLite code (its message in the handle's
  * errmsg). */
-static int seal_st(struct audit *a, enum seal_st i, sqlite3_stmt **out)
+static int seal_stmt(struct audit *a, enum seal_st i, sqlite3_stmt **out)
 {
 	int rc = SQLITE_OK;
 
@@ -441,7 +441,7 @@ static int seal_st(struct audit *a, enum seal_st i, sqlite3_stmt **out)
 }
 
 /* Reset for the next use: no transaction is left open by it. */
-static void seal_st_done(sqlite3_stmt *st)
+static void seal_stmt_done(sqlite3_stmt *st)
 {
 	if (st) {
 		sqlite3_reset(st);
@@ -454,7 +454,7 @@ void audit_chain_prepare(struct audit *a)
 	sqlite3_stmt *st;
 
 	for (int i = 0; i < AUDIT_SEAL_ST_COUNT; i++)
-		seal_st(a, (enum seal_st)i, &st);
+		seal_stmt(a, (enum seal_st)i, &st);
 }
 
 void audit_chain_finish(struct audit *a)
@@ -525,7 +525,7 @@ static int tag_run(struct audit *a, const struct audit_chain_key *k,
 		   const char *run_id, struct sealed *s)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = seal_st(a, SST_RUN, &st), r = 0;
+	int rc = seal_stmt(a, SST_RUN, &st), r = 0;
 
 	if (rc != SQLITE_OK)
 		return audit_sqlfail(a, rc, a->path);
@@ -559,7 +559,7 @@ static int tag_run(struct audit *a, const struct audit_chain_key *k,
 	}
 	if (rc != SQLITE_DONE)
 		r = audit_sqlfail(a, rc, a->path);
-	seal_st_done(st);
+	seal_stmt_done(st);
 	return r == -ENOMEM ? audit_fail(a, r, "out of memory") : r;
 }
 
@@ -570,7 +570,7 @@ static int tag_rows(struct audit *a, const struct audit_chain_key *k,
 		    struct tags *g)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = seal_st(a, which, &st), r = 0;
+	int rc = seal_stmt(a, which, &st), r = 0;
 
 	if (rc != SQLITE_OK) {
 		bool old = strstr(sqlite3_errmsg(a->db), "no such table");
@@ -594,7 +594,7 @@ static int tag_rows(struct audit *a, const struct audit_chain_key *k,
 		r = audit_fail(a, r, "out of memory");
 	else if (rc != SQLITE_DONE)
 		r = audit_sqlfail(a, rc, a->path);
-	seal_st_done(st);
+	seal_stmt_done(st);
 	return r;
 }
 
@@ -753,7 +753,7 @@ static int seal_run(struct audit *a, const char *run_id, const struct heads *h,
 			r = audit_fail(a, -ENOMEM, "out of memory");
 	}
 	if (!r) {
-		rc = seal_st(a, SST_SET, &st);
+		rc = seal_stmt(a, SST_SET, &st);
 		if (rc == SQLITE_OK) {
 			sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
 			sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
@@ -761,7 +761,7 @@ static int seal_run(struct audit *a, const char *run_id, const struct heads *h,
 		}
 		if (rc != SQLITE_DONE)
 			r = audit_sqlfail(a, rc, "seal the run's chain");
-		seal_st_done(st);
+		seal_stmt_done(st);
 	}
 	if (!r && text_out) {
 		*text_out = text;

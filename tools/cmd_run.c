@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <pwd.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -746,9 +747,12 @@ static void free_inputs(struct run_args *a)
  * database opened, the run row and the inputs written. On failure
  * rec.err says what, and no code runs. */
 struct run_record {
-	struct ward_record rec;
+	struct ward_record rec; /* first: record_arg is &rec, as runrec.h's
+				 * record_run_on and record_join take it */
 	struct run_args *a;
 };
+_Static_assert(offsetof(struct run_record, rec) == 0,
+	       "a struct ward_record * is a struct run_record *");
 
 static int begin_record(void *arg, struct audit **out, char *err, size_t n)
 {
@@ -769,17 +773,6 @@ static int begin_record(void *arg, struct audit **out, char *err, size_t n)
 fail:
 	snprintf(err, n, "%s", r->err);
 	return -EIO;
-}
-
-/* tracer_opts.record_run_on / record_join: on the early open's thread. */
-static int record_run_on(void *arg, void *(*fn)(void *), void *fn_arg)
-{
-	return ward_record_run_on(&((struct run_record *)arg)->rec, fn, fn_arg);
-}
-
-static void record_join(void *arg)
-{
-	ward_record_join(&((struct run_record *)arg)->rec);
 }
 
 /* runs.env: what --env passed, as a JSON array: {"name", "value"} for
@@ -1137,9 +1130,9 @@ int ward_cmd_run(int argc, char **argv)
 		.limits = lim,
 		.policy = pol,
 		.record = begin_record,
-		.record_arg = &rec,
-		.record_run_on = record_run_on,
-		.record_join = record_join,
+		.record_arg = &rec.rec,
+		.record_run_on = ward_record_run_on,
+		.record_join = ward_record_join,
 		.passthrough = !a.json,
 		.print_denials = !a.json && !a.quiet,
 		.capture = a.json,
@@ -1156,7 +1149,7 @@ int ward_cmd_run(int argc, char **argv)
 	int rc = tracer_run(&to, &r);
 	tracer_layer_add(&r, "workdir-quota", quota, quota_detail);
 	if (!rec.rec.ran) /* tracer_run failed before it could record it */
-		begin_record(&rec, &au, errbuf, sizeof(errbuf));
+		begin_record(&rec.rec, &au, errbuf, sizeof(errbuf));
 	if (!rec.rec.au)
 		die("%s", rec.rec.err);
 	au = rec.rec.au;

@@ -196,8 +196,10 @@ static bool pre_decide(struct ward_record *r, int state, void *(*fn)(void *),
 	return set;
 }
 
-int ward_record_run_on(struct ward_record *r, void *(*fn)(void *), void *arg)
+int ward_record_run_on(void *record, void *(*fn)(void *), void *arg)
 {
+	struct ward_record *r = record;
+
 	if (!r->pre_started || !pre_decide(r, 1, fn, arg))
 		return -ESRCH;
 	return 0;
@@ -219,8 +221,10 @@ static struct audit *pre_end(struct ward_record *r)
 	return au;
 }
 
-void ward_record_join(struct ward_record *r)
+void ward_record_join(void *record)
 {
+	struct ward_record *r = record;
+
 	if (r->pre_started)
 		audit_close(pre_end(r));
 }

@@ -51,13 +51,14 @@ struct ward_record {
 void ward_record_preopen(struct ward_record *r);
 
 /*
- * Gives ward_record_preopen's thread fn(arg) to run once its open is done
- * (tracer_opts.record_run_on: the record begun there, with no thread made
- * for it). Returns 0, or -ESRCH when there is no such thread (or it was
- * given a job already). ward_record_join waits for it to end.
+ * tracer_opts.record_run_on and record_join, record_arg being a struct
+ * ward_record: gives ward_record_preopen's thread fn(arg) to run once its
+ * open is done (the record begun there, with no thread made for it).
+ * Returns 0, or -ESRCH when there is no such thread (or it was given a job
+ * already). ward_record_join waits for it to end.
  */
-int ward_record_run_on(struct ward_record *r, void *(*fn)(void *), void *arg);
-void ward_record_join(struct ward_record *r);
+int ward_record_run_on(void *record, void *(*fn)(void *), void *arg);
+void ward_record_join(void *record);
 
 /* Opens the audit database r->db (or takes ward_record_preopen's handle)
  * and writes the run row of r->ri (its start_ns set to now). Returns 0

@@ -178,17 +178,6 @@ static int ws_begin_record(void *arg, struct audit **out, char *err, size_t n)
 	return 0;
 }
 
-/* tracer_opts.record_run_on / record_join: on the early open's thread. */
-static int ws_record_run_on(void *arg, void *(*fn)(void *), void *fn_arg)
-{
-	return ward_record_run_on(arg, fn, fn_arg);
-}
-
-static void ws_record_join(void *arg)
-{
-	ward_record_join(arg);
-}
-
 int ws_worker_main(void)
 {
 	json_t *cfg = read_config();
@@ -329,8 +318,8 @@ int ws_worker_main(void)
 		.policy = pol,
 		.record = ws_begin_record,
 		.record_arg = &rec,
-		.record_run_on = ws_record_run_on,
-		.record_join = ws_record_join,
+		.record_run_on = ward_record_run_on,
+		.record_join = ward_record_join,
 		.passthrough = true,
 		.pass_past_limit = true, /* the caller's head and tail */
 		/* pinned while the interpreter starts, the way ward run is
