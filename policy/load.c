@@ -99,6 +99,11 @@ static const struct named signals_names[] = {
 	{ "any", 1 },
 };
 
+static const struct named view_names[] = {
+	{ "policy", 0 },
+	{ "host", 1 },
+};
+
 static const struct named net_action_names[] = {
 	{ "allow", 0 },
 	{ "deny", 1 },
@@ -1202,6 +1207,16 @@ static int parse_scalars(struct vctx *c, json_t *root)
 		p->trap_stat = json_is_true(m);
 		pop(c, old);
 	}
+	/* "view": what exists inside (docs/policy.md); by default what the
+	 * policy grants, or the whole host in audit mode (nothing denied) */
+	p->view_host = p->audit;
+	if (!rc && (m = json_object_get(root, "view"))) {
+		old = push_key(c, "view");
+		x = 0;
+		rc = get_enum(c, m, view_names, NELEM(view_names), "view", &x);
+		p->view_host = x == 1;
+		pop(c, old);
+	}
 	if (!rc && (m = json_object_get(root, "signals"))) {
 		old = push_key(c, "signals");
 		rc = get_enum(c, m, signals_names, NELEM(signals_names),
@@ -1242,7 +1257,8 @@ static int parse_root(struct vctx *c, json_t *root)
 		"version", "name",	"description",	"mode",
 		"errno",   "trap_stat", "interpreters", "fs",
 		"exec",	   "net",	"signals",	"syscalls",
-		"limits",  "backtrace", "require",	NULL
+		"limits",  "backtrace", "require",	"view",
+		NULL
 	};
 	static const struct {
 		const char *key;

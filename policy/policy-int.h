@@ -102,6 +102,7 @@ struct policy {
 	char *description; /* may be NULL */
 	bool audit;
 	bool trap_stat;
+	bool view_host; /* "view": "host" (else what the policy grants) */
 	int err; /* default errno for fs denials */
 	char *interp[POL_NLANGS];
 

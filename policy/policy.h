@@ -125,6 +125,28 @@ const char *policy_interpreter(const struct policy *p, const char *lang);
  * kernel floors that can only allow, such as Landlock. Paths are the
  * rules' paths ($WORKDIR bound), not checked against the file system.
  */
+/*
+ * What exists inside the run (view.c): the host trees the run's mount
+ * namespace shows (read-only) and those it must not show even below a
+ * shown one. Paths are the rules' paths, absolute, not checked against the
+ * file system; $WORKDIR rules are not in them (the tracer mounts the
+ * workdir). host: "view": "host", the whole host ("/" is in show).
+ */
+struct policy_view {
+	bool host;
+	char **show;
+	size_t nshow;
+	char **hide;
+	size_t nhide;
+};
+
+/* Fills *v (free with policy_view_free). After policy_protect. 0 or
+ * -ENOMEM. */
+int policy_view(const struct policy *p, struct policy_view *v);
+void policy_view_free(struct policy_view *v); /* NULL: no-op */
+/* "view": "host"? (audit mode's default) */
+bool policy_view_host(const struct policy *p);
+
 /* A tree bit beyond WARD_FS_*: unix sockets may be bound at or below it. */
 #define POLICY_TREE_SOCK (1u << 8)
 

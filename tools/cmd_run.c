@@ -596,23 +596,29 @@ static char *make_workdir(const struct run_args *a, bool drop,
 	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
 		die_errno("cannot create %s", buf);
 	if (drop) {
-		if (chown(real, SANDBOX_UID, SANDBOX_GID) < 0 ||
-		    chown(buf, SANDBOX_UID, SANDBOX_GID) < 0)
-			die_errno("cannot hand the workdir %s to uid %d", real,
-				  SANDBOX_UID);
-		/* Every directory above must be searchable by the code. */
+		/* Without the run's own file tree, the code reaches the
+		 * workdir by its host path: every directory above must be
+		 * searchable by it. Checked before anything is handed over. */
 		char up[PATH_MAX];
 		snprintf(up, sizeof(up), "%s", real);
-		for (char *s = strrchr(up, '/'); s && s != up;
+		for (char *s = strrchr(up, '/');
+		     !tracer_view_possible() && s && s != up;
 		     s = strrchr(up, '/')) {
 			*s = '\0';
 			struct stat st;
 			if (stat(up, &st) == 0 && !(st.st_mode & S_IXOTH))
 				die("--workdir %s: %s is not searchable by uid %d "
-				    "(the code runs as nobody): choose a workdir "
-				    "under /tmp or /var/tmp",
-				    real, up, SANDBOX_UID);
+				    "(the code runs as nobody), and this system "
+				    "gives ward no mount namespace to show the "
+				    "workdir at " TRACER_HOME ": make %s "
+				    "searchable (chmod o+x) or choose another "
+				    "workdir",
+				    real, up, SANDBOX_UID, up);
 		}
+		if (chown(real, SANDBOX_UID, SANDBOX_GID) < 0 ||
+		    chown(buf, SANDBOX_UID, SANDBOX_GID) < 0)
+			die_errno("cannot hand the workdir %s to uid %d", real,
+				  SANDBOX_UID);
 	}
 	return real;
 }
@@ -1040,9 +1046,13 @@ int ward_cmd_run(int argc, char **argv)
 		temp_workdir = workdir;
 		atexit(remove_temp_workdir);
 	}
-	if (policy_set_workdir(pol, workdir) < 0)
-		die("cannot bind $WORKDIR to %s", workdir);
-	debug("workdir %s ready", workdir);
+	/* Where the code sees it: the run's own file tree shows it at
+	 * TRACER_HOME (tracer/view.c); there the policy's $WORKDIR and HOME
+	 * point, and no host path of it reaches the code. */
+	const char *home = tracer_view_possible() ? TRACER_HOME : workdir;
+	if (policy_set_workdir(pol, home) < 0)
+		die("cannot bind $WORKDIR to %s", home);
+	debug("workdir %s ready, seen at %s", workdir, home);
 
 	/* The interpreter's argv. */
 	char **iargv = calloc((size_t)a.n_script_args + 6, sizeof(char *));
@@ -1076,7 +1086,7 @@ int ward_cmd_run(int argc, char **argv)
 	}
 	for (int i = 0; i < a.n_script_args; i++)
 		iargv[n++] = a.script_args[i];
-	char **env = build_env(&a, workdir);
+	char **env = build_env(&a, home);
 	copy_inputs(&a, workdir, drop);
 
 	/* The record: nothing runs unless it can be written. */
@@ -1108,7 +1118,7 @@ int ward_cmd_run(int argc, char **argv)
 		.policy_name = policy_name(pol),
 		.policy_json = policy_text(pol),
 		.policy_sha256 = pol_sha,
-		.workdir = workdir,
+		.workdir = home, /* as the code saw it: what its rules mean */
 		.limits_json = ljs,
 		.host = host,
 		.kernel = kernel,
@@ -1124,6 +1134,7 @@ int ward_cmd_run(int argc, char **argv)
 		.argv = iargv,
 		.envp = env,
 		.workdir = workdir,
+		.home = home,
 		.drop_user = drop,
 		.uid = SANDBOX_UID,
 		.gid = SANDBOX_GID,

@@ -211,8 +211,10 @@ int ws_worker_main(void)
 		policy_error_format(&perr, msg, sizeof(msg));
 		return fail("bad policy: %s", msg);
 	}
-	if (policy_set_workdir(pol, workdir) < 0)
-		return fail("cannot bind $WORKDIR to %s", workdir);
+	/* Where the code sees its workdir (as ward run: tracer/view.c) */
+	const char *home = tracer_view_possible() ? TRACER_HOME : workdir;
+	if (policy_set_workdir(pol, home) < 0)
+		return fail("cannot bind $WORKDIR to %s", home);
 	/* The filter compiles while the run is recorded (as ward run). */
 	struct tracer_prepared *prep = NULL;
 	tracer_prepare(pol, &prep);
@@ -248,7 +250,7 @@ int ws_worker_main(void)
 			  (char *)drv, NULL, NULL };
 	if (!strcmp(lang, "sh"))
 		argv[3] = (char *)"sh";
-	char **env = build_env(workdir, env_obj);
+	char **env = build_env(home, env_obj);
 	if (!env)
 		return fail("out of memory");
 
@@ -292,7 +294,7 @@ int ws_worker_main(void)
 		.policy_name = policy_name(pol),
 		.policy_json = policy_text(pol),
 		.policy_sha256 = pol_sha,
-		.workdir = workdir,
+		.workdir = home, /* as the code saw it: what its rules mean */
 		.limits_json = ljs,
 		.host = host,
 		.kernel = kernel,
@@ -311,6 +313,7 @@ int ws_worker_main(void)
 		.argv = argv,
 		.envp = env,
 		.workdir = workdir,
+		.home = home,
 		.drop_user = drop,
 		.uid = WS_SANDBOX_UID,
 		.gid = WS_SANDBOX_GID,

@@ -190,7 +190,7 @@ static void note_missing(struct tracer_landlock *ll)
 
 /* The PT_INTERP of the ELF file at path (the dynamic loader the kernel
  * opens for exec, which no policy rule decides), into buf; "" if none. */
-static void elf_interp(const char *path, char *buf, size_t n)
+void tracer_elf_interp(const char *path, char *buf, size_t n)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	Elf64_Ehdr eh;
@@ -270,7 +270,7 @@ int tracer_landlock_plan(const struct policy *p, const char *interpreter,
 			(ll->bound.scope_signal ? LL_SCOPE_SIGNAL : 0) |
 			(ll->bound.scope_abstract ? LL_SCOPE_ABSTRACT_UNIX : 0);
 	if (interpreter)
-		elf_interp(interpreter, ll->ld_so, sizeof(ll->ld_so));
+		tracer_elf_interp(interpreter, ll->ld_so, sizeof(ll->ld_so));
 	ll->active = true;
 	note_missing(ll);
 	describe(ll);

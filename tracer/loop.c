@@ -1472,6 +1472,18 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	if (rc < 0)
 		goto out;
 	debug("landlock ruleset planned");
+	if (tracer_ns_plan(t) & CLONE_NEWNS) {
+		char why[200];
+		rc = tracer_view_plan(o->policy, o->interpreter, &t->view, why,
+				      sizeof(why));
+		if (rc < 0) {
+			snprintf(res->setup_error, sizeof(res->setup_error),
+				 "the run's file tree: %s", why);
+			goto out;
+		}
+		debug("view planned: %zu operations, %zu mounts",
+		      t->view.nops, t->view.nbinds);
+	}
 	/* The filter last: it compiles while the above is done. */
 	if (o->prepared)
 		rc = tracer_prepared_take(o->prepared, &filter,
@@ -1486,6 +1498,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	      rc == 1 ? "built in" : "compiled for this policy");
 	seccomp_layer(t, &filter);
 	f.landlock = &t->landlock;
+	f.view = &t->view;
 	pid = start_child(t, &filter, &f, sync_w);
 	close_fd(&f.out_w);
 	close_fd(&f.err_w);
@@ -1524,6 +1537,7 @@ out:
 		snprintf(res->setup_error, sizeof(res->setup_error), "%s",
 			 t->rec_err);
 	tracer_landlock_free(&t->landlock);
+	tracer_view_free(&t->view);
 	tracer_dircache_free();
 	tracer_backtrace_release();
 	tracer_unpin(t, NULL);

@@ -82,6 +82,35 @@ int tracer_ns_plan(const struct tracer *t)
 	return f;
 }
 
+/* The probe's child: nothing but its exit (on a stack ASan does not
+ * know of, like the run's children). */
+SPAWN_SIDE static int probe_main(void *arg)
+{
+	(void)arg;
+	_exit(0);
+}
+
+bool tracer_view_possible(void)
+{
+	static int possible = -1;
+
+	if (possible < 0) {
+		/* what the view needs: a mount namespace (and a user one to
+		 * have it without root); CLONE_VFORK: back when it is gone */
+		static char stack[16384] __attribute__((aligned(16)));
+		int f = CLONE_NEWNS | (geteuid() ? CLONE_NEWUSER : 0);
+		pid_t pid = clone(probe_main, stack + sizeof(stack),
+				  CLONE_VM | CLONE_VFORK | f | SIGCHLD, NULL);
+		int st;
+
+		possible = pid > 0;
+		if (pid > 0)
+			while (waitpid(pid, &st, __WALL) < 0 && errno == EINTR)
+				;
+	}
+	return possible;
+}
+
 void tracer_ns_record(struct tracer *t, int f, int err)
 {
 	char d[200];
@@ -95,8 +124,10 @@ void tracer_ns_record(struct tracer *t, int f, int err)
 		return;
 	}
 	snprintf(d, sizeof(d),
-		 "pid (own /proc), mount (host read-only but the workdir, "
-		 "own /tmp, /dev/shm), %s, ipc, uts%s",
+		 "pid (own /proc), mount (%s, the workdir at " TRACER_HOME
+		 ", own /tmp, /dev/shm), %s, ipc, uts, cgroup%s",
+		 t->view.host ? "the host read-only but /home"
+			      : "only what the policy shows, read-only",
 		 f & CLONE_NEWNET ? "net (loopback only)"
 				  : "net: the host's (the policy allows peers "
 				    "beyond loopback)",
@@ -253,65 +284,21 @@ SPAWN_SIDE static void loopback_up(void)
 	close(s);
 }
 
-/* mkdir -p inside the run's tmpfs (the workdir's mount point). */
-SPAWN_SIDE static void make_dirs(const char *path)
+/* The run's file tree: the policy's view (view.c), the workdir at
+ * TRACER_HOME. The workdir is cloned first: the view's root is attached
+ * on the host's /tmp, where ward's temporary workdirs are. */
+SPAWN_SIDE static void mounts(const struct spawn_ctx *c, int flags)
 {
-	char p[WARD_PATH_MAX];
-
-	snprintf(p, sizeof(p), "%s", path);
-	for (char *s = p + 1;; s++) {
-		if (*s != '/' && *s)
-			continue;
-		char c = *s;
-		*s = '\0';
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			spawn_fail("creating the workdir's mount point");
-		if (!c)
-			return;
-		*s = c;
-	}
-}
-
-SPAWN_SIDE static void tmpfs_at(const char *dir, long long size)
-{
-	char opts[64];
-
-	if (size > 0)
-		snprintf(opts, sizeof(opts), "mode=1777,size=%lld", size);
-	else
-		snprintf(opts, sizeof(opts), "mode=1777");
-	if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
-		spawn_fail(dir[1] == 't' ? "mounting a tmpfs on /tmp"
-					 : "mounting a tmpfs on /dev/shm");
-}
-
-SPAWN_SIDE static void mounts(const struct tracer_opts *o, int flags)
-{
-	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
 	int wd;
 
 	/* Nothing done here may reach the host's mount namespace. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		spawn_fail("making the run's mounts private");
-	wd = open_tree(AT_FDCWD, o->workdir,
+	wd = open_tree(AT_FDCWD, c->o->workdir,
 		       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (wd < 0)
 		spawn_fail("open_tree of the workdir");
-	if (mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof(ro)) < 0)
-		spawn_fail("making the host's file tree read-only");
-	if (flags & CLONE_NEWPID &&
-	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		  NULL) < 0)
-		spawn_fail("mounting /proc for the run's pid namespace");
-	/* Private and bounded like the code's memory (tmpfs pages are
-	 * memory; the memory cgroup charges them too). */
-	tmpfs_at("/tmp", o->limits.memory_bytes);
-	tmpfs_at("/dev/shm", o->limits.memory_bytes);
-	make_dirs(o->workdir);
-	if (move_mount(wd, "", AT_FDCWD, o->workdir, MOVE_MOUNT_F_EMPTY_PATH) <
-	    0)
-		spawn_fail("attaching the workdir");
-	close(wd);
+	tracer_view_build(c->f.view, c->o, wd, flags & CLONE_NEWPID);
 }
 
 SPAWN_SIDE __attribute__((noreturn)) static void init_reap(void)
@@ -351,10 +338,15 @@ SPAWN_SIDE void tracer_ns_child(struct spawn_ctx *c)
 		loopback_up();
 	}
 	if (f->ns_flags & CLONE_NEWNS)
-		mounts(c->o, f->ns_flags);
+		mounts(c, f->ns_flags);
 	if (!(f->ns_flags & CLONE_NEWPID))
 		return;
 	spawn_wait_seized(c); /* the clone must be traced, in the cgroups */
+	/* In its cgroups now: they are the root of what the run sees of
+	 * cgroups (/proc/self/cgroup says "/", not which slot of ward's) */
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		spawn_fail("unshare(CLONE_NEWCGROUP): the run's cgroup "
+			   "namespace");
 	/* TEST ONLY: an init that never forks (tests/integ/test_contain.py:
 	 * the run's stop must still end it). */
 	if (getenv("WARD_TEST_INIT_STALL"))

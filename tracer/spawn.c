@@ -25,6 +25,7 @@
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -227,7 +228,20 @@ SPAWN_SIDE void spawn_code(struct spawn_ctx *c)
 	if (o->drop_user)
 		become_user(o);
 	drop_caps();
-	if (chdir(o->workdir) < 0)
+	/* The workdir where the policy and HOME say it is: in the run's own
+	 * file tree (view.c), or where it is on the host without one. */
+	const char *home = f->ns_flags & CLONE_NEWNS ? TRACER_HOME : o->workdir;
+	if (o->home && strcmp(o->home, home)) {
+		errno = EXDEV;
+		fail(f->ns_flags & CLONE_NEWNS
+			     ? "the run's file tree shows the workdir at "
+			       TRACER_HOME ", but its policy and HOME name "
+			       "another path"
+			     : "without a mount namespace the workdir cannot be "
+			       "shown at " TRACER_HOME
+			       ", where its policy and HOME name it");
+	}
+	if (chdir(home) < 0)
 		fail("chdir to the workdir");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		fail("prctl(PR_SET_NO_NEW_PRIVS)");

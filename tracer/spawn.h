@@ -11,6 +11,7 @@ struct spawn_fds {
 	int cg_self[2];	  /* v1 tasks files to enter (tracer_cgroup_self) */
 	int cg_ack_w;	  /* and where to say how it went */
 	const struct tracer_landlock *landlock; /* the plan; NULL: none */
+	const struct tracer_view *view;		/* the plan (view.c) */
 	int ns_flags; /* CLONE_NEW* the child was cloned with (ns.c) */
 	uid_t ns_uid; /* ward's euid and egid, for the user namespace */
 	gid_t ns_gid;

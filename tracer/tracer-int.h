@@ -321,6 +321,44 @@ struct tracer_landlock {
 	bool test_fs_off;  /* TEST ONLY: tracer_landlock_test_fs_off */
 };
 
+/* ---- the run's file tree (view.c) ---- */
+
+enum view_op_kind {
+	VOP_DIR,  /* a directory of the view's own tmpfs */
+	VOP_LINK, /* a symlink (arg: its target) */
+	VOP_BIND, /* the host's arg, read-only, recursive, at dst */
+};
+
+struct view_op {
+	enum view_op_kind kind;
+	bool file; /* VOP_BIND of a non-directory */
+	char *dst; /* relative to the view's root */
+	char *arg;
+};
+
+/* The plan: operations in order, parents first. */
+struct tracer_view {
+	bool active;	   /* planned: build it */
+	bool host;	   /* "view": "host" */
+	bool root_is_host; /* the root is the host's, all of it */
+	struct view_op *ops;
+	size_t nops, cap, nbinds;
+};
+
+/* In ward, before the clone: the policy's view resolved on the host.
+ * 0, or -errno with err filled. */
+int tracer_view_plan(const struct policy *p, const char *interpreter,
+		     struct tracer_view *v, char *err, size_t n);
+void tracer_view_free(struct tracer_view *v);
+/* In the run's init (new mount namespace, before the code's process):
+ * builds the view, with the workdir (wd: an open_tree clone) at
+ * TRACER_HOME, a fresh /proc when own_proc, and makes it the root. Fails
+ * the set-up (spawn_fail) on any error. */
+void tracer_view_build(const struct tracer_view *v,
+		       const struct tracer_opts *o, int wd, bool own_proc);
+/* The PT_INTERP of the ELF file at path into buf; "" if none. */
+void tracer_elf_interp(const char *path, char *buf, size_t n);
+
 /* ---- the run (loop.c, output.c) ---- */
 
 struct tracee {
@@ -430,6 +468,7 @@ struct tracer {
 	int cg_ack_fd;	 /* the pipe's read end; -1: none */
 
 	struct tracer_landlock landlock; /* the plan (landlock.c) */
+	struct tracer_view view;	 /* the run's file tree (view.c) */
 
 	/* CPU pinning (pin.c) */
 	atomic_bool pinned;   /* main and output threads (pin.c) */

@@ -25,11 +25,31 @@
 /* tracer_opts.pin_cpu: pin to the CPU ward starts on (pin.c). */
 #define TRACER_PIN_AUTO (-2)
 
+/* Where the run shows the code its workdir (its cwd and HOME): the run's
+ * file tree is the policy's view (tracer/view.c), which needs a mount
+ * namespace. */
+#define TRACER_HOME "/home/user"
+
+/*
+ * Can this process give runs a mount namespace, so that the workdir is at
+ * TRACER_HOME inside? Tried once (a clone into new namespaces, as the run
+ * makes), then remembered. When not (a kernel or container that refuses
+ * namespaces), the code sees the workdir at its own path and the whole
+ * host as ward does; the run says so.
+ */
+bool tracer_view_possible(void);
+
 struct tracer_opts {
 	const char *interpreter; /* absolute path, executed as is */
 	char *const *argv;	 /* argv of the interpreter (argv[0] first) */
 	char *const *envp;	 /* the code's whole environment */
-	const char *workdir;	 /* absolute; the code's cwd */
+	const char *workdir;	 /* absolute; the host's directory */
+	/* The workdir's path as the code sees it, which the caller bound
+	 * $WORKDIR and HOME to: TRACER_HOME when tracer_view_possible(),
+	 * else workdir. The run fails before the code when the namespaces
+	 * it gets do not match (never a workdir at a path the policy does
+	 * not mean). */
+	const char *home;
 	bool drop_user;		 /* run the code as uid/gid below */
 	uid_t uid;
 	gid_t gid;
