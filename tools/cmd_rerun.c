@@ -798,8 +798,8 @@ int ward_cmd_rerun(int argc, char **argv)
 		rd_compare(&r1, &r2, &d);
 		json_t *j = json_pack("{s:s, s:s, s:o, s:o}", "rerun_of", r1.id,
 				      "run", r2.id, "workdir",
-				      o.keep && r2.workdir
-					      ? json_string(r2.workdir)
+				      o.keep && r2.host_workdir
+					      ? json_string(r2.host_workdir)
 					      : json_null(),
 				      "diff", rd_json(&r1, &r2, &d));
 		if (!j)
@@ -810,8 +810,8 @@ int ward_cmd_rerun(int argc, char **argv)
 		status = d.equivalent ? 0 : 1;
 	} else {
 		printf("re-ran %s as %s\n", r1.id, r2.id);
-		if (o.keep && r2.workdir)
-			printf("workdir kept: %s\n", r2.workdir);
+		if (o.keep && r2.host_workdir)
+			printf("workdir kept: %s\n", r2.host_workdir);
 		status = rd_report(stdout, &r1, &r2, false);
 		if (status < 0)
 			die("out of memory");

@@ -1159,6 +1159,7 @@ int ward_cmd_run(int argc, char **argv)
 	debug("starting the code");
 	int rc = tracer_run(&to, &r);
 	tracer_layer_add(&r, "workdir-quota", quota, quota_detail);
+	ward_workdir_layer(&r, workdir, home);
 	if (!rec.rec.ran) /* tracer_run failed before it could record it */
 		begin_record(&rec.rec, &au, errbuf, sizeof(errbuf));
 	if (!rec.rec.au)

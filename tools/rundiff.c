@@ -272,6 +272,7 @@ static int load_run_cb(const struct audit_run *ar, void *arg)
 	snprintf(r->id, sizeof(r->id), "%s", ar->id);
 	r->status = dup_or_null(ar->status ? ar->status : "?", &l->err);
 	r->workdir = dup_or_null(ar->workdir, &l->err);
+	r->host_workdir = rd_host_workdir(ar->layers_json);
 	r->cause = dup_or_null(ar->cause, &l->err);
 	r->has_exit = ar->has_exit;
 	r->exit_code = ar->exit_code;
@@ -398,8 +399,29 @@ int rd_load(struct audit *a, const char *run_id, struct rd_run *r)
 	return rc ? rc : l.err;
 }
 
+char *rd_host_workdir(const char *layers_json)
+{
+	json_t *a = layers_json ? json_loads(layers_json, 0, NULL) : NULL;
+	char *out = NULL;
+	size_t i;
+	json_t *l;
+
+	json_array_foreach(a, i, l) {
+		const char *name = json_string_value(json_object_get(l, "name"));
+		const char *d = json_string_value(json_object_get(l, "detail"));
+		const char *end = d ? strstr(d, " of the host,") : NULL;
+		if (name && !strcmp(name, "workdir") && end && d[0] == '/') {
+			out = strndup(d, (size_t)(end - d));
+			break;
+		}
+	}
+	json_decref(a);
+	return out;
+}
+
 void rd_run_free(struct rd_run *r)
 {
+	free(r->host_workdir);
 	for (size_t i = 0; r->procs && i <= r->n_procs; i++) {
 		struct rd_proc *p = &r->procs[i];
 

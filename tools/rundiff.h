@@ -42,6 +42,8 @@ struct rd_proc {
 struct rd_run {
 	char id[AUDIT_RUN_ID_LEN + 1];
 	char *status, *workdir, *cause;
+	char *host_workdir; /* the host's directory (its "workdir" layer), or
+			     * NULL when the run did not record one */
 	bool has_exit;
 	int exit_code, signal;
 	/* index 0: events without a known process; 1..n_procs: processes */
@@ -54,6 +56,10 @@ struct rd_run {
 	long long timerand;  /* events related to time or randomness */
 	char *timerand_what; /* the first such, normalized */
 };
+
+/* The host's directory of a run's workdir, from its layers (the
+ * "workdir" layer, ward_workdir_layer): a new string, or NULL. */
+char *rd_host_workdir(const char *layers_json);
 
 /* Loads run_id (a full id) from a. 0, or -errno with audit_errmsg(a)
  * (-ENOENT: no such run). rd_run_free() after either. */

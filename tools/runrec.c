@@ -71,6 +71,21 @@ static int own_mount_ns(char *detail, size_t n)
 	return 0;
 }
 
+void ward_workdir_layer(struct tracer_result *r, const char *workdir,
+			const char *home)
+{
+	char d[sizeof(r->layers[0].detail)];
+	bool shown = strcmp(workdir, home) != 0;
+
+	snprintf(d, sizeof(d),
+		 shown ? "%s of the host, at %s in the run's file tree (no "
+			 "host path of it reaches the code)"
+		       : "%s of the host, at the same path (no mount "
+			 "namespace)%s",
+		 workdir, shown ? home : "");
+	tracer_layer_add(r, "workdir", shown, d);
+}
+
 int ward_workdir_quota(const char *path, long long bytes, uid_t uid, gid_t gid,
 		       char *detail, size_t n)
 {

@@ -91,6 +91,14 @@ int ward_rm_workdir(const char *path);
 int ward_workdir_quota(const char *path, long long bytes, uid_t uid, gid_t gid,
 		       char *detail, size_t n);
 
+/* The run's "workdir" layer: the host's directory, and where the code saw
+ * it (home: TRACER_HOME in the run's own file tree, or the same path
+ * without one). The record's runs.workdir is home (what the rules mean);
+ * this says which host directory that was. */
+struct tracer_result;
+void ward_workdir_layer(struct tracer_result *r, const char *workdir,
+			const char *home);
+
 /* A new JSON string for arbitrary bytes: invalid UTF-8 becomes U+FFFD
  * (output and paths are bytes; JSON wants text). */
 json_t *ward_json_text(const char *s, size_t len);

@@ -340,6 +340,7 @@ int ws_worker_main(void)
 	struct tracer_result r;
 	rc = tracer_run(&to, &r);
 	tracer_layer_add(&r, "workdir-quota", quota, quota_detail);
+	ward_workdir_layer(&r, workdir, home);
 	if (!rec.ran) /* tracer_run failed before it could record the run */
 		ws_begin_record(&rec, &au, msg, sizeof(msg));
 	if (!rec.au) {

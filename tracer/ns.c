@@ -95,10 +95,12 @@ bool tracer_view_possible(void)
 	static int possible = -1;
 
 	if (possible < 0) {
-		/* what the view needs: a mount namespace (and a user one to
-		 * have it without root); CLONE_VFORK: back when it is gone */
+		/* the namespaces a run's clone asks for (tracer_ns_plan; the
+		 * network one is the init's own unshare); CLONE_VFORK: back
+		 * when it is gone */
 		static char stack[16384] __attribute__((aligned(16)));
-		int f = CLONE_NEWNS | (geteuid() ? CLONE_NEWUSER : 0);
+		int f = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
+			CLONE_NEWUTS | (geteuid() ? CLONE_NEWUSER : 0);
 		pid_t pid = clone(probe_main, stack + sizeof(stack),
 				  CLONE_VM | CLONE_VFORK | f | SIGCHLD, NULL);
 		int st;

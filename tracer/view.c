@@ -72,8 +72,27 @@ struct node {
 struct plan {
 	struct tracer_view *v;
 	struct node root;
+	/* real directories already met resolving (most rules share their
+	 * first components: /etc, /dev, /usr): one lstat each */
+	char *dirs[64];
+	size_t ndirs;
 	char err[160];
 };
+
+static bool known_dir(const struct plan *pl, const char *path)
+{
+	for (size_t i = 0; i < pl->ndirs; i++)
+		if (!strcmp(pl->dirs[i], path))
+			return true;
+	return false;
+}
+
+static void remember_dir(struct plan *pl, const char *path)
+{
+	if (pl->ndirs < sizeof(pl->dirs) / sizeof(pl->dirs[0]) &&
+	    (pl->dirs[pl->ndirs] = strdup(path)))
+		pl->ndirs++;
+}
 
 /* ------------------------------------------------------------------ */
 /* the trie of real host paths                                         */
@@ -184,9 +203,15 @@ static int resolve(struct plan *pl, const char *path, char *out, bool links)
 				     (int)len, p) >= sizeof(next))
 			return -ENAMETOOLONG;
 		p += len;
+		if (*p && known_dir(pl, next)) {
+			memcpy(cur, next, sizeof(cur));
+			continue;
+		}
 		if (lstat(next, &st) < 0)
 			return -errno;
 		if (!S_ISLNK(st.st_mode)) {
+			if (*p && S_ISDIR(st.st_mode))
+				remember_dir(pl, next);
 			memcpy(cur, next, sizeof(cur));
 			continue;
 		}
@@ -472,6 +497,8 @@ int tracer_view_plan(const struct policy *p, const char *interpreter,
 	if (!rc && !v->root_is_host)
 		rc = gen(&pl, &pl.root, "", M_NONE);
 	node_free(pl.root.kids);
+	for (size_t i = 0; i < pl.ndirs; i++)
+		free(pl.dirs[i]);
 	if (rc < 0) {
 		snprintf(err, n, "%s",
 			 pl.err[0] ? pl.err : strerror(-rc));
@@ -498,10 +525,8 @@ SPAWN_SIDE static void mount_point(int root, const struct view_op *o)
 		     "the view: a directory");
 		return;
 	}
-	int fd = openat(root, o->dst,
-			O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
-	need(fd >= 0, "the view: a file's mount point");
-	close(fd);
+	need(mknodat(root, o->dst, S_IFREG | 0644, 0) == 0 || errno == EEXIST,
+	     "the view: a file's mount point");
 }
 
 SPAWN_SIDE static void attach(int tree, int root, const char *dst,
@@ -569,7 +594,7 @@ SPAWN_SIDE void tracer_view_build(const struct tracer_view *v,
 				    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
 					    AT_RECURSIVE | AT_EMPTY_PATH);
 	else
-		root = fresh("tmpfs", "mode=0755,size=1m",
+		root = fresh("tmpfs", "mode=0755",
 			     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
 	need(root >= 0, "the view: its root");
 	/* Attached (a pivot_root needs a mount point of this namespace) on

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import time
 
+import wardtest
 from wardtest import (PYTHON, Skip, listener, pids_matching, profile_with, quota_holders, spawn,
                       wait_until, ward_bin)
 
@@ -281,7 +282,8 @@ def test_workdir_quota_bounds_the_files_written(ctx):
     assert q["active"] and q["detail"].startswith("a tmpfs of 40 MiB on the workdir"), q
     run = ctx.last_run()
     assert json.loads(run["limits"])["disk_bytes"] == 40 << 20, run["limits"]
-    assert not os.path.exists(run["workdir"]), "the workdir is removed"
+    assert run["workdir"] == wardtest.HOME
+    assert not os.path.exists(ctx.host_workdir(run)), "the workdir is removed"
     # mounted in ward's own mount namespace: never on the host
     assert not _ward_workdir_mounts(), _ward_workdir_mounts()
 
@@ -300,7 +302,7 @@ def test_workdir_quota_default_policy_keep_and_workdir(ctx):
     r, j = ctx.run_json(SIZE, "--keep")
     q = _quota_layer(j)
     assert not q["active"] and q["detail"].startswith("--keep"), q
-    kept = ctx.last_run()["workdir"]
+    kept = ctx.host_workdir()
     try:
         assert j["stdout"] != "size 1024\n" and os.path.isdir(kept), j
     finally:

@@ -55,7 +55,7 @@ def test_numpy_threads(ctx):
 
 def test_matplotlib_png_in_workdir(ctx):
     r = ctx.ward("run", "--keep", os.path.join(WORKLOADS, "chart.py"))
-    wd = ctx.last_run()["workdir"]
+    wd = ctx.host_workdir()
     try:
         assert r.code == 0, r
         png = os.path.join(wd, "chart.png")

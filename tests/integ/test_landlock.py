@@ -12,7 +12,7 @@ import os
 import shutil
 import tempfile
 
-from wardtest import PYTHON
+from wardtest import PYTHON, host_view_policy
 
 
 def layer(layers, name):
@@ -75,7 +75,11 @@ def test_landlock_refuses_what_no_rule_allows(ctx):
     s = Secret()
     try:
         code = READ_SECRET % (s.path, s.dir)
-        r, j = ctx.run_json(code, env=env(WARD_TEST_SUPERVISOR_FS_OFF=1))
+        # the host's view: the secret exists inside (the default view
+        # would not show it at all: ENOENT, whatever else holds)
+        hv = host_view_policy(ctx)
+        r, j = ctx.run_json(code, "--policy", hv,
+                            env=env(WARD_TEST_SUPERVISOR_FS_OFF=1))
         assert r.code == 0, r
         # the supervisor let both through (test switch); the kernel did not
         assert j["stdout"] == "read errno 13\nlist errno 13\nin the workdir\n", j
@@ -89,8 +93,9 @@ def test_landlock_refuses_what_no_rule_allows(ctx):
 
         # the same run without Landlock: the switch is ignored, the
         # supervisor denies as always (never a run with neither)
-        r, j = ctx.run_json(code, env=env(WARD_TEST_SUPERVISOR_FS_OFF=1,
-                                          WARD_TEST_LANDLOCK_ABI=0))
+        r, j = ctx.run_json(code, "--policy", hv,
+                            env=env(WARD_TEST_SUPERVISOR_FS_OFF=1,
+                                    WARD_TEST_LANDLOCK_ABI=0))
         assert j["stdout"] == "read errno 13\nlist errno 13\nin the workdir\n", j
         assert "TEST ONLY" not in r.stderr, r
         d = [e for e in ctx.denials(j["run_id"]) if e["target"] == s.path]

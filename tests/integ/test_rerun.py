@@ -71,7 +71,8 @@ def test_rerun_deterministic_is_equivalent(ctx):
     assert argv[-3:] == ["--", "one", "two words"], argv
     assert SECRET not in new["argv"] and json.loads(new["env"]) == json.loads(run["env"])
     assert new["code"] == run["code"] and new["policy_json"] == run["policy_json"]
-    assert new["limits"] == run["limits"] and new["workdir"] != run["workdir"]
+    assert new["limits"] == run["limits"] and new["workdir"] == run["workdir"] == wardtest.HOME
+    assert wardtest.host_workdir(new) != wardtest.host_workdir(run)
     out = b"".join(r["data"] for r in ctx.sql(
         "select data from outputs where run_id=? and stream='stdout' order by seq", new["id"]))
     assert b"token set True args ['one', 'two words']" in out, out
@@ -162,7 +163,7 @@ def test_diff_masks_workdir_fds_and_pids(ctx):
     for _ in range(2):
         assert ctx.run(code).code == 0
     a, b = [r["id"] for r in ctx.sql("select id from runs order by started_ns")]
-    wa, wb = [r["workdir"] for r in ctx.sql("select workdir from runs order by started_ns")]
+    wa, wb = [wardtest.host_workdir(r) for r in ctx.sql("select * from runs order by started_ns")]
     assert wa != wb
     r = ctx.ward("diff", "--db", ctx.db, a, b)
     assert r.code == 0, r

@@ -4,6 +4,7 @@ import json
 import os
 import stat
 
+import wardtest
 from wardtest import PYTHON
 
 
@@ -50,8 +51,11 @@ def test_environment_is_built_not_inherited(ctx):
     assert e["KEEP_ME"] == "yes" and e["SET_ME"] == "1", e
     assert e["PATH"] == "/usr/local/bin:/usr/bin:/bin"
     assert e["LANG"] == "C.UTF-8"
-    wd = ctx.last_run()["workdir"]
-    assert e["HOME"] == wd and e["TMPDIR"] == wd + "/tmp", (e, wd)
+    # the code sees its workdir at /home/user, never the host's path
+    assert ctx.last_run()["workdir"] == wardtest.HOME
+    assert e["HOME"] == wardtest.HOME and e["TMPDIR"] == wardtest.HOME + "/tmp", e
+    wd = ctx.host_workdir()
+    assert wd.startswith("/tmp/ward-") and wd not in r.stdout, (wd, r.stdout)
     assert not os.path.exists(wd), "temporary workdir must be removed"
 
 
@@ -61,15 +65,16 @@ def test_workdir_keep_and_given(ctx):
     r = ctx.run("import os; os.makedirs('a/b'); open('a/b/f.txt','w').write('x' * 5000)")
     assert r.code == 0, r
     run = ctx.last_run()
-    assert run["workdir"] and not os.path.exists(run["workdir"]), run["workdir"]
+    assert run["workdir"] == wardtest.HOME
+    assert not os.path.exists(ctx.host_workdir(run)), ctx.host_workdir(run)
     arts = ctx.sql("select path, size from artifacts where run_id=?", run["id"])
     assert [(a["path"], a["size"]) for a in arts] == [("a/b/f.txt", 5000)], arts
     r = ctx.run("open('made.txt','w').write('x')", "--keep")
     assert r.code == 0, r
-    wd = ctx.last_run()["workdir"]
+    wd = ctx.host_workdir()
     try:
         assert os.path.exists(os.path.join(wd, "made.txt"))
-        assert "workdir kept" in r.stderr
+        assert "workdir kept: " + wd in r.stderr, r.stderr
     finally:
         import shutil
         shutil.rmtree(wd, ignore_errors=True)

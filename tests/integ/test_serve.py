@@ -125,7 +125,9 @@ def test_python_session_keeps_state_and_records_cells(ctx):
     assert run["status"] == "ok" and run["language"] == "python" and run["code_name"] == "session", run
     out = ctx.sql("select group_concat(data, '') d from outputs where run_id=?", c["run_id"])
     assert out[0]["d"] == "hello\n", out
-    assert run["workdir"].startswith("/tmp/ward-") and not os.path.exists(run["workdir"]), run
+    wd = wardtest.host_workdir(run)
+    assert run["workdir"] == wardtest.HOME, run
+    assert wd.startswith("/tmp/ward-") and not os.path.exists(wd), run
 
 
 def test_python_exception_shape(ctx):
@@ -772,7 +774,7 @@ def test_session_workdir_quota(ctx):
     s = serve(ctx)
     r = s.ok("session.create", {"policy": path})
     sid, run_id = r["session_id"], r["run_id"]
-    wd = ctx.sql("select workdir from runs where id=?", run_id)[0]["workdir"]
+    wd = wardtest.host_workdir(ctx.sql("select * from runs where id=?", run_id)[0])
     s.ok("files.write", {"session_id": sid, "path": "in.txt", "text": "from the caller"})
     r = s.run(sid, "import os, tempfile\nst = os.statvfs('.')\n"
                    "(st.f_blocks * st.f_frsize >> 20, open('in.txt').read(), "
@@ -801,7 +803,7 @@ def test_session_quota_gone_with_a_killed_server(ctx):
         raise wardtest.Skip("the workdir quota is a tmpfs ward mounts: root only")
     s = serve(ctx)
     r = s.ok("session.create", {"language": "sh"})
-    wd = ctx.sql("select workdir from runs where id=?", r["run_id"])[0]["workdir"]
+    wd = wardtest.host_workdir(ctx.sql("select * from runs where id=?", r["run_id"])[0])
     assert _stdout(s.run(r["session_id"], "head -c 4000000 /dev/zero > big; echo ok")) == "ok\n"
     assert wardtest.quota_holders(wd)
     s.p.kill()

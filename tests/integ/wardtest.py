@@ -108,12 +108,28 @@ class Ctx:
         assert rows, "no run recorded"
         return rows[0]
 
+    def host_workdir(self, run=None):
+        """The host's directory that was the run's workdir (runs.workdir is
+        where the code saw it: /home/user in the run's own file tree)."""
+        return host_workdir(run or self.last_run())
+
     def events(self, run_id, where="1", *params):
         return self.sql(f"select * from events where run_id=? and ({where}) order by seq",
                         run_id, *params)
 
     def denials(self, run_id):
         return self.events(run_id, "decision != 'allow'")
+
+
+HOME = "/home/user"  # where a run shows the code its workdir
+
+
+def host_workdir(run):
+    """The host path of run's workdir, from its "workdir" layer."""
+    for l in json.loads(run["layers"] or "[]"):
+        if l["name"] == "workdir":
+            return l["detail"].split(" of the host,", 1)[0]
+    raise AssertionError(f"run {run['id']} has no workdir layer")
 
 
 def listener(host="127.0.0.1"):
@@ -174,6 +190,22 @@ def profile_with(ctx, name, **limits):
         pol = json.load(f)
     pol["limits"].update(limits)
     path = os.path.join(ctx.tmp, "policy-%s.json" % "-".join(limits))
+    with open(path, "w") as f:
+        json.dump(pol, f)
+    return path
+
+
+def host_view_policy(ctx, name="default", **changes):
+    """A policy file: the shipped profile with "view": "host" (the whole
+    host read-only, as ward showed it before the policy's view), so that a
+    test can show what another layer (Landlock, the supervisor alone) does
+    about a file that exists inside."""
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "profiles", name + ".json")) as f:
+        pol = json.load(f)
+    pol["view"] = "host"
+    pol["name"] = name + "-host-view"
+    pol.update(changes)
+    path = os.path.join(ctx.tmp, "policy-%s-host-view.json" % name)
     with open(path, "w") as f:
         json.dump(pol, f)
     return path
