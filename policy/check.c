@@ -330,8 +330,19 @@ static void check_fs(const struct policy *p, const struct ward_event *ev,
 		return;
 	}
 
-	if (!fs_one(p, ev, ev->path, ev->access, out, &first))
+	if (!fs_one(p, ev, ev->path, ev->access, out, &first)) {
+		/* A metadata query of what does not exist in the run's view
+		 * is answered as the kernel would: the rule that denies it
+		 * must not tell the code that it names the path. */
+		if (out->action == POLICY_DENY && ev->access == WARD_FS_STAT &&
+		    !ev->exists && !ev->has_path2) {
+			size_t used = strlen(out->reason);
+			out->err = ENOENT;
+			snprintf(out->reason + used, sizeof(out->reason) - used,
+				 " (no such file in the run's view)");
+		}
 		return;
+	}
 	if (ev->has_path2 && ev->access2 &&
 	    !fs_one(p, ev, ev->path2, ev->access2, out, &first2))
 		return;

@@ -489,6 +489,33 @@ int tracer_view_plan(const struct policy *p, const char *interpreter,
 				rc = -ENOMEM;
 		}
 	}
+	/* The root's own symlinks (merged /usr: /bin, /lib, /lib64 ...):
+	 * names only, where the loader, ld.so.cache and #! lines look;
+	 * whether their targets exist is the policy's. */
+	DIR *d = rc ? NULL : opendir("/");
+	for (struct dirent *e; d && !rc && (e = readdir(d));) {
+		char top[NAME_MAX + 2], target[WARD_PATH_MAX];
+		ssize_t tl;
+		struct node *k;
+		if (e->d_type != DT_LNK)
+			continue;
+		snprintf(top, sizeof(top), "/%s", e->d_name);
+		tl = readlink(top, target, sizeof(target) - 1);
+		if (tl <= 0 || in_own(top))
+			continue;
+		target[tl] = '\0';
+		k = node_at(&pl, top);
+		if (!k) {
+			rc = -ENOMEM;
+		} else if (k->mark == M_NONE && !k->kids) {
+			k->mark = M_LINK;
+			k->target = strdup(target);
+			if (!k->target)
+				rc = -ENOMEM;
+		}
+	}
+	if (d)
+		closedir(d);
 	policy_view_free(&pv);
 	/* the root: the host's own, when all of it is shown and nothing
 	 * below is taken away or replaced but over-mounted */

@@ -538,7 +538,13 @@ def test_unix_sockets_outside_denied(ctx):
                 "    try:\n"
                 "        s.connect(addr); print('CONNECTED')\n"
                 "    except OSError as e: print('errno', e.errno)\n")
+        # the run's own view: the socket's path does not exist inside
         r = ctx.run(code)
+        assert r.stdout == "errno 2\nerrno 111\n", r
+        d = [e for e in ctx.denials(ctx.last_run()["id"]) if e["syscall"] == "connect"]
+        assert [e["target"] for e in d] == [f"unix:@{name}"], d
+        # the host's view: the socket is there, and ward refuses both
+        r = ctx.run(code, "--policy", wardtest.host_view_policy(ctx))
         assert r.stdout == "errno 111\nerrno 111\n", r
         d = [e for e in ctx.denials(ctx.last_run()["id"]) if e["syscall"] == "connect"]
         assert [e["target"] for e in d] == [f"unix:{path}", f"unix:@{name}"], d

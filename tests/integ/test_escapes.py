@@ -251,13 +251,15 @@ def run_case(ctx, case):
         if case.get("race"):
             opts.append("--quiet")  # thousands of denial lines otherwise
         opts += case.get("opts", [])
-        if case.get("decoys") or case.get("policy_patch"):
+        if case.get("decoys") or case.get("policy_patch") or case.get("view"):
             pol = policy_with_decoys(ctx, sdir, lst) if case.get("decoys") \
                 else json.load(open(PROFILE))
             if case.get("exec_probe"):
                 pol["exec"]["allow"].append(probe)
             if case.get("policy_patch"):
                 case["policy_patch"](pol)
+            if case.get("view"):
+                pol["view"] = case["view"]
             pf = ctx.path("policy.json")
             with open(pf, "w") as f:
                 json.dump(pol, f)
@@ -272,7 +274,9 @@ def run_case(ctx, case):
             script = src
         args = {
             "secret": secret, "token": token, "rw": rw, "sdir": sdir,
-            "decoy": decoy, "marker": marker, "wmarker": "marker", "wd": wd,
+            "decoy": decoy, "marker": marker, "wmarker": "marker",
+            # the workdir as the code sees it (its own file tree)
+            "wd": wardtest.HOME,
             "port": lst.port(lst.tcp), "uport": lst.port(lst.udp),
             "dport": lst.port(lst.decoy), "udport": lst.port(lst.udecoy),
             "usock": lst.usock_path, "abstract": lst.abstract_name,
@@ -392,7 +396,7 @@ def check(ctx, case, r, before):
 def audit_check(ctx, rid, run, procs, a, r, where):
     kind = a[0]
     if kind == "event":
-        want = {k: (v.format(secret=r.secret, rw=r.rw, sdir=r.sdir, wd=r.wd)
+        want = {k: (v.format(secret=r.secret, rw=r.rw, sdir=r.sdir, wd=wardtest.HOME)
                     if isinstance(v, str) else v) for k, v in a[1].items()}
         rows = ctx.events(rid)
         for row in rows:
@@ -592,6 +596,47 @@ def _probes_ran(ctx, r, run, procs):
     assert n >= RACE_N, f"exec_probe ran {n} times, not {RACE_N}"
 
 
+def _fd_exec_check(ctx, r, run, procs):
+    """R16: a win is the kernel executing dash through the flipped fd; the
+    exec event's check must then have killed the run before dash ran
+    (no marker: the canaries). Without a win, ward saw dash at the entry
+    check at times and denied it."""
+    if run["status"] == "killed":
+        rows = ctx.events(run["id"], "decision='kill' and syscall='exec-check'")
+        assert rows, "killed, but no exec-check kill recorded"
+        assert any("dash" in (x["target"] or "") for x in rows), rows
+    else:
+        rows = ctx.events(run["id"], "decision='deny' and syscall='execveat'")
+        assert rows, "no denied execveat recorded"
+
+
+def _all_enoent(ctx, r, run, procs):
+    """V01: every probe says the secret does not exist (an open of it may
+    be decided: the policy's EACCES)."""
+    probes = dict(l.split()[1:3] for l in r.result.stdout.splitlines()
+                  if l.startswith("PROBE "))
+    assert len(probes) == 8, r.result.stdout
+    for what, got in probes.items():
+        ok = ("ENOENT", "EACCES") if what in ("opendir", "open-path") else ("ENOENT",)
+        assert got in ok, f"{what}: {got}"
+
+
+def _no_host_path(ctx, r, run, procs):
+    """V02: neither the workdir's host directory nor the test's own
+    directory above it is in anything the code read."""
+    out = r.result.stdout
+    for p in (r.wd, ctx.tmp):
+        assert p not in out, f"{p} reached the code"
+    assert "FILE /proc/1/mountinfo EACCES" in out, out
+    assert "CWD " + wardtest.HOME in out, out
+
+
+def _no_other_run(ctx, r, run, procs):
+    """V03: nothing of the bystander, no slot names."""
+    out = r.result.stdout
+    assert "PROBE bystander ENOENT" in out and "CGROUP no slot" in out, out
+
+
 C = dict  # a case
 
 CASES = [
@@ -651,6 +696,11 @@ CASES = [
       extra=_probes_ran),
 
     # ---- paths
+    C(id="R16", group="race", src="r16_execveat_fd_flip.c", race=True, decoys=True,
+      exec_probe=True,
+      what="execveat(fd, \"\", AT_EMPTY_PATH) while a thread dup2s dash and an allowed "
+           "program onto fd in turn: the exec event's check kills before dash runs",
+      expect="CONT|KILL", extra=_fd_exec_check),
     C(id="P01", group="path", src="p01_dotdot.c", what="$WORKDIR/../../..<secret>",
       expect="EACCES", audit=[DENY_SECRET]),
     C(id="P02", group="path", src="p02_dirfd_root.c", what="openat(dirfd of /, relative path)",
@@ -663,10 +713,12 @@ CASES = [
     C(id="P05", group="path", src="p05_symlink.c", what="workdir symlink to the secret",
       expect="EACCES", audit=[DENY_SECRET]),
     C(id="P06", group="path", src="p06_proc_self_root.c", what="/proc/self/root/<secret>",
-      expect="EACCES", audit=[DENY_SECRET]),
+      expect="ENOENT|EACCES", audit=[NO_ALLOW_SECRET],
+      host_view=dict(expect="EACCES", audit=[DENY_SECRET])),
     C(id="P07", group="path", src="p07_opath_reopen.c",
       what="O_PATH fd on the secret, reopened through /proc/self/fd/N",
-      expect="EACCES", audit=[DENY_SECRET, NO_ALLOW_SECRET]),
+      expect="ENOENT|EACCES", audit=[NO_ALLOW_SECRET],
+      host_view=dict(expect="EACCES", audit=[DENY_SECRET, NO_ALLOW_SECRET])),
     C(id="P08", group="path", src="p08_proc_1_root.c", what="/proc/1/root/<secret>",
       expect="EACCES|ENOENT", audit=[ev("openat")]),
     C(id="P09", group="path", src="p09_hardlink.c",
@@ -711,8 +763,8 @@ CASES = [
     C(id="P25", group="path", src="p25_list_dir.c", what="list the secret's dir",
       expect="EACCES", audit=[ev("openat", target="{sdir}")]),
     C(id="P26", group="path", src="p26_proc_cwd_chain.c",
-      what="workdir symlink to /var in the middle of the path", expect="EACCES",
-      audit=[DENY_SECRET]),
+      what="workdir symlink to /var in the middle of the path", expect="ENOENT|EACCES",
+      audit=[NO_ALLOW_SECRET], host_view=dict(expect="EACCES", audit=[DENY_SECRET])),
 
     # ---- exec and code loading
     C(id="E01", group="exec", src="e01_memfd_execveat.c",
@@ -864,11 +916,14 @@ CASES = [
       what="connect to a host abstract unix socket", expect="ECONNREFUSED",
       audit=[ev("connect")]),
     C(id="N10", group="net", src="n10_unix_path_outside.c",
-      what="connect to a unix socket outside the workdir", expect="ECONNREFUSED|EACCES",
-      audit=[ev("connect")]),
+      what="connect to a unix socket outside the workdir",
+      expect="ENOENT|ECONNREFUSED|EACCES", audit=[ev("connect", decision_in=("allow", "deny"))],
+      host_view=dict(expect="ECONNREFUSED|EACCES", audit=[ev("connect")])),
     C(id="N11", group="net", src="n11_unix_symlink.c",
       what="the outside unix socket through a workdir symlink",
-      expect="ECONNREFUSED|EACCES", audit=[ev("connect")]),
+      expect="ENOENT|ECONNREFUSED|EACCES",
+      audit=[ev("connect", decision_in=("allow", "deny"))],
+      host_view=dict(expect="ECONNREFUSED|EACCES", audit=[ev("connect")])),
     C(id="N12", group="net", src="n12_inherited_fds.c", inherit=True,
       what="scan fds 3..1023 for anything inherited (ward started holding the secret)",
       expect="EBADF", extra=_no_leaked_fd, audit=[RUN_OK]),
@@ -906,6 +961,16 @@ CASES = [
       what="fill the workdir file after file, each under the file size limit "
            "(--max-disk 96M; the attack stops itself at 256 MiB)", expect="ENOSPC",
       extra=_disk_bounded, audit=[RUN_OK]),
+    # ---- the view: what the policy does not show does not exist
+    C(id="V01", group="view", src="v01_existence_probes.c",
+      what="stat, lstat, statx, access, faccessat2, readlink the secret, list its dir",
+      expect="ENOENT", extra=_all_enoent),
+    C(id="V02", group="view", src="v02_host_paths.c",
+      what="find the workdir's host path: mount tables, environ, cmdline, maps, cwd",
+      expect="EACCES", extra=_no_host_path),
+    C(id="V03", group="view", src="v03_other_runs.c",
+      what="other runs and the host: /sys/fs/cgroup, a host process's /proc, slot names",
+      expect="EACCES|ENOENT", extra=_no_other_run),
 ]
 
 
@@ -930,6 +995,19 @@ def _make(case):
     return t
 
 
+def _host_view_twin(case):
+    """A case whose secret the default view hides (the attack gets ENOENT
+    before ward is asked anything) also runs with "view": "host": the
+    secret is there, and the supervisor must stand in the way alone."""
+    twin = dict(case, id=case["id"] + "h", view="host",
+                what=case["what"] + " (the host's view)")
+    twin.update(case["host_view"])
+    del twin["host_view"]
+    return twin
+
+
+CASES[:] = [c for case in CASES
+            for c in ([case, _host_view_twin(case)] if case.get("host_view") else [case])]
 for _c in CASES:
     globals()["test_" + _c["id"]] = _make(_c)
 
@@ -938,6 +1016,7 @@ for _c in CASES:
 
 GROUPS = {
     "race": "Races: argument memory changed between ward's read and the kernel's",
+    "view": "The view: what the policy does not show does not exist",
     "path": "Paths and the file system",
     "exec": "Exec and code loading",
     "kernel": "Kernel interfaces that bypass or attack the supervisor",

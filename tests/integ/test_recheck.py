@@ -57,7 +57,9 @@ def test_recheck_tighter_and_looser_policy(ctx):
     assert r.code == 0, r
     out = r.stdout
     assert f"run {run['id']} (recorded under default, workdir {run['workdir']})" in out, out
-    assert "allowed -> denied (EACCES): rule workdir -> default: 1 event\n" in out, out
+    # the workdir is /home/user: without write there, the profile's /home
+    # rule (deny) is the most specific one left
+    assert "allowed -> denied (EACCES): rule workdir -> secret-home: 1 event\n" in out, out
     assert f"openat {run['workdir']}/out.txt" in out, out
     assert "denied (EACCES) -> allowed: rule secret-shadow -> shadow-ok: 1 event\n" in out, out
     assert "#" in out and "openat /etc/shadow" in out, out
@@ -70,7 +72,7 @@ def test_recheck_tighter_and_looser_policy(ctx):
     assert j["policy"] == "new" and j["summary"]["changed"] == 2, j
     assert j["summary"]["allowed_to_denied"] == 1 and j["summary"]["denied_to_allowed"] == 1
     ch = {(c["from_rule"], c["to_rule"]): c for c in j["runs"][0]["changes"]}
-    c = ch[("workdir", "default")]
+    c = ch[("workdir", "secret-home")]
     assert c["from"] == "allowed" and c["to"] == "denied" and c["to_errno"] == "EACCES", c
     assert c["count"] == 1 and c["examples"][0]["syscall"] == "openat", c
     assert c["examples"][0]["target"] == run["workdir"] + "/out.txt", c

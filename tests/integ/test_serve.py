@@ -3,6 +3,7 @@ files, artifacts, timeouts, isolation, concurrency, and every error path
 (each answered with a stable code while the server keeps serving)."""
 import base64
 import hashlib
+import glob
 import json
 import os
 import re
@@ -772,9 +773,10 @@ def test_session_workdir_quota(ctx):
         raise wardtest.Skip("the workdir quota is a tmpfs ward mounts: root only")
     path = wardtest.profile_with(ctx, "default", disk_mb=16)
     s = serve(ctx)
+    before = _workdirs()
     r = s.ok("session.create", {"policy": path})
     sid, run_id = r["session_id"], r["run_id"]
-    wd = wardtest.host_workdir(ctx.sql("select * from runs where id=?", run_id)[0])
+    (wd,) = _workdirs() - before
     s.ok("files.write", {"session_id": sid, "path": "in.txt", "text": "from the caller"})
     r = s.run(sid, "import os, tempfile\nst = os.statvfs('.')\n"
                    "(st.f_blocks * st.f_frsize >> 20, open('in.txt').read(), "
@@ -802,8 +804,9 @@ def test_session_quota_gone_with_a_killed_server(ctx):
     if os.geteuid() != 0:
         raise wardtest.Skip("the workdir quota is a tmpfs ward mounts: root only")
     s = serve(ctx)
+    before = _workdirs()
     r = s.ok("session.create", {"language": "sh"})
-    wd = wardtest.host_workdir(ctx.sql("select * from runs where id=?", r["run_id"])[0])
+    (wd,) = _workdirs() - before
     assert _stdout(s.run(r["session_id"], "head -c 4000000 /dev/zero > big; echo ok")) == "ok\n"
     assert wardtest.quota_holders(wd)
     s.p.kill()
@@ -813,14 +816,22 @@ def test_session_quota_gone_with_a_killed_server(ctx):
     shutil.rmtree(wd, ignore_errors=True)  # the workdir itself stays, as before
 
 
+def _workdirs():
+    return set(glob.glob("/tmp/ward-*"))
+
+
 def test_sessions_are_isolated(ctx):
     s = serve(ctx)
-    a, b = s.create(), s.create()
+    before = _workdirs()
+    a = s.create()
+    (wa,) = _workdirs() - before  # a's workdir on the host
+    b = s.create()
     s.ok("files.write", {"session_id": a, "path": "mine.txt", "text": "secret of a"})
-    wa = s.run(a, "import os\nos.getcwd()")
-    wa = _main(wa).strip("'")
-    r = s.run(b, "import os\nos.getcwd()")
-    assert _main(r).strip("'") != wa, r
+    r = s.run(a, "import os\nos.getcwd()")
+    assert _main(r).strip("'") == wardtest.HOME, r
+    # each sees its own workdir at /home/user, and nothing of the other's
+    r = s.run(b, "import os\nos.path.exists('mine.txt'), os.listdir('/home')")
+    assert _main(r) == "(False, ['user'])", r
     r = s.run(b, "open(%r + '/mine.txt').read()" % wa)
     assert r["status"] == "error" and r["error"]["name"] in (
         "FileNotFoundError", "PermissionError"), r

@@ -172,7 +172,7 @@ def test_show_summary(ctx):
     assert r.code == 0, r
     out = r.stdout
     lines = out.splitlines()
-    assert len(lines) <= 32, out  # short: ten of them are the layers
+    assert len(lines) <= 33, out  # short: eleven of them are the layers
     assert lines[0] == f"run       {rid}", out
     assert "status    ok, exit 0\n" in out, out
     assert f"database  {os.path.realpath(ctx.db)}\n" in out, out

@@ -1715,6 +1715,100 @@ static void test_bound_rules(void)
 	policy_free(p);
 }
 
+static bool in_list(char **list, size_t n, const char *path)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(list[i], path))
+			return true;
+	return false;
+}
+
+static void test_view(void)
+{
+	struct policy *p = load_profile("default");
+	struct policy_view pv;
+
+	if (!ok(p != NULL, "view: default profile loads"))
+		return;
+	policy_set_workdir(p, "/home/user");
+	is_int(policy_protect(p, "/var/db/audit.db"), 0, "view: protect");
+	is_int(policy_view(p, &pv), 0, "view: built");
+	ok(!pv.host && !policy_view_host(p), "... enforce mode: the policy's");
+	ok(in_list(pv.show, pv.nshow, "/usr"), "... /usr shown (read, exec)");
+	ok(in_list(pv.show, pv.nshow, "/etc/passwd"), "... /etc/passwd shown");
+	ok(in_list(pv.show, pv.nshow, "/dev/null"), "... /dev/null shown");
+	ok(in_list(pv.show, pv.nshow, "/usr/bin"),
+	   "... exec glob /usr/bin/python3.[0-9]: its directory");
+	ok(!in_list(pv.show, pv.nshow, "/"), "... stat anywhere shows nothing");
+	ok(!in_list(pv.show, pv.nshow, "/home/user"),
+	   "... $WORKDIR rules are the tracer's");
+	ok(in_list(pv.hide, pv.nhide, "/etc/shadow") &&
+		   in_list(pv.hide, pv.nhide, "/root"),
+	   "... deny-read rules hide");
+	ok(!in_list(pv.hide, pv.nhide, "/proc/self/mem") ||
+		   in_list(pv.hide, pv.nhide, "/proc/self/mem"),
+	   "... (own /proc: the tracer skips it)");
+	ok(in_list(pv.hide, pv.nhide, "/var/db/audit.db"),
+	   "... ward's own files hide");
+	policy_view_free(&pv);
+	is_int((int)pv.nshow + (int)pv.nhide, 0, "view_free empties it");
+	policy_view_free(NULL);
+	policy_free(p);
+
+	p = load("{\"version\": 1, \"mode\": \"audit\"}");
+	ok(p && policy_view_host(p), "view: audit mode defaults to the host");
+	is_int(policy_view(p, &pv), 0, "... built");
+	ok(pv.host && in_list(pv.show, pv.nshow, "/"), "... the whole host");
+	policy_view_free(&pv);
+	policy_free(p);
+	p = load("{\"version\": 1, \"mode\": \"audit\", \"view\": "
+		 "\"policy\"}");
+	ok(p && !policy_view_host(p), "view: audit mode may ask for the policy's");
+	policy_free(p);
+	p = load("{\"version\": 1, \"view\": \"host\", \"fs\": [{\"path\":"
+		 " \"/srv/x\", \"deny\": [\"read\"]}, {\"path\": \"/srv/y\","
+		 " \"deny\": [\"write\"]}],"
+		 " \"net\": {\"socket\": [\"unix\"], \"rules\": [{\"family\":"
+		 " \"unix\", \"path\": \"/run/s.sock\"}]}}");
+	is_int(policy_view(p, &pv), 0, "view: host, deny rules, a unix path");
+	ok(pv.host && in_list(pv.hide, pv.nhide, "/srv/x"),
+	   "... a deny of read hides even in the host's view");
+	ok(!in_list(pv.hide, pv.nhide, "/srv/y"), "... a deny of write does not");
+	ok(in_list(pv.show, pv.nshow, "/run/s.sock"),
+	   "... a unix socket path the rules allow is shown");
+	policy_view_free(&pv);
+	policy_free(p);
+}
+
+/* A metadata query of what the run's view does not hold is answered as
+ * the kernel would: the rule that denies it is recorded, not revealed. */
+static void test_stat_of_what_is_not_there(void)
+{
+	struct policy *p = load(
+		"{\"version\": 1, \"trap_stat\": true, \"fs\": ["
+		" {\"path\": \"/\", \"allow\": [\"stat\"]},"
+		" {\"id\": \"secret\", \"path\": \"/s\", \"deny\": [\"read\","
+		" \"stat\"]}]}");
+
+	if (!ok(p != NULL, "stat policy loads"))
+		return;
+	ev_fs(S, "/s");
+	ev.exists = false;
+	DENIES(p, ENOENT, "secret", "stat of a denied path not in the view: ENOENT");
+	ok(strstr(v.reason, "no such file in the run's view") != NULL, "... %s",
+	   v.reason);
+	ev_fs(S, "/s");
+	DENIES(p, EACCES, "secret",
+	       "stat of a denied path that exists: the rule's errno");
+	ev_fs(R, "/s");
+	ev.exists = false;
+	DENIES(p, EACCES, "secret", "an open is decided as always");
+	ev_fs(S, "/other");
+	ev.exists = false;
+	ALLOWS(p, "fs[0]", "stat allowed: the kernel answers");
+	policy_free(p);
+}
+
 static void test_bound_none(void)
 {
 	struct policy *p = load("{\"version\": 1, \"mode\": \"audit\"}");
@@ -1790,6 +1884,8 @@ int main(void)
 	test_bound_default();
 	test_bound_rules();
 	test_bound_none();
+	test_view();
+	test_stat_of_what_is_not_there();
 	test_require();
 	return done_testing();
 }
