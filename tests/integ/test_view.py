@@ -72,9 +72,11 @@ HIDDEN = ["/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh", "/root", "/
 
 
 def _absent(row):
-    """Nothing but ENOENT (or the policy's EACCES for an open)."""
-    return (all(row[k] == "ENOENT" for k in ("stat", "lstat", "access", "readlink", "list"))
-            and row["open"] in ("ENOENT", "EACCES") and row["listed"] == "False")
+    """Nothing but ENOENT (or the policy's EACCES for an open: listing a
+    directory opens it)."""
+    return (all(row[k] == "ENOENT" for k in ("stat", "lstat", "access", "readlink"))
+            and row["open"] in ("ENOENT", "EACCES") and row["list"] in ("ENOENT", "EACCES")
+            and row["listed"] == "False")
 
 
 def test_what_the_policy_does_not_show_does_not_exist(ctx):
@@ -110,8 +112,8 @@ def test_other_users_files_do_not_exist(ctx):
         got = probe(ctx, [d, os.path.join(d, "notes"), "/home"])
         assert _absent(got[d]) and _absent(got[os.path.join(d, "notes")]), got
         # /home holds only the workdir
-        r = ctx.run("import os; print(os.listdir('/home'))")
-        assert r.code == 0 and r.stdout == "['user']\n", r
+        r = ctx.run(f"import os; print(os.path.isdir('/home/user'), os.path.exists({d!r}))")
+        assert r.code == 0 and r.stdout == "True False\n", r
     finally:
         shutil.rmtree(d)
 
@@ -168,7 +170,8 @@ def test_the_record_is_hidden_in_every_view(ctx):
             for p in paths[:3]:
                 assert os.path.exists(p) or p.endswith("-wal"), p
                 assert _absent(got[p]), (pf, p, got[p])
-            assert got[paths[3]]["open"] == "ok", got
+            # the directory is there, and what else it holds
+            assert got[paths[3]]["stat"] == "ok", got
     finally:
         shutil.rmtree(base)
 
@@ -198,9 +201,8 @@ print("glob", glob.glob("/*"), glob.glob("/home/*"), glob.glob("/tmp/*"))
 '''
 
 
-def _no_host_path(text, host):
-    parts = [host, os.path.dirname(host)]
-    for p in parts:
+def _no_host_path(text, *paths):
+    for p in paths:
         assert p not in text, (p, text[:3000])
 
 
@@ -231,7 +233,7 @@ def test_workdir_is_home_user_and_no_host_path_reaches_the_code(ctx):
         assert ctx.host_workdir() == wd
         assert open(os.path.join(wd, "mine.txt")).read() == "x"
         assert os.stat(top).st_uid == 0 and os.stat(top).st_mode & 0o777 == 0o700
-        _no_host_path(r.stdout + r.stderr, wd)
+        _no_host_path(r.stdout + r.stderr, wd, top)
         # the record names the host directory for the reviewer
         r2 = ctx.ward("show", "last", "--summary")
         assert r2.code == 0 and wd in r2.stdout, r2
@@ -239,17 +241,43 @@ def test_workdir_is_home_user_and_no_host_path_reaches_the_code(ctx):
         shutil.rmtree(top)
 
 
+def _wide_policy(ctx):
+    """default, plus reading the run's own /proc and /sys as the view shows
+    them, and writing its own /tmp and /dev/shm: what a curious run may do
+    there."""
+    pol = profile()
+    pol["name"] = "default-wide"
+    for path in ("/proc", "/sys", "/home"):
+        pol["fs"].insert(0, {"path": path, "allow": ["read", "stat"]})
+    # abstract unix sockets of its own name: bound, reached
+    pol["net"]["rules"] += [
+        {"family": "unix", "ops": ["bind", "connect"], "abstract": "wardrun"}]
+    for path in ("/tmp", "/dev/shm"):
+        pol["fs"].insert(0, {"path": path, "allow": ["read", "write", "create", "delete",
+                                                     "stat"]})
+    return write_policy(ctx, pol, "wide.json")
+
+
 def test_no_host_proc_sys_or_cgroup_names(ctx):
     code = ("import os\n"
-            "print(sorted(p for p in os.listdir('/proc') if p.isdigit()))\n"
-            "print(sorted(os.listdir('/sys')), os.path.exists('/sys/fs'))\n"
+            "print([p for p in ('/sys/fs/cgroup', '/sys/kernel', '/sys/devices/system/cpu',"
+            " '/sys/class', '/sys/devices/virtual') if os.path.exists(p)])\n"
             "print(set(l.rstrip().split(':', 2)[2] for l in open('/proc/self/cgroup')))\n"
             "print(os.uname().nodename)\n")
-    r = ctx.run(code)
+    r = ctx.run("import os\nprint(sorted(p for p in os.listdir('/proc') if p.isdigit()))\n"
+                + code, "--policy", _wide_policy(ctx))
     assert r.code == 0, r
     lines = r.stdout.splitlines()
     assert lines[0] == "['1', '2']", lines  # the init and the code
-    assert lines[1] == "['devices'] False", lines
+    # where the policy shows all of /sys: still not /sys/fs/cgroup
+    assert lines[1] == "['/sys/kernel', '/sys/devices/system/cpu', '/sys/class', " \
+                       "'/sys/devices/virtual']", lines
+    r = ctx.run("print()\n" + code)
+    assert r.code == 0, r
+    lines = r.stdout.splitlines()
+    # /sys: the default profile's two trees; /sys/fs/cgroup never, even
+    # where the policy shows all of /sys
+    assert lines[1] == "['/sys/devices/system/cpu']", lines
     assert lines[2] == "{'/'}", lines
     assert lines[3] == "ward", lines
 
@@ -262,7 +290,7 @@ LEAVE = r'''import ctypes, os, socket, sys, time
 tok = sys.argv[1]
 for d in (".", "/tmp", "/dev/shm"):
     open(os.path.join(d, tok), "w").write(tok)
-s = socket.socket(socket.AF_UNIX); s.bind("\0" + tok); s.listen(1)
+s = socket.socket(socket.AF_UNIX); s.bind("\0" + tok)
 libc = ctypes.CDLL(None, use_errno=True)
 key = int(tok[-6:], 16)
 shm = libc.shmget(key, 4096, 0o1666)
@@ -272,7 +300,8 @@ time.sleep(float(sys.argv[2]))
 '''
 
 LOOK = r'''import ctypes, glob, os, sys
-tok, host_wd, host_pid = sys.argv[1], sys.argv[2], int(sys.argv[3])
+# the token comes reversed: this run's own argv must not hold it
+tok, host_wd, host_pid = sys.argv[1][::-1], sys.argv[2], int(sys.argv[3])
 found = []
 def seen(where, what):
     found.append(f"{where}: {what}")
@@ -325,25 +354,31 @@ print("FOUND" if found else "nothing", found)
 
 
 def test_two_concurrent_runs_learn_nothing_of_each_other(ctx):
+    """Each of two runs leaves traces and the other looks for them (and for
+    anything of it) at the same time; then the other way round."""
     leave = ctx.write("leave.py", LEAVE)
     look = ctx.write("look.py", LOOK)
-    tok = "wardrun" + os.urandom(3).hex()
-    wd = ctx.path("wd-a")
-    p = subprocess.Popen([wardtest.ward_bin(), "run", "--db", ctx.db, "--workdir", wd, leave,
-                          "--", tok, "20"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, cwd=ctx.tmp)
-    try:
-        assert wardtest.wait_until(lambda: os.path.exists(os.path.join(wd, "ready")), 60), \
-            p.stderr.read() if p.poll() is not None else "not ready"
-        host_pid = [x for x in wardtest.pids_matching(tok) if x != p.pid][-1]
-        r = ctx.ward("run", look, "--", tok, wd, str(host_pid), timeout=120)
-        assert r.code == 0, r
-        assert r.stdout.startswith("nothing"), r.stdout
-        # and the first run was really there to be found, from outside
-        assert os.path.exists(os.path.join(wd, tok))
-    finally:
-        p.kill()
-        p.communicate()
+    pf = _wide_policy(ctx)
+    for i in range(2):
+        tok = "wardrun" + os.urandom(3).hex()
+        wd = ctx.path("wd-%d" % i)
+        p = subprocess.Popen([wardtest.ward_bin(), "run", "--db", ctx.db, "--workdir", wd,
+                              "--policy", pf, leave, "--", tok, "20"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             cwd=ctx.tmp)
+        try:
+            assert wardtest.wait_until(lambda: os.path.exists(os.path.join(wd, "ready")), 60), \
+                p.stderr.read() if p.poll() is not None else "not ready"
+            host_pid = [x for x in wardtest.pids_matching(tok) if x != p.pid][-1]
+            r = ctx.ward("run", "--workdir", ctx.path("wd-look-%d" % i), "--policy", pf, look,
+                         "--", tok[::-1], wd, str(host_pid), timeout=120)
+            assert r.code == 0, r
+            assert r.stdout.startswith("nothing"), r.stdout
+            # and the traces were really there to be found, from outside
+            assert os.path.exists(os.path.join(wd, tok))
+        finally:
+            p.kill()
+            p.communicate()
 
 
 def test_host_view_is_audit_modes_default(ctx):

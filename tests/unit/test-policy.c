@@ -1385,7 +1385,13 @@ static void test_profile_default(void)
 	ev_fs(R, "/sys/devices/system/cpu/online");
 	ALLOWS(p, "sys-cpu", "default: cpu topology");
 	ev_fs(R, "/sys/fs/cgroup/memory.max");
-	ALLOWS(p, "sys-cgroup", "default: cgroup limits");
+	DENIES(p, EACCES, "default",
+	       "default: the host's cgroups (every run's) denied");
+	ev_fs(R, "/proc/4242/mountinfo");
+	DENIES(p, EACCES, "proc-mountinfo",
+	       "default: own mountinfo denied (host paths, mount IDs)");
+	ev_fs(R, "/proc/4242/mounts");
+	ALLOWS(p, "proc-self", "default: own mounts (the view's paths)");
 	ev_fs(R, "/proc/sys/vm/overcommit_memory");
 	ALLOWS(p, "proc-overcommit", "default: overcommit_memory (numpy)");
 	ev_fs(R, "/proc/sys/kernel/core_pattern");
