@@ -322,6 +322,109 @@ static bool has_below(const struct node *n, enum mark m)
 	return false;
 }
 
+/* Is the real host path shown: the nearest mark on its way SHOW? */
+static bool shown(const struct plan *pl, const char *real)
+{
+	const struct node *n = &pl->root;
+	enum mark eff = n->mark;
+
+	for (const char *p = real; n && *p;) {
+		size_t len;
+		while (*p == '/')
+			p++;
+		len = strcspn(p, "/");
+		if (!len)
+			break;
+		n = child((struct node *)n, p, len, false);
+		if (n && n->mark != M_NONE && n->mark != M_LINK)
+			eff = n->mark;
+		p += len;
+	}
+	return eff == M_SHOW;
+}
+
+/* Where path leads on the host, all links followed, in three system calls
+ * whatever the chain (O_PATH: nothing is opened for real). */
+static int real_of(const char *path, char *out, size_t n)
+{
+	char fdpath[32];
+	int fd = open(path, O_PATH | O_CLOEXEC);
+	ssize_t len;
+
+	if (fd < 0)
+		return -errno;
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+	len = readlink(fdpath, out, n - 1);
+	close(fd);
+	if (len <= 0 || (size_t)len >= n - 1)
+		return -EINVAL;
+	out[len] = '\0';
+	return 0;
+}
+
+/* Directories the view rebuilds (not shown, something below shown), in
+ * paths[]; depth first. */
+static void rebuilt_dirs(const struct node *n, const char *path, enum mark eff,
+			 char **paths, size_t *np, size_t max)
+{
+	enum mark m = n->mark == M_NONE ? eff : n->mark;
+	char sub[WARD_PATH_MAX];
+
+	if (m != M_NONE || !has_below(n, M_SHOW) || *np >= max)
+		return;
+	paths[(*np)++] = strdup(path[0] ? path : "/");
+	for (const struct node *k = n->kids; k; k = k->next)
+		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", path, k->name) <
+		    sizeof(sub))
+			rebuilt_dirs(k, sub, m, paths, np, max);
+}
+
+/*
+ * In a directory the view rebuilds, a symlink of the host's is made inside
+ * when it leads to something shown, with every link on its way (merged
+ * /usr's /lib and /bin; libz.so.1 beside the libz.so.1.2.13 a learned
+ * policy names; Debian's /etc/alternatives): names only, and only those
+ * that go somewhere the policy already shows.
+ */
+static int links_to_shown(struct plan *pl)
+{
+	char *dirs[256], full[WARD_PATH_MAX], real[WARD_PATH_MAX];
+	size_t nd = 0;
+	int rc = 0;
+
+	rebuilt_dirs(&pl->root, "", M_NONE, dirs, &nd, 256);
+	for (size_t i = 0; i < nd; i++) {
+		DIR *d = dirs[i] ? opendir(dirs[i]) : NULL;
+		struct dirent *e;
+
+		while (!rc && d && (e = readdir(d))) {
+			const struct node *k;
+			struct stat st;
+			if (e->d_type != DT_LNK && e->d_type != DT_UNKNOWN)
+				continue;
+			if ((size_t)snprintf(full, sizeof(full), "%s/%s",
+					     strcmp(dirs[i], "/") ? dirs[i] : "",
+					     e->d_name) >= sizeof(full))
+				continue;
+			if (e->d_type == DT_UNKNOWN &&
+			    (lstat(full, &st) < 0 || !S_ISLNK(st.st_mode)))
+				continue;
+			k = child(node_at(pl, dirs[i]), e->d_name,
+				  strlen(e->d_name), false);
+			if ((k && k->mark != M_NONE) || in_own(full))
+				continue;
+			if (real_of(full, real, sizeof(real)) == 0 &&
+			    shown(pl, real))
+				rc = resolve(pl, full, real, true);
+		}
+		if (d)
+			closedir(d);
+	}
+	for (size_t i = 0; i < nd; i++)
+		free(dirs[i]);
+	return rc == -ENOENT ? 0 : rc;
+}
+
 /* Must a shown directory be rebuilt entry by entry? When something below
  * is hidden, or is a mount point of the run's own the host lacks. */
 static bool needs_skeleton(const struct node *n)
@@ -489,33 +592,8 @@ int tracer_view_plan(const struct policy *p, const char *interpreter,
 				rc = -ENOMEM;
 		}
 	}
-	/* The root's own symlinks (merged /usr: /bin, /lib, /lib64 ...):
-	 * names only, where the loader, ld.so.cache and #! lines look;
-	 * whether their targets exist is the policy's. */
-	DIR *d = rc ? NULL : opendir("/");
-	for (struct dirent *e; d && !rc && (e = readdir(d));) {
-		char top[NAME_MAX + 2], target[WARD_PATH_MAX];
-		ssize_t tl;
-		struct node *k;
-		if (e->d_type != DT_LNK)
-			continue;
-		snprintf(top, sizeof(top), "/%s", e->d_name);
-		tl = readlink(top, target, sizeof(target) - 1);
-		if (tl <= 0 || in_own(top))
-			continue;
-		target[tl] = '\0';
-		k = node_at(&pl, top);
-		if (!k) {
-			rc = -ENOMEM;
-		} else if (k->mark == M_NONE && !k->kids) {
-			k->mark = M_LINK;
-			k->target = strdup(target);
-			if (!k->target)
-				rc = -ENOMEM;
-		}
-	}
-	if (d)
-		closedir(d);
+	if (!rc)
+		rc = links_to_shown(&pl);
 	policy_view_free(&pv);
 	/* the root: the host's own, when all of it is shown and nothing
 	 * below is taken away or replaced but over-mounted */

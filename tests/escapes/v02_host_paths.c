@@ -1,6 +1,7 @@
 /* V02: find the host's path of the workdir, or anything of the host's
  * tree: the mount tables, the environment, the cwd, the maps of the
- * process. mountinfo names each mount's source directory: it must be
+ * process (not its cmdline: the runner's arguments hold the secret's
+ * token). mountinfo names each mount's source directory: it must be
  * refused (the attempt that matters); the rest is printed for the runner,
  * which checks that the host directory of the workdir is in none of it. */
 #include "escape.h"
@@ -33,7 +34,6 @@ int attack(int argc, char **argv)
 	dump("/proc/self/mounts");
 	dump("/proc/self/mountstats");
 	dump("/proc/self/environ");
-	dump("/proc/self/cmdline");
 	dump("/proc/self/maps");
 	dump("/proc/1/mountinfo");
 	say("CWD %s", getcwd(cwd, sizeof(cwd)) ? cwd : "?");

@@ -252,6 +252,7 @@ def _wide_policy(ctx):
     # abstract unix sockets of its own name: bound, reached
     pol["net"]["rules"] += [
         {"family": "unix", "ops": ["bind", "connect"], "abstract": "wardrun"}]
+    pol["syscalls"] = pol.get("syscalls", []) + [{"name": "shmget", "action": "allow"}]
     for path in ("/tmp", "/dev/shm"):
         pol["fs"].insert(0, {"path": path, "allow": ["read", "write", "create", "delete",
                                                      "stat"]})
@@ -282,42 +283,41 @@ def test_no_host_proc_sys_or_cgroup_names(ctx):
     assert lines[3] == "ward", lines
 
 
-# One run leaves traces of itself everywhere it can (its workdir, /tmp,
-# /dev/shm, an abstract unix socket, a SysV shared memory segment, a file
-# lock, its pid) and sleeps; the other looks for them and for anything of
-# the other run through every channel the code has.
-LEAVE = r'''import ctypes, os, socket, sys, time
-tok = sys.argv[1]
-for d in (".", "/tmp", "/dev/shm"):
-    open(os.path.join(d, tok), "w").write(tok)
-s = socket.socket(socket.AF_UNIX); s.bind("\0" + tok)
+# Each run leaves traces of itself everywhere it can (its workdir, /tmp,
+# /dev/shm, an abstract unix socket, a SysV shared memory segment, its
+# pid), says it is ready, waits for the word to go (a file the test writes
+# in its workdir), then looks for the other run's traces and for anything
+# of it through every channel the code has. Tokens come reversed in argv:
+# a run's own argv (in its /proc) must not hold them.
+BOTH = r"""import ctypes, glob, os, socket, sys, time
+mine, theirs = sys.argv[1][::-1], sys.argv[2][::-1]
+their_wd = sys.argv[3]
 libc = ctypes.CDLL(None, use_errno=True)
-key = int(tok[-6:], 16)
-shm = libc.shmget(key, 4096, 0o1666)
-print("left", os.getpid(), shm >= 0, flush=True)
+for d in (".", "/tmp", "/dev/shm"):
+    open(os.path.join(d, mine), "w").write(mine)
+s = socket.socket(socket.AF_UNIX); s.bind("\0" + mine)
+shm = libc.shmget(int(mine[-6:], 16), 4096, 0o1666)
+assert shm >= 0, ctypes.get_errno()
 open("ready", "w").write("1")
-time.sleep(float(sys.argv[2]))
-'''
-
-LOOK = r'''import ctypes, glob, os, sys
-# the token comes reversed: this run's own argv must not hold it
-tok, host_wd, host_pid = sys.argv[1][::-1], sys.argv[2], int(sys.argv[3])
+while not os.path.exists("go") or not open("go").read().endswith("\n"):
+    time.sleep(0.02)
+their_pid = int(open("go").read())  # the other's code, on the host
 found = []
 def seen(where, what):
     found.append(f"{where}: {what}")
 for d in (".", "/tmp", "/dev/shm", "/home", "/"):
     try:
         for root, dirs, files in os.walk(d):
-            if root.startswith("/proc") or root.startswith("/sys") or root.startswith("/usr"):
+            if root.startswith(("/proc", "/sys", "/usr")):
                 continue
             for f in files + dirs:
-                if tok in f:
+                if theirs in f:
                     seen(d, os.path.join(root, f))
     except OSError:
         pass
 for p in glob.glob("/proc/[0-9]*/cmdline") + glob.glob("/proc/[0-9]*/environ"):
     try:
-        if tok.encode() in open(p, "rb").read():
+        if theirs.encode() in open(p, "rb").read():
             seen("proc", p)
     except OSError:
         pass
@@ -327,58 +327,69 @@ if pids != [1, 2]:
 for f in ("/proc/net/unix", "/proc/sysvipc/shm", "/proc/self/mountinfo", "/proc/self/cgroup",
           "/proc/self/mounts", "/proc/locks"):
     try:
-        if tok.encode() in open(f, "rb").read() or b"ward-slot" in open(f, "rb").read():
-            seen(f, "token or slot")
+        data = open(f, "rb").read()
+        if theirs.encode() in data or b"ward-slot" in data or their_wd.encode() in data:
+            seen(f, "their token, a slot or their workdir")
     except OSError:
         pass
-libc = ctypes.CDLL(None, use_errno=True)
-if libc.shmget(int(tok[-6:], 16), 0, 0) >= 0:
-    seen("sysv shm", tok)
-import socket
+if libc.shmget(int(theirs[-6:], 16), 0, 0) >= 0:
+    seen("sysv shm", theirs)
 try:
-    socket.socket(socket.AF_UNIX).connect("\0" + tok)
-    seen("abstract socket", tok)
-except OSError:
-    pass
-for p in (host_wd, os.path.join(host_wd, tok), "/sys/fs/cgroup", "/var/tmp",
-          f"/proc/{host_pid}"):
+    socket.socket(socket.AF_UNIX).connect("\0" + theirs)
+    seen("abstract socket", theirs)
+except OSError as e:
+    if e.errno != 111:  # refused: nothing by that name here
+        seen("abstract socket", e)
+for p in (their_wd, os.path.join(their_wd, theirs), "/sys/fs/cgroup", "/var/tmp",
+          f"/proc/{their_pid}"):
     if os.path.lexists(p):
         seen("path", p)
 try:
-    os.kill(host_pid, 0)
-    seen("kill", host_pid)
+    os.kill(their_pid, 0)
+    seen("kill", their_pid)
 except OSError:
     pass
-print("FOUND" if found else "nothing", found)
-'''
+print("FOUND" if found else "nothing", found, flush=True)
+"""
 
 
 def test_two_concurrent_runs_learn_nothing_of_each_other(ctx):
-    """Each of two runs leaves traces and the other looks for them (and for
-    anything of it) at the same time; then the other way round."""
-    leave = ctx.write("leave.py", LEAVE)
-    look = ctx.write("look.py", LOOK)
+    """Two runs at once, each leaving traces and looking for the other's
+    (and for the other) while the other lives."""
+    both = ctx.write("both.py", BOTH)
     pf = _wide_policy(ctx)
-    for i in range(2):
-        tok = "wardrun" + os.urandom(3).hex()
-        wd = ctx.path("wd-%d" % i)
-        p = subprocess.Popen([wardtest.ward_bin(), "run", "--db", ctx.db, "--workdir", wd,
-                              "--policy", pf, leave, "--", tok, "20"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             cwd=ctx.tmp)
-        try:
-            assert wardtest.wait_until(lambda: os.path.exists(os.path.join(wd, "ready")), 60), \
-                p.stderr.read() if p.poll() is not None else "not ready"
-            host_pid = [x for x in wardtest.pids_matching(tok) if x != p.pid][-1]
-            r = ctx.ward("run", "--workdir", ctx.path("wd-look-%d" % i), "--policy", pf, look,
-                         "--", tok[::-1], wd, str(host_pid), timeout=120)
-            assert r.code == 0, r
-            assert r.stdout.startswith("nothing"), r.stdout
-            # and the traces were really there to be found, from outside
-            assert os.path.exists(os.path.join(wd, tok))
-        finally:
-            p.kill()
-            p.communicate()
+    toks = ["wardrun" + os.urandom(3).hex() for _ in range(2)]
+    wds = [ctx.path("wd-%d" % i) for i in range(2)]
+    procs = []
+    try:
+        for i in range(2):
+            # the other's host pid is not known yet: its ward's, found below
+            procs.append(subprocess.Popen(
+                [wardtest.ward_bin(), "run", "--db", ctx.db, "--workdir", wds[i], "--policy",
+                 pf, both, "--", toks[i][::-1], toks[1 - i][::-1], wds[1 - i]],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ctx.tmp))
+        for i in range(2):
+            assert wardtest.wait_until(
+                lambda: os.path.exists(os.path.join(wds[i], "ready")), 60), \
+                procs[i].stderr.read() if procs[i].poll() is not None else "not ready"
+        code_pids = []
+        for i in range(2):
+            # the traces are really there, seen from outside
+            assert os.path.exists(os.path.join(wds[i], toks[i]))
+            code_pids.append([p for p in wardtest.pids_matching(toks[i][::-1])
+                              if os.readlink(f"/proc/{p}/exe").startswith("/usr/bin/python")][0])
+        for i in range(2):
+            with open(os.path.join(wds[i], "go"), "w") as f:
+                f.write("%d\n" % code_pids[1 - i])
+        for i in range(2):
+            out, err = procs[i].communicate(timeout=120)
+            assert procs[i].returncode == 0, err
+            assert out.startswith("nothing"), out
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
 
 
 def test_host_view_is_audit_modes_default(ctx):
