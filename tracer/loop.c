@@ -1474,8 +1474,8 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	debug("landlock ruleset planned");
 	if (tracer_ns_plan(t) & CLONE_NEWNS) {
 		char why[200];
-		rc = tracer_view_plan(o->policy, o->interpreter, &t->view, why,
-				      sizeof(why));
+		rc = tracer_view_plan(o->policy, o->interpreter, o->workdir,
+				      &t->view, why, sizeof(why));
 		if (rc < 0) {
 			snprintf(res->setup_error, sizeof(res->setup_error),
 				 "the run's file tree: %s", why);

@@ -348,7 +348,8 @@ struct tracer_view {
 /* In ward, before the clone: the policy's view resolved on the host.
  * 0, or -errno with err filled. */
 int tracer_view_plan(const struct policy *p, const char *interpreter,
-		     struct tracer_view *v, char *err, size_t n);
+		     const char *workdir, struct tracer_view *v, char *err,
+		     size_t n);
 void tracer_view_free(struct tracer_view *v);
 /* In the run's init (new mount namespace, before the code's process):
  * builds the view, with the workdir (wd: an open_tree clone) at

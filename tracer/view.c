@@ -536,7 +536,8 @@ void tracer_view_free(struct tracer_view *v)
 }
 
 int tracer_view_plan(const struct policy *p, const char *interpreter,
-		     struct tracer_view *v, char *err, size_t n)
+		     const char *workdir, struct tracer_view *v, char *err,
+		     size_t n)
 {
 	static const char *const dev_links[][2] = {
 		{ "/dev/fd", "/proc/self/fd" },
@@ -570,6 +571,9 @@ int tracer_view_plan(const struct policy *p, const char *interpreter,
 		rc = mark_path(&pl, pv.hide[i], M_HIDE);
 	for (size_t i = 0; !rc && i < sizeof(never) / sizeof(never[0]); i++)
 		rc = mark_path(&pl, never[i], M_HIDE);
+	/* the workdir is at TRACER_HOME only, never at its host path */
+	if (!rc && workdir)
+		rc = mark_path(&pl, workdir, M_HIDE);
 	for (size_t i = 0; !rc && i < sizeof(own) / sizeof(own[0]); i++) {
 		struct node *k = node_at(&pl, own[i]);
 		struct stat st;

@@ -259,6 +259,23 @@ def _wide_policy(ctx):
     return write_policy(ctx, pol, "wide.json")
 
 
+def test_the_workdir_is_not_at_its_host_path_even_in_a_shown_tree(ctx):
+    base = tempfile.mkdtemp(prefix="ward-view-wd-", dir="/var/tmp")
+    try:
+        os.chmod(base, 0o755)
+        wd = os.path.join(base, "work")
+        with open(os.path.join(base, "other"), "w") as f:
+            f.write("x")
+        pol = profile()
+        pol["fs"].insert(0, {"id": "base", "path": base, "allow": ["read", "stat"]})
+        got = probe(ctx, [wd, os.path.join(base, "other")], "--workdir", wd,
+                    "--policy", write_policy(ctx, pol))
+        assert _absent(got[wd]), got
+        assert got[os.path.join(base, "other")]["open"] == "ok", got
+    finally:
+        shutil.rmtree(base)
+
+
 def test_no_host_proc_sys_or_cgroup_names(ctx):
     code = ("import os\n"
             "print([p for p in ('/sys/fs/cgroup', '/sys/kernel', '/sys/devices/system/cpu',"
