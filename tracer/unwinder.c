@@ -69,6 +69,8 @@ static struct {
 	bool no_unwind;	      /* it has no libunwind (for good) */
 	bool warned_unwind, warned_start;
 	bool no_map_files; /* /proc/PID/map_files refused us */
+	int dying;	   /* the signal the helper said it dies of */
+	unsigned long run_unwinds; /* unwinding requests this run */
 	int host_root;	   /* "/" when the run has no root of its own */
 } H = { .sock = -1, .pidfd = -1, .host_root = -1 };
 
@@ -406,6 +408,7 @@ static void helper_kill(void)
 	close_fd(&H.pidfd);
 	close_fd(&H.sock);
 	H.served = 0;
+	H.dying = 0;
 }
 
 /* How the helper ended, once it is gone (its socket closed): the kernel
@@ -419,6 +422,11 @@ static void death(char *why, size_t n, long long deadline)
 	if (until > deadline)
 		until = deadline;
 	snprintf(why, n, "the unwinder died");
+	if (H.dying) {
+		const char *s = sigabbrev_np(H.dying);
+		snprintf(why, n, "the unwinder died (SIG%s)", s ? s : "?");
+		return;
+	}
 	for (;;) {
 		memset(&in, 0, sizeof(in));
 		in.mask = UW_PIDFD_INFO_EXIT;
@@ -521,6 +529,12 @@ static ssize_t xrecv(void *buf, size_t cap, long long deadline)
 		ssize_t n = recv(H.sock, buf, cap, MSG_DONTWAIT | MSG_TRUNC);
 		if (n > (ssize_t)cap)
 			return -EPROTO;
+		if (n == sizeof(struct uw_dying) &&
+		    ((struct uw_dying *)buf)->type == UW_DYING) {
+			int sig = ((struct uw_dying *)buf)->sig;
+			H.dying = sig > 0 && sig < 65 ? sig : 0;
+			return -EPIPE;
+		}
 		if (n > 0)
 			return n;
 		if (n == 0)
@@ -617,9 +631,9 @@ static int reap(pid_t pid, long long deadline)
 
 /*
  * TEST ONLY. WARD_TEST_UNWINDER=KIND:N in ward's environment makes the
- * helper misbehave on its Nth request: crash (SIGSEGV), stall (never
- * answer), garbage (a malformed answer). For tests of ward's failure
- * handling; the helper's own code is unchanged otherwise.
+ * helper misbehave at the run's Nth unwinding request (KIND:always: at
+ * every one): crash (SIGSEGV), stall (never answer), garbage (a
+ * malformed answer). For the tests of ward's failure handling.
  */
 static const char *test_arg(char *buf, size_t n)
 {
@@ -627,9 +641,16 @@ static const char *test_arg(char *buf, size_t n)
 	char kind[16];
 	unsigned long at;
 
-	if (!s || sscanf(s, "%15[a-z]:%lu", kind, &at) != 2)
+	if (!s)
 		return NULL;
-	snprintf(buf, n, "--test=%s:%lu", kind, at);
+	if (sscanf(s, "%15[a-z]:always", kind) == 1 && strstr(s, ":always")) {
+		snprintf(buf, n, "--test=%s:0", kind);
+		return buf;
+	}
+	/* counted from this helper's first request */
+	if (sscanf(s, "%15[a-z]:%lu", kind, &at) != 2 || at <= H.run_unwinds)
+		return NULL;
+	snprintf(buf, n, "--test=%s:%lu", kind, at - H.run_unwinds);
 	return buf;
 }
 
@@ -949,6 +970,7 @@ int uw_unwind(pid_t tid, pid_t tgid, const uint64_t regs[UW_NREGS],
 	q.stack_start = stack_start;
 	memcpy(q.regs, regs, sizeof(q.regs));
 	H.served++;
+	H.run_unwinds++;
 	r = xsend(&q, sizeof(q), fd, deadline);
 	close(fd);
 	while (r == 0) {
@@ -1019,5 +1041,6 @@ void uw_release(void)
 	helper_kill();
 	H.failures = 0;
 	H.off = false;
+	H.run_unwinds = 0;
 	close_fd(&H.host_root);
 }

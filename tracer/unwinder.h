@@ -48,6 +48,7 @@ enum uw_type {
 	UW_FILE,
 	UW_FRAMES,
 	UW_SYMS_DONE,
+	UW_DYING,
 };
 
 /* uw_map.prot */
@@ -126,6 +127,12 @@ struct uw_syms {
 	uint32_t found; /* _PyRuntime is in the symbol tables */
 	uint64_t min_vaddr; /* lowest PT_LOAD address, page-aligned */
 	uint64_t rt_vaddr, ver_vaddr; /* _PyRuntime, Py_Version (or 0) */
+};
+
+/* helper -> ward, its last words: the fault it dies of (a signal). */
+struct uw_dying {
+	uint32_t type;
+	int32_t sig;
 };
 
 /* ---- ward's side (unwinder.c): main thread only ---- */

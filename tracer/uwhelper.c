@@ -572,13 +572,20 @@ static unw_accessors_t accessors = {
 static unw_addr_space_t addr_space;
 
 /* TEST ONLY (--test=KIND:N, from WARD_TEST_UNWINDER in ward's
- * environment, unwinder.c): misbehave on the Nth request. */
+ * environment, unwinder.c): misbehave on this helper's Nth unwinding
+ * request, or on every one when N is 0. */
 static struct {
 	char kind[16];
 	unsigned long at;
 } test;
-static unsigned long served;
+static unsigned long unwinds;
 static volatile uintptr_t crash_at = 16; /* an address never mapped */
+
+static bool test_now(const char *kind)
+{
+	return test.kind[0] && !strcmp(test.kind, kind) &&
+	       (test.at == 0 || unwinds == test.at);
+}
 
 static void unwind(struct req *r, struct uw_frames *out)
 {
@@ -658,7 +665,7 @@ static void serve_unwind(const struct uw_unwind_req *q, int fd)
 	unwind(&r, &out);
 	out.type = UW_FRAMES;
 	out.seq = q->seq;
-	if (!strcmp(test.kind, "garbage") && served == test.at)
+	if (test_now("garbage"))
 		out.n = 1000; /* TEST ONLY: a reply ward must refuse */
 	if (send_msg(&out, sizeof(out), -1) < 0)
 		_exit(0);
@@ -873,6 +880,39 @@ static int sandbox(void)
 /* ------------------------------------------------------------------ */
 /* the helper's life                                                   */
 
+/* A fault of the helper's own (a bug, or a file that found one): ward is
+ * told which before the helper exits, since ward cannot wait for a
+ * process that is not its child. Only syscalls the filter allows. */
+static void fatal(int sig)
+{
+	struct uw_dying d = { UW_DYING, sig };
+
+	if (write(HELPER_FD, &d, sizeof(d)) < 0) {
+		/* nothing more to do */
+	}
+	_exit(128 + sig);
+}
+
+static int on_faults(void)
+{
+	static char alt[64 * 1024];
+	static const int sigs[] = { SIGSEGV, SIGBUS, SIGILL,
+				    SIGFPE,  SIGABRT, SIGXCPU };
+	stack_t ss = { .ss_sp = alt, .ss_size = sizeof(alt) };
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = fatal;
+	sa.sa_flags = SA_ONSTACK | SA_RESETHAND;
+	sigfillset(&sa.sa_mask);
+	if (sigaltstack(&ss, NULL) < 0)
+		return -errno;
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (sigaction(sigs[i], &sa, NULL) < 0)
+			return -errno;
+	return 0;
+}
+
 __attribute__((noreturn)) static void helper(void)
 {
 	struct uw_hello hello = { .type = UW_HELLO };
@@ -903,7 +943,7 @@ __attribute__((noreturn)) static void helper(void)
 	req_buf = malloc((size_t)UW_MAX_MAPS * sizeof(struct uw_map) +
 			 UW_STACK_MAX);
 	self = (int)syscall(SYS_pidfd_open, getpid(), 0);
-	if (!req_buf || self < 0 || drop_root() < 0 ||
+	if (!req_buf || self < 0 || on_faults() < 0 || drop_root() < 0 ||
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
 	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || set_limits() < 0 ||
 	    sandbox() < 0)
@@ -918,10 +958,9 @@ __attribute__((noreturn)) static void helper(void)
 			_exit(0); /* ward closed the socket: done */
 		if (n < 4)
 			_exit(n < 0 ? 0 : 6);
-		served++;
-		if (served == test.at && !strcmp(test.kind, "crash"))
+		if (msg.type == UW_UNWIND && (++unwinds, test_now("crash")))
 			*(volatile int *)crash_at = 0; /* TEST ONLY: SIGSEGV */
-		if (served == test.at && !strcmp(test.kind, "stall")) {
+		if (msg.type == UW_UNWIND && test_now("stall")) {
 			/* TEST ONLY: never answer (ward's budget ends it) */
 			for (;;)
 				if (recv_msg(&msg, sizeof(msg), &fd) == 0)
