@@ -363,9 +363,13 @@ struct req {
 	int32_t why_index, why_err;
 };
 
+/* The first failure of a step is its reason: what libunwind tries next
+ * (a frame-pointer guess) fails for want of what failed first. */
 static void note(struct req *r, uint32_t why, uint64_t addr, long index,
 		 int err)
 {
+	if (r->why)
+		return;
 	r->why = why;
 	r->why_addr = addr;
 	r->why_index = (int32_t)index;
