@@ -633,7 +633,8 @@ static int reap(pid_t pid, long long deadline)
  * TEST ONLY. WARD_TEST_UNWINDER=KIND:N in ward's environment makes the
  * helper misbehave at the run's Nth unwinding request (KIND:always: at
  * every one): crash (SIGSEGV), stall (never answer), garbage (a
- * malformed answer). For the tests of ward's failure handling.
+ * malformed answer); =nostart makes it fail to start (helper_start). For
+ * the tests of ward's failure handling (tests/integ/test_unwinder.py).
  */
 static const char *test_arg(char *buf, size_t n)
 {
@@ -667,6 +668,12 @@ static int helper_start(long long deadline, char *why, size_t n)
 	struct uw_hello hello;
 	int sv[2], r, pidfd;
 	pid_t pid;
+
+	const char *t = getenv("WARD_TEST_UNWINDER");
+	/* TEST ONLY (WARD_TEST_UNWINDER=nostart): a helper that cannot be
+	 * started, as when /proc is not mounted */
+	const char *exe = t && !strcmp(t, "nostart") ? "/nonexistent/ward"
+						     : "/proc/self/exe";
 
 	snprintf(ward_pid, sizeof(ward_pid), "--ward=%d", (int)getpid());
 	argv[3] = (char *)test_arg(tbuf, sizeof(tbuf));
@@ -706,12 +713,12 @@ static int helper_start(long long deadline, char *why, size_t n)
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK |
 					      POSIX_SPAWN_SETSIGDEF |
 					      POSIX_SPAWN_SETSID);
-	r = posix_spawn(&pid, "/proc/self/exe", &fa, &at, argv, envp);
+	r = posix_spawn(&pid, exe, &fa, &at, argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	close(sv[1]);
 	if (r) {
-		snprintf(why, n, "/proc/self/exe: %s", strerror(r));
+		snprintf(why, n, "%s: %s", exe, strerror(r));
 		close(sv[0]);
 		return -r;
 	}
