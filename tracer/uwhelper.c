@@ -74,7 +74,6 @@ typedef int search_fn(unw_addr_space_t as, unw_word_t ip, unw_dyn_info_t *di,
 static struct {
 	__typeof__(unw_create_addr_space) *create_addr_space;
 	__typeof__(unw_set_caching_policy) *set_caching_policy;
-	__typeof__(unw_flush_cache) *flush_cache;
 	__typeof__(unw_init_remote) *init_remote;
 	__typeof__(unw_get_reg) *get_reg;
 	__typeof__(unw_step) *step;
@@ -92,7 +91,7 @@ static int uw_load(char *why, size_t n)
 	}
 #define GEN(f) (uw.f = (__typeof__(uw.f))dlsym(g, NAME_OF(unw_##f)))
 	if (!GEN(create_addr_space) || !GEN(set_caching_policy) ||
-	    !GEN(flush_cache) || !GEN(init_remote) || !GEN(get_reg) ||
+	    !GEN(init_remote) || !GEN(get_reg) ||
 	    !GEN(step) ||
 	    !(uw.search = (search_fn *)dlsym(
 		      g, NAME_OF(UNW_OBJ(dwarf_search_unwind_table))))) {
@@ -191,6 +190,16 @@ struct elfinfo {
 	uint64_t fde_count;
 };
 
+/* Pages of a file, read once: libunwind reads unwind data a word (or a
+ * byte) at a time, some 2,000 reads a backtrace, from a few pages. */
+enum { PAGE = 4096, FILE_PAGES = 64 };
+struct hpage {
+	uint64_t off; /* page-aligned */
+	uint32_t len; /* bytes the file has there (PAGE but at its end) */
+	bool used;
+	uint8_t b[PAGE];
+};
+
 struct hfile {
 	bool used;
 	uint32_t major, minor;
@@ -199,23 +208,61 @@ struct hfile {
 	uint64_t size;
 	unsigned long stamp;
 	struct elfinfo e;
+	struct hpage *pages; /* FILE_PAGES, or NULL: read directly */
 };
 
 static struct hfile files[FILE_CACHE];
 static unsigned long file_clock;
 
+/* The cached page of f holding offset off (page-aligned), read if need
+ * be (one slot per page number, modulo: no search); NULL when it cannot
+ * be read. */
+static const struct hpage *page_of(const struct hfile *f, uint64_t off)
+{
+	struct hpage *p = &f->pages[(off / PAGE) % FILE_PAGES];
+	ssize_t got;
+
+	if (p->used && p->off == off)
+		return p;
+	p->used = false;
+	got = pread(f->fd, p->b, PAGE, (off_t)off);
+	if (got < 0)
+		return NULL;
+	p->off = off;
+	p->len = (uint32_t)got;
+	p->used = true;
+	return p;
+}
+
 /* Reads exactly len bytes at off of f: 0, or -ENOEXEC when they are not
- * all in the file. */
+ * all in the file (as ward measured it, and as it is now: the code may
+ * have cut it since). Small reads go through f's pages. */
 static int file_read(const struct hfile *f, void *buf, size_t len, uint64_t off)
 {
-	ssize_t got;
+	uint8_t *out = buf;
 
 	if (off > f->size || len > f->size - off)
 		return -ENOEXEC;
-	got = pread(f->fd, buf, len, (off_t)off);
-	if (got < 0)
-		return -errno;
-	return (size_t)got == len ? 0 : -ENOEXEC;
+	if (!f->pages || len > PAGE) {
+		ssize_t got = pread(f->fd, buf, len, (off_t)off);
+		if (got < 0)
+			return -errno;
+		return (size_t)got == len ? 0 : -ENOEXEC;
+	}
+	while (len) {
+		uint64_t at = off & ~(uint64_t)(PAGE - 1);
+		const struct hpage *p = page_of(f, at);
+		size_t in = (size_t)(off - at), n = PAGE - in;
+		if (n > len)
+			n = len;
+		if (!p || p->len < in + n)
+			return -ENOEXEC;
+		memcpy(out, p->b + in, n);
+		out += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
 }
 
 static struct hfile *file_find(uint32_t major, uint32_t minor, uint64_t ino)
@@ -245,6 +292,7 @@ static struct hfile *file_keep(uint32_t major, uint32_t minor, uint64_t ino,
 	}
 	if (f->used)
 		close(f->fd);
+	free(f->pages);
 	memset(f, 0, sizeof(*f));
 	f->used = true;
 	f->major = major;
@@ -253,6 +301,7 @@ static struct hfile *file_keep(uint32_t major, uint32_t minor, uint64_t ino,
 	f->fd = fd;
 	f->size = size;
 	f->stamp = ++file_clock;
+	f->pages = calloc(FILE_PAGES, sizeof(*f->pages)); /* NULL: direct */
 	return f;
 }
 
@@ -602,9 +651,6 @@ static void unwind(struct req *r, struct uw_frames *out)
 		out->stop = UW_NO_UNWIND;
 		return;
 	}
-	/* nothing is believed from one request to the next: the code's
-	 * memory and files may have changed */
-	uw.flush_cache(addr_space, 0, 0);
 	r->why = 0;
 	rc = uw.init_remote(&cur, addr_space, r);
 	if (rc < 0) {
@@ -936,7 +982,11 @@ __attribute__((noreturn)) static void helper(void)
 		unw_cursor_t c;
 		addr_space = uw.create_addr_space(&accessors, 0);
 		if (addr_space) {
-			uw.set_caching_policy(addr_space, UNW_CACHE_GLOBAL);
+			/* nothing libunwind found is believed from one
+			 * request to the next: the code's memory and files
+			 * may have changed (only file pages are kept, by
+			 * device and inode) */
+			uw.set_caching_policy(addr_space, UNW_CACHE_NONE);
 			uw.init_remote(&c, addr_space, &r);
 			hello.unwind_ok = 1;
 		} else {
