@@ -105,7 +105,7 @@ static void format(const struct uw_maps *mm, const struct uw_result *res,
 {
 	const uint64_t *ip = res->ip;
 	int nf = res->n;
-	size_t used = 1, keep = strlen(res->stop) * 2 + 96;
+	size_t used = 1, keep = strlen(res->stop) * 6 + 96;
 
 	if (nf == 0) { /* the frame ward can prove: where the thread is */
 		ip = &rip;

@@ -296,7 +296,9 @@ struct pymod {
 	unsigned long stamp; /* for replacing the oldest */
 };
 
-enum { MOD_CACHE = 8 };
+/* Files not yet in the cache that one walk asks the helper about: the code
+ * may map a thousand files named python* below its interpreter. */
+enum { MOD_CACHE = 8, MAX_ASKED = 4 };
 
 static struct pymod mods[MOD_CACHE];
 static unsigned long mod_clock;
@@ -305,11 +307,13 @@ static unsigned long mod_clock;
  * The cache entry of the file mapping m maps (as path) in pid; read the
  * first time by the unwinder helper, from the mapping's own file as ward
  * opened it (unwinder.c: never through the code's names, never anything
- * but the regular file the maps line names). NULL: the helper failed
- * (nothing cached: asked again next time, within the run's failures).
+ * but the regular file the maps line names), by deadline. NULL: the
+ * helper failed (nothing cached: asked again next time, within the run's
+ * failures), or *asked passed MAX_ASKED (counted here).
  */
 static struct pymod *module_get(pid_t pid, const struct uw_map *map,
-				const char *path)
+				const char *path, long long deadline,
+				int *asked)
 {
 	struct pymod *m = NULL, *old = &mods[0];
 	struct uw_syms s;
@@ -324,7 +328,9 @@ static struct pymod *module_get(pid_t pid, const struct uw_map *map,
 		if (!mods[i].used || mods[i].stamp < old->stamp)
 			old = &mods[i];
 	}
-	r = uw_syms(pid, map, path, uw_deadline(), &s);
+	if (++*asked > MAX_ASKED)
+		return NULL;
+	r = uw_syms(pid, map, path, deadline, &s);
 	if (r < 0 && r != -EPERM)
 		return NULL;
 	m = old;
@@ -353,12 +359,14 @@ static bool python_name(const char *path)
 
 /* Where _PyRuntime and Py_Version are in pid's memory: from the first
  * mapping of a python* file (a venv's copy may be plain "python") or a
- * libpython3* one whose symbols name it. */
+ * libpython3* one whose symbols name it. All the helper's work for one
+ * walk shares one budget (UW_BUDGET_MS) and MAX_ASKED files. */
 static int find_runtime(pid_t pid, uint64_t *rt, uint64_t *ver)
 {
 	char path[64], *line = NULL;
 	size_t cap = 0;
-	int r = -ENOENT;
+	int r = -ENOENT, asked = 0;
+	long long deadline = uw_deadline();
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
@@ -383,9 +391,10 @@ static int find_runtime(pid_t pid, uint64_t *rt, uint64_t *ver)
 			continue;
 		struct uw_map map = { .start = lo, .end = hi, .off = off,
 				      .ino = ino, .major = maj, .minor = min };
-		struct pymod *m = module_get(pid, &map, line + pos);
-		if (!m)
-			r = -EAGAIN; /* the helper failed: nothing this time */
+		struct pymod *m =
+			module_get(pid, &map, line + pos, deadline, &asked);
+		if (!m) /* the helper failed, or too many files: not now */
+			r = asked > MAX_ASKED ? -ENOENT : -EAGAIN;
 		else if (m->found && lo >= m->min_vaddr) {
 			*rt = m->rt_vaddr + (lo - m->min_vaddr);
 			*ver = m->ver_vaddr ? m->ver_vaddr + (lo - m->min_vaddr)

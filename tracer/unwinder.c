@@ -40,6 +40,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
@@ -278,6 +279,41 @@ static const char *kind_of(mode_t mode)
 	}
 }
 
+/*
+ * Regular files whose open is not the file system's own quick business:
+ * the kernel's pseudo file systems (an open or a read may act on the
+ * system) and those whose open waits on a process or a network (FUSE,
+ * NFS, SMB, Ceph, AFS, Coda, 9p). A mapping of such a file gets no
+ * unwind data. The name, or NULL: an ordinary file system.
+ */
+static const char *fs_refused(int fd)
+{
+	static const struct {
+		unsigned long magic;
+		const char *name;
+	} no[] = {
+		{ 0x9fa0, "proc" },	       { 0x62656572, "sysfs" },
+		{ 0x64626720, "debugfs" },     { 0x74726163, "tracefs" },
+		{ 0x73636673, "securityfs" },  { 0x62656570, "configfs" },
+		{ 0xde5e81e4, "efivarfs" },    { 0xcafe4a11, "bpf" },
+		{ 0x27e0eb, "cgroup" },	       { 0x63677270, "cgroup2" },
+		{ 0x6165676c, "pstore" },      { 0x42494e4d, "binfmt_misc" },
+		{ 0x65735546, "fuse" },	       { 0x6969, "nfs" },
+		{ 0x517b, "smb" },	       { 0xff534d42, "cifs" },
+		{ 0xfe534d42, "smb2" },	       { 0x00c36400, "ceph" },
+		{ 0x5346414f, "afs" },	       { 0x6b414653, "afs" },
+		{ 0x73757245, "coda" },	       { 0x01021997, "9p" },
+	};
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf) < 0)
+		return "unknown";
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		if ((unsigned long)sf.f_type == no[i].magic)
+			return no[i].name;
+	return NULL;
+}
+
 /* The O_PATH fd of the file of mapping m as the maps line names it (path,
  * NULL: none), or -errno. */
 static int path_of_mapping(pid_t tgid, const struct uw_map *m,
@@ -371,6 +407,13 @@ static int open_mapped(pid_t tgid, const struct uw_map *m, const char *path,
 		snprintf(why, n, "is larger than 1 GiB");
 		close(o);
 		return -EFBIG;
+	}
+	const char *fs = fs_refused(o);
+	if (fs) {
+		snprintf(why, n, "is on a file system ward does not open (%s)",
+			 fs);
+		close(o);
+		return -EPERM;
 	}
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", o);
 	fd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
@@ -985,7 +1028,7 @@ int uw_unwind(pid_t tid, pid_t tgid, const uint64_t regs[UW_NREGS],
 			uint32_t type;
 			struct uw_need need;
 			struct uw_frames frames;
-		} m;
+		} m = { 0 };
 		ssize_t got = xrecv(&m, sizeof(m), deadline);
 		if (got < 0) {
 			r = (int)got;
