@@ -81,11 +81,12 @@ static bool put_frame(const struct uw_maps *mm, uint64_t ip, bool first,
 	if (args_json_string(js, sizeof(js), mod, strlen(mod)) < 0)
 		snprintf(js, sizeof(js), "\"?\"");
 	why[0] = '\0';
-	if (stop[0] && args_json_string(why, sizeof(why), stop, strlen(stop)) < 0)
+	if (stop[0] &&
+	    args_json_string(why, sizeof(why), stop, strlen(stop)) < 0)
 		snprintf(why, sizeof(why), "\"?\"");
 	w = snprintf(buf + *used, n - *used,
-		     "%s{\"ip\":\"%#" PRIx64 "\",\"module\":%s,\"offset\":\"%#" PRIx64
-		     "\"%s%s}",
+		     "%s{\"ip\":\"%#" PRIx64
+		     "\",\"module\":%s,\"offset\":\"%#" PRIx64 "\"%s%s}",
 		     first ? "" : ",", ip, js, off, why[0] ? ",\"stop\":" : "",
 		     why);
 	if (w < 0 || (size_t)w >= n - *used - 1) {

@@ -389,8 +389,12 @@ static int find_runtime(pid_t pid, uint64_t *rt, uint64_t *ver)
 		line[strcspn(line, "\n")] = '\0';
 		if (!python_name(line + pos))
 			continue;
-		struct uw_map map = { .start = lo, .end = hi, .off = off,
-				      .ino = ino, .major = maj, .minor = min };
+		struct uw_map map = { .start = lo,
+				      .end = hi,
+				      .off = off,
+				      .ino = ino,
+				      .major = maj,
+				      .minor = min };
 		struct pymod *m =
 			module_get(pid, &map, line + pos, deadline, &asked);
 		if (!m) /* the helper failed, or too many files: not now */

@@ -69,10 +69,10 @@ static struct {
 	bool off;	      /* failed UW_MAX_FAILURES times this run */
 	bool no_unwind;	      /* it has no libunwind (for good) */
 	bool warned_unwind, warned_start;
-	bool no_map_files; /* /proc/PID/map_files refused us */
-	int dying;	   /* the signal the helper said it dies of */
+	bool no_map_files;	   /* /proc/PID/map_files refused us */
+	int dying;		   /* the signal the helper said it dies of */
 	unsigned long run_unwinds; /* unwinding requests this run */
-	int host_root;	   /* "/" when the run has no root of its own */
+	int host_root;		   /* "/" when the run has no root of its own */
 } H = { .sock = -1, .pidfd = -1, .host_root = -1 };
 
 static long long mono_ns(void)
@@ -292,17 +292,28 @@ static const char *fs_refused(int fd)
 		unsigned long magic;
 		const char *name;
 	} no[] = {
-		{ 0x9fa0, "proc" },	       { 0x62656572, "sysfs" },
-		{ 0x64626720, "debugfs" },     { 0x74726163, "tracefs" },
-		{ 0x73636673, "securityfs" },  { 0x62656570, "configfs" },
-		{ 0xde5e81e4, "efivarfs" },    { 0xcafe4a11, "bpf" },
-		{ 0x27e0eb, "cgroup" },	       { 0x63677270, "cgroup2" },
-		{ 0x6165676c, "pstore" },      { 0x42494e4d, "binfmt_misc" },
-		{ 0x65735546, "fuse" },	       { 0x6969, "nfs" },
-		{ 0x517b, "smb" },	       { 0xff534d42, "cifs" },
-		{ 0xfe534d42, "smb2" },	       { 0x00c36400, "ceph" },
-		{ 0x5346414f, "afs" },	       { 0x6b414653, "afs" },
-		{ 0x73757245, "coda" },	       { 0x01021997, "9p" },
+		{ 0x9fa0, "proc" },
+		{ 0x62656572, "sysfs" },
+		{ 0x64626720, "debugfs" },
+		{ 0x74726163, "tracefs" },
+		{ 0x73636673, "securityfs" },
+		{ 0x62656570, "configfs" },
+		{ 0xde5e81e4, "efivarfs" },
+		{ 0xcafe4a11, "bpf" },
+		{ 0x27e0eb, "cgroup" },
+		{ 0x63677270, "cgroup2" },
+		{ 0x6165676c, "pstore" },
+		{ 0x42494e4d, "binfmt_misc" },
+		{ 0x65735546, "fuse" },
+		{ 0x6969, "nfs" },
+		{ 0x517b, "smb" },
+		{ 0xff534d42, "cifs" },
+		{ 0xfe534d42, "smb2" },
+		{ 0x00c36400, "ceph" },
+		{ 0x5346414f, "afs" },
+		{ 0x6b414653, "afs" },
+		{ 0x73757245, "coda" },
+		{ 0x01021997, "9p" },
 	};
 	struct statfs sf;
 
@@ -316,8 +327,8 @@ static const char *fs_refused(int fd)
 
 /* The O_PATH fd of the file of mapping m as the maps line names it (path,
  * NULL: none), or -errno. */
-static int path_of_mapping(pid_t tgid, const struct uw_map *m,
-			   const char *path, char *why, size_t n)
+static int path_of_mapping(pid_t tgid, const struct uw_map *m, const char *path,
+			   char *why, size_t n)
 {
 	char where[96];
 	int fd;
@@ -864,9 +875,8 @@ static const char *refusal(const struct asked *a, uint32_t index)
 }
 
 /* Answers one UW_NEED. 0, or -EPROTO (an ask ward will not serve). */
-static int answer(pid_t tgid, const struct uw_maps *mm,
-		  const struct uw_need *q, struct asked *a, int *asks,
-		  long long deadline)
+static int answer(pid_t tgid, const struct uw_maps *mm, const struct uw_need *q,
+		  struct asked *a, int *asks, long long deadline)
 {
 	struct uw_file f = { UW_FILE, q->seq, q->index, 0, 0 };
 	char why[96];
@@ -923,6 +933,7 @@ static void stop_text(const struct uw_frames *f, const struct uw_maps *mm,
 	uint64_t at = i >= 0 ? mm->m[i].start : 0;
 	const char *no = i >= 0 ? refusal(a, (uint32_t)i) : NULL;
 
+	out[0] = '\0';
 	switch (f->stop) {
 	case UW_NO_INFO:
 		if (i < 0)
@@ -970,8 +981,7 @@ static void stop_text(const struct uw_frames *f, const struct uw_maps *mm,
 			 " is neither in the stack copy nor in a file",
 			 f->stop_addr);
 		break;
-	default: /* UW_END */
-		out[0] = '\0';
+	default: /* UW_END: nothing to say */ break;
 	}
 }
 

@@ -124,8 +124,8 @@ struct uw_syms_req {
 struct uw_syms {
 	uint32_t type, seq;
 	int32_t err;
-	uint32_t found; /* _PyRuntime is in the symbol tables */
-	uint64_t min_vaddr; /* lowest PT_LOAD address, page-aligned */
+	uint32_t found;		      /* _PyRuntime is in the symbol tables */
+	uint64_t min_vaddr;	      /* lowest PT_LOAD address, page-aligned */
 	uint64_t rt_vaddr, ver_vaddr; /* _PyRuntime, Py_Version (or 0) */
 };
 

@@ -91,8 +91,7 @@ static int uw_load(char *why, size_t n)
 	}
 #define GEN(f) (uw.f = (__typeof__(uw.f))dlsym(g, NAME_OF(unw_##f)))
 	if (!GEN(create_addr_space) || !GEN(set_caching_policy) ||
-	    !GEN(init_remote) || !GEN(get_reg) ||
-	    !GEN(step) ||
+	    !GEN(init_remote) || !GEN(get_reg) || !GEN(step) ||
 	    !(uw.search = (search_fn *)dlsym(
 		      g, NAME_OF(UNW_OBJ(dwarf_search_unwind_table))))) {
 		snprintf(why, n, "%s lacks a function ward needs",
@@ -179,14 +178,14 @@ static ssize_t recv_msg(void *buf, size_t cap, int *fd)
 /* files: kept open by device and inode, with what their ELF said       */
 
 struct elfinfo {
-	bool done, ok;	   /* parsed; an x86-64 ELF with PT_LOADs */
-	bool has_table;	   /* a usable .eh_frame_hdr search table */
+	bool done, ok;	/* parsed; an x86-64 ELF with PT_LOADs */
+	bool has_table; /* a usable .eh_frame_hdr search table */
 	int nload;
 	struct {
 		uint64_t off, filesz, vaddr, memsz;
 	} load[MAX_PHDRS];
-	uint64_t hdr_vaddr;  /* the .eh_frame_hdr */
-	uint64_t table_off;  /* its table, from its start */
+	uint64_t hdr_vaddr; /* the .eh_frame_hdr */
+	uint64_t table_off; /* its table, from its start */
 	uint64_t fde_count;
 };
 
@@ -891,16 +890,30 @@ static int rule(scmp_filter_ctx f, const char *name, unsigned n,
 static int sandbox(void)
 {
 	static const char *const plain[] = {
-		"read",	     "write",	"recvmsg",     "sendmsg",
-		"pread64",   "lseek",	"fstat",       "close",
-		"munmap",    "mremap",	"madvise",     "brk",
-		"futex",     "rt_sigprocmask", "rt_sigreturn",
-		"clock_gettime", "exit", "exit_group",
+		"read",
+		"write",
+		"recvmsg",
+		"sendmsg",
+		"pread64",
+		"lseek",
+		"fstat",
+		"close",
+		"munmap",
+		"mremap",
+		"madvise",
+		"brk",
+		"futex",
+		"rt_sigprocmask",
+		"rt_sigreturn",
+		"clock_gettime",
+		"exit",
+		"exit_group",
 #if defined(WARD_SANITIZED)
 		/* sanitizer builds only: the runtime's reports begin with
 		 * the pid (the rest of a report, which opens /proc/self/maps,
 		 * still dies of the filter: ward records that death) */
-		"getpid", "gettid",
+		"getpid",
+		"gettid",
 #endif
 		NULL,
 	};
@@ -946,7 +959,7 @@ static void fatal(int sig)
 static int on_faults(void)
 {
 	static char alt[64 * 1024];
-	static const int sigs[] = { SIGSEGV, SIGBUS, SIGILL,
+	static const int sigs[] = { SIGSEGV, SIGBUS,  SIGILL,
 				    SIGFPE,  SIGABRT, SIGXCPU };
 	stack_t ss = { .ss_sp = alt, .ss_size = sizeof(alt) };
 	struct sigaction sa;

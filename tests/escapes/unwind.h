@@ -71,11 +71,11 @@ enum {
 };
 
 enum esc_variant {
-	ESC_GOOD,	/* all of it valid */
-	ESC_PHOFF,	/* program headers far outside the file */
-	ESC_HDR_OUT,	/* PT_GNU_EH_FRAME outside the file, table huge */
-	ESC_FDE_OUT,	/* the table's FDE offset points far away */
-	ESC_CIE_SELF,	/* the FDE's CIE pointer points at the FDE */
+	ESC_GOOD,     /* all of it valid */
+	ESC_PHOFF,    /* program headers far outside the file */
+	ESC_HDR_OUT,  /* PT_GNU_EH_FRAME outside the file, table huge */
+	ESC_FDE_OUT,  /* the table's FDE offset points far away */
+	ESC_CIE_SELF, /* the FDE's CIE pointer points at the FDE */
 };
 
 static __attribute__((unused)) void put32(uint8_t *b, size_t at, uint32_t v)
@@ -87,16 +87,18 @@ static __attribute__((unused)) void esc_elf(uint8_t *b, enum esc_variant v)
 {
 	Elf64_Ehdr eh = { 0 };
 	Elf64_Phdr ph[2] = { 0 };
+	/* clang-format off */
 	static const uint8_t cie[] = {
-		0x1c, 0, 0, 0,	 /* length */
+		0x1c, 0, 0, 0,	 /* length: 28 bytes follow */
 		0, 0, 0, 0,	 /* CIE id */
 		1, 'z', 'R', 0,	 /* version, augmentation */
 		1, 0x78, 16,	 /* code align 1, data align -8, RA r16 */
 		1, 0x1b,	 /* augmentation data: FDE pcrel|sdata4 */
 		0x0c, 7, 8,	 /* def_cfa rsp+8 */
 		0x90, 1,	 /* r16 at cfa-8 */
-		0, 0, 0, 0, 0, 0, 0, 0, /* nops to the length */
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* nops to the length */
 	};
+	/* clang-format on */
 
 	memset(b, 0, ESC_SIZE);
 	memcpy(eh.e_ident, ELFMAG, SELFMAG);
@@ -117,8 +119,8 @@ static __attribute__((unused)) void esc_elf(uint8_t *b, enum esc_variant v)
 	ph[0].p_align = 4096;
 	ph[1].p_type = PT_GNU_EH_FRAME;
 	ph[1].p_flags = PF_R;
-	ph[1].p_offset = ph[1].p_vaddr =
-		v == ESC_HDR_OUT ? 0x7ff00000 : ESC_HDR;
+	ph[1].p_offset = ph[1].p_vaddr = v == ESC_HDR_OUT ? 0x7ff00000
+							  : ESC_HDR;
 	ph[1].p_filesz = ph[1].p_memsz = 0x40;
 	ph[1].p_align = 4;
 	memcpy(b + sizeof(eh), ph, sizeof(ph));
@@ -148,8 +150,8 @@ static __attribute__((unused)) void esc_elf(uint8_t *b, enum esc_variant v)
 }
 
 /* Writes len bytes of b to path (a new file). 0 or -1. */
-static __attribute__((unused)) int write_file(const char *path,
-					      const void *b, size_t len)
+static __attribute__((unused)) int write_file(const char *path, const void *b,
+					      size_t len)
 {
 	int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
 	int r = fd >= 0 && write(fd, b, len) == (ssize_t)len ? 0 : -1;
@@ -163,9 +165,8 @@ static __attribute__((unused)) int write_file(const char *path,
 
 /* Maps len bytes of path, readable and executable, at hint (0: anywhere;
  * else exactly there). The address, or 0. */
-static __attribute__((unused)) unsigned long map_exec(const char *path,
-						      size_t len,
-						      unsigned long hint)
+static __attribute__((unused)) unsigned long
+map_exec(const char *path, size_t len, unsigned long hint)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	void *p;

@@ -589,8 +589,7 @@ static void *swap_loop(void *a)
 
 	/* one syscall a swap: the two names trade places */
 	while (!atomic_load(&s->stop))
-		renameat2(AT_FDCWD, s->tmp, AT_FDCWD, s->path,
-			  RENAME_EXCHANGE);
+		renameat2(AT_FDCWD, s->tmp, AT_FDCWD, s->path, RENAME_EXCHANGE);
 	return NULL;
 }
 
@@ -634,10 +633,10 @@ static void test_swap_race(void)
 		name_at(s.path, F(0x401000), 0);
 		lookups++;
 		clock_gettime(CLOCK_MONOTONIC, &t);
-	} while (lookups < 200000 && (t.tv_sec - t0.tv_sec) * 1000 +
-						 (t.tv_nsec - t0.tv_nsec) /
-							 1000000 <
-					     3000);
+	} while (lookups < 200000 &&
+		 (t.tv_sec - t0.tv_sec) * 1000 +
+				 (t.tv_nsec - t0.tv_nsec) / 1000000 <
+			 3000);
 	atomic_store(&s.stop, 1);
 	pthread_join(th, NULL);
 	for (ssize_t n; (n = read(in, ev, sizeof(ev))) > 0;)
