@@ -154,7 +154,7 @@ int tracer_backtrace(pid_t tid, pid_t tgid, char *buf, size_t n)
 	if (ptrace(PTRACE_GETREGS, tid, 0, &u) < 0)
 		return -errno;
 	regs_of(&u, regs);
-	r = uw_maps_read(tid, &mm);
+	r = uw_maps_read(tid, regs[UW_RSP], &mm);
 	if (r < 0)
 		return r;
 	len = stack_copy(tid, &mm, regs[UW_RSP], stack);

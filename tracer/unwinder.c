@@ -173,7 +173,92 @@ void uw_maps_free(struct uw_maps *mm)
 	memset(mm, 0, sizeof(*mm));
 }
 
-int uw_maps_read(pid_t tid, struct uw_maps *mm)
+/* A set of files (device, inode) by open addressing: cap a power of 2. */
+struct fileset {
+	size_t cap;
+	struct {
+		uint64_t ino;
+		uint32_t major, minor;
+		bool used;
+	} * e;
+};
+
+static size_t fs_slot(const struct fileset *s, const struct uw_map *m)
+{
+	uint64_t h = (m->ino * 0x9e3779b97f4a7c15ull) ^
+		     ((uint64_t)m->major << 32 | m->minor);
+	size_t i = (size_t)(h ^ h >> 29) & (s->cap - 1);
+
+	while (s->e[i].used &&
+	       (s->e[i].ino != m->ino || s->e[i].major != m->major ||
+		s->e[i].minor != m->minor))
+		i = (i + 1) & (s->cap - 1);
+	return i;
+}
+
+/*
+ * More than UW_MAX_MAPS mappings (the code can make 65,530): the helper
+ * needs the executable mappings, the other mappings of their files (their
+ * .eh_frame_hdr may lie there) and the stack (the one holding keep); they
+ * are kept first, in that order, the rest as room is left, each class by
+ * address. Anything left out is said (mm->cut).
+ */
+static void keep_some(struct uw_maps *mm, uint64_t keep)
+{
+	struct fileset set = { .cap = 2 };
+	uint8_t *cls;
+	size_t room = UW_MAX_MAPS, k = 0;
+
+	if (mm->n <= UW_MAX_MAPS)
+		return;
+	mm->cut = true;
+	while (set.cap < 2 * mm->n)
+		set.cap *= 2;
+	set.e = calloc(set.cap, sizeof(*set.e));
+	cls = calloc(mm->n, 1);
+	if (!set.e || !cls) { /* the first ones, then */
+		mm->n = UW_MAX_MAPS;
+		goto out;
+	}
+	for (size_t i = 0; i < mm->n; i++) {
+		const struct uw_map *m = &mm->m[i];
+		if ((m->prot & UW_X) || (keep >= m->start && keep < m->end)) {
+			cls[i] = 0;
+			if (m->ino) {
+				size_t j = fs_slot(&set, m);
+				set.e[j].used = true;
+				set.e[j].ino = m->ino;
+				set.e[j].major = m->major;
+				set.e[j].minor = m->minor;
+			}
+		} else {
+			cls[i] = 2;
+		}
+	}
+	for (size_t i = 0; i < mm->n; i++)
+		if (cls[i] == 2 && mm->m[i].ino &&
+		    set.e[fs_slot(&set, &mm->m[i])].used)
+			cls[i] = 1;
+	/* how many of each class fit, in class order: mark the kept 255 */
+	for (uint8_t c = 0; c < 3; c++)
+		for (size_t i = 0; i < mm->n && room; i++)
+			if (cls[i] == c) {
+				cls[i] = 255;
+				room--;
+			}
+	for (size_t i = 0; i < mm->n; i++)
+		if (cls[i] == 255) {
+			mm->m[k] = mm->m[i];
+			mm->path[k] = mm->path[i];
+			k++;
+		}
+	mm->n = k;
+out:
+	free(set.e);
+	free(cls);
+}
+
+int uw_maps_read(pid_t tid, uint64_t keep, struct uw_maps *mm)
 {
 	char where[64];
 	size_t len = 0, cap = 64 * 1024, lines = 0;
@@ -185,14 +270,14 @@ int uw_maps_read(pid_t tid, struct uw_maps *mm)
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
 	for (;;) {
-		if (len == cap) {
-			if (cap >= UW_MAPS_TEXT) {
+		/* text holds cap + 1 bytes (the NUL) */
+		if (!mm->text || len == cap) {
+			if (mm->text && cap >= UW_MAPS_TEXT) {
 				mm->cut = true;
 				break;
 			}
-			cap *= 2;
-		}
-		if (len + 1 >= cap || !mm->text) {
+			if (mm->text)
+				cap *= 2;
 			char *t = realloc(mm->text, cap + 1);
 			if (!t) {
 				r = -ENOMEM;
@@ -220,30 +305,25 @@ int uw_maps_read(pid_t tid, struct uw_maps *mm)
 	for (size_t i = 0; i < len; i++)
 		lines += mm->text[i] == '\n';
 	lines++;
-	if (lines > UW_MAX_MAPS)
-		lines = UW_MAX_MAPS;
 	mm->m = calloc(lines, sizeof(*mm->m));
 	mm->path = calloc(lines, sizeof(*mm->path));
 	if (!mm->m || !mm->path) {
 		uw_maps_free(mm);
 		return -ENOMEM;
 	}
-	for (char *line = mm->text; line && *line;) {
+	for (char *line = mm->text; line && *line && mm->n < lines;) {
 		char *nl = strchr(line, '\n');
 		if (!nl && mm->cut)
 			break; /* a line cut by the byte limit */
 		if (nl)
 			*nl = '\0';
-		if (mm->n == UW_MAX_MAPS) {
-			mm->cut = true;
-			break;
-		}
 		/* the kernel's lines come sorted and never overlap */
 		if (parse_line(line, &mm->m[mm->n], &mm->path[mm->n]) &&
 		    (mm->n == 0 || mm->m[mm->n].start >= mm->m[mm->n - 1].end))
 			mm->n++;
 		line = nl ? nl + 1 : NULL;
 	}
+	keep_some(mm, keep);
 	return 0;
 }
 
@@ -436,8 +516,9 @@ static int open_mapped(pid_t tgid, const struct uw_map *m, const char *path,
 			 e == EWOULDBLOCK ? ": a lease" : "");
 		return -e;
 	}
-	if (fstat(fd, &b) < 0 || b.st_ino != a.st_ino || b.st_dev != a.st_dev) {
-		snprintf(why, n, "was replaced while it was opened");
+	if (fstat(fd, &b) < 0 || b.st_ino != a.st_ino || b.st_dev != a.st_dev ||
+	    (uint64_t)b.st_size > UW_FILE_MAX) {
+		snprintf(why, n, "changed while it was opened");
 		close(fd);
 		return -EPERM;
 	}
@@ -506,8 +587,8 @@ static void death(char *why, size_t n, long long deadline)
 	}
 }
 
-/* The request failed for reason why: the helper is killed; after
- * UW_MAX_FAILURES no more helpers this run. */
+/* A request failed: the helper is killed; after UW_MAX_FAILURES no more
+ * helpers this run. */
 static void failed(void)
 {
 	helper_kill();
@@ -579,6 +660,8 @@ static int xsend(const void *buf, size_t len, int fd, long long deadline)
  * are never taken (no control buffer: the kernel drops them). */
 static ssize_t xrecv(void *buf, size_t cap, long long deadline)
 {
+	bool hup = false;
+
 	for (;;) {
 		ssize_t n = recv(H.sock, buf, cap, MSG_DONTWAIT | MSG_TRUNC);
 		if (n > (ssize_t)cap)
@@ -595,12 +678,12 @@ static ssize_t xrecv(void *buf, size_t cap, long long deadline)
 			return -EPIPE;
 		if (errno == EINTR)
 			continue;
-		if (errno != EAGAIN)
+		if (errno != EAGAIN || hup)
 			return -EPIPE;
 		int r = wait_fd(H.sock, POLLIN, deadline);
 		if (r == -EPIPE)
-			continue; /* its last words may still be queued */
-		if (r < 0)
+			hup = true; /* its last words may still be queued */
+		else if (r < 0)
 			return r;
 	}
 }
@@ -653,14 +736,17 @@ static int recv_hello(struct uw_hello *h, int *pidfd, long long deadline)
 }
 
 /* The intermediate process (ward's only child outside the run): reaped by
- * its pid, by the deadline or killed. Its status, or -ETIMEDOUT. */
+ * its pid, never by waitpid(-1) (the run's loop would take it for a
+ * tracee), by the deadline or killed. Its status, or -ETIMEDOUT. A helper
+ * it forked whose hello then never comes finds its socket closed and
+ * exits. */
 static int reap(pid_t pid, long long deadline)
 {
 	int pfd = (int)syscall(SYS_pidfd_open, pid, 0), st = 0, r = 0;
 
 	if (pfd >= 0) {
 		r = wait_fd(pfd, POLLIN, deadline);
-		if (r == -ETIMEDOUT)
+		if (r < 0) /* late: killed, so that the wait below is short */
 			syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
 		close(pfd);
 	} else {
@@ -937,10 +1023,10 @@ static void stop_text(const struct uw_frames *f, const struct uw_maps *mm,
 	switch (f->stop) {
 	case UW_NO_INFO:
 		if (i < 0)
-			snprintf(out, n,
-				 "no unwind data for %#" PRIx64
-				 ": nothing is mapped there",
-				 f->stop_addr);
+			snprintf(out, n, "no unwind data for %#" PRIx64 ": %s",
+				 f->stop_addr,
+				 mm->cut ? "not among the mappings ward kept"
+					 : "nothing is mapped there");
 		else if (!mm->m[i].ino)
 			snprintf(out, n,
 				 "no unwind data for %#" PRIx64

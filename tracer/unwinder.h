@@ -146,12 +146,14 @@ struct uw_maps {
 	struct uw_map *m;
 	const char **path;
 	size_t n;
-	bool cut; /* more mappings than UW_MAX_MAPS, or UW_MAPS_TEXT bytes */
+	bool cut; /* some left out (UW_MAX_MAPS, UW_MAPS_TEXT) */
 	char *text;
 };
 
-/* Reads and parses /proc/TID/maps. 0 or -errno; uw_maps_free after. */
-int uw_maps_read(pid_t tid, struct uw_maps *mm);
+/* Reads and parses /proc/TID/maps, at most UW_MAPS_TEXT bytes; past
+ * UW_MAX_MAPS mappings, keeps those of files and the one holding keep (the
+ * stack pointer). 0 or -errno; uw_maps_free after. */
+int uw_maps_read(pid_t tid, uint64_t keep, struct uw_maps *mm);
 void uw_maps_free(struct uw_maps *mm);
 /* The index of the mapping holding addr, or -1. */
 long uw_maps_find(const struct uw_maps *mm, uint64_t addr);

@@ -181,6 +181,25 @@ def test_unwinder_cannot_start(ctx):
     assert bts[0][0]["stop"].startswith("the unwinder could not be started"), bts[0]
 
 
+def test_unwinder_many_mappings(ctx):
+    """/proc/PID/maps past 64 KiB and past the 8,192 mappings ward sends:
+    anonymous mappings are left out first, the files and the stack stay,
+    and the frames are unwound as usual."""
+    code = ("import mmap\n"
+            "keep = [mmap.mmap(-1, 4096) for _ in range(9000)]\n"
+            "try:\n"
+            "    open('/etc/shadow')\n"
+            "except OSError:\n"
+            "    print('denied', len(keep))\n")
+    r = ctx.run(code)
+    assert r.code == 0 and r.stdout == "denied 9000\n", r
+    _, bts = shadow_denials(ctx)
+    bt = bts[0]
+    assert len(bt) >= 3 and not any("stop" in f for f in bt), bt
+    assert bt[0]["module"].endswith("libc.so.6"), bt
+    assert any(f["module"].endswith("python3.11") for f in bt), bt
+
+
 # The code of the two tests below: every way it has to make a backtrace
 # wait, over and over, until it is stopped (escape cases U01, U02, U12).
 BLOCKER = r'''
