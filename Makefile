@@ -2,7 +2,7 @@
 # -Werror and runs every test; `make asan` does the same with ASan+UBSan in
 # build-asan/; `make deps` installs the Debian packages; `make bench` measures.
 
-PKGS     := libseccomp jansson sqlite3 libunwind-ptrace
+PKGS     := libseccomp jansson sqlite3 libunwind-generic
 CC       ?= cc
 O        ?= build
 CFLAGS   ?= -O2 -g
@@ -14,7 +14,8 @@ endif
 # Sanitizer flags live in their own variable so that CFLAGS given on the
 # command line (make asan does) cannot drop them.
 ifneq ($(SANITIZE),)
-SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all \
+             -DWARD_SANITIZED=1
 endif
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # libseccomp, jansson and SQLite are linked statically when their archives
@@ -22,12 +23,11 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # start of ward, which every run pays.
 STATIC_OK  := $(foreach l,seccomp jansson sqlite3,$(if $(filter /%,$(shell $(CC) -print-file-name=lib$(l).a)),$(l)))
 comma      := ,
-# libunwind is not linked: tracer/bt.c loads it with dlopen at the first
-# backtrace (its four libraries cost every start ~0.4 ms), by the sonames
-# of the libraries installed here.
+# libunwind is not linked: the unwinder helper (tracer/uwhelper.c, ward
+# re-executed) loads it with dlopen (its libraries would cost every start
+# of ward ~0.4 ms), by the soname of the library installed here.
 soname      = $(or $(shell objdump -p $(shell $(CC) -print-file-name=$(1)) 2>/dev/null | awk '/SONAME/ {print $$2}'),$(2))
-UNWIND_SOS := -DWARD_UNWIND_GENERIC_SO='"$(call soname,libunwind-generic.so,libunwind-x86_64.so.8)"' \
-              -DWARD_UNWIND_PTRACE_SO='"$(call soname,libunwind-ptrace.so,libunwind-ptrace.so.0)"'
+UNWIND_SOS := -DWARD_UNWIND_GENERIC_SO='"$(call soname,libunwind-generic.so,libunwind-x86_64.so.8)"'
 PKG_LIBS   := $(if $(STATIC_OK),-Wl$(comma)-Bstatic $(addprefix -l,$(STATIC_OK)) -Wl$(comma)-Bdynamic) \
               $(filter-out $(addprefix -l,$(STATIC_OK)) -lunwind%,$(shell pkg-config --libs $(PKGS) 2>/dev/null)) -lm -ldl
 ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) -I. -I$(O)/gen -MMD -MP
@@ -74,7 +74,7 @@ $(O)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(QCC)$(CC) $(ALL_CFLAGS) -DWARD_VERSION='"$(VERSION)"' -c $< -o $@
 
-$(O)/tracer/bt.o: ALL_CFLAGS += $(UNWIND_SOS)
+$(O)/tracer/uwhelper.o: ALL_CFLAGS += $(UNWIND_SOS)
 
 # Profiles are embedded in the binary so ward runs from anywhere.
 $(O)/embed: tools/embed.c

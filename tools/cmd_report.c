@@ -1460,6 +1460,17 @@ static void backtrace(struct out *o, const struct report *r,
 		say(o, "+");
 		str(o, off);
 		say(o, ")");
+		/* where the walk ended early, and why (tracer/bt.c) */
+		const char *stop =
+			json_string_value(json_object_get(f, "stop"));
+		if (stop) {
+			say(o, "%s", o->html ? " <em>" : "\n           ");
+			say(o, "(unwinding stopped: ");
+			str(o, stop);
+			say(o, ")");
+			if (o->html)
+				fputs("</em>", o->f);
+		}
 		if (o->html)
 			fputs("</li>", o->f);
 		else

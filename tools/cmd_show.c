@@ -506,7 +506,8 @@ static const char *frame_str(json_t *frame, const char *key)
 /*
  * Frames as recorded by the tracer: objects with module, offset, ip and
  * perhaps a symbol, printed as "#0  libc.so.6 __open64+0x51  (path+off,
- * ip 0x...)" ("??" for no symbol); anything else is printed as JSON.
+ * ip 0x...)" ("??" for no symbol); anything else is printed as JSON. A
+ * frame with "stop" (the last) is followed by "(unwinding stopped: why)".
  * Symbols come from the module files as they are now (sym_backtrace_add).
  */
 static void print_backtrace(const char *text, struct sym_cache *syms)
@@ -555,6 +556,13 @@ static void print_backtrace(const char *text, struct sym_cache *syms)
 		}
 		fputc('\n', stdout);
 		free(raw);
+		/* where the walk ended early, and why (tracer/bt.c) */
+		const char *stop = frame_str(f, "stop");
+		if (stop) {
+			printf(INDENT "  (unwinding stopped: ");
+			view_str(stdout, stop);
+			printf(")\n");
+		}
 	}
 	json_decref(bt);
 }

@@ -36,6 +36,7 @@
 #define SYM_CHUNK	  4096	       /* symbols per read */
 #define SYM_CACHE_MODULES 16	       /* modules kept */
 #define SYM_CACHE_BYTES	  (256u << 20) /* memory the modules may hold */
+#define SYM_MAX_FILE	  (1ull << 30) /* larger files are not read */
 
 struct sym_load {
 	uint64_t off, filesz, vaddr; /* a PT_LOAD segment's file range */
@@ -379,22 +380,33 @@ static int read_symbols(const struct elf_file *f, const Elf64_Ehdr *eh,
 }
 
 /*
- * Opens path only if it is a regular file: stat(2) first so that a FIFO
- * or a device is never opened, then the opened file must be the one
- * stat'ed. O_NONBLOCK in case it was swapped for a FIFO in between.
+ * Opens path only if it is a regular file of at most SYM_MAX_FILE bytes.
+ * The name is resolved once, with O_PATH, which opens nothing (no
+ * device's open runs, no FIFO is waited on); the file so found is checked
+ * with fstat and then reopened through /proc/self/fd, so another file
+ * swapped in under the name meanwhile is never the one opened. O_NONBLOCK
+ * makes a lease on the file fail the open instead of waiting for it.
  */
 static int open_regular(const char *path, struct elf_file *f)
 {
 	struct stat a, b;
-	int fd;
+	char self[64];
+	int o, fd, e;
 
-	if (stat(path, &a))
+	o = open(path, O_PATH | O_CLOEXEC);
+	if (o < 0)
 		return -errno;
-	if (!S_ISREG(a.st_mode))
+	if (fstat(o, &a) || !S_ISREG(a.st_mode) ||
+	    (uint64_t)a.st_size > SYM_MAX_FILE) {
+		close(o);
 		return -ENOEXEC;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", o);
+	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	e = errno;
+	close(o);
 	if (fd < 0)
-		return -errno;
+		return -e;
 	if (fstat(fd, &b) || !S_ISREG(b.st_mode) || a.st_dev != b.st_dev ||
 	    a.st_ino != b.st_ino) {
 		close(fd);

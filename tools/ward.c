@@ -8,6 +8,7 @@
 
 #include "../common/log.h"
 #include "../policy/policy.h"
+#include "../tracer/tracer.h"
 
 static void usage(FILE *f)
 {
@@ -44,6 +45,9 @@ int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : NULL;
 
+	/* ward's own unwinder helper (tracer/uwhelper.c), before anything */
+	if (cmd && !strcmp(cmd, TRACER_UNWINDER_ARG))
+		tracer_unwinder_main(argc, argv);
 	if (!cmd) {
 		usage(stderr);
 		return WARD_EXIT_INTERNAL;

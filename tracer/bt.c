@@ -1,269 +1,172 @@
 /*
- * bt.c - native backtraces of a stopped tracee with libunwind-ptrace.
+ * bt.c - native backtraces of a stopped tracee.
  *
  * Taken only when the policy asks (by default on deny and kill), while the
- * thread is still stopped. Frames are recorded as raw addresses with the
- * module that maps them and the offset into it, read from /proc/TID/maps;
- * symbol names are left to the reader (resolving them here would make the
- * code wait on ELF parsing).
+ * thread is still stopped. ward itself reads only what the kernel says:
+ * the thread's registers, /proc/TID/maps, and a bounded copy of its stack
+ * (from RSP to the end of its mapping, at most UW_STACK_MAX bytes). The
+ * unwinding, which reads the ELF and DWARF of whatever files the code has
+ * mapped, is done by the unwinder helper (unwinder.h: another process,
+ * unprivileged, sandboxed, killed past a budget of UW_BUDGET_MS), so that
+ * no file of the code's is ever opened or parsed by ward and no backtrace
+ * can make ward wait for more than the budget.
  *
- * libunwind is loaded with dlopen at the first backtrace, not linked: its
- * four libraries (libunwind-ptrace, -x86_64, libunwind, liblzma) cost every
- * start of ward ~0.4 ms of loading and relocation, and most runs take no
- * backtrace. The header still gives the types; the names are the macros'
- * expansions (unw_step is _Ux86_64_step for remote unwinding).
+ * Frames are recorded as raw addresses with the module that maps them and
+ * the offset into it, both from ward's own read of the maps; symbol names
+ * are left to the reader. The addresses are untrusted: they come from the
+ * code's stack and the code's files. When the walk ends for another
+ * reason than the stack's end, the last frame says why ("stop"); when the
+ * helper fails, the frame ward can prove alone, the stopped instruction
+ * pointer, is recorded with the failure.
  */
 #include "tracer-int.h"
 #include "args.h"
-#include "common/log.h"
+#include "unwinder.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <libunwind-ptrace.h>
-#include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <sys/user.h>
 
-enum { MAX_FRAMES = 32 };
-
-struct frame {
-	uint64_t ip;
-};
-
-/* /proc/TID/maps, read once per backtrace. */
-struct maps {
-	char *text;
-	size_t len;
-};
-
-static int maps_read(pid_t tid, struct maps *m)
+/* The registers in libunwind's x86-64 order (UW_NREGS). */
+static void regs_of(const struct user_regs_struct *u, uint64_t *r)
 {
-	char path[64];
-	size_t cap = 64 * 1024;
-	FILE *f;
+	const unsigned long long v[UW_NREGS] = {
+		u->rax, u->rdx, u->rcx, u->rbx, u->rsi, u->rdi,
+		u->rbp, u->rsp, u->r8,	u->r9,	u->r10, u->r11,
+		u->r12, u->r13, u->r14, u->r15, u->rip,
+	};
 
-	m->len = 0;
-	m->text = NULL;
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)tid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	for (;;) {
-		char *t = realloc(m->text, cap + 1);
-		if (!t) {
-			fclose(f);
-			return -ENOMEM;
-		}
-		m->text = t;
-		m->len += fread(m->text + m->len, 1, cap - m->len, f);
-		if (m->len < cap)
-			break;
-		cap *= 2;
-	}
-	fclose(f);
-	m->text[m->len] = '\0';
-	return 0;
+	for (int i = 0; i < UW_NREGS; i++)
+		r[i] = v[i];
 }
 
-/* Module path and file offset for ip, from the maps text. */
-static int module_of(const struct maps *m, uint64_t ip, char *mod, size_t n,
-		     uint64_t *off)
+/* The stack from sp up, to the end of its mapping, at most UW_STACK_MAX
+ * bytes (fewer when some cannot be read). */
+static uint32_t stack_copy(pid_t tid, const struct uw_maps *mm, uint64_t sp,
+			   uint8_t *buf)
 {
-	const char *line = m->text;
+	long i = uw_maps_find(mm, sp);
+	uint64_t len;
 
-	while (line && *line) {
-		const char *end = strchr(line, '\n');
-		size_t ll = end ? (size_t)(end - line) : strlen(line);
-		uint64_t lo, hi, pgoff;
-		int pos = 0;
-
-		if (sscanf(line,
-			   "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %*s %n",
-			   &lo, &hi, &pgoff, &pos) >= 3 &&
-		    ip >= lo && ip < hi) {
-			size_t nl = pos < (int)ll ? ll - (size_t)pos : 0;
-			if (nl == 0)
-				snprintf(mod, n, "[anon]");
-			else
-				snprintf(mod, n, "%.*s", (int)nl, line + pos);
-			*off = ip - lo + pgoff;
-			return 0;
-		}
-		line = end ? end + 1 : NULL;
-	}
-	return -ENOENT;
+	if (i < 0)
+		return 0;
+	len = mm->m[i].end - sp;
+	if (len > UW_STACK_MAX)
+		len = UW_STACK_MAX;
+	struct iovec loc = { buf, (size_t)len };
+	struct iovec rem = { (void *)(uintptr_t)sp, (size_t)len };
+	ssize_t got = process_vm_readv(tid, &loc, 1, &rem, 1, 0);
+	return got > 0 ? (uint32_t)got : 0;
 }
 
-#ifndef WARD_UNWIND_GENERIC_SO
-#define WARD_UNWIND_GENERIC_SO "libunwind-x86_64.so.8"
-#endif
-#ifndef WARD_UNWIND_PTRACE_SO
-#define WARD_UNWIND_PTRACE_SO "libunwind-ptrace.so.0"
-#endif
-
-#define NAME_OF(f)  NAME_OF_(f)
-#define NAME_OF_(f) #f
-
-/* libunwind's entry points, once loaded. */
-static struct {
-	__typeof__(unw_create_addr_space) *create_addr_space;
-	__typeof__(unw_destroy_addr_space) *destroy_addr_space;
-	__typeof__(unw_set_caching_policy) *set_caching_policy;
-	__typeof__(unw_flush_cache) *flush_cache;
-	__typeof__(unw_init_remote) *init_remote;
-	__typeof__(unw_get_reg) *get_reg;
-	__typeof__(unw_step) *step;
-	__typeof__(_UPT_create) *upt_create;
-	__typeof__(_UPT_destroy) *upt_destroy;
-	unw_accessors_t *upt_accessors;
-} uw;
-static pthread_once_t uw_once = PTHREAD_ONCE_INIT;
-static int uw_err; /* 0 when loaded */
-
-static void *sym(void *h, const char *lib, const char *name)
+/* Appends frame ip (JSON) at buf + *used; stop: "" or why the walk ended
+ * there. false when it does not fit (nothing appended). */
+static bool put_frame(const struct uw_maps *mm, uint64_t ip, bool first,
+		      const char *stop, char *buf, size_t n, size_t *used)
 {
-	void *p = dlsym(h, name);
+	char js[8192], why[512];
+	uint64_t off = ip;
+	long i = uw_maps_find(mm, ip);
+	const char *mod = "?";
+	char anon[] = "[anon]";
+	int w;
 
-	if (!p && !uw_err) {
-		warn("native backtraces are off: %s has no %s", lib, name);
-		uw_err = -ENOSYS;
+	if (i >= 0) {
+		mod = mm->path[i] ? mm->path[i] : anon;
+		off = ip - mm->m[i].start + mm->m[i].off;
 	}
-	return p;
-}
-
-/* The libraries stay loaded for the life of the process (ward exits after
- * its run; a session's worker after its session). */
-static void uw_load(void)
-{
-	void *g = dlopen(WARD_UNWIND_GENERIC_SO, RTLD_NOW | RTLD_GLOBAL);
-	void *p = g ? dlopen(WARD_UNWIND_PTRACE_SO, RTLD_NOW) : NULL;
-
-	if (!p) {
-		/* the denial is recorded all the same, without its frames */
-		warn("native backtraces are off: %s (install libunwind8 or "
-		     "libunwind-dev)",
-		     dlerror());
-		uw_err = -ENOSYS;
-		return;
+	if (args_json_string(js, sizeof(js), mod, strlen(mod)) < 0)
+		snprintf(js, sizeof(js), "\"?\"");
+	why[0] = '\0';
+	if (stop[0] &&
+	    args_json_string(why, sizeof(why), stop, strlen(stop)) < 0)
+		snprintf(why, sizeof(why), "\"?\"");
+	w = snprintf(buf + *used, n - *used,
+		     "%s{\"ip\":\"%#" PRIx64
+		     "\",\"module\":%s,\"offset\":\"%#" PRIx64 "\"%s%s}",
+		     first ? "" : ",", ip, js, off, why[0] ? ",\"stop\":" : "",
+		     why);
+	if (w < 0 || (size_t)w >= n - *used - 1) {
+		buf[*used] = '\0';
+		return false;
 	}
-#define GEN(f) sym(g, WARD_UNWIND_GENERIC_SO, NAME_OF(f))
-#define UPT(f) sym(p, WARD_UNWIND_PTRACE_SO, #f)
-	uw.create_addr_space = GEN(unw_create_addr_space);
-	uw.destroy_addr_space = GEN(unw_destroy_addr_space);
-	uw.set_caching_policy = GEN(unw_set_caching_policy);
-	uw.flush_cache = GEN(unw_flush_cache);
-	uw.init_remote = GEN(unw_init_remote);
-	uw.get_reg = GEN(unw_get_reg);
-	uw.step = GEN(unw_step);
-	uw.upt_create = UPT(_UPT_create);
-	uw.upt_destroy = UPT(_UPT_destroy);
-	uw.upt_accessors = UPT(_UPT_accessors);
-#undef GEN
-#undef UPT
-}
-
-/* 0 once libunwind is loaded, -ENOSYS when it cannot be. */
-static int uw_ready(void)
-{
-	pthread_once(&uw_once, uw_load);
-	return uw_err;
+	*used += (size_t)w;
+	return true;
 }
 
 /*
- * One address space for every backtrace, with libunwind's global cache:
- * finding a procedure's unwind info (the module's ELF, its .eh_frame_hdr)
- * is most of the cost, and it is the same for the next denial of the same
- * process. The cache is flushed when another process is walked (its
- * modules are mapped elsewhere) and when a process execs (loop.c).
+ * The frames as JSON. The mark goes on the last frame written; room for it
+ * is kept, so that frames cut for lack of room never take the mark along.
  */
-static unw_addr_space_t cached_as;
-static pid_t cached_tgid;
-
-static unw_addr_space_t addr_space(pid_t tgid)
+static void format(const struct uw_maps *mm, const struct uw_result *res,
+		   uint64_t rip, char *buf, size_t n)
 {
-	if (!cached_as) {
-		cached_as = uw.create_addr_space(uw.upt_accessors, 0);
-		if (!cached_as)
-			return NULL;
-		uw.set_caching_policy(cached_as, UNW_CACHE_GLOBAL);
-		cached_tgid = tgid;
-	} else if (tgid != cached_tgid) {
-		uw.flush_cache(cached_as, 0, 0);
-		cached_tgid = tgid;
+	const uint64_t *ip = res->ip;
+	int nf = res->n;
+	size_t used = 1, keep = strlen(res->stop) * 6 + 96;
+
+	if (nf == 0) { /* the frame ward can prove: where the thread is */
+		ip = &rip;
+		nf = 1;
 	}
-	return cached_as;
-}
-
-void tracer_backtrace_flush(void)
-{
-	if (cached_as)
-		uw.flush_cache(cached_as, 0, 0);
-}
-
-void tracer_backtrace_release(void)
-{
-	if (cached_as)
-		uw.destroy_addr_space(cached_as);
-	cached_as = NULL;
+	snprintf(buf, n, "[");
+	for (int i = 0; i < nf; i++) {
+		bool last = i == nf - 1;
+		size_t room = last ? n - 1 : (n > keep + 1 ? n - keep - 1 : 0);
+		if (room <= used ||
+		    !put_frame(mm, ip[i], i == 0, last ? res->stop : "", buf,
+			       room, &used)) {
+			/* no room for more: the mark on the one before */
+			if (i > 0 && res->stop[0]) {
+				char tail[512];
+				if (args_json_string(tail, sizeof(tail),
+						     res->stop,
+						     strlen(res->stop)) == 0 &&
+				    used + strlen(tail) + 12 < n) {
+					used--; /* reopen the last object */
+					used += (size_t)snprintf(
+						buf + used, n - used,
+						",\"stop\":%s}", tail);
+				}
+			}
+			break;
+		}
+	}
+	snprintf(buf + used, n - used, "]");
 }
 
 int tracer_backtrace(pid_t tid, pid_t tgid, char *buf, size_t n)
 {
-	unw_addr_space_t as;
-	struct maps maps = { 0 };
-	void *ui;
-	unw_cursor_t c;
-	struct frame fr[MAX_FRAMES];
-	int nf = 0, rc = uw_ready();
+	static uint8_t stack[UW_STACK_MAX];
+	struct user_regs_struct u;
+	uint64_t regs[UW_NREGS];
+	struct uw_maps mm;
+	struct uw_result res;
+	long long deadline = uw_deadline();
+	uint32_t len;
+	int r;
 
-	if (rc < 0)
-		return rc;
-	as = addr_space(tgid);
-	if (!as)
-		return -ENOMEM;
-	ui = uw.upt_create(tid);
-	if (!ui)
-		return -ENOMEM;
-	if (uw.init_remote(&c, as, ui) < 0) {
-		rc = -EIO;
-		goto out;
-	}
-	do {
-		unw_word_t ip;
-		if (uw.get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0)
-			break;
-		fr[nf++].ip = ip;
-	} while (nf < MAX_FRAMES && uw.step(&c) > 0);
+	if (n < 256)
+		return -ENOSPC;
+	if (ptrace(PTRACE_GETREGS, tid, 0, &u) < 0)
+		return -errno;
+	regs_of(&u, regs);
+	r = uw_maps_read(tid, regs[UW_RSP], &mm);
+	if (r < 0)
+		return r;
+	len = stack_copy(tid, &mm, regs[UW_RSP], stack);
+	r = uw_unwind(tid, tgid, regs, &mm, stack, len, regs[UW_RSP], deadline,
+		      &res);
+	if (r == 0)
+		format(&mm, &res, regs[UW_RIP], buf, n);
+	uw_maps_free(&mm);
+	return r;
+}
 
-	size_t used = (size_t)snprintf(buf, n, "[");
-	if (maps_read(tid, &maps) < 0)
-		maps.text = NULL;
-	for (int i = 0; i < nf && used < n; i++) {
-		char mod[4096], js[8192];
-		uint64_t off = 0;
-		if (!maps.text ||
-		    module_of(&maps, fr[i].ip, mod, sizeof(mod), &off) < 0) {
-			snprintf(mod, sizeof(mod), "?");
-			off = fr[i].ip;
-		}
-		if (args_json_string(js, sizeof(js), mod, strlen(mod)) < 0)
-			snprintf(js, sizeof(js), "\"?\"");
-		int w = snprintf(buf + used, n - used,
-				 "%s{\"ip\":\"%#" PRIx64 "\",\"module\":%s,"
-				 "\"offset\":\"%#" PRIx64 "\"}",
-				 i ? "," : "", fr[i].ip, js, off);
-		if (w < 0 || (size_t)w >= n - used - 2) {
-			buf[used] = '\0';
-			break;
-		}
-		used += (size_t)w;
-	}
-	if (used + 2 <= n)
-		snprintf(buf + used, n - used, "]");
-out:
-	free(maps.text);
-	uw.upt_destroy(ui);
-	return rc;
+void tracer_backtrace_release(void)
+{
+	uw_release();
 }

@@ -859,11 +859,9 @@ static void on_exec(struct tracer *t, struct tracee *tc)
 			tracee_remove(t, old);
 		}
 	}
-	/* A new image: the old address space and its copies are gone, and
-	 * so is the unwind information cached for it. */
+	/* A new image: the old address space and its copies are gone. */
 	scratch_detach(tc);
 	scratch_attach(t, tc);
-	tracer_backtrace_flush();
 	tc->execed = true;
 	tc->vfork_child = false;
 	proc_exe_argv(tc->tid, exe, sizeof(exe), argv, sizeof(argv));

@@ -18,16 +18,21 @@
  * PYF_MAX_FRAMES, and a frame seen twice (a forged cycle) ends the walk.
  * Nothing here ever loops without a bound or trusts a length.
  *
- * What was found in an executable's symbol table is cached per file
- * (device and inode, as /proc/PID/maps names them), so a second denial of
- * the same interpreter costs only the maps read and the walk.
+ * Finding _PyRuntime means reading the symbol table of a file the code
+ * mapped, which it may have written, replaced or named after a device:
+ * that is the unwinder helper's job (unwinder.h), never ward's. ward opens
+ * the mapping's own file safely, hands it over and gets three numbers
+ * back, within the helper's budget. What the helper found is cached per
+ * file (device and inode, as /proc/PID/maps names them), so a second
+ * denial of the same interpreter costs only the maps read and the walk,
+ * which stays here: it reads memory only, each read bounded.
  */
 #include "tracer-int.h"
 #include "args.h"
 #include "pyframe.h"
+#include "unwinder.h"
 #include "../common/utf8.h"
 
-#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -279,7 +284,8 @@ static int layout_from_313(const struct dbg313 *d, struct pylayout *L)
 /* ------------------------------------------------------------------ */
 /* finding _PyRuntime                                                  */
 
-/* What one file's symbol table said; cached per (device, inode). */
+/* What one file's symbol table said (the unwinder helper read it);
+ * cached per (device, inode). */
 struct pymod {
 	bool used, found;
 	unsigned maj, min;
@@ -290,145 +296,53 @@ struct pymod {
 	unsigned long stamp; /* for replacing the oldest */
 };
 
-enum { MOD_CACHE = 8, MAX_SYMS = 1 << 20, MAX_STRTAB = 16 << 20 };
+/* Files not yet in the cache that one walk asks the helper about: the code
+ * may map a thousand files named python* below its interpreter. */
+enum { MOD_CACHE = 8, MAX_ASKED = 4 };
 
 static struct pymod mods[MOD_CACHE];
 static unsigned long mod_clock;
 
-static int pread_all(int fd, void *buf, size_t len, uint64_t off)
-{
-	ssize_t got = pread(fd, buf, len, (off_t)off);
-
-	if (got < 0)
-		return -errno;
-	return (size_t)got == len ? 0 : -ENOEXEC;
-}
-
-/* The values of _PyRuntime and Py_Version in one symbol table section. */
-static int scan_syms(int fd, uint64_t fsize, const Elf64_Shdr *sh,
-		     const Elf64_Shdr *strsh, struct pymod *m)
-{
-	Elf64_Sym chunk[256];
-	uint64_t count = sh->sh_size / sizeof(Elf64_Sym);
-	char *str;
-	int r = 0;
-
-	if (sh->sh_entsize != sizeof(Elf64_Sym) || count > MAX_SYMS ||
-	    sh->sh_offset > fsize || sh->sh_size > fsize - sh->sh_offset ||
-	    strsh->sh_offset > fsize ||
-	    strsh->sh_size > fsize - strsh->sh_offset || strsh->sh_size == 0 ||
-	    strsh->sh_size > MAX_STRTAB)
-		return -ENOEXEC;
-	str = malloc(strsh->sh_size + 1);
-	if (!str)
-		return -ENOMEM;
-	r = pread_all(fd, str, strsh->sh_size, strsh->sh_offset);
-	str[strsh->sh_size] = '\0';
-	for (uint64_t i = 0; !r && i < count; i += 256) {
-		size_t k = count - i < 256 ? (size_t)(count - i) : 256;
-		r = pread_all(fd, chunk, k * sizeof(Elf64_Sym),
-			      sh->sh_offset + i * sizeof(Elf64_Sym));
-		for (size_t j = 0; !r && j < k; j++) {
-			const Elf64_Sym *s = &chunk[j];
-			if (s->st_name >= strsh->sh_size ||
-			    s->st_shndx == SHN_UNDEF ||
-			    ELF64_ST_TYPE(s->st_info) != STT_OBJECT)
-				continue;
-			const char *name = str + s->st_name;
-			if (!strcmp(name, "_PyRuntime"))
-				m->rt_vaddr = s->st_value;
-			else if (!strcmp(name, "Py_Version"))
-				m->ver_vaddr = s->st_value;
-		}
-	}
-	free(str);
-	return r;
-}
-
-static int read_elf(int fd, uint64_t fsize, struct pymod *m)
-{
-	Elf64_Ehdr eh;
-	Elf64_Phdr ph[64];
-	Elf64_Shdr sh[256];
-	uint64_t lo = UINT64_MAX;
-	int r = pread_all(fd, &eh, sizeof(eh), 0);
-
-	if (r < 0)
-		return r;
-	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_machine != EM_X86_64 ||
-	    (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) ||
-	    eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 ||
-	    eh.e_phnum > 64 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
-	    eh.e_shnum == 0 || eh.e_shnum > 256)
-		return -ENOEXEC;
-	r = pread_all(fd, ph, eh.e_phnum * sizeof(Elf64_Phdr), eh.e_phoff);
-	if (!r)
-		r = pread_all(fd, sh, eh.e_shnum * sizeof(Elf64_Shdr),
-			      eh.e_shoff);
-	if (r < 0)
-		return r;
-	for (int i = 0; i < eh.e_phnum; i++)
-		if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr < lo)
-			lo = ph[i].p_vaddr;
-	if (lo == UINT64_MAX)
-		return -ENOEXEC;
-	m->min_vaddr = lo & ~(uint64_t)4095;
-	/* .dynsym first (small, and where both are exported), .symtab
-	 * after */
-	for (int pass = 0; pass < 2 && !m->rt_vaddr; pass++) {
-		uint32_t want = pass ? SHT_SYMTAB : SHT_DYNSYM;
-		for (int i = 0; i < eh.e_shnum && !m->rt_vaddr; i++) {
-			if (sh[i].sh_type != want ||
-			    sh[i].sh_link >= eh.e_shnum)
-				continue;
-			r = scan_syms(fd, fsize, &sh[i], &sh[sh[i].sh_link], m);
-			if (r == -ENOMEM)
-				return r;
-		}
-	}
-	m->found = m->rt_vaddr != 0;
-	return 0;
-}
-
-/* The cache entry of the file mapped as path (device maj:min, inode ino
- * in pid's maps); reads the file the first time. NULL: out of memory. */
-static struct pymod *module_get(pid_t pid, const char *path, unsigned maj,
-				unsigned min, uint64_t ino)
+/*
+ * The cache entry of the file mapping m maps (as path) in pid; read the
+ * first time by the unwinder helper, from the mapping's own file as ward
+ * opened it (unwinder.c: never through the code's names, never anything
+ * but the regular file the maps line names), by deadline. NULL: the
+ * helper failed (nothing cached: asked again next time, within the run's
+ * failures), or *asked passed MAX_ASKED (counted here).
+ */
+static struct pymod *module_get(pid_t pid, const struct uw_map *map,
+				const char *path, long long deadline,
+				int *asked)
 {
 	struct pymod *m = NULL, *old = &mods[0];
-	char where[WARD_PATH_MAX + 32];
-	struct stat st;
-	int fd;
+	struct uw_syms s;
+	int r;
 
 	for (int i = 0; i < MOD_CACHE; i++) {
-		if (mods[i].used && mods[i].maj == maj && mods[i].min == min &&
-		    mods[i].ino == ino) {
+		if (mods[i].used && mods[i].maj == map->major &&
+		    mods[i].min == map->minor && mods[i].ino == map->ino) {
 			mods[i].stamp = ++mod_clock;
 			return &mods[i];
 		}
 		if (!mods[i].used || mods[i].stamp < old->stamp)
 			old = &mods[i];
 	}
+	if (++*asked > MAX_ASKED)
+		return NULL;
+	r = uw_syms(pid, map, path, deadline, &s);
+	if (r < 0 && r != -EPERM)
+		return NULL;
 	m = old;
 	memset(m, 0, sizeof(*m));
-	m->maj = maj;
-	m->min = min;
-	m->ino = ino;
-	/* the file as the process sees it (its root may not be ours) */
-	snprintf(where, sizeof(where), "/proc/%d/root%s", (int)pid, path);
-	fd = open(where, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd >= 0) {
-		/* the very file that is mapped, and a regular one */
-		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-		    major(st.st_dev) == maj && minor(st.st_dev) == min &&
-		    (uint64_t)st.st_ino == ino &&
-		    read_elf(fd, (uint64_t)st.st_size, m) == -ENOMEM) {
-			close(fd);
-			return NULL; /* not cached: try again next time */
-		}
-		close(fd);
+	m->maj = map->major;
+	m->min = map->minor;
+	m->ino = map->ino;
+	if (r == 0 && s.found) { /* -EPERM: a file not to read, for good */
+		m->found = true;
+		m->min_vaddr = s.min_vaddr;
+		m->rt_vaddr = s.rt_vaddr;
+		m->ver_vaddr = s.ver_vaddr;
 	}
 	m->used = true;
 	m->stamp = ++mod_clock;
@@ -445,12 +359,14 @@ static bool python_name(const char *path)
 
 /* Where _PyRuntime and Py_Version are in pid's memory: from the first
  * mapping of a python* file (a venv's copy may be plain "python") or a
- * libpython3* one whose symbols name it. */
+ * libpython3* one whose symbols name it. All the helper's work for one
+ * walk shares one budget (UW_BUDGET_MS) and MAX_ASKED files. */
 static int find_runtime(pid_t pid, uint64_t *rt, uint64_t *ver)
 {
 	char path[64], *line = NULL;
 	size_t cap = 0;
-	int r = -ENOENT;
+	int r = -ENOENT, asked = 0;
+	long long deadline = uw_deadline();
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
@@ -473,9 +389,16 @@ static int find_runtime(pid_t pid, uint64_t *rt, uint64_t *ver)
 		line[strcspn(line, "\n")] = '\0';
 		if (!python_name(line + pos))
 			continue;
-		struct pymod *m = module_get(pid, line + pos, maj, min, ino);
-		if (!m)
-			r = -ENOMEM;
+		struct uw_map map = { .start = lo,
+				      .end = hi,
+				      .off = off,
+				      .ino = ino,
+				      .major = maj,
+				      .minor = min };
+		struct pymod *m =
+			module_get(pid, &map, line + pos, deadline, &asked);
+		if (!m) /* the helper failed, or too many files: not now */
+			r = asked > MAX_ASKED ? -ENOENT : -EAGAIN;
 		else if (m->found && lo >= m->min_vaddr) {
 			*rt = m->rt_vaddr + (lo - m->min_vaddr);
 			*ver = m->ver_vaddr ? m->ver_vaddr + (lo - m->min_vaddr)

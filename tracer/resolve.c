@@ -62,6 +62,11 @@ void tracer_resolve_ns(struct tracer *t, int root_fd)
 	ns.host_proc = stat("/proc", &st) == 0 ? st.st_dev : 0;
 }
 
+int tracer_resolve_root(void)
+{
+	return ns.t ? ns.root : -1;
+}
+
 /* Parses a decimal pid at s ending at '/' or NUL: its length, 0 if none. */
 static size_t num_at(const char *s, long *v)
 {

@@ -250,6 +250,9 @@ int tracer_resolve(pid_t tid, pid_t tgid, int dirfd, const char *raw,
 void tracer_dircache_init(const struct policy *p);
 void tracer_dircache_free(void);
 int tracer_dircache_used(void); /* directories cached (for tests) */
+/* The run's root directory (O_PATH, owned by resolve.c) while paths are
+ * resolved in its mount namespace; -1: ward's own root. */
+int tracer_resolve_root(void);
 /* Lexical normalization of an absolute path in place (//, ., ..). */
 void tracer_normalize(char *path);
 
@@ -297,13 +300,13 @@ const char *proc_stat_fields(pid_t pid, char *buf, size_t n);
 
 /* ---- backtraces (bt.c) ---- */
 
-/* Walk the stopped thread's native stack: JSON array text of
- * {"ip","module","offset"} into buf (tgid: its process, whose unwind
- * information is cached). Returns 0 or -errno. */
+/* Walk the stopped thread's native stack (through the unwinder helper,
+ * unwinder.h): JSON array text of {"ip","module","offset"} into buf, the
+ * last frame with "stop" when the walk ended early for a reason of its
+ * own (tgid: its process). Returns 0, or -errno (-ENOSYS: no libunwind;
+ * nothing to record). */
 int tracer_backtrace(pid_t tid, pid_t tgid, char *buf, size_t n);
-/* The unwinder's cache: flushed when a process runs a new image, released
- * at the end of the run. */
-void tracer_backtrace_flush(void);
+/* The run's end: the helper is killed. */
 void tracer_backtrace_release(void);
 
 /* ---- Landlock (landlock.c; functions below) ---- */

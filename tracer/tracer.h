@@ -202,4 +202,14 @@ int tracer_probe(char *msg, size_t n);
 int tracer_run(const struct tracer_opts *o, struct tracer_result *res);
 void tracer_result_free(struct tracer_result *res);
 
+/*
+ * The unwinder helper (tracer/uwhelper.c): ward starts its own binary as
+ * `ward-unwinder __unwinder ...` with a socket as fd 3 to parse the code's
+ * ELF and DWARF outside ward, unprivileged and sandboxed. A main() that
+ * links the tracer hands argv[1] == TRACER_UNWINDER_ARG to
+ * tracer_unwinder_main before anything else; it never returns.
+ */
+#define TRACER_UNWINDER_ARG "__unwinder"
+__attribute__((noreturn)) void tracer_unwinder_main(int argc, char **argv);
+
 #endif

@@ -21,6 +21,7 @@ attack(argc, argv) and loaded into python3 with ctypes, so they run as the
 code ward supervises without any exec of ours. Python attacks (*.py) run as
 the script itself. Both get the same key=value arguments.
 """
+import ctypes
 import json
 import os
 import secrets as rnd
@@ -238,6 +239,12 @@ def run_case(ctx, case):
             f.write("decoy\n")
         os.chmod(decoy, 0o666)
         marker = os.path.join(sdir, "marker")
+        if case.get("watch") and os.geteuid() == 0:
+            # U cases: a device node the code may name (char 1:3, what
+            # /dev/null is); ward must never open it
+            dev = os.path.join(sdir, "dev")
+            os.mknod(dev, 0o20666, os.makedev(1, 3))
+            os.chmod(dev, 0o666)
         lst = Listeners(sdir)
         by = bystander(case_limit(case) + 300)
         before = snapshot(sdir)
@@ -286,6 +293,7 @@ def run_case(ctx, case):
         r = Run()
         r.wd, r.sdir, r.token, r.secret, r.rw, r.marker = wd, sdir, token, secret, rw, marker
         r.by, r.lst = by, lst
+        r.env = None
         pass_fds = ()
         if case.get("inherit"):
             # An fd ward itself holds when it starts (N07): must not reach
@@ -350,6 +358,11 @@ def check(ctx, case, r, before):
     # arguments (every process of the run does, unless it exec'd).
     stray = kill_all([p for p in wardtest.pids_matching(r.sdir) if alive(p, None)])
     assert not stray, f"processes of the run outlived ward: {stray}{where}"
+    # ward itself ended, and not by a fault of its own
+    assert not getattr(r, "hung", False), \
+        f"ward did not end (killed after {U_WALL + 40} s){where}"
+    assert res.code is None or res.code >= 0, \
+        f"ward died of signal {-res.code}{where}"
 
     # Canaries.
     assert r.token not in out and r.token not in res.stderr, f"the secret leaked{where}"
@@ -636,8 +649,122 @@ def _no_other_run(ctx, r, run, procs):
     out = r.result.stdout
     assert "PROBE bystander ENOENT" in out and "CGROUP no slot" in out, out
 
+class OpenWatch:
+    """Who opens some files while ward runs (U cases): fanotify FAN_OPEN
+    marks on them, with FAN_REPORT_FID, so that the watch itself opens
+    nothing (a FIFO or a device included). Root only; elsewhere it sees
+    nothing. O_PATH opens are not opens to fanotify."""
+    FAN_CLOEXEC, FAN_NONBLOCK, FAN_REPORT_FID = 0x1, 0x2, 0x200
+    FAN_MARK_ADD, FAN_OPEN = 0x1, 0x20
+
+    def __init__(self, paths):
+        self.opens = []  # (pid, path)
+        self.groups = []  # one fanotify group per file: it names the file
+        if os.geteuid() != 0:
+            return
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.fanotify_mark.argtypes = [ctypes.c_int, ctypes.c_uint,
+                                       ctypes.c_uint64, ctypes.c_int, ctypes.c_char_p]
+        for p in paths:
+            if not os.path.exists(p):
+                continue
+            fd = libc.fanotify_init(self.FAN_CLOEXEC | self.FAN_NONBLOCK |
+                                    self.FAN_REPORT_FID, os.O_RDONLY)
+            r = libc.fanotify_mark(fd, self.FAN_MARK_ADD, self.FAN_OPEN, -100,
+                                   p.encode())
+            assert fd >= 0 and r == 0, f"fanotify on {p}: {os.strerror(ctypes.get_errno())}"
+            self.groups.append((fd, p))
+
+    def close(self):
+        """The opens seen, as (pid, path)."""
+        for fd, path in self.groups:
+            while True:
+                try:
+                    buf = os.read(fd, 65536)
+                except BlockingIOError:
+                    break
+                at = 0
+                while at + 24 <= len(buf):
+                    event_len = int.from_bytes(buf[at:at + 4], "little")
+                    pid = int.from_bytes(buf[at + 20:at + 24], "little", signed=True)
+                    self.opens.append((pid, path))
+                    at += max(event_len, 24)
+            os.close(fd)
+        self.groups = []
+        return self.opens
+
+
+U_WALL = 20  # seconds a U case may take; the old unwinder waited for ever
+
+
+def _ward_watched(ctx, r, opts, script, argv, pass_fds):
+    """U cases: ward run under a watch of who opens the secret, the device
+    canary and /dev/zero, bounded in time (a hung ward is killed and the
+    case fails)."""
+    w = OpenWatch([r.secret, os.path.join(r.sdir, "dev"), "/dev/zero"])
+    cmd = [wardtest.ward_bin(), "run", "--db", ctx.db] + opts + [script, "--"] + argv
+    t0 = time.monotonic()
+    p = wardtest.spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       stdin=subprocess.DEVNULL, cwd=ctx.tmp, env=r.env)
+    r.hung = False
+    try:
+        out, err = p.communicate(timeout=U_WALL + 40)
+    except subprocess.TimeoutExpired:
+        r.hung = True
+        p.kill()
+        out, err = p.communicate()
+    r.elapsed = time.monotonic() - t0
+    r.ward_pid = p.pid
+    r.opens = w.close()
+    res = wardtest.Result(p, out.decode(errors="replace"), err.decode(errors="replace"))
+    return res
+
+
+def unwinders_of(ward_pid):
+    """Live unwinder helpers that ward ward_pid started (their argv says
+    --ward=PID; a zombie left for init to reap is not alive)."""
+    mark = f"--ward={ward_pid}".encode()
+    return [p for p, cmd in wardtest.proc_files("cmdline", binary=True)
+            if cmd.startswith(b"ward-unwinder\0") and mark in cmd and alive(p, None)]
+
+
+def _unwind_safe(*more):
+    """The U cases' common checks, then more."""
+    def chk(ctx, r, run, procs):
+        where = f"\n{r.result!r}"
+        assert not r.hung, f"ward did not end (killed after {U_WALL + 40} s){where}"
+        assert r.elapsed < U_WALL, f"ward took {r.elapsed:.1f} s{where}"
+        by_ward = [o for o in r.opens if o[0] == r.ward_pid]
+        assert not by_ward, f"ward itself opened {sorted(set(p for _, p in by_ward))}{where}"
+        assert run["status"] == "ok", (run["status"], run["cause"])
+        rows = ctx.events(run["id"], "decision='deny' and target=?", r.secret)
+        assert rows and all(x["backtrace"] for x in rows), \
+            f"a denial without its backtrace: {rows[:2]}{where}"
+        assert wardtest.wait_until(lambda: not unwinders_of(r.ward_pid), 5), \
+            f"unwinders outlived ward: {unwinders_of(r.ward_pid)}"
+        for m in more:
+            m(ctx, r, run, procs)
+    chk.__doc__ = "U: ward ended in 20 s, opened none of the secret, the device canary, /dev/zero, recorded each denial with a backtrace, left no helper" + \
+        "".join("; " + " ".join((m.__doc__ or "").split()) for m in more)
+    return chk
+
+
+def _stop_says(text):
+    def chk(ctx, r, run, procs):
+        rows = ctx.events(run["id"], "decision='deny' and target=?", r.secret)
+        stops = [json.loads(x["backtrace"])[-1].get("stop", "") for x in rows]
+        assert any(text in s for s in stops), f"no stop mark with {text!r}: {stops}"
+    chk.__doc__ = f'a backtrace ends with a stop mark saying "{text}"'
+    return chk
+
+
+def _big_files(pol):
+    pol["limits"]["fsize_mb"] = 4096
+
 
 C = dict  # a case
+# the U cases: a watch on ward's opens, a time bound (_unwind_safe)
+U = dict(watch=True, during=_ward_watched, timeout=30)
 
 CASES = [
     # ---- races: argument memory rewritten between ward's read and the kernel's
@@ -971,6 +1098,52 @@ CASES = [
     C(id="V03", group="view", src="v03_other_runs.c",
       what="other runs and the host: /sys/fs/cgroup, a host process's /proc, slot names",
       expect="EACCES|ENOENT", extra=_no_other_run),
+
+
+    # ---- the unwinder: files the code maps, met by ward's backtraces
+    C(id="U01", group="unwind", src="u01_fifo_mapping.c", **U,
+      what="the mapped file's name replaced by a FIFO (the plain name)",
+      expect="EACCES", audit=[DENY_SECRET], extra=_unwind_safe()),
+    C(id="U02", group="unwind", src="u02_fifo_deleted_name.c", **U,
+      what="a FIFO named as the maps line shows the deleted mapped file (\"lib.so (deleted)\")",
+      expect="EACCES", audit=[DENY_SECRET], extra=_unwind_safe()),
+    C(id="U03", group="unwind", src="u03_symlink_device.c", **U,
+      what="the mapped file's names made symlinks to a device node",
+      expect="EACCES", audit=[DENY_SECRET], extra=_unwind_safe()),
+    C(id="U04", group="unwind", src="u04_symlink_secret.c", **U,
+      what="the mapped file's names made symlinks to the secret",
+      expect="EACCES", audit=[DENY_SECRET], extra=_unwind_safe()),
+    C(id="U05", group="unwind", src="u05_device_mapping.c", **U,
+      what="a denial \"returning\" into a mapping of /dev/zero",
+      expect="EACCES", audit=[DENY_SECRET],
+      extra=_unwind_safe(_stop_says("is not a regular file (a character device)"))),
+    C(id="U06", group="unwind", src="u06_elf_phoff.c", **U,
+      what="an executable ELF mapping whose program headers lie far outside the file",
+      expect="EACCES", audit=[DENY_SECRET],
+      extra=_unwind_safe(_stop_says("is no usable ELF file"))),
+    C(id="U07", group="unwind", src="u07_elf_truncated.c", **U,
+      what="a shared object cut to 2 KiB, mapped executable past its end",
+      expect="EACCES", audit=[DENY_SECRET], extra=_unwind_safe()),
+    C(id="U08", group="unwind", src="u08_eh_frame_hdr.c", **U,
+      what="an .eh_frame_hdr outside the file with a table of 2^31 entries",
+      expect="EACCES", audit=[DENY_SECRET], extra=_unwind_safe()),
+    C(id="U09", group="unwind", src="u09_eh_frame.c", **U,
+      what="an FDE 1 GiB away; an FDE whose CIE pointer points at itself",
+      expect="EACCES", audit=[DENY_SECRET], extra=_unwind_safe()),
+    C(id="U10", group="unwind", src="u10_sparse_huge.c", policy_patch=_big_files, **U,
+      what="a 3 GiB sparse file with an ELF at its start, mapped executable",
+      expect="EACCES", audit=[DENY_SECRET],
+      extra=_unwind_safe(_stop_says("is larger than 1 GiB"))),
+    C(id="U11", group="unwind", src="u11_remap_race.c", **U,
+      what="a thread swaps the file mapped at an address (a valid ELF, U06's) during 300 denials from it",
+      expect="EACCES", audit=[DENY_SECRET], extra=_unwind_safe(_denied_all(300))),
+    C(id="U12", group="unwind", src="u12_lease.c", **U,
+      what="a write lease on the mapped file, its SIGIO ignored",
+      expect="EACCES", audit=[DENY_SECRET],
+      extra=_unwind_safe(_stop_says("a lease"))),
+    C(id="U13", group="unwind", src="u13_python_named.c", **U,
+      what="an ELF named python3.99 mapped below the interpreter, its names then symlinks to the secret",
+      expect="EACCES", audit=[DENY_SECRET], extra=_unwind_safe()),
 ]
 
 
@@ -1028,6 +1201,7 @@ GROUPS = {
     "supervisor": "Attacks on the supervisor",
     "net": "Network, IPC and /proc",
     "resource": "Resources",
+    "unwind": "Backtraces: files the code maps, met by ward's unwinder",
 }
 
 

@@ -95,25 +95,31 @@ def test_denial_has_reason_and_backtrace(ctx):
     assert any("libc" in f["module"] for f in bt), bt
     assert any("python3" in f["module"] for f in bt), bt
     assert all(f["ip"].startswith("0x") and f["offset"].startswith("0x") for f in bt)
+    # unwound to the stack's end: no frame says the walk stopped early
+    assert not any("stop" in f for f in bt), bt
 
 
 def test_backtraces_load_libunwind_only_when_taken(ctx):
-    # ward links no libunwind (it loads it at the first backtrace: every
-    # start of ward saved its loading); without it a denial is still
-    # recorded and answered, with no frames, and ward says why
+    # ward links no libunwind (its unwinder helper loads it at the first
+    # backtrace: every start of ward saved its loading); without it a
+    # denial is still recorded and answered, with no frames, and ward says
+    # why
     dyn = subprocess.run(["readelf", "-d", wardtest.ward_bin()], capture_output=True,
                          text=True, check=True).stdout
     needed = re.findall(r"\(NEEDED\).*\[(.*)\]", dyn)
     assert needed and not any("unwind" in n or "lzma" in n for n in needed), needed
     if os.geteuid() != 0 or not shutil.which("unshare"):
         raise wardtest.Skip("hiding libunwind needs root and unshare(1)")
-    libs = [l.split("=>")[-1].strip() for l in subprocess.run(
+    # (the unwinder helper, ward re-executed, loads libunwind-x86_64; ward
+    # once loaded libunwind-ptrace too: both are hidden)
+    libs = sorted({l.split("=>")[-1].strip() for l in subprocess.run(
         ["ldconfig", "-p"], capture_output=True, text=True).stdout.splitlines()
-        if "libunwind-ptrace.so" in l and "=>" in l]
-    assert libs, "libunwind-ptrace is not installed"
-    script = ctx.write("hide.sh", 'mount --bind /dev/null "$1" && shift && exec "$@"\n')
-    argv = ["unshare", "-m", "sh", script, libs[0], wardtest.ward_bin(), "run", "--db", ctx.db,
-            "-c", "open('/etc/shadow')"]
+        if ("libunwind-ptrace.so" in l or "libunwind-x86_64.so" in l) and "=>" in l})
+    assert libs, "libunwind is not installed"
+    script = ctx.write("hide.sh", 'while [ "$1" != -- ]; do mount --bind /dev/null "$1" || exit 1; '
+                       'shift; done; shift; exec "$@"\n')
+    argv = ["unshare", "-m", "sh", script] + libs + ["--", wardtest.ward_bin(), "run",
+                                                     "--db", ctx.db, "-c", "open('/etc/shadow')"]
     p = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ctx.tmp)
     assert p.returncode == 1 and "PermissionError" in p.stderr, (p.returncode, p.stderr)
     assert "native backtraces are off" in p.stderr and "libunwind" in p.stderr, p.stderr

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "tracer/pyframe.h"
+#include "tracer/tracer.h"
 #include "tests/unit/tap.h"
 #include "tests/unit/data/pyframe/linetables.h"
 
@@ -274,10 +275,14 @@ static void test_copy_named_python(const char *script_path)
 	rmdir(dir);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	char path[] = "/tmp/ward-pyf-XXXXXX";
 	int fd;
+
+	/* the unwinder helper is this binary re-executed (tracer.h) */
+	if (argc > 1 && !strcmp(argv[1], TRACER_UNWINDER_ARG))
+		tracer_unwinder_main(argc, argv);
 
 	test_real_tables();
 	test_damaged_tables();

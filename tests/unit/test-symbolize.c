@@ -12,7 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tools/symbolize.h"
@@ -572,6 +576,85 @@ static void test_not_elf(void)
 	       "a relative path is refused");
 }
 
+/* The swapper of test_swap_race: the name keeps changing between a
+ * symlink to an ELF file and one to a FIFO. */
+struct swapper {
+	atomic_int stop;
+	char path[96], elf[96], fifo[96], tmp[96];
+};
+
+static void *swap_loop(void *a)
+{
+	struct swapper *s = a;
+
+	/* one syscall a swap: the two names trade places */
+	while (!atomic_load(&s->stop))
+		renameat2(AT_FDCWD, s->tmp, AT_FDCWD, s->path, RENAME_EXCHANGE);
+	return NULL;
+}
+
+/*
+ * A name swapped for a FIFO while the module is being opened (ward show
+ * and ward report look up files the recorded run may have named, as they
+ * are now): the FIFO is never opened, however the swaps fall. An open of
+ * it would show as IN_OPEN on the FIFO (an O_PATH open shows nothing).
+ * The old stat-then-open did open it within a few thousand lookups.
+ */
+static void test_swap_race(void)
+{
+	static struct swapper s;
+	struct image im;
+	pthread_t th;
+	char ev[4096];
+	int in, opens = 0, lookups = 0;
+	struct timespec t0, t;
+
+	snprintf(s.path, sizeof(s.path), "%s/swapped", tmpdir);
+	snprintf(s.elf, sizeof(s.elf), "%s/real.elf", tmpdir);
+	snprintf(s.fifo, sizeof(s.fifo), "%s/swap.fifo", tmpdir);
+	snprintf(s.tmp, sizeof(s.tmp), "%s/swapped.tmp", tmpdir);
+	build_elf(&im, 0);
+	write_file(s.elf, im.b, im.len);
+	free(im.b);
+	in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (mkfifo(s.fifo, 0600) || in < 0 ||
+	    inotify_add_watch(in, s.fifo, IN_OPEN) < 0) {
+		ok(0, "a FIFO and a watch on it");
+		return;
+	}
+	if (symlink(s.elf, s.path) || symlink(s.fifo, s.tmp)) {
+		ok(0, "the two names");
+		return;
+	}
+	atomic_store(&s.stop, 0);
+	pthread_create(&th, NULL, swap_loop, &s);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		name_at(s.path, F(0x401000), 0);
+		lookups++;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (lookups < 200000 &&
+		 (t.tv_sec - t0.tv_sec) * 1000 +
+				 (t.tv_nsec - t0.tv_nsec) / 1000000 <
+			 3000);
+	atomic_store(&s.stop, 1);
+	pthread_join(th, NULL);
+	for (ssize_t n; (n = read(in, ev, sizeof(ev))) > 0;)
+		for (char *p = ev; p < ev + n;
+		     p += sizeof(struct inotify_event) +
+			  ((struct inotify_event *)p)->len)
+			opens++;
+	close(in);
+	ok(opens == 0,
+	   "a name swapped for a FIFO during lookups: the FIFO is never "
+	   "opened (%d opens in %d lookups)",
+	   opens, lookups);
+	unlink(s.path);
+	unlink(s.tmp);
+	unlink(s.elf);
+	unlink(s.fifo);
+}
+
 /* More modules than the cache keeps, twice over, and repeats. */
 static void test_cache(void)
 {
@@ -645,6 +728,7 @@ int main(void)
 	test_built();
 	test_truncated_and_damaged();
 	test_not_elf();
+	test_swap_race();
 	test_cache();
 	cleanup();
 	return done_testing();
