@@ -442,6 +442,19 @@ static void test_built(void)
 	       "built: offset UINT64_MAX");
 	free(im.b);
 
+	/* a module the code could have written: shown by address only */
+	if (chmod(path, 0666) == 0) {
+		is_str(name_at(path, F(0x401000), 0), err(EPERM),
+		       "built: a file others may write is not parsed");
+		chmod(path, 0600);
+	}
+	if (geteuid() == 0 && chown(path, 65534, 65534) == 0) {
+		is_str(name_at(path, F(0x401000), 0), err(EPERM),
+		       "built: root parses no file another uid owns");
+		if (chown(path, 0, 0) != 0)
+			abort();
+	}
+
 	build_elf(&im, NO_SYMTAB);
 	snprintf(path, sizeof(path), "%s/stripped.elf", tmpdir);
 	write_file(path, im.b, im.len);
