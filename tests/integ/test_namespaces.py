@@ -309,6 +309,24 @@ def test_refused_namespaces_said_recorded_and_required(ctx):
     assert p.returncode == 125 and "RAN" not in p.stdout, (p.stdout, p.stderr)
     assert "required layer namespaces is not active" in p.stderr, p.stderr
     assert "goes on without them" not in p.stderr, p.stderr
+    # without a mount namespace the workdir is at its host path, which the
+    # code must then walk: a workdir below a directory only root may enter
+    # is refused before anything is handed to the code's uid, and the
+    # message says how to mend it
+    if os.geteuid() == 0:
+        top = tempfile.mkdtemp(prefix="ward-ns-0700-")
+        try:
+            wd = os.path.join(top, "work")
+            os.mkdir(wd, 0o755)
+            p = subprocess.run(base + ["--workdir", wd, "-c", "print('RAN')"],
+                               capture_output=True, text=True, timeout=120, cwd=ctx.tmp)
+            assert p.returncode == 125 and "RAN" not in p.stdout, (p.stdout, p.stderr)
+            assert f"{top} is not searchable by uid 65534" in p.stderr, p.stderr
+            assert f"chmod o+x" in p.stderr, p.stderr
+            st = os.stat(wd)
+            assert (st.st_uid, st.st_gid) == (0, 0), "the workdir was handed over before the refusal"
+        finally:
+            shutil.rmtree(top)
 
 
 def _children_of(pid):
