@@ -740,9 +740,12 @@ SPAWN_SIDE void tracer_view_build(const struct tracer_view *v,
 		     AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) == 0,
 	     "the view: making it read-only");
 	need(fchdir(root) == 0, "the view: entering it");
+	/* hidepid: the init (ward's own code, root when ward is) is not
+	 * there for the code: its cmdline is ward's, with the database's and
+	 * the workdir's host paths */
 	if (own_proc)
 		need(mount("proc", "proc", "proc",
-			   MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0,
+			   MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2") == 0,
 		     "mounting /proc for the run's pid namespace");
 	/* Private and bounded like the code's memory (tmpfs pages are
 	 * memory; the memory cgroup charges them too). */
