@@ -369,6 +369,26 @@ static int add_fs_owned(struct learn *l, char *path, unsigned access,
 	return why ? why_merge(&f->why, why) : why_add(&f->why, s);
 }
 
+/* Was ev's path reached through symlinks from an absolute name of the
+ * system's (not the workdir's, not /proc's, no "." or ".."), for reading
+ * or running it? */
+static bool via_links(const struct ward_event *ev, const char *workdir)
+{
+	const char *r = ev->raw;
+	size_t wl = workdir ? strlen(workdir) : 0;
+
+	if (r[0] != '/' || !strcmp(r, ev->path) ||
+	    !(ev->access & (WARD_FS_READ | WARD_FS_EXEC)) ||
+	    !strncmp(r, "/proc/", 6) || strstr(r, "/./") || strstr(r, "/../") ||
+	    strstr(r, "//"))
+		return false;
+	size_t n = strlen(r);
+	if ((n >= 2 && !strcmp(r + n - 2, "/.")) ||
+	    (n >= 3 && !strcmp(r + n - 3, "/..")))
+		return false;
+	return !(wl && !strncmp(r, workdir, wl) && (r[wl] == '/' || !r[wl]));
+}
+
 static int add_fs(struct learn *l, const struct ward_event *ev,
 		  const char *path, unsigned access, const char *workdir,
 		  const struct learn_src *s)
@@ -454,6 +474,15 @@ int learn_event(struct learn *l, const struct ward_event *ev,
 	switch (ev->cls) {
 	case WARD_CLASS_FS:
 		rc = add_fs(l, ev, ev->path, ev->access, workdir, s);
+		/* The name the code read it by, when symlinks led elsewhere:
+		 * the run's view makes the links a shown path passes through
+		 * (tracer/view.c), so that the same name finds the same file
+		 * again. Rules match resolved paths: this one grants nothing
+		 * more. */
+		if (!rc && via_links(ev, workdir))
+			rc = add_fs(l, ev, ev->raw,
+				    ev->access & (WARD_FS_READ | WARD_FS_EXEC),
+				    workdir, s);
 		if (!rc && ev->has_path2 && ev->access2)
 			rc = add_fs(l, ev, ev->path2, ev->access2, workdir, s);
 		break;

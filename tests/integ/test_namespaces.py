@@ -41,7 +41,8 @@ def test_pid_namespace_hides_host_processes(ctx):
     pid, ppid = r.stdout.splitlines()[0].split()
     # pid 1 is ward's init; the code is its first child
     assert (pid, ppid) == ("2", "1"), r
-    assert r.stdout.splitlines()[1:] == ["False", "[1, 2]"], r
+    # the init is not in the code's /proc (hidepid)
+    assert r.stdout.splitlines()[1:] == ["False", "[2]"], r
     # the init is ward's, not the code's: one process recorded
     procs = ctx.sql("select * from processes where run_id=?", ctx.last_run()["id"])
     assert len(procs) == 1 and procs[0]["exe"].startswith("/usr/bin/python3"), procs
@@ -384,9 +385,10 @@ def test_the_init_shares_wards_memory_and_the_code_has_its_own(ctx):
 def test_wards_environment_is_out_of_the_codes_reach_through_the_init(ctx):
     """The run's init shares ward's memory, environment included
     (start.c). Even with the audit profile (the supervisor denies nothing)
-    the code cannot read it through /proc/1/environ: as root the init is
-    another uid, and without root it holds capabilities in the run's user
-    namespace that the code does not (the kernel's ptrace access check)."""
+    the code cannot read it through /proc/1/environ: the run's /proc is
+    mounted with hidepid, and the init is hidden from the code (as root it
+    is another uid; without root it holds capabilities in the run's user
+    namespace that the code does not: the kernel's ptrace access check)."""
     setpriv = shutil.which("setpriv", path="/usr/bin:/bin")
     secret = "ward-secret-" + os.urandom(6).hex()
     code = ("for p in ('/proc/1/environ', '/proc/1/task/1/environ'):\n"
@@ -407,5 +409,7 @@ def test_wards_environment_is_out_of_the_codes_reach_through_the_init(ctx):
         if "namespaces are not available" in p.stderr:
             continue
         assert p.returncode == 0, (pre, p.stdout, p.stderr)
-        assert p.stdout.splitlines() == ["PermissionError"] * 2, (pre, p.stdout)
+        # the init is hidden from the code's /proc (hidepid: another uid
+        # as root; without root, capabilities the code lacks)
+        assert p.stdout.splitlines() == ["FileNotFoundError"] * 2, (pre, p.stdout)
         assert secret.encode().hex() not in p.stdout

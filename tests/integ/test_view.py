@@ -279,9 +279,7 @@ def test_the_workdir_is_not_at_its_host_path_even_in_a_shown_tree(ctx):
 def test_wards_command_line_is_not_the_codes_to_read(ctx):
     """The run's init is ward's own code sharing ward's memory: its
     /proc/1/cmdline is ward's argv (the database's path, the workdir's).
-    As root the code (another uid) does not see the init at all."""
-    if os.geteuid() != 0:
-        raise Skip("without root the init runs as the code's uid")
+    The code does not see the init at all (hidepid)."""
     wd = ctx.path("wd-visible")
     r = ctx.run("import os\n"
                 "for p in ('/proc/1', '/proc/1/cmdline'):\n"
@@ -300,9 +298,8 @@ def test_no_host_proc_sys_or_cgroup_names(ctx):
                 + code, "--policy", _wide_policy(ctx))
     assert r.code == 0, r
     lines = r.stdout.splitlines()
-    # the code; the init (ward's own code) only when it runs as the code's
-    # uid (ward not root): it is hidden from other uids (hidepid)
-    assert lines[0] == ("['2']" if os.geteuid() == 0 else "['1', '2']"), lines
+    # the code; not the init (ward's own code), hidden (hidepid)
+    assert lines[0] == "['2']", lines
     # where the policy shows all of /sys: still not /sys/fs/cgroup
     assert lines[1] == "['/sys/kernel', '/sys/devices/system/cpu', '/sys/class', " \
                        "'/sys/devices/virtual']", lines
