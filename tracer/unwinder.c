@@ -622,8 +622,7 @@ static int wait_fd(int fd, short ev, long long deadline)
 	}
 }
 
-/* Sends one record to the helper, with fd when >= 0. */
-static int xsend(const void *buf, size_t len, int fd, long long deadline)
+ssize_t uw_send(int sock, const void *buf, size_t len, int fd, int flags)
 {
 	char cbuf[CMSG_SPACE(sizeof(int))];
 	struct iovec iov = { (void *)buf, len };
@@ -639,8 +638,14 @@ static int xsend(const void *buf, size_t len, int fd, long long deadline)
 		c->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(c), &fd, sizeof(int));
 	}
+	return sendmsg(sock, &mh, flags | MSG_NOSIGNAL);
+}
+
+/* Sends one record to the helper, with fd when >= 0. */
+static int xsend(const void *buf, size_t len, int fd, long long deadline)
+{
 	for (;;) {
-		ssize_t w = sendmsg(H.sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+		ssize_t w = uw_send(H.sock, buf, len, fd, MSG_DONTWAIT);
 		if (w == (ssize_t)len)
 			return 0;
 		if (w >= 0)

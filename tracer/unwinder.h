@@ -191,4 +191,8 @@ int uw_syms(pid_t pid, const struct uw_map *m, const char *path,
 /* End of a run: the helper is killed, the run's failures forgotten. */
 void uw_release(void);
 
+/* One record on sock with fd attached when fd >= 0 (SCM_RIGHTS): what
+ * sendmsg(2) returns. Both sides' senders (unwinder.c, uwhelper.c). */
+ssize_t uw_send(int sock, const void *buf, size_t len, int fd, int flags);
+
 #endif

@@ -109,22 +109,8 @@ static int uw_load(char *why, size_t n)
  * what it asked for, and kills the helper when it stops reading. */
 static int send_msg(const void *buf, size_t len, int fd)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { (void *)buf, len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-	if (fd >= 0) {
-		memset(cbuf, 0, sizeof(cbuf));
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
 	for (;;) {
-		ssize_t w = sendmsg(HELPER_FD, &mh, MSG_NOSIGNAL);
+		ssize_t w = uw_send(HELPER_FD, buf, len, fd, 0);
 		if (w == (ssize_t)len)
 			return 0;
 		if (w < 0 && errno == EINTR)
