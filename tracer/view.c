@@ -129,22 +129,29 @@ static struct node *child(struct node *n, const char *name, size_t len,
 	return k;
 }
 
+/* The next name of a path from *p on ("usr" of "/usr/lib"), its length
+ * in *len, and *p past it; NULL at the end. */
+static const char *next_name(const char **p, size_t *len)
+{
+	while (**p == '/')
+		(*p)++;
+	*len = strcspn(*p, "/");
+	if (!*len)
+		return NULL;
+	*p += *len;
+	return *p - *len;
+}
+
 /* The node of an absolute normalized path, made with its parents. */
 static struct node *node_at(struct plan *pl, const char *path)
 {
 	struct node *n = &pl->root;
+	size_t len;
 
-	for (const char *p = path; *p;) {
-		size_t len;
-		while (*p == '/')
-			p++;
-		len = strcspn(p, "/");
-		if (!len)
-			break;
-		n = child(n, p, len, true);
+	for (const char *p = path, *name; (name = next_name(&p, &len));) {
+		n = child(n, name, len, true);
 		if (!n)
 			return NULL;
-		p += len;
 	}
 	return n;
 }
@@ -327,18 +334,12 @@ static bool shown(const struct plan *pl, const char *real)
 {
 	const struct node *n = &pl->root;
 	enum mark eff = n->mark;
+	size_t len;
 
-	for (const char *p = real; n && *p;) {
-		size_t len;
-		while (*p == '/')
-			p++;
-		len = strcspn(p, "/");
-		if (!len)
-			break;
-		n = child((struct node *)n, p, len, false);
+	for (const char *p = real, *name; n && (name = next_name(&p, &len));) {
+		n = child((struct node *)n, name, len, false);
 		if (n && n->mark != M_NONE && n->mark != M_LINK)
 			eff = n->mark;
-		p += len;
 	}
 	return eff == M_SHOW;
 }
