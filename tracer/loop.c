@@ -1096,6 +1096,10 @@ static int make_pipes(struct tracer *t, struct spawn_fds *f, int *sync_w)
 		return -errno;
 	t->err_fd = p[0];
 	f->err_pipe_w = p[1];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	f->view_r = p[0];
+	t->view_w = p[1];
 	return 0;
 }
 
@@ -1236,6 +1240,26 @@ static pid_t start_child(struct tracer *t, const struct sock_fprog *filter,
 	if (pid < 0)
 		return pid;
 	debug("child %d cloned", (int)pid);
+	/* The run's file tree, planned here while the child makes its
+	 * namespaces (it waits for the plan before its mounts). */
+	rc = 0;
+	if (t->ns.flags & CLONE_NEWNS) {
+		char why[200];
+		rc = tracer_view_plan(t->o->policy, t->o->interpreter,
+				      t->o->workdir, &t->view, why,
+				      sizeof(why));
+		if (rc < 0)
+			snprintf(t->res->setup_error,
+				 sizeof(t->res->setup_error),
+				 "the run's file tree: %s", why);
+		else if (write(t->view_w, "v", 1) != 1)
+			rc = -errno;
+		debug("view planned: %zu operations, %zu mounts",
+		      t->view.nops, t->view.nbinds);
+	}
+	close_fd(&t->view_w); /* EOF: the child ends, if it still waits */
+	if (rc < 0)
+		goto refuse;
 	/* The child's ends: its word on its cgroups ends with it. */
 	for (int i = 0; i < 2; i++)
 		close_fd(&f->cg_self[i]);
@@ -1377,7 +1401,8 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 			       .sync_r = -1,
 			       .err_pipe_w = -1,
 			       .cg_self = { -1, -1 },
-			       .cg_ack_w = -1 };
+			       .cg_ack_w = -1,
+			       .view_r = -1 };
 	struct sock_fprog filter = { 0, NULL };
 	sigset_t sigs, old;
 	int sync_w = -1, rc, status;
@@ -1396,6 +1421,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	t->err_fd = t->wake_fd = t->sig_fd = t->timer_fd = t->kick_fd = -1;
 	t->cg_fd = t->cg_pids_fd = t->cg_pids_events = t->cg_ack_fd = -1;
 	t->go_fd = -1;
+	t->view_w = -1;
 	t->ns.init_fd = -1;
 	t->spawn.end_r = t->spawn.end_w = -1;
 	t->audit = o->audit;
@@ -1470,18 +1496,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	if (rc < 0)
 		goto out;
 	debug("landlock ruleset planned");
-	if (tracer_ns_plan(t) & CLONE_NEWNS) {
-		char why[200];
-		rc = tracer_view_plan(o->policy, o->interpreter, o->workdir,
-				      &t->view, why, sizeof(why));
-		if (rc < 0) {
-			snprintf(res->setup_error, sizeof(res->setup_error),
-				 "the run's file tree: %s", why);
-			goto out;
-		}
-		debug("view planned: %zu operations, %zu mounts",
-		      t->view.nops, t->view.nbinds);
-	}
+
 	/* The filter last: it compiles while the above is done. */
 	if (o->prepared)
 		rc = tracer_prepared_take(o->prepared, &filter,
@@ -1502,6 +1517,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	close_fd(&f.err_w);
 	close_fd(&f.sync_r);
 	close_fd(&f.err_pipe_w);
+	close_fd(&f.view_r);
 	if (pid < 0) {
 		rc = pid;
 		goto out;
@@ -1564,6 +1580,8 @@ out:
 	close_fd(&f.cg_self[0]);
 	close_fd(&f.cg_self[1]);
 	close_fd(&f.cg_ack_w);
+	close_fd(&f.view_r);
+	close_fd(&t->view_w);
 	close_fd(&sync_w);
 	free(filter.filter);
 	for (int b = 0; b < TRACEE_BUCKETS; b++) {

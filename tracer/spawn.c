@@ -169,6 +169,7 @@ SPAWN_SIDE void spawn_child(struct spawn_ctx *c)
 	int err = fcntl(f->err_w, F_DUPFD_CLOEXEC, 10);
 	int sync = fcntl(f->sync_r, F_DUPFD_CLOEXEC, 10);
 	int ep = fcntl(f->err_pipe_w, F_DUPFD_CLOEXEC, 10);
+	int vr = f->view_r >= 0 ? fcntl(f->view_r, F_DUPFD_CLOEXEC, 10) : -1;
 	null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	int code[2] = { -1, -1 };
 	int ncode = o->n_code_fds > 2 ? 2 : o->n_code_fds;
@@ -177,7 +178,8 @@ SPAWN_SIDE void spawn_child(struct spawn_ctx *c)
 		if (code[i] < 0)
 			_exit(127);
 	}
-	if (out < 0 || err < 0 || sync < 0 || ep < 0 || null < 0)
+	if (out < 0 || err < 0 || sync < 0 || ep < 0 || null < 0 ||
+	    (f->view_r >= 0 && vr < 0))
 		_exit(127);
 	if (dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 ||
 	    dup3(ep, ERR_FD, O_CLOEXEC) < 0 || dup2(sync, SYNC_FD) < 0)
@@ -186,7 +188,16 @@ SPAWN_SIDE void spawn_child(struct spawn_ctx *c)
 	for (int i = 0; i < ncode; i++)
 		if (dup2(code[i], SYNC_FD + 1 + i) < 0)
 			_exit(127);
-	if (syscall(SYS_close_range, SYNC_FD + 1 + ncode, ~0U, 0) < 0)
+	/* The view's word, if any, right after them (CLOEXEC: the init
+	 * closes it once read). */
+	c->view_fd = -1;
+	if (vr >= 0) {
+		c->view_fd = SYNC_FD + 1 + ncode;
+		if (dup3(vr, c->view_fd, O_CLOEXEC) < 0)
+			_exit(127);
+	}
+	if (syscall(SYS_close_range, SYNC_FD + 1 + ncode + (vr >= 0), ~0U, 0) <
+	    0)
 		fail("close_range");
 	/* In new namespaces: set them up (while ward seizes us and places
 	 * us in the run's cgroups) and, once it has, make the code's process,

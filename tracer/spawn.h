@@ -12,6 +12,7 @@ struct spawn_fds {
 	int cg_ack_w;	  /* and where to say how it went */
 	const struct tracer_landlock *landlock; /* the plan; NULL: none */
 	const struct tracer_view *view;		/* the plan (view.c) */
+	int view_r; /* a byte 'v' here: the plan is ready (EOF: none) */
 	int ns_flags; /* CLONE_NEW* the child was cloned with (ns.c) */
 	uid_t ns_uid; /* ward's euid and egid, for the user namespace */
 	gid_t ns_gid;
@@ -28,6 +29,7 @@ struct spawn_ctx {
 	struct spawn_fds f;
 	int sync_w;	  /* ward's end of the sync pipe: the child closes it */
 	char go_first;	  /* ward's first byte once read: 'c' or 'r' */
+	int view_fd;	  /* the child's fd of spawn_fds.view_r, or -1 */
 	void *code_stack; /* top of the code process's stack (ns.c) */
 };
 

@@ -473,6 +473,7 @@ struct tracer {
 
 	struct tracer_landlock landlock; /* the plan (landlock.c) */
 	struct tracer_view view;	 /* the run's file tree (view.c) */
+	int view_w; /* the child waits here for the view's plan ('v') */
 
 	/* CPU pinning (pin.c) */
 	atomic_bool pinned;   /* main and output threads (pin.c) */

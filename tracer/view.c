@@ -65,6 +65,7 @@ struct node {
 	char *name;
 	enum mark mark;
 	bool missing; /* M_OWN: no such directory on the host */
+	mode_t mode;  /* the host's file type, when known (0: not yet) */
 	char *target; /* M_LINK */
 	struct node *kids, *next;
 };
@@ -177,11 +178,13 @@ static bool in_own(const char *path)
  * each symlink met on the way is remembered as a link to make inside
  * (links: when showing). -ENOENT: it does not exist (nothing to show).
  */
-static int resolve(struct plan *pl, const char *path, char *out, bool links)
+static int resolve(struct plan *pl, const char *path, char *out, bool links,
+		   mode_t *mode)
 {
 	char rest[WARD_PATH_MAX * 2], cur[WARD_PATH_MAX], next[WARD_PATH_MAX];
 	int hops = 0;
 
+	*mode = S_IFDIR; /* "/" */
 	if (strlen(path) >= WARD_PATH_MAX)
 		return -ENAMETOOLONG;
 	snprintf(rest, sizeof(rest), "%s", path);
@@ -216,6 +219,7 @@ static int resolve(struct plan *pl, const char *path, char *out, bool links)
 		}
 		if (lstat(next, &st) < 0)
 			return -errno;
+		*mode = st.st_mode;
 		if (!S_ISLNK(st.st_mode)) {
 			if (*p && S_ISDIR(st.st_mode))
 				remember_dir(pl, next);
@@ -257,9 +261,11 @@ static int mark_path(struct plan *pl, const char *path, enum mark m)
 	struct node *n;
 	int rc;
 
-	if (path[0] != '/')
-		return 0;
-	rc = resolve(pl, path, real, m == M_SHOW);
+	mode_t mode;
+
+	if (path[0] != '/' || (m != M_OWN && in_own(path)))
+		return 0; /* the run's own, never the host's */
+	rc = resolve(pl, path, real, m == M_SHOW, &mode);
 	if (rc == -ENOENT || rc == -ENOTDIR)
 		return 0; /* nothing there to show or hide */
 	if (rc < 0) {
@@ -276,6 +282,7 @@ static int mark_path(struct plan *pl, const char *path, enum mark m)
 	if (n->mark == M_NONE || n->mark == M_LINK || m == M_HIDE ||
 	    m == M_OWN)
 		n->mark = m;
+	n->mode = mode;
 	return 0;
 }
 
@@ -414,9 +421,10 @@ static int links_to_shown(struct plan *pl)
 				  strlen(e->d_name), false);
 			if ((k && k->mark != M_NONE) || in_own(full))
 				continue;
+			mode_t mode;
 			if (real_of(full, real, sizeof(real)) == 0 &&
 			    shown(pl, real))
-				rc = resolve(pl, full, real, true);
+				rc = resolve(pl, full, real, true, &mode);
 		}
 		if (d)
 			closedir(d);
@@ -500,12 +508,13 @@ static int gen(struct plan *pl, struct node *n, const char *path,
 		/* a mount point of the run's own (mounted after the build) */
 		return op_add(pl, VOP_DIR, path, NULL, false);
 	case M_SHOW:
-		if (lstat(path[0] ? path : "/", &st) < 0)
-			return 0;
-		if (!S_ISDIR(st.st_mode) || !needs_skeleton(n))
+		if (!n->mode && lstat(path[0] ? path : "/", &st) == 0)
+			n->mode = st.st_mode;
+		if (!n->mode)
+			return 0; /* gone */
+		if (!S_ISDIR(n->mode) || !needs_skeleton(n))
 			return op_add(pl, VOP_BIND, path[0] ? path : "/",
-				      path[0] ? path : "/",
-				      !S_ISDIR(st.st_mode));
+				      path[0] ? path : "/", !S_ISDIR(n->mode));
 		return skeleton(pl, n, path);
 	default: /* not shown: a directory of the tmpfs, if anything below
 		  * is */
