@@ -641,6 +641,8 @@ static void remove_temp_workdir(void)
 static void *rm_workdir_thread(void *arg)
 {
 	ward_rm_workdir(arg);
+	/* and those of wards that died (SIGKILL) before they could */
+	ward_sweep_workdirs();
 	return NULL;
 }
 
@@ -1042,6 +1044,13 @@ int ward_cmd_run(int argc, char **argv)
 	char quota_detail[160];
 	char *workdir = make_workdir(&a, drop, lim.disk_bytes, &temp, &quota,
 				     quota_detail, sizeof(quota_detail));
+	/* claimed while ward lives: if it is killed, the next ward's sweep
+	 * removes what it leaves (without the lock, nothing sweeps it) */
+	int wd_lock = temp ? ward_workdir_lock(workdir) : -1;
+	if (temp && wd_lock < 0)
+		warn("workdir %s: no lock (%s): if ward is killed, nothing "
+		     "will remove it",
+		     workdir, strerror(-wd_lock));
 	if (temp && !a.keep) {
 		temp_workdir = workdir;
 		atexit(remove_temp_workdir);
@@ -1215,8 +1224,12 @@ int ward_cmd_run(int argc, char **argv)
 			r.events, r.denials, db);
 	if (temp && !a.keep)
 		remove_temp_workdir();
-	else if (temp && !a.json)
+	else if (temp)
+		ward_workdir_keep(workdir, wd_lock);
+	if (temp && a.keep && !a.json)
 		fprintf(stderr, "ward: workdir kept: %s\n", workdir);
+	if (!rm_async)
+		ward_sweep_workdirs();
 
 	debug("workdir handled");
 	tracer_result_free(&r);

@@ -2,6 +2,10 @@
 #include "runrec.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <sys/file.h>
+#include <fcntl.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -122,11 +126,99 @@ int ward_workdir_quota(const char *path, long long bytes, uid_t uid, gid_t gid,
 
 int ward_rm_workdir(const char *path)
 {
+	char lock[PATH_MAX];
+
 	if (!path || strncmp(path, "/tmp/ward-", 10) != 0)
 		return -EINVAL;
 	/* its quota's tmpfs, if it has one (else EINVAL: not a mount) */
 	umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW);
-	return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS) < 0 ? -errno : 0;
+	int rc = nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS) < 0 ? -errno : 0;
+	/* its lock last: until the directory is gone a sweep may find it */
+	if (rc == 0 && (size_t)snprintf(lock, sizeof(lock), "%s.lock", path) <
+			       sizeof(lock))
+		unlink(lock);
+	return rc;
+}
+
+int ward_workdir_lock(const char *path)
+{
+	char lock[PATH_MAX], self[64];
+	int fd;
+
+	if (!path || strncmp(path, "/tmp/ward-", 10) != 0 ||
+	    (size_t)snprintf(lock, sizeof(lock), "%s.lock", path) >=
+		    sizeof(lock))
+		return -EINVAL;
+	/* Made locked, then given its name: a sweep never finds it free
+	 * while its owner lives. */
+	fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0 ||
+	    linkat(AT_FDCWD, self, AT_FDCWD, lock, AT_SYMLINK_FOLLOW) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+void ward_workdir_keep(const char *path, int lock_fd)
+{
+	char lock[PATH_MAX];
+
+	if (path && (size_t)snprintf(lock, sizeof(lock), "%s.lock", path) <
+			    sizeof(lock))
+		unlink(lock);
+	if (lock_fd >= 0)
+		close(lock_fd);
+}
+
+/* The directory of a lock /tmp/ward-XXXXXX.lock: a directory, not a
+ * symlink (its owner may be the code's uid: ward hands it over). */
+static bool swept_dir(const char *name, char *dir, size_t n)
+{
+	size_t len = strlen(name);
+	struct stat st;
+
+	if (len < 6 + 5 || strncmp(name, "ward-", 5) ||
+	    strcmp(name + len - 5, ".lock") ||
+	    (size_t)snprintf(dir, n, "/tmp/%.*s", (int)(len - 5), name) >= n)
+		return false;
+	return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int ward_sweep_workdirs(void)
+{
+	DIR *d = opendir("/tmp");
+	struct dirent *e;
+	int swept = 0;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		char dir[PATH_MAX], lock[PATH_MAX];
+		int fd;
+
+		if (!swept_dir(e->d_name, dir, sizeof(dir)))
+			continue;
+		snprintf(lock, sizeof(lock), "/tmp/%s", e->d_name);
+		fd = open(lock, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		/* a lock this uid made (no other user can make one of ours),
+		 * free: the ward that made it is gone (the kernel let go of
+		 * its lock when it died) */
+		struct stat st;
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_uid == geteuid() && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+		    ward_rm_workdir(dir) == 0)
+			swept++;
+		close(fd);
+	}
+	closedir(d);
+	return swept;
 }
 
 void ward_limits_json(const struct ward_limits *l, char *buf, size_t n)

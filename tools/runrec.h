@@ -67,9 +67,23 @@ void ward_record_join(void *record);
 int ward_record_begin(struct ward_record *r);
 
 /* Removes a temporary workdir (/tmp/ward-*) and whatever the code left in
- * it, without following symlinks. Returns 0, -EINVAL (not such a path) or
- * -errno. */
+ * it, without following symlinks, then its lock (below). Returns 0,
+ * -EINVAL (not such a path) or -errno. */
 int ward_rm_workdir(const char *path);
+
+/*
+ * A temporary workdir is claimed by its lock, path + ".lock" beside it,
+ * which the process that made it holds (flock) as long as it lives: a
+ * SIGKILLed ward's workdirs are found free by the next sweep. The lock
+ * file appears already locked (O_TMPFILE, then linkat). Returns the lock's
+ * fd (CLOEXEC; the caller keeps it open) or -errno.
+ */
+int ward_workdir_lock(const char *path);
+/* A workdir that outlives ward (--keep): its lock goes, and lock_fd. */
+void ward_workdir_keep(const char *path, int lock_fd);
+/* Removes every /tmp/ward-* workdir whose lock is ours (made by this uid)
+ * and free (its ward died). Returns how many, or -errno. */
+int ward_sweep_workdirs(void);
 
 /*
  * The workdir's total size (limits.disk_bytes): a tmpfs of that size

@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "../audit/audit.h"
+#include "../common/log.h"
 #include "../common/errnames.h"
 #include "../common/sha256.h"
 #include "runrec.h"
@@ -69,6 +70,7 @@ struct sess {
 	 * the server reaches the files through /proc/WORKER/root, and this fd
 	 * keeps them reachable after the worker is gone; view names it. */
 	int wd_fd;
+	int wd_lock; /* its claim (ward_workdir_lock): a sweep spares it */
 	char view[48];
 	pid_t worker;
 	int ctl, cells, res, out[3];
@@ -401,7 +403,8 @@ static void sess_free(struct sess *x)
 	close_fd(&x->out[1]);
 	close_fd(&x->out[2]);
 	close_fd(&x->wd_fd);
-	ward_rm_workdir(x->workdir);
+	ward_rm_workdir(x->workdir); /* its lock too */
+	close_fd(&x->wd_lock);
 	free(x->workdir);
 	free(x->resbuf);
 	json_decref(x->pending_errors);
@@ -627,6 +630,7 @@ static int sess_start(struct ws_server *s, json_t *p, struct sess **out,
 		return fail(err, WS_E_INTERNAL, "out of memory");
 	x->ctl = x->cells = x->res = x->out[1] = x->out[2] = x->out[0] = -1;
 	x->wd_fd = -1;
+	x->wd_lock = -1;
 	x->worker = -1;
 	snprintf(x->lang, sizeof(x->lang), "%s", lang);
 	x->timeout_s = timeout;
@@ -637,6 +641,11 @@ static int sess_start(struct ws_server *s, json_t *p, struct sess **out,
 			    "cannot create a workdir in /tmp: %s",
 			    strerror(errno));
 	}
+	x->wd_lock = ward_workdir_lock(x->workdir);
+	if (x->wd_lock < 0)
+		warn("workdir %s: no lock (%s): if ward is killed, nothing "
+		     "will remove it",
+		     x->workdir, strerror(-x->wd_lock));
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cells) < 0 ||
 	    pipe2(res, O_CLOEXEC) < 0 || pipe2(o1, O_CLOEXEC) < 0 ||
@@ -1829,6 +1838,8 @@ int ws_server_new(const struct ws_config *cfg, struct ws_server **out)
 		s->cfg = *cfg;
 	if (!s->cfg.profile && !s->cfg.policy)
 		s->cfg.profile = "default";
+	/* what SIGKILLed wards (servers among them) left in /tmp */
+	ward_sweep_workdirs();
 	if (s->cfg.cell_timeout_s <= 0)
 		s->cfg.cell_timeout_s = 30;
 	if (s->cfg.max_timeout_s > 0 &&

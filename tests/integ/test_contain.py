@@ -1,6 +1,7 @@
 """Model code that misbehaves is contained: the code sees an honest errno,
 the canary is untouched, ward exits as documented, and the record holds the
 row that says what happened."""
+import glob
 import json
 import os
 import shutil
@@ -461,13 +462,34 @@ def test_output_flood_truncated_not_lost_count(ctx):
 
 def test_ward_sigkilled_leaves_nothing(ctx):
     marker = "ward-sigkill-marker-%d" % os.getpid()
-    code = f"import os, time\nos.fork(); os.fork()\ntime.sleep(60)  # {marker}"
+    code = (f"import os, time\nopen('left-behind', 'w').write('x')\n"
+            f"os.fork(); os.fork()\ntime.sleep(60)  # {marker}")
+    before = set(glob.glob("/tmp/ward-*"))
     p = spawn([ward_bin(), "run", "--db", ctx.db, "-c", code],
               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     assert wait_until(lambda: len(pids_matching(marker)) >= 5), pids_matching(marker)
     p.kill()
     p.wait()
     assert wait_until(lambda: not pids_matching(marker), 5), pids_matching(marker)
+    # its temporary workdir and its lock are left (ward could do nothing)
+    left = [d for d in set(glob.glob("/tmp/ward-*")) - before if not d.endswith(".lock")]
+    assert len(left) == 1 and os.path.exists(left[0] + ".lock"), left
+    # and the next ward takes them away: their lock is free
+    r = ctx.run("pass")
+    assert r.code == 0, r
+    assert not os.path.exists(left[0]) and not os.path.exists(left[0] + ".lock"), left
+    # a live ward's workdir is never swept: its lock is held
+    p = spawn([ward_bin(), "run", "--db", ctx.db, "-c", f"import time\ntime.sleep(30)  # {marker}"],
+              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_until(lambda: len(pids_matching(marker)) >= 2), pids_matching(marker)
+        live = [d for d in set(glob.glob("/tmp/ward-*")) - before if not d.endswith(".lock")]
+        assert len(live) == 1, live
+        assert ctx.run("pass").code == 0
+        assert os.path.isdir(live[0]) and os.path.exists(live[0] + ".lock"), live
+    finally:
+        p.kill()
+        p.wait()
 
 
 def test_sigterm_aborts_and_records(ctx):

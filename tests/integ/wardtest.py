@@ -253,13 +253,18 @@ def cleanup_workdirs(ctx):
     if not os.path.exists(ctx.db):
         return
     try:
-        rows = ctx.sql("select workdir from runs")
+        rows = ctx.sql("select id, workdir, layers from runs")
     except Exception:
         return
     for r in rows:
-        wd = r.get("workdir") or ""
+        try:
+            wd = host_workdir(r)  # runs.workdir is where the code saw it
+        except (AssertionError, ValueError, TypeError):
+            wd = r.get("workdir") or ""
         if wd.startswith("/tmp/ward-") and os.path.isdir(wd):
             shutil.rmtree(wd, ignore_errors=True)
+        if wd.startswith("/tmp/ward-") and os.path.exists(wd + ".lock"):
+            os.unlink(wd + ".lock")
 
 
 def cleanup_processes():
