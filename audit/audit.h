@@ -289,6 +289,7 @@ struct audit_verify {
 	bool broken_seal;  /* runs.chain is there and does not parse */
 	bool keyed;	   /* sealed with a key (hmac-sha256) */
 	bool key_checked;  /* the key was at hand: tags checked */
+	bool key_mismatch; /* a key was at hand, but not the sealing one */
 	bool seal_checked; /* the seal was recomputed */
 	char alg[16], key_id[17], seal[65];
 	long long rows[2];   /* events, outputs found */

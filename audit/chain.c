@@ -1339,6 +1339,7 @@ int audit_verify_run(struct audit *a, const char *run_id,
 	}
 	/* A key that is not the sealing key checks nothing. */
 	if (k && out->keyed && strcmp(k->id, c.key_id)) {
+		out->key_mismatch = true;
 		snprintf(out->key_note, sizeof(out->key_note),
 			 "the key (id %s) is not the one that sealed the run "
 			 "(id %s)",

@@ -49,7 +49,9 @@ static void usage(FILE *f)
 		"               longer has it\n"
 		"  -h, --help   this text\n"
 		"\n"
-		"Verdicts: intact; TAMPERED (with each problem); unchained (recorded\n"
+		"Verdicts: intact; TAMPERED (with each problem); wrong-key (the key at\n"
+		"hand is not the one that sealed the run: its tags and seal cannot be\n"
+		"checked, exit 1); unchained (recorded\n"
 		"before schema version 4: no hashes, nothing to check); running (not\n"
 		"ended: its rows are checked, the seal comes at its end); unsealed (ward\n"
 		"died before the end: rows checked, rows missing at the end cannot be\n"
@@ -59,7 +61,8 @@ static void usage(FILE *f)
 		"recomputed the chains. docs/security.md says who can forge what.\n"
 		"\n"
 		"exit status: 0 when every run is intact (or could not be checked,\n"
-		"without --strict), 1 when anything is wrong, 125 for ward's own errors\n"
+		"without --strict), 1 when anything is wrong (a wrong key included),\n"
+		"125 for ward's own errors\n"
 		"(bad arguments, an unknown or ambiguous run id, a database that is\n"
 		"missing, not ward's, corrupt or newer than this ward, an unusable key).\n");
 }
@@ -185,6 +188,8 @@ static const char *verdict_of(const struct audit_verify *v)
 {
 	if (v->problems)
 		return "tampered";
+	if (v->key_mismatch)
+		return "wrong-key";
 	if (v->unchained)
 		return "unchained";
 	if (!v->sealed && !strcmp(v->status, "running"))
@@ -230,8 +235,14 @@ static void print_text(const struct audit_verify *v, struct run_out *ro)
 	else
 		printf("; never sealed: ward stopped before the run ended");
 	printf(")%s%s\n",
-	       v->sealed && !v->key_checked ? " - links only, no key" : "",
+	       v->sealed && !v->key_checked && !v->key_mismatch
+		       ? " - links only, no key"
+		       : "",
 	       v->cells_unsealed ? " - its cells are not sealed" : "");
+	if (v->key_mismatch)
+		printf("  %s: its keyed tags and seal cannot be checked; give "
+		       "the key that sealed it (--key FILE)\n",
+		       v->key_note);
 }
 
 static json_t *run_json(const struct audit_verify *v, json_t *problems)
@@ -258,7 +269,7 @@ int ward_cmd_verify(int argc, char **argv)
 	char db[PATH_MAX], errbuf[512], key_note[600] = "";
 	struct audit *au = NULL;
 	struct audit_idlist ids = { 0 };
-	unsigned tampered = 0, partial_n = 0;
+	unsigned tampered = 0, partial_n = 0, wrong_key = 0;
 	json_t *runs = NULL;
 	int r;
 
@@ -329,6 +340,8 @@ int ward_cmd_verify(int argc, char **argv)
 		}
 		if (v.problems)
 			tampered++;
+		else if (v.key_mismatch)
+			wrong_key++;
 		else if (partial(&v))
 			partial_n++;
 		if (o.json)
@@ -344,21 +357,25 @@ int ward_cmd_verify(int argc, char **argv)
 			"runs_checked", (json_int_t)ids.n, "tampered",
 			(json_int_t)tampered, "not_fully_checked",
 			(json_int_t)partial_n, "ok",
-			!tampered && !(o.strict && partial_n), "runs", runs);
+			!tampered && !wrong_key && !(o.strict && partial_n),
+			"runs", runs);
 
 		json_dumpf(out, stdout, JSON_COMPACT);
 		fputc('\n', stdout);
 		json_decref(out);
 	} else if (ids.n > 1 || o.all) {
 		printf("verify: %zu run%s: %zu intact or not checkable, %u "
-		       "tampered%s\n",
-		       ids.n, ids.n == 1 ? "" : "s", ids.n - tampered, tampered,
+		       "tampered%s%s\n",
+		       ids.n, ids.n == 1 ? "" : "s",
+		       ids.n - tampered - wrong_key, tampered,
+		       wrong_key ? ", some with a key that is not theirs"
+				 : "",
 		       partial_n ? " (some not fully checked: see above)" : "");
 	}
 	fflush(stdout);
 	free(ids.id);
 	audit_close(au);
-	if (tampered)
+	if (tampered || wrong_key)
 		return 1;
 	return o.strict && partial_n ? 1 : 0;
 }

@@ -82,6 +82,34 @@ def test_verify_intact_text_and_json(ctx):
     assert st.st_mode & 0o777 == 0o600, oct(st.st_mode)
 
 
+def test_a_key_that_is_not_the_sealing_one_is_an_error(ctx):
+    """A wrong key (another valid one) never falls back silently to the
+    links: the verdict says so, and verify fails."""
+    rid = _run(ctx)["run_id"]
+    other = ctx.path("other.key")
+    with open(other, "w") as f:
+        f.write(os.urandom(32).hex() + "\n")
+    os.chmod(other, 0o600)
+    r = _verify(ctx, rid, "--key", other)
+    assert r.code == 1, r
+    assert r.stdout.startswith(f"{rid}: wrong-key (ok; "), r
+    assert "is not the one that sealed the run" in r.stdout and "--key FILE" in r.stdout, r
+    assert "links only" not in r.stdout, r
+    r = _verify(ctx, rid, "--key", other, "--json")
+    assert r.code == 1, r
+    v = json.loads(r.stdout)
+    assert not v["ok"] and v["runs"][0]["verdict"] == "wrong-key", v
+    assert not v["runs"][0]["key_checked"], v
+    # the right key: intact again; no key at all: links only, exit 0
+    assert _verify(ctx, rid).code == 0
+    os.rename(ctx.db + ".key", ctx.db + ".key.away")
+    try:
+        r = _verify(ctx, rid)
+        assert r.code == 0 and "links only, no key" in r.stdout, r
+    finally:
+        os.rename(ctx.db + ".key.away", ctx.db + ".key")
+
+
 def test_verify_all_and_strict(ctx):
     a, b = _run(ctx)["run_id"], _run(ctx, "print('b')")["run_id"]
     r = _verify(ctx, "--all")
