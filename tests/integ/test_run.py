@@ -356,3 +356,35 @@ def test_json_gives_bytes_that_are_not_utf8_exactly(ctx):
     assert j["stdout"] == "ab\ufffd", j
     r = ctx.ward("run", "--help")
     assert "stdout_base64" in r.stdout, r.stdout
+
+
+def test_recorded_stderr_is_only_the_codes_bytes(ctx):
+    # ward's denial lines go to ward's stderr, where the code's stderr
+    # passes through: the live user sees both, the record only the code's
+    code = ("import os\n"
+            "for i in range(3):\n"
+            "    os.write(2, b'before %d \\xff\\n' % i)\n"
+            "    try: open('/etc/shadow')\n"
+            "    except OSError: pass\n"
+            "    os.write(2, b'after %d\\n' % i)\n"
+            "os.write(1, b'out\\n')\n")
+    want = b"".join(b"before %d \xff\nafter %d\n" % (i, i) for i in range(3))
+    r = ctx.run(code, text=False)
+    assert r.code == 0, r
+    run = ctx.last_run()
+    assert run["denials"] == 3, run
+    ward_lines = [l for l in r.stderr.split(b"\n") if l.startswith(b"ward: ")]
+    assert len(ward_lines) == 3 and all(b"ward: deny openat /etc/shadow" in l
+                                        for l in ward_lines), r.stderr
+    assert _recorded(ctx, run["id"], "stderr") == want
+    assert run["stderr_bytes"] == len(want) and run["stderr_truncated"] == 0, run
+    # live, ward's lines come whole, between the code's writes: taking them
+    # out leaves the code's bytes as it wrote them
+    live = b"".join(l + b"\n" for l in r.stderr.split(b"\n")[:-1] if not l.startswith(b"ward: "))
+    assert live == want, r.stderr
+    # and past the output limit, ward's notice is not in the record either
+    r = ctx.run(code, "--max-output", "20", text=False)
+    assert r.code == 0 and b"ward: stderr passed the run's output limit" in r.stderr, r
+    run = ctx.last_run()
+    assert _recorded(ctx, run["id"], "stderr") == want[:20], run
+    assert run["stderr_bytes"] == len(want) and run["stderr_truncated"] == 1, run
