@@ -222,6 +222,34 @@ const char *view_signame(int sig, char *buf, size_t n)
 	return buf;
 }
 
+enum view_tone view_verdict(char *buf, size_t n, const char *status,
+			    const char *ended, const struct view_decisions *d)
+{
+	const long long count[] = { d->denied, d->killed, d->would };
+	static const char *const what[] = { "denied", "killed",
+					    "would be denied" };
+	bool ok = status && !strcmp(status, "ok");
+	enum view_tone tone = !ok		       ? VIEW_BAD
+			      : d->denied || d->killed || d->would ? VIEW_WARN
+								   : VIEW_OK;
+	const char *label = !ok		     ? status ? status : "no status"
+			    : tone == VIEW_OK ? "ok"
+			    : d->denied || d->killed ? "ok with denials"
+						     : "ok with would-be denials";
+	size_t used;
+
+	snprintf(buf, n, "%s%s%s", label, ended ? ", " : "", ended ? ended : "");
+	for (int i = 0, first = 1; i < 3; i++) {
+		if (!count[i])
+			continue;
+		used = strlen(buf);
+		snprintf(buf + used, n - used, "%s%lld %s", first ? "; " : ", ",
+			 count[i], what[i]);
+		first = 0;
+	}
+	return tone;
+}
+
 void view_exit(char *buf, size_t n, bool has_exit, int code, int sig)
 {
 	if (!has_exit)
