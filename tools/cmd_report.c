@@ -1142,12 +1142,12 @@ static void layers(struct out *o, const struct report *r)
  * (view_verdict). */
 static void verdict(struct out *o, const struct report *r)
 {
-	static const char *const cls[] = { [VIEW_OK] = "v-ok",
-					   [VIEW_WARN] = "v-warn",
-					   [VIEW_BAD] = "v-bad" };
-	static const char *const sgr[] = { [VIEW_OK] = "1;32",
-					   [VIEW_WARN] = "1;33",
-					   [VIEW_BAD] = "1;31" };
+	static const char *const cls[] = {
+		[VIEW_OK] = "v-ok", [VIEW_WARN] = "v-warn", [VIEW_BAD] = "v-bad"
+	};
+	static const char *const sgr[] = {
+		[VIEW_OK] = "1;32", [VIEW_WARN] = "1;33", [VIEW_BAD] = "1;31"
+	};
 	char ex[64], v[256], t[64], d[32];
 	enum view_tone tone;
 

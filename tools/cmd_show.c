@@ -446,7 +446,7 @@ struct show_ctx {
 	/* a session's cells (ward serve), shown where they start and end */
 	struct show_cell *cells;
 	size_t n_cells, next_start, next_end;
-	int root_nspid; /* root_nspid() */
+	int root_nspid;		   /* root_nspid() */
 	struct view_decisions dec; /* for the verdict */
 };
 

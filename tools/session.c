@@ -815,8 +815,8 @@ static json_t *cap_json(const struct capture *c, long long *returned,
 	if (!exact) {
 		*b64_out = json_array();
 		for (size_t i = 0; *b64_out && i < n; i++)
-			json_array_append_new(*b64_out,
-					      view_json_base64(part[i], len[i]));
+			json_array_append_new(
+				*b64_out, view_json_base64(part[i], len[i]));
 	}
 	free(tail);
 	return arr;

@@ -228,17 +228,22 @@ enum view_tone view_verdict(char *buf, size_t n, const char *status,
 	const long long count[] = { d->denied, d->killed, d->would };
 	static const char *const what[] = { "denied", "killed",
 					    "would be denied" };
-	bool ok = status && !strcmp(status, "ok");
-	enum view_tone tone = !ok		       ? VIEW_BAD
-			      : d->denied || d->killed || d->would ? VIEW_WARN
-								   : VIEW_OK;
-	const char *label = !ok		     ? status ? status : "no status"
-			    : tone == VIEW_OK ? "ok"
-			    : d->denied || d->killed ? "ok with denials"
-						     : "ok with would-be denials";
+	enum view_tone tone = VIEW_OK;
+	const char *label = "ok";
 	size_t used;
 
-	snprintf(buf, n, "%s%s%s", label, ended ? ", " : "", ended ? ended : "");
+	if (!status || strcmp(status, "ok")) {
+		tone = VIEW_BAD;
+		label = status ? status : "no status";
+	} else if (d->denied || d->killed) {
+		tone = VIEW_WARN;
+		label = "ok with denials";
+	} else if (d->would) {
+		tone = VIEW_WARN;
+		label = "ok with would-be denials";
+	}
+	snprintf(buf, n, "%s%s%s", label, ended ? ", " : "",
+		 ended ? ended : "");
 	for (int i = 0, first = 1; i < 3; i++) {
 		if (!count[i])
 			continue;
