@@ -327,7 +327,11 @@ static const struct tool tools[] = {
 			"\"interrupted\": {\"type\": \"boolean\"},"
 			"\"logs\": {\"type\": \"object\", \"properties\": {"
 			" \"stdout\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}},"
-			" \"stderr\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}}}},"
+			" \"stderr\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}},"
+			" \"stdout_base64\": {\"type\": \"array\", \"items\": {\"type\": \"string\"},"
+			"  \"description\": \"only when stdout is not UTF-8: its parts' exact bytes\"},"
+			" \"stderr_base64\": {\"type\": \"array\", \"items\": {\"type\": \"string\"},"
+			"  \"description\": \"only when stderr is not UTF-8: its parts' exact bytes\"}}},"
 			"\"results\": {\"type\": \"array\", \"items\": {\"type\": \"object\"}},"
 			"\"error\": {\"type\": [\"object\", \"null\"], \"properties\": {"
 			" \"name\": {\"type\": \"string\"}, \"value\": {\"type\": \"string\"},"
@@ -522,21 +526,35 @@ static void summary_stream(struct ward_strbuf *sb, json_t *result,
 {
 	struct ward_strbuf all = WARD_STRBUF_INIT;
 	json_t *trunc = json_object_get(result, "truncated");
+	json_t *logs = json_object_get(result, "logs");
 	char key[64];
-	json_int_t total = -1;
+	json_int_t total = -1, returned;
+	bool exact;
 
-	join_stream(json_object_get(json_object_get(result, "logs"), name),
-		    &all);
+	join_stream(json_object_get(logs, name), &all);
+	returned = (json_int_t)all.len; /* the text's, when not UTF-8 */
 	snprintf(key, sizeof(key), "%s_bytes_total", name);
 	if (json_is_integer(json_object_get(trunc, key)))
 		total = json_integer_value(json_object_get(trunc, key));
+	snprintf(key, sizeof(key), "%s_bytes_returned", name);
+	if (json_is_integer(json_object_get(trunc, key)))
+		returned = json_integer_value(json_object_get(trunc, key));
+	snprintf(key, sizeof(key), "%s_base64", name);
+	exact = !json_object_get(logs, key);
 	if (all.len || total > 0) {
-		ward_strbuf_appendf(sb, "%s (%zu bytes", name, all.len);
-		if (total > (json_int_t)all.len)
+		ward_strbuf_appendf(sb, "%s (%lld bytes", name,
+				    (long long)returned);
+		if (total > returned)
 			ward_strbuf_appendf(
 				sb,
 				" of %lld: the middle was left out, the record has it all",
 				(long long)total);
+		if (!exact)
+			ward_strbuf_appendf(
+				sb,
+				"; not UTF-8: shown with U+FFFD, the bytes are in "
+				"structuredContent.logs.%s",
+				key);
 		ward_strbuf_puts(sb, "):\n");
 		append_head_tail(sb, ward_strbuf_str(&all), all.len,
 				 SUMMARY_STREAM_MAX);

@@ -66,16 +66,20 @@ static void usage(FILE *f)
 	      "                     ~/.local/state/ward/audit.db); opened read-only\n"
 	      "  -h, --help         this text\n"
 	      "\n"
-	      "Sections: the verdict (status, exit or signal, cause, denials, policy,\n"
-	      "containment layers); the code (a session: each cell's code, status and\n"
-	      "times); the process tree; the timeline of process starts, execs and\n"
-	      "exits, syscall decisions and output, in time order (a session's grouped\n"
-	      "by cell; the first 250 and last 250 items, saying how many of each kind\n"
-	      "are left out between them; 2 KiB of each output chunk); denials grouped\n"
-	      "by rule, each with its errno, target, reason, arguments, backtrace\n"
-	      "(symbolized from the module files as they are now, as ward show does)\n"
-	      "and, when recorded, the Python frames that made the call (read from the\n"
-	      "code's memory: untrusted); files written, created or removed and files\n"
+	      "Sections: the verdict (status, exit or signal, how many calls were\n"
+	      "denied, killed or would have been denied, cause, policy, containment\n"
+	      "layers): \"ok\" (green) only for a run that ended ok with none of them,\n"
+	      "\"ok with denials\" or \"ok with would-be denials\" (amber) when it ended ok\n"
+	      "with some, else the status (error, killed, timeout, limit, aborted,\n"
+	      "running; red); denials grouped by rule, each with its errno, target,\n"
+	      "reason, arguments, backtrace (symbolized from the module files as they\n"
+	      "are now, as ward show does) and, when recorded, the Python frames that\n"
+	      "made the call (read from the code's memory: untrusted); the code (a\n"
+	      "session: each cell's code, status and times); the process tree; the\n"
+	      "timeline of process starts, execs and exits, syscall decisions and\n"
+	      "output, in time order (a session's grouped by cell; the first 250 and\n"
+	      "last 250 items, saying how many of each kind are left out between them;\n"
+	      "2 KiB of each output chunk); files written, created or removed and files\n"
 	      "read, from the decisions (open flags, mkdir, unlink, rename, ...), with\n"
 	      "the SHA-256 of the files the run left in its workdir (artifacts: `ward\n"
 	      "run` hashes them at the end of the run, a session after each cell);\n"
@@ -207,6 +211,7 @@ struct report {
 	size_t nrules;
 	long long rules_other; /* denials under rules past RULE_MAX */
 	long long ndenials;
+	struct view_decisions dec; /* ndenials by kind */
 	struct sym_cache *syms;
 	bool symbolized; /* some symbol came from a module file */
 
@@ -511,6 +516,12 @@ static int got_denial(const struct audit_event_row *ev, void *arg)
 	struct denial *d;
 
 	r->ndenials++;
+	if (e->would_deny && e->decision && !strcmp(e->decision, "allow"))
+		r->dec.would++;
+	else if (e->decision && !strcmp(e->decision, "kill"))
+		r->dec.killed++;
+	else
+		r->dec.denied++;
 	for (size_t i = 0; i < r->nrules && !g; i++)
 		if (!strcmp(r->rules[i].name, name))
 			g = &r->rules[i];
@@ -816,6 +827,8 @@ static const char css[] =
 	".v-ok{color:var(--ok);border-color:var(--ok)}"
 	".v-bad{color:var(--deny);border-color:var(--deny);"
 	"background:var(--denybg)}"
+	".v-warn{color:var(--warn);border-color:var(--warn);"
+	"background:var(--warnbg)}"
 	"table{border-collapse:collapse;margin:6px 0 12px;width:100%}"
 	"th,td{border:1px solid var(--line);padding:3px 7px;text-align:left;"
 	"vertical-align:top}"
@@ -1072,11 +1085,6 @@ static double rel(const struct report *r, long long ts)
 	return (double)(ts - r->started) / 1e9;
 }
 
-static bool bad_status(const char *s)
-{
-	return !s || strcmp(s, "ok");
-}
-
 /* "exit 1", "killed by SIGKILL", or "no exit recorded" */
 static void exit_words(char *buf, size_t n, bool has, int code, int sig)
 {
@@ -1130,23 +1138,32 @@ static void layers(struct out *o, const struct report *r)
 	json_decref(arr);
 }
 
+/* The verdict first: never the green ok when a call was denied or killed
+ * (view_verdict). */
 static void verdict(struct out *o, const struct report *r)
 {
-	char ex[64], t[64], d[32];
+	static const char *const cls[] = {
+		[VIEW_OK] = "v-ok", [VIEW_WARN] = "v-warn", [VIEW_BAD] = "v-bad"
+	};
+	static const char *const sgr[] = {
+		[VIEW_OK] = "1;32", [VIEW_WARN] = "1;33", [VIEW_BAD] = "1;31"
+	};
+	char ex[64], v[256], t[64], d[32];
+	enum view_tone tone;
 
 	section(o, "verdict", "Verdict");
 	exit_words(ex, sizeof(ex), r->has_exit, r->exit_code, r->sig);
+	tone = view_verdict(v, sizeof(v), r->status, ex, &r->dec);
 	if (o->html) {
-		say(o, "<p><span class=\"verdict %s\">",
-		    bad_status(r->status) ? "v-bad" : "v-ok");
-		str(o, r->status);
-		say(o, ", %s</span> &nbsp; %lld denial%s</p>\n", ex,
-		    r->ndenials, r->ndenials == 1 ? "" : "s");
+		say(o, "<p><span class=\"verdict %s\">", cls[tone]);
+		str(o, v);
+		say(o, "</span></p>\n");
 	}
 	kv_begin(o);
 	kv_key(o, "status");
-	str(o, r->status);
-	say(o, ", %s", ex);
+	color(o, sgr[tone]);
+	str(o, v);
+	color(o, "0");
 	kv_row_end(o);
 	if (r->cause)
 		kv_str(o, "cause", r->cause);
@@ -1911,10 +1928,10 @@ static void render(struct out *o, const struct report *r)
 		    "<title>ward report %s</title>\n<style>%s</style>\n"
 		    "</head><body>\n<header><h1>ward report: run %s</h1>\n"
 		    "<nav><a href=\"#verdict\">verdict</a>"
+		    "<a href=\"#denials\">denials</a>"
 		    "<a href=\"#code\">code</a>"
 		    "<a href=\"#processes\">processes</a>"
 		    "<a href=\"#timeline\">timeline</a>"
-		    "<a href=\"#denials\">denials</a>"
 		    "<a href=\"#files\">files</a>"
 		    "<a href=\"#network\">network</a>"
 		    "<a href=\"#limits\">limits</a></nav>"
@@ -1928,11 +1945,12 @@ static void render(struct out *o, const struct report *r)
 		color(o, "0");
 		fputc('\n', o->f);
 	}
+	/* what a reviewer needs first: the verdict, then the denials */
 	verdict(o, r);
+	denials_section(o, r);
 	code_section(o, r);
 	procs_section(o, r);
 	timeline(o, r);
-	denials_section(o, r);
 	files_section(o, r);
 	net_section(o, r);
 	limits_section(o, r);

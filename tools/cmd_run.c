@@ -136,7 +136,11 @@ static void usage(FILE *f)
 		"  --no-cgroup       no cgroups: rlimits and ward's own count only (saves\n"
 		"                    a few ms at start on cgroup v1: median 3, up to 14)\n"
 		"  --memory-cgroup   accepted for old scripts: cgroups are the default\n"
-		"  --max-output SIZE bytes of each stream kept (the rest is counted)\n"
+		"  --max-output SIZE bytes of each stream the record keeps (default: the\n"
+		"                    policy's, else 16M); past them the stream is only\n"
+		"                    counted (stdout_bytes, stderr_bytes) and marked\n"
+		"                    truncated. The output passing through is never cut:\n"
+		"                    you see every byte the code wrote\n"
 		"  --max-events N    decided syscalls the run may record (default: the\n"
 		"                    policy's, else 1000000); the next one ends the run\n"
 		"                    with status limit: the database, outside the code's\n"
@@ -145,6 +149,7 @@ static void usage(FILE *f)
 		"                    policy's, else 1G): as root, a tmpfs of that size on\n"
 		"                    it (ENOSPC past it); not with --workdir or --keep\n"
 		"  --json            print one JSON object instead of passing output through\n"
+		"                    (see JSON below)\n"
 		"  --spin-us N       after continuing the code, poll this many microseconds\n"
 		"                    for its next stop before sleeping, while a CPU is free\n"
 		"                    (default 100; 0: never): saves a CPU wake-up per trap\n"
@@ -167,6 +172,18 @@ static void usage(FILE *f)
 		"  --quiet           no denial lines on stderr\n"
 		"  -v                more diagnostics from ward\n"
 		"  -h, --help        this text\n"
+		"\n"
+		"JSON (--json): {run_id, exit_code, signal, status, cause, timed_out,\n"
+		"duration_ms, stdout, stderr, stdout_bytes, stderr_bytes,\n"
+		"stdout_truncated, stderr_truncated, processes, events, denied,\n"
+		"denials, layers, db, chain, ...}. stdout and stderr are what the\n"
+		"record kept of each stream (at most --max-output bytes), as UTF-8\n"
+		"text: always a string, bytes that are not UTF-8 each replaced by\n"
+		"U+FFFD. Exactly when the kept bytes are not valid UTF-8,\n"
+		"stdout_base64 (stderr_base64) is there too, with those bytes exactly,\n"
+		"in base64: take it when it is there, else the text. stdout_bytes\n"
+		"counts every byte the code wrote to stdout; stdout_truncated is true\n"
+		"when the record (and so stdout here) has fewer.\n"
 		"\n"
 		"exit status: the code's own; 128+N when it was killed by signal N; 124 on\n"
 		"timeout; 125 for ward's own errors (bad arguments, bad policy, unusable\n"
@@ -910,10 +927,10 @@ static void print_json(const struct tracer_result *r, const char *run_id,
 	json_object_set_new(o, "timed_out",
 			    json_boolean(!strcmp(r->status, "timeout")));
 	json_object_set_new(o, "duration_ms", json_integer(r->duration_ms));
-	json_object_set_new(o, "stdout",
-			    ward_json_text(r->out[1], r->out_len[1]));
-	json_object_set_new(o, "stderr",
-			    ward_json_text(r->out[2], r->out_len[2]));
+	/* the record's bytes: text, and base64 when that is not them */
+	if (ward_json_set_bytes(o, "stdout", r->out[1], r->out_len[1]) < 0 ||
+	    ward_json_set_bytes(o, "stderr", r->out[2], r->out_len[2]) < 0)
+		die("out of memory");
 	json_object_set_new(o, "stdout_bytes", json_integer(r->out_bytes[1]));
 	json_object_set_new(o, "stderr_bytes", json_integer(r->out_bytes[2]));
 	json_object_set_new(o, "stdout_truncated",
@@ -1154,6 +1171,9 @@ int ward_cmd_run(int argc, char **argv)
 		.record_run_on = ward_record_run_on,
 		.record_join = ward_record_join,
 		.passthrough = !a.json,
+		/* the live user gets every byte; only the record (and --json's
+		 * copy of it) is bounded by --max-output */
+		.pass_past_limit = true,
 		.print_denials = !a.json && !a.quiet,
 		.capture = a.json,
 		.pin_cpu = a.pin_cpu,

@@ -4,12 +4,14 @@
  *   {"id": ID, "method": M, "params": {...}}
  *   -> {"id": ID, "result": {...}} | {"id": ID, "error": {code, message}}
  * A run with "stream": true sends {"id", "event": "stdout"|"stderr",
- * "data", "ts"} lines first. Bad requests get an error and the server
+ * "data", "ts"} lines first ("data_base64" too when the chunk is not
+ * UTF-8). Bad requests get an error and the server
  * goes on; EOF on stdin closes every session and exits 0.
  */
 #include "cmds.h"
 #include "session.h"
 #include "session-int.h"
+#include "runrec.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -47,6 +49,13 @@ static void usage(FILE *f)
 		"  files.write    {session_id, path, text | base64}\n"
 		"  files.read     {session_id, path}\n"
 		"  files.list     {session_id}\n"
+		"\n"
+		"A run's output: logs.stdout and logs.stderr are arrays of text (the\n"
+		"whole, or head and tail; bytes that are not UTF-8 become U+FFFD);\n"
+		"exactly when some part is not valid UTF-8, logs.stdout_base64\n"
+		"(stderr_base64) holds every part's exact bytes, part for part. With\n"
+		"\"stream\": true, {\"id\", \"event\": \"stdout\"|\"stderr\", \"data\", \"ts\"}\n"
+		"lines come first, with \"data_base64\" exactly when data is not the bytes.\n"
 		"\n"
 		"options:\n"
 		"  --db PATH            audit database (default: $WARD_DB, then\n"
@@ -93,11 +102,16 @@ static void emit_error(json_t *id, int code, const char *msg)
 static void on_stream(void *arg, const char *stream, const char *data,
 		      size_t len, long long ts_ns)
 {
-	json_t *id = arg, *d = ws_json_text(data, len);
+	json_t *id = arg,
+	       *e = json_pack("{s:O, s:s, s:n, s:f}", "id", id, "event", stream,
+			      "data", "ts", (double)ts_ns / 1e9);
 
-	/* binary output arrives with U+FFFD; the record has the bytes */
-	emit(json_pack("{s:O, s:s, s:o, s:f}", "id", id, "event", stream,
-		       "data", d, "ts", (double)ts_ns / 1e9));
+	/* "data" is text (U+FFFD for bytes that are not UTF-8); exactly
+	 * when it is not the bytes, "data_base64" has them (chunks are cut
+	 * between characters: session.c) */
+	if (!e || ward_json_set_bytes(e, "data", data, len) < 0)
+		die("out of memory");
+	emit(e);
 }
 
 static void handle(struct ws_server *s, const char *line, size_t len)

@@ -94,12 +94,19 @@ static void usage(FILE *f)
 	      "from the run is printed safely: control characters, invalid UTF-8 and\n"
 	      "bidirectional overrides are escaped (\\n, \\xNN, \\u{202e}).\n"
 	      "\n"
-	      "Summary (--summary): the run id, status and exit, cause, start time and\n"
-	      "duration, the code and policy, and the database path; the processes\n"
+	      "The status line is the verdict: \"ok\" only for a run that ended ok with\n"
+	      "no call denied, killed or (audit mode) that would have been denied;\n"
+	      "\"ok with denials\" or \"ok with would-be denials\" when it ended ok\n"
+	      "with some; else the status (error, killed, timeout, limit, aborted,\n"
+	      "running); then how it ended and the counts, e.g. `ok with denials,\n"
+	      "exit 0; 2 denied`.\n"
+	      "\n"
+	      "Summary (--summary): the run id, the verdict, cause, start time and\n"
+	      "duration, the code and policy, and the database path; each denial\n"
+	      "(time, [serial], syscall, target, errno, rule and reason); the processes\n"
 	      "([serial], its parent, exit status or signal, argv shortened, the\n"
 	      "executable, and how many threads it had); per syscall, how many calls\n"
-	      "were allowed, denied, killed or would have been denied; then each denial\n"
-	      "(time, [serial], syscall, target, errno, rule and reason). Long lists are\n"
+	      "were allowed, denied, killed or would have been denied. Long lists are\n"
 	      "cut, saying how many more there are.\n"
 	      "\n"
 	      "A run whose ward was killed or crashed shows as `running` until the next\n"
@@ -240,17 +247,40 @@ static void field(const char *name)
 	printf("%-10s", name);
 }
 
-static void print_status(const struct audit_run *r)
+/* How many calls of run id were denied, killed or would have been
+ * denied (view_verdict), from the record's counts per syscall. */
+static int count_decisions(const struct audit_syscall_count *c, void *arg)
 {
-	char buf[32];
+	struct view_decisions *d = arg;
 
-	field("status");
-	view_str(stdout, r->status);
+	d->denied += c->denied;
+	d->killed += c->killed;
+	d->would += c->would_deny;
+	return 0;
+}
+
+static int read_decisions(struct audit *a, const char *id,
+			  struct view_decisions *d)
+{
+	*d = (struct view_decisions){ 0 };
+	return audit_syscall_counts_each(a, id, count_decisions, d);
+}
+
+/* The status line: the verdict (view_verdict: a run with denials is not
+ * a plain ok), then the cause. */
+static void print_status(const struct audit_run *r,
+			 const struct view_decisions *d)
+{
+	char sig[32], ended[64], v[256];
+
 	if (r->has_exit && r->signal > 0)
-		printf(", killed by %s",
-		       view_signame(r->signal, buf, sizeof(buf)));
+		snprintf(ended, sizeof(ended), "killed by %s",
+			 view_signame(r->signal, sig, sizeof(sig)));
 	else if (r->has_exit)
-		printf(", exit %d", r->exit_code);
+		snprintf(ended, sizeof(ended), "exit %d", r->exit_code);
+	view_verdict(v, sizeof(v), r->status, r->has_exit ? ended : NULL, d);
+	field("status");
+	view_str(stdout, v);
 	if (r->status && !strcmp(r->status, "running"))
 		fputs(" (no end recorded: still running, or ward died and no "
 		      "`ward run` has closed it since)",
@@ -416,7 +446,8 @@ struct show_ctx {
 	/* a session's cells (ward serve), shown where they start and end */
 	struct show_cell *cells;
 	size_t n_cells, next_start, next_end;
-	int root_nspid; /* root_nspid() */
+	int root_nspid;		   /* root_nspid() */
+	struct view_decisions dec; /* for the verdict */
 };
 
 static int print_header(const struct audit_run *r, void *arg)
@@ -427,7 +458,7 @@ static int print_header(const struct audit_run *r, void *arg)
 	ctx->t0 = r->started_ns;
 	ctx->root_nspid = root_nspid(r);
 	printf("%-10s%s\n", "run", r->id);
-	print_status(r);
+	print_status(r, &ctx->dec);
 	print_times(r);
 	json_line("argv", r->argv_json);
 	line("language", r->language, ", ", r->interpreter);
@@ -782,7 +813,10 @@ static void print_limits(const struct show_opts *o)
 static int show_text(struct audit *a, const char *id, const struct show_opts *o)
 {
 	struct show_ctx ctx = { .o = o, .syms = sym_cache_new() };
-	int r = audit_run_read(a, id, print_header, &ctx);
+	int r = read_decisions(a, id, &ctx.dec);
+
+	if (!r)
+		r = audit_run_read(a, id, print_header, &ctx);
 
 	if (r) {
 		sym_cache_free(ctx.syms);
@@ -1040,6 +1074,7 @@ struct summary {
 	struct sum_count *counts; /* ncounts entries, owned */
 	size_t ncounts;
 	long long ndenials;
+	struct view_decisions dec; /* for the verdict: the counts' sums */
 };
 
 static int summary_header(const struct audit_run *r, void *arg)
@@ -1050,7 +1085,7 @@ static int summary_header(const struct audit_run *r, void *arg)
 	s->t0 = r->started_ns;
 	s->root_nspid = root_nspid(r);
 	printf("%-10s%s\n", "run", r->id);
-	print_status(r);
+	print_status(r, &s->dec);
 	view_time(t, sizeof(t), r->started_ns, false);
 	view_duration(d, sizeof(d), r->duration_ms);
 	field("started");
@@ -1189,14 +1224,12 @@ static void print_count_parts(const struct sum_count *c, int width)
 	}
 }
 
-static int print_syscalls(struct audit *a, const char *id, struct summary *s)
+/* Needs s->counts (keep_count). */
+static void print_syscalls(const struct summary *s)
 {
 	struct sum_count all = { 0 };
-	int r = audit_syscall_counts_each(a, id, keep_count, s);
 	int width = 7;
 
-	if (r)
-		return r;
 	for (size_t i = 0; i < s->ncounts; i++) {
 		const struct sum_count *c = &s->counts[i];
 		int len = (int)strlen(c->syscall);
@@ -1228,7 +1261,6 @@ static int print_syscalls(struct audit *a, const char *id, struct summary *s)
 	if (s->ncounts > SUM_SYSCALLS)
 		printf("  ... and %zu more syscalls\n",
 		       s->ncounts - SUM_SYSCALLS);
-	return 0;
 }
 
 static const char *denial_word(const struct audit_event *e)
@@ -1267,15 +1299,12 @@ static int print_sum_denial(const struct audit_event_row *ev, void *arg)
 	return 0;
 }
 
-/* Needs s->counts (print_syscalls) for the title. */
+/* Needs s->dec (show_summary) for the title. */
 static int print_denials(struct audit *a, const char *id, struct summary *s)
 {
-	long long n = 0;
+	long long n = s->dec.denied + s->dec.killed + s->dec.would;
 	int r;
 
-	for (size_t i = 0; i < s->ncounts; i++)
-		n += s->counts[i].denied + s->counts[i].killed +
-		     s->counts[i].would_deny;
 	if (n)
 		printf("\ndenials: %lld\n", n);
 	else
@@ -1312,18 +1341,27 @@ static int show_summary(struct audit *a, const char *id, const char *path,
 {
 	struct summary s = { 0 };
 	char *abs = realpath(path, NULL);
-	int r = audit_run_read(a, id, summary_header, &s);
+	/* the counts first: the verdict and the denials, which a reviewer
+	 * needs first, come before the processes and the counts */
+	int r = audit_syscall_counts_each(a, id, keep_count, &s);
 
+	for (size_t i = 0; i < s.ncounts; i++) {
+		s.dec.denied += s.counts[i].denied;
+		s.dec.killed += s.counts[i].killed;
+		s.dec.would += s.counts[i].would_deny;
+	}
+	if (!r)
+		r = audit_run_read(a, id, summary_header, &s);
 	if (!r) {
 		field("database");
 		view_str(stdout, abs ? abs : path);
 		fputc('\n', stdout);
-		r = print_processes(a, id, &s);
+		r = print_denials(a, id, &s);
 	}
 	if (!r)
-		r = print_syscalls(a, id, &s);
+		r = print_processes(a, id, &s);
 	if (!r)
-		r = print_denials(a, id, &s);
+		print_syscalls(&s);
 	if (!r) {
 		fputc('\n', stdout);
 		print_more(id, db_opt);
@@ -1348,7 +1386,9 @@ static int show_tree(struct audit *a, const char *id, struct show_opts *o,
 	if (!o->json) {
 		struct summary s = { 0 };
 
-		r = audit_run_read(a, id, summary_header, &s);
+		r = read_decisions(a, id, &s.dec);
+		if (!r)
+			r = audit_run_read(a, id, summary_header, &s);
 		if (!r) {
 			fputc('\n', stdout);
 			r = show_tree_text(a, id, procs, &o->f, s.root_nspid);

@@ -30,6 +30,23 @@ json_t *ward_json_text(const char *s, size_t len)
 	return j ? j : json_string("");
 }
 
+int ward_json_set_bytes(json_t *o, const char *key, const char *s, size_t len)
+{
+	char b64_key[64];
+	bool exact;
+	json_t *t = view_json_text(s ? s : "", s ? len : 0, &exact);
+
+	if (!t || json_object_set_new(o, key, t) < 0)
+		return -ENOMEM;
+	if (exact)
+		return 0;
+	snprintf(b64_key, sizeof(b64_key), "%s_base64", key);
+	t = view_json_base64(s, len);
+	if (!t || json_object_set_new(o, b64_key, t) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 void ward_run_end_of(const struct tracer_result *r, const char *layers_json,
 		     long long end_ns, struct audit_run_end *re)
 {

@@ -116,6 +116,14 @@ void ward_workdir_layer(struct tracer_result *r, const char *workdir,
 /* A new JSON string for arbitrary bytes: invalid UTF-8 becomes U+FFFD
  * (output and paths are bytes; JSON wants text). */
 json_t *ward_json_text(const char *s, size_t len);
+/*
+ * Sets o[key] to the bytes s[0..len) as text (ward_json_text: invalid
+ * UTF-8 becomes U+FFFD) and, exactly when they are not valid UTF-8 (the
+ * text is then not the bytes), o[key + "_base64"] to their base64: a
+ * client that wants the bytes takes key_base64 when it is there, else
+ * key. Returns 0 or -ENOMEM.
+ */
+int ward_json_set_bytes(json_t *o, const char *key, const char *s, size_t len);
 /* The run row's limits as JSON text into buf (512 bytes are enough). */
 void ward_limits_json(const struct ward_limits *l, char *buf, size_t n);
 /* The run row's host name and kernel ("sysname release version"); empty

@@ -44,6 +44,7 @@
 #include "../audit/audit.h"
 #include "../common/log.h"
 #include "../common/errnames.h"
+#include "../common/json.h"
 #include "../common/sha256.h"
 #include "runrec.h"
 #include "view.h"
@@ -748,33 +749,84 @@ static void cap_add(struct capture *c, const char *p, size_t n)
 	}
 }
 
-/* logs.stdout: the whole output as one string, or [head, tail] when it
- * was longer than both; *returned counts the bytes given back. */
-static json_t *cap_json(const struct capture *c, long long *returned)
+/* The length of p's prefix that does not end inside a UTF-8 sequence
+ * (streamed chunks are cut where the pipe was read, not at characters). */
+static size_t utf8_whole(const char *p, size_t n)
+{
+	for (size_t back = 1; back <= 3 && back <= n; back++) {
+		unsigned char c = (unsigned char)p[n - back];
+		if ((c & 0xc0) == 0x80)
+			continue; /* a continuation byte: look further back */
+		size_t need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+		return need > back ? n - back : n;
+	}
+	return n;
+}
+
+/* How many bytes at the start of a tail to leave out so that it does not
+ * begin inside a character (the middle of the output was left out before
+ * it): its leading continuation bytes, at most 3; 0 when there are more
+ * (not UTF-8 anyway: nothing is left out). */
+static size_t utf8_start(const char *p, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && i < 3 && ((unsigned char)p[i] & 0xc0) == 0x80)
+		i++;
+	return i < n && ((unsigned char)p[i] & 0xc0) == 0x80 ? 0 : i;
+}
+
+/*
+ * logs.stdout: the whole output as one string, or [head, tail] when it
+ * was longer than both (cut between characters: valid UTF-8 stays valid);
+ * *returned counts the bytes given back. Each part is text (ws_json_text);
+ * exactly when some part is not valid UTF-8, *b64 is an array of the same
+ * length with every part's bytes in base64 (logs.stdout_base64) in
+ * *b64_out, else NULL.
+ */
+static json_t *cap_json(const struct capture *c, long long *returned,
+			json_t **b64_out)
 {
 	json_t *arr = json_array();
 	size_t tl = c->tail_pos < OUT_TAIL ? c->tail_pos : OUT_TAIL;
-	char *tail = malloc(tl + 1);
+	char *tail = malloc(c->head_len + tl + 1);
+	const char *part[2];
+	size_t len[2], n = 0;
+	bool exact = true;
 
+	*b64_out = NULL;
+	*returned = 0;
 	if (!tail)
 		return arr;
 	for (size_t i = 0; i < tl; i++)
 		tail[i] = c->tail[(c->tail_pos - tl + i) % OUT_TAIL];
 	if (c->tail_pos <= OUT_TAIL) {
 		/* nothing lost: head and tail are consecutive */
-		char *all = malloc(c->head_len + tl + 1);
-		if (all && c->head_len + tl > 0) {
-			memcpy(all, c->head, c->head_len);
-			memcpy(all + c->head_len, tail, tl);
-			json_array_append_new(
-				arr, ws_json_text(all, c->head_len + tl));
+		memmove(tail + c->head_len, tail, tl);
+		memcpy(tail, c->head, c->head_len);
+		if (c->head_len + tl > 0) {
+			part[n] = tail;
+			len[n++] = c->head_len + tl;
 		}
-		free(all);
 	} else {
-		json_array_append_new(arr, ws_json_text(c->head, c->head_len));
-		json_array_append_new(arr, ws_json_text(tail, tl));
+		size_t skip = utf8_start(tail, tl);
+
+		part[n] = c->head;
+		len[n++] = utf8_whole(c->head, c->head_len);
+		part[n] = tail + skip;
+		len[n++] = tl - skip;
 	}
-	*returned = (long long)(c->head_len + tl);
+	for (size_t i = 0; i < n; i++) {
+		json_array_append_new(arr, ws_json_text(part[i], len[i]));
+		exact = exact && ward_utf8_valid(part[i], len[i]);
+		*returned += (long long)len[i];
+	}
+	if (!exact) {
+		*b64_out = json_array();
+		for (size_t i = 0; *b64_out && i < n; i++)
+			json_array_append_new(
+				*b64_out, view_json_base64(part[i], len[i]));
+	}
 	free(tail);
 	return arr;
 }
@@ -813,20 +865,6 @@ static struct cell_limits cell_limits_of(const struct ws_server *s,
 		cl.capped = true;
 	}
 	return cl;
-}
-
-/* The length of p's prefix that does not end inside a UTF-8 sequence
- * (streamed chunks are cut where the pipe was read, not at characters). */
-static size_t utf8_whole(const char *p, size_t n)
-{
-	for (size_t back = 1; back <= 3 && back <= n; back++) {
-		unsigned char c = (unsigned char)p[n - back];
-		if ((c & 0xc0) == 0x80)
-			continue; /* a continuation byte: look further back */
-		size_t need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
-		return need > back ? n - back : n;
-	}
-	return n;
 }
 
 static void stream_out(struct cell *c, int s, const char *p, size_t n)
@@ -1276,8 +1314,19 @@ static json_t *result_object(struct ws_server *s, struct cell *c,
 			json_object_get(frame, "exit_code"));
 	else if (!frame && x->end_known)
 		exit_code = x->end_exit; /* the interpreter's own */
-	json_object_set_new(logs, "stdout", cap_json(&c->out[1], &ret[1]));
-	json_object_set_new(logs, "stderr", cap_json(&c->out[2], &ret[2]));
+	for (int i = 1; i <= 2; i++) {
+		static const char *const key[3][2] = {
+			{ NULL, NULL },
+			{ "stdout", "stdout_base64" },
+			{ "stderr", "stderr_base64" },
+		};
+		json_t *exact;
+
+		json_object_set_new(logs, key[i][0],
+				    cap_json(&c->out[i], &ret[i], &exact));
+		if (exact)
+			json_object_set_new(logs, key[i][1], exact);
+	}
 	json_object_set_new(tr, "stdout",
 			    json_boolean(ret[1] < c->out[1].total));
 	json_object_set_new(tr, "stderr",

@@ -29,7 +29,8 @@ enum { WS_E_PARSE = -32700, WS_E_INVALID = -32600, WS_E_METHOD = -32601,
        WS_E_NO_SESSION = -32001, WS_E_LIMIT = -32002, WS_E_FILE = -32003,
        WS_E_TOO_LARGE = -32004 };
 /* Streaming: called for each stdout/stderr chunk of a running cell when the
- * request asked for it (params "stream": true). */
+ * request asked for it (params "stream": true). A chunk never ends inside
+ * a UTF-8 character (the rest comes with the next one). */
 typedef void (*ws_stream_fn)(void *arg, const char *stream /* "stdout"|"stderr" */,
 			     const char *data, size_t len, long long ts_ns);
 /* One request. method and params as in the issue; *result is a new jansson
@@ -42,7 +43,9 @@ typedef void (*ws_stream_fn)(void *arg, const char *stream /* "stdout"|"stderr" 
  *   "session.close"  {session_id} -> {session_id, closed: true}
  *   "run"            {code, language?, session_id?, timeout_s?, stream?} -> the result
  *                    object of the issue (section 2): {run_id, session_id, execution_count,
- *                    status, exit_code, duration_ms, logs:{stdout:[...],stderr:[...]},
+ *                    status, exit_code, duration_ms, logs:{stdout:[...],stderr:[...],
+ *                    stdout_base64?:[...], stderr_base64?:[...] (the parts' exact bytes,
+ *                    present exactly when some part is not valid UTF-8)},
  *                    results:[{text?, png? (base64), ..., is_main_result}],
  *                    error:{name,value,traceback}|null, truncated:{...}, artifacts:[...],
  *                    policy:{denied, denials:[{syscall,target,action,rule,errno}], audit_ref}}

@@ -222,6 +222,39 @@ const char *view_signame(int sig, char *buf, size_t n)
 	return buf;
 }
 
+enum view_tone view_verdict(char *buf, size_t n, const char *status,
+			    const char *ended, const struct view_decisions *d)
+{
+	const long long count[] = { d->denied, d->killed, d->would };
+	static const char *const what[] = { "denied", "killed",
+					    "would be denied" };
+	enum view_tone tone = VIEW_OK;
+	const char *label = "ok";
+	size_t used;
+
+	if (!status || strcmp(status, "ok")) {
+		tone = VIEW_BAD;
+		label = status ? status : "no status";
+	} else if (d->denied || d->killed) {
+		tone = VIEW_WARN;
+		label = "ok with denials";
+	} else if (d->would) {
+		tone = VIEW_WARN;
+		label = "ok with would-be denials";
+	}
+	snprintf(buf, n, "%s%s%s", label, ended ? ", " : "",
+		 ended ? ended : "");
+	for (int i = 0, first = 1; i < 3; i++) {
+		if (!count[i])
+			continue;
+		used = strlen(buf);
+		snprintf(buf + used, n - used, "%s%lld %s", first ? "; " : ", ",
+			 count[i], what[i]);
+		first = 0;
+	}
+	return tone;
+}
+
 void view_exit(char *buf, size_t n, bool has_exit, int code, int sig)
 {
 	if (!has_exit)

@@ -68,6 +68,27 @@ void view_time(char *buf, size_t n, long long ns, bool with_ms);
 void view_duration(char *buf, size_t n, long long ms);
 /* "exit 1", "SIGKILL", or "-" when not recorded. */
 void view_exit(char *buf, size_t n, bool has_exit, int code, int sig);
+/* How many of a run's decided calls were denied, killed, or would have
+ * been denied (audit mode). */
+struct view_decisions {
+	long long denied, killed, would;
+};
+enum view_tone { VIEW_OK, VIEW_WARN, VIEW_BAD };
+/*
+ * The verdict on a run, the first thing a reviewer reads. "ok" only for a
+ * run that ended ok with no call denied, killed or (audit mode) that
+ * would have been denied; one that ended ok with denials or kills is "ok
+ * with denials", with would-be denials only "ok with would-be denials";
+ * any other status is itself (error, killed, timeout, limit, aborted,
+ * running). Written into buf as "VERDICT[, ENDED][; N denied, N killed,
+ * N would be denied]", counts of 0 left out; ended is how the run ended
+ * ("exit 0", "killed by SIGKILL"), or NULL. The status is recorded text:
+ * escape buf where it is written. Returns the tone to show it in: VIEW_OK
+ * (green) for a plain ok only, VIEW_WARN for ok with (would-be) denials,
+ * VIEW_BAD for every other status.
+ */
+enum view_tone view_verdict(char *buf, size_t n, const char *status,
+			    const char *ended, const struct view_decisions *d);
 /* "SIGKILL" style name, or "signal N". */
 const char *view_signame(int sig, char *buf, size_t n);
 /* argv (JSON array text) as a shell-like line (words quoted where needed

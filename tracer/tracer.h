@@ -76,13 +76,16 @@ struct tracer_opts {
 	void (*record_join)(void *arg);
 	bool passthrough; /* copy output live to ward's stdout/err */
 	/* With passthrough: output past limits.output_bytes is still passed
-	 * on live, only no longer recorded (sessions: the caller gets each
-	 * cell's head and tail with exact counts for the session's whole
-	 * life; tools/session.c). Without it, what is not kept is not
-	 * passed on either (ward run). */
+	 * on live, only no longer recorded (ward run: the user sees every
+	 * byte the code wrote; sessions: the caller gets each cell's head
+	 * and tail with exact counts for the session's whole life;
+	 * tools/session.c). Without it, what is not kept is not passed on
+	 * either. */
 	bool pass_past_limit;
 	bool print_denials; /* one line per denial on ward's stderr */
-	bool capture;	    /* keep output in memory (for --json) */
+	/* keep in memory what the record keeps (for --json): res.out is
+	 * the recorded prefix of each stream, never more */
+	bool capture;
 	struct tracer_prepared *prepared; /* from tracer_prepare, or NULL;
 					   * consumed by tracer_run */
 	int spin_us;	/* poll for the next stop this long before sleeping,
@@ -145,8 +148,9 @@ struct tracer_result {
 	char cause[256];    /* why, when not ok/error; else "" */
 	long long duration_ms;
 	long long out_bytes[3]; /* [1] stdout, [2] stderr: totals written */
-	bool truncated[3];	/* more was written than kept */
-	char *out[3];		/* captured (opts.capture), NUL-terminated */
+	bool truncated[3];	/* more was written than recorded */
+	char *out[3]; /* captured (opts.capture): the recorded bytes, and a
+		       * NUL after them (the bytes may hold NULs: out_len) */
 	size_t out_len[3];
 	long long events, denials, processes;
 	struct tracer_denial *denial_list; /* first ones, for --json */

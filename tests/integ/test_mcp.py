@@ -669,3 +669,19 @@ def test_mcp_node_cell_is_cancelled_while_the_code_listens_for_sigint(ctx):
                         "console.log('started'); for (;;) {}",
                         "new Promise((ok) => setTimeout(() => "
                         "ok(process.listenerCount('SIGINT')), 5))", "1", 2)
+
+
+def test_mcp_output_that_is_not_utf8_comes_back_exactly(ctx):
+    m = Mcp(ctx)
+    m.initialize()
+    tools = m.request("tools/list")["result"]["tools"]
+    logs = [t for t in tools if t["name"] == "run_code"][0]["outputSchema"]["properties"]["logs"]
+    assert "stdout_base64" in logs["properties"], logs
+    r = m.call("run_code", code="import os\nos.write(1, b'bin \\xff end\\n')")
+    sc = r["structuredContent"]["logs"]
+    assert "".join(sc["stdout"]) == "bin \ufffd end\n", sc
+    assert b"".join(base64.b64decode(b) for b in sc["stdout_base64"]) == b"bin \xff end\n", sc
+    assert "stderr_base64" not in sc, sc
+    t = text_of(r)
+    assert "stdout (10 bytes" in t and "not UTF-8" in t and "stdout_base64" in t, t
+    assert m.close() == 0

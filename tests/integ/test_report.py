@@ -94,7 +94,7 @@ def test_denials_grouped_by_rule_with_symbolized_frames(ctx):
     r = _report(ctx, run_id, "--format", "text")
     assert r.code == 0, r
     text = r.stdout
-    den = text.split("== Denials by rule ==", 1)[1].split("== Files ==", 1)[0]
+    den = text.split("== Denials by rule ==", 1)[1].split("\n== ", 1)[0]
     groups = re.findall(r"^-- rule (\S+) --\n  (\d+) calls?:", den, re.M)
     assert ("secret-shadow", "3") in groups, groups
     assert ("default", "1") in groups, groups
@@ -128,7 +128,7 @@ def test_text_form_has_every_section(ctx):
     for sec in ("Verdict", "Code", "Process tree", "Timeline", "Denials by rule",
                 "Files", "Network attempts", "Limits and timings"):
         assert f"\n== {sec} ==\n" in t, sec
-    assert "  status        ok, exit 0\n" in t, t[:800]
+    assert "  status        ok with denials, exit 0; 2 denied\n" in t, t[:800]
     assert "  policy        default, sha256 " in t
     assert re.search(r"^  layers        seccomp on: ", t, re.M), t[:2000]
     # the escaping of a terminal: invalid bytes and controls as \xNN
@@ -172,7 +172,7 @@ def test_session_report_groups_by_cell(ctx):
     t = r.stdout
     assert "== Code (cells of the session) ==" in t, t[:1500]
     assert re.search(r"^-- cell 1: ok, ", t, re.M) and re.search(r"^-- cell 2: ok, ", t, re.M), t
-    tl = t.split("== Timeline ==", 1)[1].split("== Denials", 1)[0]
+    tl = t.split("== Timeline ==", 1)[1].split("\n== ", 1)[0]
     c1, c2 = tl.index("\n  cell 1\n"), tl.index("\n  cell 2\n")
     assert c1 < tl.index("cell one") < c2 < tl.index("DENY | openat /etc/shadow"), tl
     den = t.split("== Denials by rule ==", 1)[1]
@@ -221,7 +221,7 @@ def test_huge_run_is_bounded(ctx):
     assert r.code == 0, r
     r = _report(ctx, "last", "--format", "text")
     assert r.code == 0, r
-    tl = r.stdout.split("== Timeline ==", 1)[1].split("== Denials", 1)[0]
+    tl = r.stdout.split("== Timeline ==", 1)[1].split("\n== ", 1)[0]
     m = re.search(r"\.\.\. (\d+) items left out here: (.*); see `ward show", tl)
     assert m, tl[:3000]
     assert "allowed calls" in m.group(2) and "stdout chunks" in m.group(2), m.group(2)
@@ -508,3 +508,40 @@ def test_ward_run_hashes_the_files_it_created_or_changed(ctx):
     assert arts["out/data.bin"]["sha256"] == hashlib.sha256(bytes(range(256))).hexdigest()
     assert arts["edit.txt"]["size"] == 8
     assert arts["edit.txt"]["sha256"] == hashlib.sha256(b"old\nnew\n").hexdigest()
+
+
+def _sections(page):
+    return re.findall(r'<section id="([a-z]+)">', page)
+
+
+def test_verdict_first_never_plain_ok_with_denials(ctx):
+    """The verdict a reviewer needs comes first: a run that had denials or
+    a kill is never shown as a plain (green) ok, and the denials come
+    before the timeline, in HTML and in text."""
+    deny2 = ("for i in range(2):\n"
+             "    try: open('/etc/shadow')\n"
+             "    except OSError: pass\n")
+    cases = [
+        ((deny2,), "ok with denials, exit 0; 2 denied", "v-warn"),
+        (("print(1)",), "ok, exit 0", "v-ok"),
+        ((deny2, "--profile", "audit"),
+         "ok with would-be denials, exit 0; 2 would be denied", "v-warn"),
+        (("import ctypes\nctypes.CDLL(None).syscall(101, 0, 0, 0, 0)",),
+         "killed, killed by SIGSYS; 1 killed", "v-bad"),
+    ]
+    for (code, *opts), want, cls in cases:
+        ctx.run(code, *opts)
+        run_id = ctx.last_run()["id"]
+        page = _report(ctx, run_id).stdout
+        assert f'<span class="verdict {cls}">{want}</span>' in page, (want, page[:3000])
+        secs = _sections(page)
+        assert secs[:2] == ["verdict", "denials"], secs
+        assert secs.index("denials") < secs.index("timeline"), secs
+        nav = re.search(r"<nav>(.*?)</nav>", page).group(1)
+        assert nav.index("#denials") < nav.index("#timeline"), nav
+        t = _report(ctx, run_id, "--format", "text").stdout
+        assert f"\n  status        {want}\n" in t, (want, t[:1500])
+        assert t.index("== Denials by rule ==") < t.index("== Timeline =="), t[:3000]
+    # the verdict's colours: amber for ok with denials, never the green ok
+    css = re.search(r"<style>(.*?)</style>", page, re.S).group(1)
+    assert ".v-warn{" in css, css

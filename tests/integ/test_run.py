@@ -285,3 +285,106 @@ def test_spin_off_same_result(ctx):
     for spin in ("0", "100"):
         r = ctx.run(code, "--spin-us", spin)
         assert r.code == 0 and r.stdout == "x\n", (spin, r)
+
+
+# ---- output: the live stream, the record and --json (issue 23, section 1) ----
+
+# 3 MiB on stdout in writes of 64 KiB, 2 KiB on stderr, in one write each
+# (the numbers make every byte's place checkable)
+FLOOD = ("import os\n"
+         "data = b''.join(b'%07d\\n' % i for i in range(3 << 17))\n"
+         "for i in range(0, len(data), 65536): os.write(1, data[i:i + 65536])\n"
+         "os.write(2, b'E' * 2047 + b'\\n')\n")
+FLOOD_OUT = b"".join(b"%07d\n" % i for i in range(3 << 17))
+
+
+def _recorded(ctx, run_id, stream):
+    return b"".join(r["data"] for r in ctx.sql(
+        "select data from outputs where run_id=? and stream=? order by seq", run_id, stream))
+
+
+def test_max_output_bounds_the_record_not_the_live_output(ctx):
+    import hashlib
+    assert len(FLOOD_OUT) == 3 << 20
+    r = ctx.run(FLOOD, "--max-output", "1M", text=False)
+    assert r.code == 0, r
+    # the live user gets every byte the code wrote
+    assert len(r.stdout) == len(FLOOD_OUT), len(r.stdout)
+    assert hashlib.sha256(r.stdout).hexdigest() == hashlib.sha256(FLOOD_OUT).hexdigest()
+    assert b"E" * 2047 + b"\n" in r.stderr, r
+    assert (b"ward: stdout passed the run's output limit of 1048576 bytes; the rest is "
+            b"passed on and counted, not recorded") in r.stderr, r.stderr[-500:]
+    # the record keeps the bounded prefix and counts it all
+    run = ctx.last_run()
+    assert run["stdout_bytes"] == 3 << 20 and run["stdout_truncated"] == 1, run
+    assert run["stderr_bytes"] == 2048 and run["stderr_truncated"] == 0, run
+    assert _recorded(ctx, run["id"], "stdout") == FLOOD_OUT[:1 << 20]
+    # --json: its stdout is the record's (bounded), its counts all, and it
+    # says the record was truncated
+    r, j = ctx.run_json(FLOOD, "--max-output", "1M")
+    assert r.code == 0, r
+    assert j["stdout"].encode() == FLOOD_OUT[:1 << 20], len(j["stdout"])
+    assert j["stdout_bytes"] == 3 << 20 and j["stdout_truncated"] is True, j["stdout_bytes"]
+    assert j["stderr"] == "E" * 2047 + "\n" and j["stderr_truncated"] is False
+    assert _recorded(ctx, j["run_id"], "stdout").decode() == j["stdout"]
+
+
+def test_json_gives_bytes_that_are_not_utf8_exactly(ctx):
+    import base64
+    code = ("import os\n"
+            "os.write(1, b'bin \\xff\\xfe\\x00 \\xc3( \\xe2\\x82 end\\n')\n"
+            "os.write(2, b'caf\\xc3\\xa9 ok\\n')\n")
+    r, j = ctx.run_json(code)
+    assert r.code == 0, r
+    want = b"bin \xff\xfe\x00 \xc3( \xe2\x82 end\n"
+    # the bytes, exactly, beside the text as before (U+FFFD for each bad byte)
+    assert base64.b64decode(j["stdout_base64"], validate=True) == want, j
+    t = j["stdout"]
+    assert t.startswith("bin \ufffd\ufffd\x00 \ufffd( \ufffd") and t.endswith(" end\n"), t
+    assert j["stdout_bytes"] == len(want)
+    # valid UTF-8 has its text only
+    assert j["stderr"] == "caf\u00e9 ok\n" and "stderr_base64" not in j, j
+    # with no output at all, neither
+    r, j = ctx.run_json("pass")
+    assert j["stdout"] == "" and "stdout_base64" not in j and "stderr_base64" not in j, j
+    # a record cut by --max-output in the middle of a character: the kept
+    # bytes are not UTF-8, and they come exactly
+    r, j = ctx.run_json("import os; os.write(1, b'ab' + '\u00e9'.encode() * 4)",
+                        "--max-output", "3")
+    assert j["stdout_truncated"] is True and j["stdout_bytes"] == 10, j
+    assert base64.b64decode(j["stdout_base64"]) == b"ab\xc3", j
+    assert j["stdout"] == "ab\ufffd", j
+    r = ctx.ward("run", "--help")
+    assert "stdout_base64" in r.stdout, r.stdout
+
+
+def test_recorded_stderr_is_only_the_codes_bytes(ctx):
+    # ward's denial lines go to ward's stderr, where the code's stderr
+    # passes through: the live user sees both, the record only the code's
+    code = ("import os\n"
+            "for i in range(3):\n"
+            "    os.write(2, b'before %d \\xff\\n' % i)\n"
+            "    try: open('/etc/shadow')\n"
+            "    except OSError: pass\n"
+            "    os.write(2, b'after %d\\n' % i)\n"
+            "os.write(1, b'out\\n')\n")
+    want = b"".join(b"before %d \xff\nafter %d\n" % (i, i) for i in range(3))
+    r = ctx.run(code, text=False)
+    assert r.code == 0, r
+    run = ctx.last_run()
+    assert run["denials"] == 3, run
+    ward_lines = [l for l in r.stderr.split(b"\n") if l.startswith(b"ward: ")]
+    assert len(ward_lines) == 3 and all(b"ward: deny openat /etc/shadow" in l
+                                        for l in ward_lines), r.stderr
+    assert _recorded(ctx, run["id"], "stderr") == want
+    assert run["stderr_bytes"] == len(want) and run["stderr_truncated"] == 0, run
+    # live, ward's lines come whole, between the code's writes: taking them
+    # out leaves the code's bytes as it wrote them
+    live = b"".join(l + b"\n" for l in r.stderr.split(b"\n")[:-1] if not l.startswith(b"ward: "))
+    assert live == want, r.stderr
+    # and past the output limit, ward's notice is not in the record either
+    r = ctx.run(code, "--max-output", "20", text=False)
+    assert r.code == 0 and b"ward: stderr passed the run's output limit" in r.stderr, r
+    run = ctx.last_run()
+    assert _recorded(ctx, run["id"], "stderr") == want[:20], run
+    assert run["stderr_bytes"] == len(want) and run["stderr_truncated"] == 1, run

@@ -1083,3 +1083,39 @@ def test_session_whose_run_cannot_be_recorded_fails_cleanly(ctx):
     sid = s.create()
     assert _main(s.run(sid, "1+1")) == "2"
     assert s.close() == 0
+
+
+def _bytes_of(parts, b64):
+    """A stream's bytes from a result or events: base64 where it is given."""
+    return b"".join(base64.b64decode(b) for b in b64) if b64 is not None else \
+        "".join(parts).encode()
+
+
+def test_output_that_is_not_utf8_comes_back_exactly(ctx):
+    s = serve(ctx)
+    sid = s.create()
+    code = ("import os\nos.write(1, b'bin \\xff\\xfe\\x00 \\xc3( end\\n')\n"
+            "os.write(2, b'caf\\xc3\\xa9\\n')")
+    want = b"bin \xff\xfe\x00 \xc3( end\n"
+    msgs = s.call_all("run", {"session_id": sid, "code": code, "stream": True})
+    r = msgs[-1]["result"]
+    logs = r["logs"]
+    # the text as before (U+FFFD), and the bytes beside it, part for part
+    assert "\ufffd" in _stdout(r) and len(logs["stdout_base64"]) == len(logs["stdout"]), logs
+    assert _bytes_of(logs["stdout"], logs["stdout_base64"]) == want, logs
+    assert logs["stderr"] == ["caf\u00e9\n"] and "stderr_base64" not in logs, logs
+    # streamed: data_base64 on exactly the chunks that are not UTF-8
+    ev = [e for e in msgs[:-1] if e["event"] == "stdout"]
+    assert any("data_base64" in e for e in ev), ev
+    assert b"".join(base64.b64decode(e["data_base64"]) if "data_base64" in e
+                    else e["data"].encode() for e in ev) == want, ev
+    assert all("data_base64" not in e for e in msgs[:-1] if e["event"] == "stderr"), msgs
+    # head and tail are cut between characters: valid UTF-8 stays text only
+    r = s.run(sid, "import sys\nsys.stdout.write('a' + '\u00e9' * 100000 + 'z')")
+    head, tail = r["logs"]["stdout"]
+    assert "stdout_base64" not in r["logs"], (head[-3:], tail[:3])
+    assert head == "a" + "\u00e9" * (len(head) - 1) and tail == "\u00e9" * (len(tail) - 1) + "z"
+    t = r["truncated"]
+    assert t["stdout_bytes_returned"] == len((head + tail).encode()), t
+    assert t["stdout_bytes_total"] == 200002, t
+    assert s.close() == 0

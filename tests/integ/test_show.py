@@ -52,7 +52,7 @@ def test_show_header_timeline_and_escaping(ctx):
     assert r.code == 0, r
     out = r.stdout
     assert out.startswith(f"run       {run_id}\n"), out
-    assert "status    error, exit 4\n" in out, out
+    assert "status    error, exit 4; 1 denied\n" in out, out
     assert "language  python, /usr/bin/python3\n" in out
     assert "  | print('hello', flush=True)\n" in out, "the code, line by line"
     tl = out.split("\ntimeline", 1)[1].splitlines()[1:]
@@ -174,7 +174,8 @@ def test_show_summary(ctx):
     lines = out.splitlines()
     assert len(lines) <= 33, out  # short: eleven of them are the layers
     assert lines[0] == f"run       {rid}", out
-    assert "status    ok, exit 0\n" in out, out
+    # the verdict first: a run with a denial is not a plain ok
+    assert lines[1] == "status    ok with denials, exit 0; 1 denied", out
     assert f"database  {os.path.realpath(ctx.db)}\n" in out, out
     assert "code      -c (python), policy default\n" in out, out
     # processes: python with its thread, and uname of [1]
@@ -198,6 +199,9 @@ def test_show_summary(ctx):
     # the denial: syscall, target, errno, rule, reason
     den = ctx.denials(rid)[0]
     i = lines.index("denials: 1")
+    # the denials before the processes and the syscall counts
+    assert i < lines.index("processes: 2, and 1 thread") < \
+        [n for n, l in enumerate(lines) if l.startswith("syscalls: ")][0], out
     assert "[1] DENY openat /etc/shadow -> EACCES, rule secret-shadow" in lines[i + 1], lines[i + 1]
     assert lines[i + 2].strip() == den["reason"], (lines[i + 2], den)
     assert f"ward show --db {ctx.db} {rid} --denied " in out, "how to see more"
@@ -205,7 +209,18 @@ def test_show_summary(ctx):
     assert ctx.run("print(1)").code == 0
     r = ctx.ward("show", "last", "--summary")
     assert r.code == 0 and "denials: none\n" in r.stdout, r
-    assert "processes: 1\n" in r.stdout, r
+    assert "processes: 1\n" in r.stdout and "status    ok, exit 0\n" in r.stdout, r
+    # the whole show and the tree say the same
+    for opts in ((), ("--tree",)):
+        r = ctx.ward("show", rid, *opts)
+        assert r.stdout.splitlines()[1] == "status    ok with denials, exit 0; 1 denied", r
+    # audit mode: would-be denials; a kill: the run's status
+    assert ctx.run("try: open('/etc/shadow')\nexcept OSError: pass", "--profile", "audit").code == 0
+    r = ctx.ward("show", "last", "--summary")
+    assert "status    ok with would-be denials, exit 0; 1 would be denied\n" in r.stdout, r
+    ctx.run("import ctypes\nctypes.CDLL(None).syscall(101, 0, 0, 0, 0)")
+    r = ctx.ward("show", "last", "--summary")
+    assert "status    killed, killed by SIGSYS; 1 killed\n" in r.stdout, r
 
 
 def _timeline(out):
@@ -558,7 +573,7 @@ def test_show_tree(ctx):
     r = ctx.ward("show", "last", "--tree")
     assert r.code == 0, r
     out = r.stdout
-    assert out.startswith(f"run       {rid}\n") and "status    ok, exit 0" in out, out
+    assert out.startswith(f"run       {rid}\n") and "status    ok with denials, exit 0; 1 denied\n" in out, out
     tree = out.split("process tree (", 1)[1].splitlines()[2:]
     total1 = counts[1]["n"] + counts.get(thread["serial"], {"n": 0})["n"]
     assert re.match(r"^\[1\] /usr/bin/python3 -c .* \.\.\.  \(/usr/bin/python3[.\d]*\)  "
