@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.join(HERE, "integ"))
 
 counts = {"passed": 0, "failed": 0, "skipped": 0}
 failures = []
+durations = []  # (seconds, test): the slowest are listed at the end
 
 
 def record(kind, name, detail=""):
@@ -103,6 +104,7 @@ def run_integ(path, keyword):
             wardtest.cleanup_processes()
             wardtest.cleanup_workdirs(ctx)
             shutil.rmtree(tmp, ignore_errors=True)
+        durations.append((time.monotonic() - t0, full))
         if os.environ.get("WARD_TEST_TIMES"):
             print(f"     {time.monotonic() - t0:.2f}s")
 
@@ -129,6 +131,10 @@ def main():
         for f in sorted(os.listdir(idir)):
             if f.startswith("test_") and f.endswith(".py"):
                 run_integ(os.path.join(idir, f), a.keyword)
+    if durations:
+        slow = sorted(durations, reverse=True)[:10]
+        print("\nslowest: " + ", ".join(f"{n} {d:.0f}s" for d, n in slow))
+        print(f"integration tests: {sum(d for d, _ in durations):.0f} s in all")
     if failures:
         print("\nfailed:")
         for f in failures:
