@@ -50,6 +50,12 @@ static void usage(FILE *f)
 		"How it generalizes:\n"
 		"  - paths in a run's workdir become $WORKDIR/...; /proc/PID of the\n"
 		"    process itself becomes /proc/self\n"
+		"  - names made at random, which every run makes anew: all under\n"
+		"    $WORKDIR/tmp (the code's TMPDIR) become one rule on $WORKDIR/tmp;\n"
+		"    a name the code created elsewhere that looks like Python's\n"
+		"    tempfile's (tmp and 8 of [a-z0-9_], or 8 such that mix letters and\n"
+		"    digits), with what is below it, one rule on the directory it was\n"
+		"    created in; each with the access seen\n"
 		"  - read, stat and exec inside the interpreter's own trees (for\n"
 		"    python3.11: /usr/lib/python3.11, /usr/lib/python3,\n"
 		"    /usr/local/lib/python3.11, ...) become one rule per tree\n"
@@ -61,6 +67,11 @@ static void usage(FILE *f)
 		"    seen; signals to processes outside the run make \"signals\": \"any\"\n"
 		"  - every rule has a \"why\": the runs, the number of events and an\n"
 		"    example\n"
+		"  - a path whose every event failed with ENOENT (a probe for what was\n"
+		"    not there, e.g. Python searching sys.path) is allowed exactly, so\n"
+		"    that the code gets its ENOENT again, and never folded or counted;\n"
+		"    this needs the kernel's result in the record (events.result), and\n"
+		"    is used when the database has it\n"
 		"ward's floors (clone flags, /proc/PID/mem, the argument floor, device\n"
 		"nodes) hold under any policy and are not learned. The policy is\n"
 		"checked before it is written: loaded, and every recorded event judged\n"
@@ -235,6 +246,8 @@ static int row_cb(const struct audit_event_row *row, void *arg)
 		.syscall = e->syscall ? e->syscall : "?",
 		.target = e->target,
 		.would_deny = e->would_deny && e->rule ? e->rule : NULL,
+		.has_result = row->has_result,
+		.result = row->result,
 	};
 	struct policy_verdict v;
 	char why[160];
