@@ -237,13 +237,14 @@ static char *why_text(const struct why *w)
 	if (w->example)
 		p += sprintf(p, ", e.g. %s", w->example);
 	if (w->failed && w->failed == w->count)
-		p += sprintf(p, "; %s ENOENT when recorded (a probe for what "
-				"was not there): allowed exactly, never "
-				"generalized",
-			     w->count == 1 ? "it failed with" : "all failed with");
+		p += sprintf(p,
+			     "; %s ENOENT when recorded (a probe for what "
+			     "was not there): allowed exactly, never "
+			     "generalized",
+			     w->count == 1 ? "it failed with"
+					   : "all failed with");
 	else if (w->failed)
-		p += sprintf(p, "; %lld of them failed with ENOENT",
-			     w->failed);
+		p += sprintf(p, "; %lld of them failed with ENOENT", w->failed);
 	if (w->flagged)
 		sprintf(p,
 			"; REVIEW: the recording policy would have denied %lld "

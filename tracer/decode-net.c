@@ -185,8 +185,7 @@ const char *tracer_net_raw(const struct ward_event *ev, char *buf, size_t n)
 			snprintf(buf, n, "unix:@%s", sa->unix_path);
 		else
 			snprintf(buf, n, "unix:%.*s",
-				 (int)strnlen(un->sun_path,
-					      sa->given_len - at),
+				 (int)strnlen(un->sun_path, sa->given_len - at),
 				 un->sun_path);
 		return buf;
 	}

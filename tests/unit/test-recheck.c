@@ -584,8 +584,8 @@ static void test_learn_failed_probes(void)
 		snprintf(path, sizeof(path), "/opt/mix/f%d", i);
 		learn_fs_res(l, path, WARD_FS_READ, wd, true, 3);
 	}
-	learn_fs_res(l, "/opt/mix/gone", WARD_FS_READ | WARD_FS_WRITE, wd,
-		     true, -ENOENT);
+	learn_fs_res(l, "/opt/mix/gone", WARD_FS_READ | WARD_FS_WRITE, wd, true,
+		     -ENOENT);
 	/* a package directory that is not there, in the interpreter's tree */
 	learn_fs_res(l, "/usr/local/lib/python3.11/dist-packages", WARD_FS_READ,
 		     wd, true, -ENOENT);
@@ -634,8 +634,7 @@ static void test_learn_failed_probes(void)
 	   "a path found once is no probe");
 	json_decref(r);
 	r = fs_rule(text, "/opt/acc/a");
-	ok(r && !strstr(json_string_value(json_object_get(r, "why")),
-			"ENOENT"),
+	ok(r && !strstr(json_string_value(json_object_get(r, "why")), "ENOENT"),
 	   "another errno is no probe");
 	json_decref(r);
 out:
