@@ -412,6 +412,11 @@ struct audit_proc_row {
 struct audit_event_row {
 	long long seq;
 	struct audit_event e; /* e.err is the positive errno, or 0 */
+	/* audit_scan_run only: events.result, the kernel's return value for
+	 * the call (-errno when it failed), when the table has the column and
+	 * the row an integer in it */
+	bool has_result;
+	long long result;
 };
 
 struct audit_output_row {
@@ -497,8 +502,9 @@ int audit_replay_each(struct audit *a, const char *run_id, long long from_ns,
  * or after since_ns (0: all), oldest first, without code or policy text.
  * Then each run's events by seq through one statement prepared once
  * (audit_scan_open) and rebound per run; the row has seq, pid, tid, nr,
- * syscall, args_json, raw, target, decision, rule, err and would_deny
- * (the rest is zero). Iterator rules as above.
+ * syscall, args_json, raw, target, decision, rule, err and would_deny,
+ * and has_result/result when the database's events table has a result
+ * column (the rest is zero). Iterator rules as above.
  */
 struct audit_run_brief {
 	char id[AUDIT_RUN_ID_LEN + 1];

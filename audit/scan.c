@@ -16,6 +16,7 @@
 struct audit_scan {
 	struct audit *a;
 	sqlite3_stmt *st;
+	bool has_result; /* the events table has a result column */
 };
 
 static const char *ctext(sqlite3_stmt *st, int i)
@@ -63,12 +64,33 @@ out:
 	return r;
 }
 
+/* Does the events table have a column named result? The kernel's result
+ * per event comes with a later schema; a reader of older files goes
+ * without it. Called with a->lock held. */
+static bool events_have_result(struct audit *a)
+{
+	sqlite3_stmt *st = NULL;
+	bool has = false;
+
+	if (sqlite3_prepare_v2(a->db,
+			       "SELECT count(*) FROM pragma_table_info('events')"
+			       " WHERE name = 'result'",
+			       -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		has = sqlite3_column_int64(st, 0) > 0;
+	sqlite3_finalize(st);
+	return has;
+}
+
+#define SCAN_COLS                                                              \
+	"SELECT seq, pid, tid, nr, syscall, args, raw, target,"                \
+	" decision, rule, errno, would_deny"
+#define SCAN_FROM " FROM events WHERE run_id = ?1 ORDER BY seq"
+
 int audit_scan_open(struct audit *a, struct audit_scan **out)
 {
-	static const char sql[] =
-		"SELECT seq, pid, tid, nr, syscall, args, raw, target,"
-		" decision, rule, errno, would_deny FROM events"
-		" WHERE run_id = ?1 ORDER BY seq";
+	static const char sql[] = SCAN_COLS SCAN_FROM;
+	static const char sql_result[] = SCAN_COLS ", result" SCAN_FROM;
 	struct audit_scan *s = calloc(1, sizeof(*s));
 	int rc;
 
@@ -77,7 +99,9 @@ int audit_scan_open(struct audit *a, struct audit_scan **out)
 		return audit_fail(a, -ENOMEM, "out of memory");
 	s->a = a;
 	pthread_mutex_lock(&a->lock);
-	rc = sqlite3_prepare_v2(a->db, sql, -1, &s->st, NULL);
+	s->has_result = events_have_result(a);
+	rc = sqlite3_prepare_v2(a->db, s->has_result ? sql_result : sql, -1,
+				&s->st, NULL);
 	if (rc != SQLITE_OK) {
 		rc = audit_sqlfail(a, rc, a->path);
 		pthread_mutex_unlock(&a->lock);
@@ -118,6 +142,11 @@ int audit_scan_run(struct audit_scan *s, const char *run_id,
 		e->rule = ctext(st, 9);
 		e->err = (int)sqlite3_column_int64(st, 10);
 		e->would_deny = sqlite3_column_int64(st, 11) != 0;
+		if (s->has_result &&
+		    sqlite3_column_type(st, 12) == SQLITE_INTEGER) {
+			ev.has_result = true;
+			ev.result = sqlite3_column_int64(st, 12);
+		}
 		if ((r = fn(&ev, arg)) != 0)
 			break;
 	}

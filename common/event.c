@@ -23,6 +23,7 @@ void ward_event_reset(struct ward_event *ev)
 	ev->sa.port = -1;
 	ev->sa.unix_path[0] = '\0';
 	ev->sa.abstract = false;
+	ev->sa.given_len = 0;
 	ev->clone_flags = 0;
 	memset(ev->raw_args, 0, sizeof(ev->raw_args));
 	ev->sig_target = 0;

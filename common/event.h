@@ -62,6 +62,11 @@ struct ward_sockaddr {
 					* name without the leading NUL, with
 					* embedded NULs shown as \0) */
 	bool abstract;		       /* AF_UNIX abstract name */
+	/* The address's bytes exactly as the code passed them (len bytes,
+	 * at most a sockaddr_storage): what events.raw shows, formatted
+	 * only when the event is recorded (tracer_net_raw). */
+	unsigned char given[128];
+	unsigned given_len;
 };
 
 struct ward_event {
@@ -76,7 +81,11 @@ struct ward_event {
 
 	/* files (WARD_CLASS_FS, WARD_CLASS_EXEC) */
 	unsigned access;	  /* WARD_FS_* requested on path */
-	char raw[WARD_PATH_MAX];  /* path argument as the code passed it */
+	char raw[WARD_PATH_MAX];  /* path argument as the code passed it;
+				   * for signals, the pid, tid or pidfd as
+				   * passed ("pid -5", "tgid 2 tid 3",
+				   * "pidfd 4"); addresses are formatted from
+				   * sa.given when recorded */
 	char path[WARD_PATH_MAX]; /* absolute, resolved as the kernel would */
 	bool exists;		  /* path named an existing file when decoded */
 	bool has_path2;		  /* rename/link/symlink: second name */

@@ -15,6 +15,9 @@
 
 #define WHY_RUNS 4
 #define WD	 "$WORKDIR"
+/* The code's TMPDIR: ward runs every code with TMPDIR=$WORKDIR/tmp
+ * (tools/cmd_run.c), so tempfile's names land there. */
+#define WD_TMP WD "/tmp"
 
 /* Which runs and events needed a rule. */
 struct why {
@@ -25,6 +28,7 @@ struct why {
 	char *example;
 	long long flagged; /* events the recording policy would have denied */
 	char *flag_rule;   /* by this rule (the first seen) */
+	long long failed;  /* events the kernel answered ENOENT (a probe) */
 };
 
 struct fs_ent {
@@ -164,9 +168,17 @@ static int why_run(struct why *w, const char *run)
 	return 0;
 }
 
+/* Did the kernel answer the event ENOENT: a probe for something that
+ * was not there? Unknown (no result recorded) is not a probe. */
+static bool failed_probe(const struct learn_src *s)
+{
+	return s->has_result && s->result == -ENOENT;
+}
+
 static int why_add(struct why *w, const struct learn_src *s)
 {
 	w->count++;
+	w->failed += failed_probe(s);
 	if (s->would_deny) {
 		w->flagged++;
 		if (!w->flag_rule && !(w->flag_rule = strdup(s->would_deny)))
@@ -189,6 +201,7 @@ static int why_add(struct why *w, const struct learn_src *s)
 static int why_merge(struct why *dst, const struct why *src)
 {
 	dst->count += src->count;
+	dst->failed += src->failed;
 	dst->more_runs |= src->more_runs;
 	dst->flagged += src->flagged;
 	if (!dst->flag_rule && src->flag_rule &&
@@ -206,7 +219,7 @@ static int why_merge(struct why *dst, const struct why *src)
 /* "runs a, b: 12 events, e.g. run a #47 openat /x" */
 static char *why_text(const struct why *w)
 {
-	size_t n = 200 + (w->example ? strlen(w->example) : 0) +
+	size_t n = 300 + (w->example ? strlen(w->example) : 0) +
 		   (w->flag_rule ? strlen(w->flag_rule) : 0);
 	char *s, *p;
 
@@ -223,6 +236,15 @@ static char *why_text(const struct why *w)
 	p += sprintf(p, ": %lld event%s", w->count, w->count == 1 ? "" : "s");
 	if (w->example)
 		p += sprintf(p, ", e.g. %s", w->example);
+	if (w->failed && w->failed == w->count)
+		p += sprintf(p,
+			     "; %s ENOENT when recorded (a probe for what "
+			     "was not there): allowed exactly, never "
+			     "generalized",
+			     w->count == 1 ? "it failed with"
+					   : "all failed with");
+	else if (w->failed)
+		p += sprintf(p, "; %lld of them failed with ENOENT", w->failed);
 	if (w->flagged)
 		sprintf(p,
 			"; REVIEW: the recording policy would have denied %lld "
@@ -333,6 +355,13 @@ static char *rule_path(const struct ward_event *ev, const char *path,
 		}
 	}
 	return strdup(path);
+}
+
+/* Every event that named the path failed with ENOENT: the rule is kept
+ * exact, never folded (a failed probe is no reason to widen the policy). */
+static bool fs_probe(const struct fs_ent *f)
+{
+	return f->why.count && f->why.failed == f->why.count;
 }
 
 static struct fs_ent *find_fs(struct learn *l, const char *path)
@@ -575,7 +604,8 @@ static int fold_interp_trees(struct learn *l)
 		char *tree;
 		int rc;
 
-		if (f->dead || !bits || !(tree = interp_tree(l, f->path)))
+		if (f->dead || !bits || fs_probe(f) ||
+		    !(tree = interp_tree(l, f->path)))
 			continue;
 		if (!strcmp(tree, f->path)) {
 			free(tree);
@@ -627,6 +657,147 @@ static char *fold_parent(const char *p)
 	return par;
 }
 
+/* ---- random names ---- */
+
+/* tempfile's alphabet (Python's tempfile._RandomNameSequence). */
+static bool rnd_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* 8 characters that switch between letters and digits at least three
+ * times ("sjg8pc37", "1h6flbf7"), as most random names do and a word with
+ * a number ("rt_2024", "v2_final") does not. */
+static bool scattered(const char *r)
+{
+	int changes = 0, last = 0;
+
+	for (int k = 0; k < 8; k++) {
+		int cls = r[k] >= '0' && r[k] <= '9' ? 2 : r[k] != '_';
+
+		if (!cls)
+			continue;
+		changes += last && cls != last;
+		last = cls;
+	}
+	return changes >= 3;
+}
+
+/*
+ * Does the name (one component, len bytes) look made at random, as
+ * tempfile makes them: prefix, 8 of [a-z0-9_], suffix? "tmp" and 8 such
+ * characters (tempfile's default prefix) always do; another name does
+ * when the last 8 characters of a run of them look scattered (a custom
+ * prefix, the bare 8 of gettempdir()'s probe, a hash or uuid).
+ */
+static bool random_name(const char *c, size_t len)
+{
+	size_t i, j;
+
+	if (len >= 11 && !strncmp(c, "tmp", 3)) {
+		for (i = 3; i < 11 && rnd_char(c[i]); i++)
+			;
+		if (i == 11 && (len == 11 || !rnd_char(c[11])))
+			return true;
+	}
+	for (i = 0; i < len; i = j + 1) {
+		for (j = i; j < len && rnd_char(c[j]); j++)
+			;
+		if (j - i >= 8 && scattered(c + j - 8))
+			return true;
+	}
+	return false;
+}
+
+/* The directory a random name in it folds into, malloc'd, or NULL: never
+ * "/" nor a top-level directory other than the run's own /tmp. */
+static char *random_parent(const char *p)
+{
+	const char *slash = strrchr(p, '/');
+	char *par;
+
+	if (!slash || slash == p)
+		return NULL;
+	par = strndup(p, (size_t)(slash - p));
+	if (par && depth(par) == 1 && strcmp(par, "/tmp")) {
+		free(par);
+		return NULL;
+	}
+	return par;
+}
+
+/* Moves f's access and why into the rule on dir (taken, malloc'd). */
+static int move_fs(struct learn *l, size_t i, char *dir)
+{
+	struct fs_ent *f = &((struct fs_ent *)l->fs.v)[i];
+	unsigned access = f->access;
+	struct why w = { 0 }; /* f may move: add_fs_owned grows fs */
+	int rc;
+
+	if (!dir)
+		return -ENOMEM;
+	f->dead = true;
+	rc = why_merge(&w, &f->why);
+	if (!rc)
+		rc = add_fs_owned(l, dir, access, &w, NULL);
+	else
+		free(dir);
+	why_free(&w);
+	return rc;
+}
+
+/*
+ * Names made at random differ in every run: a policy naming them allows
+ * nothing the next run does. Everything under the code's TMPDIR folds
+ * into $WORKDIR/tmp; elsewhere, a random name the code created, and all
+ * below it, folds into the directory it was created in (the union of
+ * their access). Failed probes stay exact.
+ */
+static int fold_random(struct learn *l)
+{
+	size_t n = l->fs.n, m = 0, tl = strlen(WD_TMP);
+	char **rnd = calloc(n + 1, sizeof(*rnd));
+	int rc = 0;
+
+	if (!rnd)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct fs_ent *f = &((struct fs_ent *)l->fs.v)[i];
+		const char *c = strrchr(f->path, '/');
+
+		if (f->dead || fs_probe(f) || !(f->access & WARD_FS_CREATE) ||
+		    !c || !random_name(c + 1, strlen(c + 1)))
+			continue;
+		if (!(rnd[m++] = strdup(f->path))) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct fs_ent *f = &((struct fs_ent *)l->fs.v)[i];
+		const char *best = NULL;
+
+		if (f->dead || fs_probe(f))
+			continue;
+		if (!strncmp(f->path, WD_TMP "/", tl + 1)) {
+			rc = move_fs(l, i, strdup(WD_TMP));
+			continue;
+		}
+		for (size_t k = 0; k < m; k++)
+			if (under(f->path, rnd[k], strlen(rnd[k])) &&
+			    (!best || strlen(rnd[k]) < strlen(best)))
+				best = rnd[k];
+		char *dir = best ? random_parent(best) : NULL;
+		if (dir)
+			rc = move_fs(l, i, dir);
+	}
+out:
+	for (size_t k = 0; k < m; k++)
+		free(rnd[k]);
+	free(rnd);
+	return rc;
+}
+
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -645,7 +816,7 @@ static int fold_once(struct learn *l, bool *folded)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		struct fs_ent *f = &((struct fs_ent *)l->fs.v)[i];
-		char *p = f->dead ? NULL : fold_parent(f->path);
+		char *p = f->dead || fs_probe(f) ? NULL : fold_parent(f->path);
 
 		if (p)
 			par[m++] = p;
@@ -664,7 +835,8 @@ static int fold_once(struct learn *l, bool *folded)
 					&((struct fs_ent *)l->fs.v)[k];
 				char *p;
 
-				if (f->dead || !(p = fold_parent(f->path)))
+				if (f->dead || fs_probe(f) ||
+				    !(p = fold_parent(f->path)))
 					continue;
 				if (!strcmp(p, par[i])) {
 					access |= f->access;
@@ -714,8 +886,10 @@ static int drop_covered(struct learn *l)
 static int generalize(struct learn *l)
 {
 	bool folded = true;
-	int rc = fold_interp_trees(l);
+	int rc = fold_random(l);
 
+	if (!rc)
+		rc = fold_interp_trees(l);
 	while (!rc && folded)
 		rc = fold_once(l, &folded);
 	return rc ? rc : drop_covered(l);

@@ -6,6 +6,13 @@
  * Generalization, in this order:
  *   - paths in a run's workdir become "$WORKDIR/..." (runs merge);
  *     /proc/PID/... of the event's own process becomes /proc/self/...
+ *   - names made at random, which the next run makes anew: everything
+ *     under $WORKDIR/tmp (the code's TMPDIR) becomes one rule on
+ *     $WORKDIR/tmp; a name the code created elsewhere that looks like
+ *     Python tempfile's ("tmp" and 8 of [a-z0-9_], or 8 such characters
+ *     that mix letters and digits), and what is below it, one rule on the
+ *     directory it was created in (never "/" nor a top-level directory
+ *     but /tmp); each with the union of the access seen
  *   - read, stat and exec inside the interpreter's own trees (directories
  *     whose name starts like the interpreter's, "python" for python3.11,
  *     "node"; none for names shorter than 4 such as "sh",
@@ -15,6 +22,11 @@
  *     rule on the directory with the union of their access (repeated
  *     upwards; never onto "/", a top-level directory or above $WORKDIR)
  *   - a rule whose access an ancestor rule already grants is dropped
+ * A path every event of which failed with ENOENT (src->has_result: a probe
+ * for something that was not there, such as Python's search of sys.path)
+ * gets a rule for exactly that path and access, which none of the steps
+ * above folds or counts: the code gets its ENOENT again under the learned
+ * policy, and the failure widens nothing. Its "why" says so.
  * Programs run become exact exec.allow entries; peers exact address and
  * port (unix: exact path or abstract name); signals outside the run make
  * "signals": "any". Every rule gets a "why": the runs, the number of
@@ -23,6 +35,7 @@
 #ifndef WARD_POLICY_LEARN_H
 #define WARD_POLICY_LEARN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "../common/event.h"
@@ -37,6 +50,8 @@ struct learn_src {
 	const char *target;
 	const char *would_deny; /* the rule that would have denied it (audit
 				 * mode's would_deny), or NULL */
+	bool has_result;	/* the record holds the kernel's result: */
+	long long result;	/* the return value, -errno when it failed */
 };
 
 /* threshold: see above (> 0). 0 or -ENOMEM. */

@@ -64,6 +64,9 @@ static int decode_sockaddr(struct tracer *t, struct tracee *tc, uint64_t addr,
 	*off = copy_put(&t->cp, &ss, n, 8);
 	if (*off < 0)
 		return (int)*off;
+	_Static_assert(sizeof(sa->given) >= sizeof(ss), "sockaddr_storage");
+	memcpy(sa->given, &ss, n);
+	sa->given_len = (unsigned)n;
 	sa->present = true;
 	sa->family = ss.ss_family;
 	sa->port = -1;
@@ -129,6 +132,74 @@ static int decode_sockaddr(struct tracer *t, struct tracee *tc, uint64_t addr,
 	if (sa->port >= 0)
 		args_int(ev, "port", sa->port);
 	return 0;
+}
+
+/*
+ * The address as the code passed it, in the notation of events.target
+ * (docs/schema.md): "a.b.c.d:port", "[v6%scope]:port" (a v4-mapped address
+ * as written, "[::ffff:a.b.c.d]:port"), "unix:PATH" as given (relative
+ * stays relative), "unix:@NAME" (NULs as \0), "unix:" (unnamed), or
+ * "family N: HEX" with the bytes after the family in hex. Called only for events
+ * that are recorded: the stop path pays for no formatting it does not
+ * keep. NULL when the call named no address.
+ */
+const char *tracer_net_raw(const struct ward_event *ev, char *buf, size_t n)
+{
+	const struct ward_sockaddr *sa = &ev->sa;
+	struct sockaddr_storage ss;
+	char a[INET6_ADDRSTRLEN];
+	size_t off, l;
+
+	if (ev->cls != WARD_CLASS_NET || !sa->present || !sa->given_len)
+		return NULL;
+	memset(&ss, 0, sizeof(ss));
+	memcpy(&ss, sa->given, sa->given_len);
+	switch (ss.ss_family) {
+	case AF_INET: {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
+
+		inet_ntop(AF_INET, &in->sin_addr, a, sizeof(a));
+		snprintf(buf, n, "%s:%d", a, ntohs(in->sin_port));
+		return buf;
+	}
+	case AF_INET6: {
+		const struct sockaddr_in6 *in6 =
+			(const struct sockaddr_in6 *)&ss;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof(a));
+		if (in6->sin6_scope_id)
+			snprintf(buf, n, "[%s%%%u]:%d", a,
+				 (unsigned)in6->sin6_scope_id,
+				 ntohs(in6->sin6_port));
+		else
+			snprintf(buf, n, "[%s]:%d", a, ntohs(in6->sin6_port));
+		return buf;
+	}
+	case AF_UNIX: {
+		const struct sockaddr_un *un = (const struct sockaddr_un *)&ss;
+		size_t at = offsetof(struct sockaddr_un, sun_path);
+
+		if (sa->given_len <= at)
+			snprintf(buf, n, "unix:");
+		else if (sa->abstract)
+			snprintf(buf, n, "unix:@%s", sa->unix_path);
+		else
+			snprintf(buf, n, "unix:%.*s",
+				 (int)strnlen(un->sun_path, sa->given_len - at),
+				 un->sun_path);
+		return buf;
+	}
+	default:
+		snprintf(buf, n, "family %d%s", (int)ss.ss_family,
+			 sa->given_len > sizeof(sa_family_t) ? ": " : "");
+		off = strlen(buf);
+		l = sizeof(sa_family_t);
+		for (; l < sa->given_len && off + 3 <= n; l++)
+			off += (size_t)snprintf(buf + off, n - off, "%02x",
+						sa->given[l]);
+		buf[off] = '\0';
+		return buf;
+	}
 }
 
 /* A unix socket path names a file: resolve it like the kernel will. */

@@ -310,6 +310,9 @@ static bool group_in_run(struct tracer *t, pid_t pgid)
 	return found;
 }
 
+/* target is the pid the signal goes to, as passed (pidfd_send_signal: as
+ * ward sees it); ev->raw says what the code passed, "pid N" unless the
+ * caller writes another form. */
 static void signal_common(struct tracer *t, struct ward_event *ev, pid_t target,
 			  int sig, bool in_run)
 {
@@ -321,6 +324,7 @@ static void signal_common(struct tracer *t, struct ward_event *ev, pid_t target,
 	args_int(ev, "pid", target);
 	args_int(ev, "sig", sig);
 	snprintf(ev->path, sizeof(ev->path), "pid %d", (int)target);
+	memcpy(ev->raw, ev->path, strlen(ev->path) + 1);
 }
 
 int dec_kill(struct tracer *t, struct tracee *tc,
@@ -350,6 +354,7 @@ int dec_tkill(struct tracer *t, struct tracee *tc,
 	(void)tc;
 	signal_common(t, ev, tid, (int)(int32_t)A(1),
 		      in_run(t, ev, "host_tid", tid));
+	snprintf(ev->raw, sizeof(ev->raw), "tid %d", (int)tid);
 	return 0;
 }
 
@@ -372,6 +377,8 @@ int dec_tgkill(struct tracer *t, struct tracee *tc,
 	signal_common(t, ev, tid, (int)(int32_t)A(2),
 		      thread_in_run(t, ev, tgid, tid));
 	args_int(ev, "tgid", tgid);
+	snprintf(ev->raw, sizeof(ev->raw), "tgid %d tid %d", (int)tgid,
+		 (int)tid);
 	return 0;
 }
 
@@ -396,6 +403,8 @@ int dec_rt_tgsigqueueinfo(struct tracer *t, struct tracee *tc,
 	(void)tc;
 	signal_common(t, ev, tid, (int)(int32_t)A(2),
 		      thread_in_run(t, ev, tgid, tid));
+	snprintf(ev->raw, sizeof(ev->raw), "tgid %d tid %d", (int)tgid,
+		 (int)tid);
 	return 0;
 }
 
@@ -421,6 +430,7 @@ int dec_pidfd_send_signal(struct tracer *t, struct tracee *tc,
 	signal_common(t, ev, pid, (int)(int32_t)A(1),
 		      pid > 0 && tracee_find(t, pid));
 	args_int(ev, "pidfd", (int)(int32_t)A(0));
+	snprintf(ev->raw, sizeof(ev->raw), "pidfd %d", (int)(int32_t)A(0));
 	return 0;
 }
 

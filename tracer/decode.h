@@ -80,4 +80,10 @@ DECODER(dec_pidfd_open);
 DECODER(dec_prlimit64);
 DECODER(dec_other);
 
+/* events.raw of a network event, formatted into buf (n bytes, at least
+ * TRACER_NET_RAW_MAX for the whole text), or NULL when the call named no
+ * address. */
+#define TRACER_NET_RAW_MAX 512
+const char *tracer_net_raw(const struct ward_event *ev, char *buf, size_t n);
+
 #endif

@@ -381,11 +381,21 @@ static void note_denial(struct tracer *t, const struct ward_event *ev,
 	d->err = v->err;
 }
 
+/* The raw column (docs/schema.md): ev->raw for paths and signals (no copy
+ * on the stop path), an address formatted into buf, or NULL. */
+static const char *event_raw(const struct ward_event *ev, char *buf, size_t n)
+{
+	if (ev->cls == WARD_CLASS_NET)
+		return tracer_net_raw(ev, buf, n);
+	return ev->raw[0] ? ev->raw : NULL;
+}
+
 static void record_event(struct tracer *t, struct tracee *tc,
 			 const struct ward_event *ev,
 			 const struct policy_verdict *v, const char *target,
 			 const char *bt)
 {
+	char rbuf[TRACER_NET_RAW_MAX];
 	static const char *const decisions[] = {
 		[POLICY_ALLOW] = "allow",
 		[POLICY_DENY] = "deny",
@@ -399,7 +409,7 @@ static void record_event(struct tracer *t, struct tracee *tc,
 		.nr = ev->nr,
 		.syscall = ev->name,
 		.args_json = ev->args_json[0] ? ev->args_json : "{}",
-		.raw = ev->raw[0] ? ev->raw : NULL,
+		.raw = event_raw(ev, rbuf, sizeof(rbuf)),
 		.target = target[0] ? target : NULL,
 		.decision = decisions[v->action],
 		.rule = v->rule,

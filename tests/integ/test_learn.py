@@ -5,6 +5,7 @@ program not seen) being denied; its refusals and errors (exit 125)."""
 import json
 import os
 import socket
+import sqlite3
 
 import wardtest
 
@@ -173,3 +174,135 @@ def test_learn_refusals_and_errors(ctx):
                     '  "why": 7}]}')
     r = ctx.ward("run", "--policy", bad, "-c", "print(1)")
     assert r.code == 125 and "learned.json:3:" in r.stderr and "fs[0].why" in r.stderr, r
+
+
+def test_learn_reads_the_kernels_result_when_the_record_has_it(ctx):
+    """A call that failed with ENOENT is no reason to widen the policy:
+    once events.result is in the record, such probes stay exact rules."""
+    code = ("for i in range(10):\n"
+            "    try:\n        open(f'/usr/share/ward-learn-none/m{i}.py')\n"
+            "    except FileNotFoundError:\n        pass\n")
+    r = ctx.run(code, "--profile", "audit")
+    assert r.code == 0, r
+    run_id = ctx.last_run()["id"]
+    r = ctx.ward("learn", run_id, "--db", ctx.db)
+    assert r.code == 0, r
+    paths = {rule["path"]: rule for rule in json.loads(r.stdout)["fs"]}
+    assert "/usr/share/ward-learn-none" in paths, "without results: folded"
+    # the same record with the kernel's result per event, as a later
+    # schema has it
+    copy = ctx.path("with-result.db")
+    src = sqlite3.connect(ctx.db)
+    dst = sqlite3.connect(copy)
+    src.backup(dst)
+    src.close()
+    dst.execute("alter table events add column result integer")
+    dst.execute("update events set result = -2 where target like '/usr/share/ward-learn-none/%'")
+    dst.execute("update events set result = 0 where result is null")
+    dst.commit()
+    dst.close()
+    r = ctx.ward("learn", run_id, "--db", copy)
+    assert r.code == 0, r
+    paths = {rule["path"]: rule for rule in json.loads(r.stdout)["fs"]}
+    assert "/usr/share/ward-learn-none" not in paths, paths.keys()
+    probes = [p for p in paths if p.startswith("/usr/share/ward-learn-none/")]
+    assert len(probes) == 10, paths.keys()
+    assert all("failed with ENOENT" in paths[p]["why"] for p in probes), paths[probes[0]]
+
+
+def _self_check_line(stderr):
+    """The self-check's summary line and the re-run's id in it."""
+    lines = [l for l in stderr.splitlines() if l.startswith("ward: self-check: re-ran run ")]
+    assert len(lines) == 1, stderr
+    return lines[0], lines[0].split(" as ", 1)[1].split()[0]
+
+
+def test_learn_self_check_reruns_the_code(ctx):
+    """ward learn re-runs the recorded code under the policy it learned:
+    random tempfile names and a missing optional file re-run with no
+    denial; what the learned policy misses is reported (exit 1)."""
+    optional = f"/etc/ward-optional-{os.getpid()}.conf"
+    assert not os.path.exists(optional)
+    code = f"""
+import os, shutil, tempfile
+try:
+    open({optional!r}).read()
+except FileNotFoundError:
+    print('no optional file')
+with tempfile.NamedTemporaryFile('w') as f:
+    f.write('x')
+fd, p = tempfile.mkstemp(suffix='.csv')
+os.close(fd)
+os.unlink(p)
+d = tempfile.mkdtemp()
+open(os.path.join(d, 'a.txt'), 'w').write('1')
+shutil.rmtree(d)
+print('ok')
+"""
+    r = _run(ctx, code, "--profile", "audit")
+    assert r.code == 0 and r.stdout == "no optional file\nok\n", r
+    audit_run = ctx.last_run()
+    learned = ctx.path("learned.json")
+    r = ctx.ward("learn", audit_run["id"], "-o", learned, "--db", ctx.db)
+    assert r.code == 0, r
+    line, rerun_id = _self_check_line(r.stderr)
+    assert ": 0 denials, exit 0 as recorded" in line, r.stderr
+    rerun = ctx.sql("select * from runs where id = ?", rerun_id)[0]
+    assert rerun["denials"] == 0 and rerun["status"] == "ok", rerun
+    argv = json.loads(rerun["argv"])
+    assert argv[argv.index("--rerun-of") + 1] == audit_run["id"], argv
+    assert [i["name"] for i in ctx.sql("select name from inputs where run_id = ?", rerun_id)] \
+        == ["data.csv"], "the recorded inputs were given again"
+    pol = json.load(open(learned))
+    paths = {rule["path"]: rule["allow"] for rule in pol["fs"]}
+    assert set(paths["$WORKDIR/tmp"]) >= {"write", "create", "delete"}, paths
+    assert not any(p.startswith("$WORKDIR/tmp/") for p in paths), paths
+    # and the same code under it, by hand: new random names, no denial
+    r = _run(ctx, code, "--policy", learned)
+    assert r.code == 0 and r.stdout == "no optional file\nok\n", r
+    assert ctx.last_run()["denials"] == 0, ctx.denials(ctx.last_run()["id"])
+
+    # --no-rerun-check: only the recorded events are judged again
+    n = len(ctx.sql("select id from runs"))
+    r = ctx.ward("learn", audit_run["id"], "--no-rerun-check", "--db", ctx.db)
+    assert r.code == 0 and "self-check" not in r.stderr, r
+    assert json.loads(r.stdout)["fs"] and len(ctx.sql("select id from runs")) == n
+
+
+def test_learn_self_check_reports_what_the_policy_misses(ctx):
+    # The code reads /etc/hostname only when it cannot see the marker: the
+    # audit run sees the host (the marker exists), the learned policy's
+    # view shows only what it allows (the marker does not).
+    marker = f"/var/tmp/ward-learn-marker-{os.getpid()}"
+    open(marker, "w").close()
+    try:
+        code = (f"import os\nif not os.path.exists({marker!r}):\n"
+                "    open('/etc/hostname').read()\nprint('done')\n")
+        r = ctx.run(code, "--profile", "audit")
+        assert r.code == 0, r
+        run_id = ctx.last_run()["id"]
+        learned = ctx.path("learned.json")
+        r = ctx.ward("learn", run_id, "-o", learned, "--db", ctx.db)
+    finally:
+        os.unlink(marker)
+    assert r.code == 1, r
+    line, rerun_id = _self_check_line(r.stderr)
+    assert ": 1 denial," in line and "recorded run: exit 0" in line, r.stderr
+    assert "openat /etc/hostname: rule default -> EACCES" in r.stderr, r.stderr
+    assert f"ward show {rerun_id} --denied" in r.stderr, r.stderr
+    assert os.path.exists(learned), "the policy is written all the same"
+    d = ctx.denials(rerun_id)
+    assert [(x["syscall"], x["target"]) for x in d] == [("openat", "/etc/hostname")], d
+
+
+def test_learn_self_check_needs_the_code_and_inputs_in_the_record(ctx):
+    data = ctx.write("big.csv", "a,b\n1,2\n")
+    r = ctx.ward("run", "--profile", "audit", "--keep-inputs", "0", "--input", data,
+                 "-c", "print(open('big.csv').read().count(','))")
+    assert r.code == 0 and r.stdout == "2\n", r
+    run_id = ctx.last_run()["id"]
+    n = len(ctx.sql("select id from runs"))
+    r = ctx.ward("learn", run_id, "--db", ctx.db)
+    assert r.code == 0, r
+    assert f"run {run_id} cannot be re-run from the record (its input 'big.csv'" in r.stderr, r
+    assert len(ctx.sql("select id from runs")) == n, "nothing was re-run"

@@ -309,3 +309,59 @@ def test_a_pause_in_the_first_second_commits_the_record_so_far(ctx):
     early = [i for i, l in enumerate(lines) if "the record so far committed, while the code runs" in l]
     gone = [i for i, l in enumerate(lines) if "last tracee gone" in l]
     assert early and gone and early[0] < gone[0], err
+
+
+def test_raw_is_the_address_or_pid_as_passed(ctx):
+    """events.raw holds what the code passed, before ward's translations:
+    the v4-mapped address as written, a relative unix path as given, the
+    abstract name, the pid in the code's own pid namespace (docs/schema.md)."""
+    port, state, stop = wardtest.listener()
+    code = f"""
+import os, signal, socket
+for fam, host in ((socket.AF_INET6, '::ffff:127.0.0.1'), (socket.AF_INET, '127.0.0.1')):
+    s = socket.socket(fam)
+    try:
+        s.connect((host, {port}))
+    except OSError as e:
+        print('connect', e.errno)
+    s.close()
+u = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+for to in ('\\0ward-abstract\\0x', 'rel/sock'):
+    try:
+        u.sendto(b'x', to)
+    except OSError as e:
+        print('sendto', e.errno)
+os.kill(os.getpid(), 0)
+try:
+    os.kill(-4242, 0)
+except OSError as e:
+    print('kill', e.errno)
+fd = os.pidfd_open(os.getpid())
+signal.pidfd_send_signal(fd, 0)
+"""
+    try:
+        r = ctx.run(code)
+    finally:
+        stop()
+    assert r.code == 0, r
+    assert state["accepted"] == 0, "the default profile reaches no peer"
+    run = ctx.last_run()
+    rows = ctx.events(run["id"], "syscall in ('socket', 'connect', 'sendto', 'kill', "
+                      "'pidfd_open', 'pidfd_send_signal')")
+    got = [(e["syscall"], e["raw"], e["target"]) for e in rows if e["syscall"] != "socket"]
+    # the code's own getpid(): 2 in its pid namespace, when it has one
+    pid = [int(g[1][4:]) for g in got if g[0] == "kill" and g[1] != "pid -4242"][0]
+    if any(l["name"] == "namespaces" and l["active"] for l in json.loads(run["layers"])):
+        assert pid == 2, got
+    assert got[:4] == [
+        ("connect", f"[::ffff:127.0.0.1]:{port}", f"127.0.0.1:{port}"),
+        ("connect", f"127.0.0.1:{port}", f"127.0.0.1:{port}"),
+        ("sendto", "unix:@ward-abstract\\0x", "unix:@ward-abstract\\0x"),
+        ("sendto", "unix:rel/sock", f"unix:{run['workdir']}/rel/sock"),
+    ], got
+    assert got[4:6] == [("kill", f"pid {pid}", f"pid {pid}"),
+                        ("kill", "pid -4242", "pid -4242")], got
+    assert got[6][:2] == ("pidfd_open", f"pid {pid}"), got
+    assert got[7][0] == "pidfd_send_signal" and re.fullmatch(r"pidfd \d+", got[7][1]), got
+    # sockets name no address: no raw
+    assert all(e["raw"] is None for e in rows if e["syscall"] == "socket"), rows

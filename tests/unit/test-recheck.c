@@ -195,6 +195,25 @@ static struct learn *learner(unsigned threshold)
 	return l;
 }
 
+/* One file event; result: the kernel's return value when known (has). */
+static void learn_fs_res(struct learn *l, const char *path, unsigned access,
+			 const char *wd, bool has, long long result)
+{
+	struct learn_src s = { .run_id = "r1",
+			       .seq = 1,
+			       .syscall = "openat",
+			       .target = path,
+			       .has_result = has,
+			       .result = result };
+
+	ward_event_reset(&ev);
+	ev.cls = WARD_CLASS_FS;
+	ev.pid = ev.tid = 42;
+	ev.access = access;
+	snprintf(ev.path, sizeof(ev.path), "%s", path);
+	learn_event(l, &ev, wd, &s);
+}
+
 static void learn_fs(struct learn *l, const char *path, unsigned access,
 		     const char *wd)
 {
@@ -417,6 +436,214 @@ static void test_learn_net(void)
 	learn_free(l);
 }
 
+/* What the policy says about access to path, with $WORKDIR at wd. */
+static enum policy_action judge(struct policy *p, const char *wd,
+				const char *path, unsigned access)
+{
+	struct policy_verdict v;
+
+	policy_set_workdir(p, wd);
+	ward_event_reset(&ev);
+	ev.cls = WARD_CLASS_FS;
+	ev.pid = ev.tid = 7;
+	ev.access = access;
+	snprintf(ev.path, sizeof(ev.path), "%s", path);
+	policy_check(p, &ev, &v);
+	return v.action;
+}
+
+#define RWCD (WARD_FS_READ | WARD_FS_WRITE | WARD_FS_CREATE | WARD_FS_DELETE)
+
+/* Names made at random (Python's tempfile) fold into their directory: a
+ * re-run makes new ones. */
+static void test_learn_random_names(void)
+{
+	struct learn *l = learner(8);
+	const char *wd = "/tmp/ward-abc";
+	struct policy *p = NULL;
+	struct policy_error err;
+	char *text = NULL;
+	json_t *r;
+
+	if (!l)
+		return;
+	/* TMPDIR: gettempdir()'s probe, NamedTemporaryFile, mkdtemp and a
+	 * file in it */
+	learn_fs(l, "/tmp/ward-abc/tmp/sjg8pc37", RWCD & ~WARD_FS_READ, wd);
+	learn_fs(l, "/tmp/ward-abc/tmp/tmpyudn8mkl", RWCD, wd);
+	learn_fs(l, "/tmp/ward-abc/tmp/tmpvzz3vv_9",
+		 WARD_FS_CREATE | WARD_FS_READ | WARD_FS_DELETE, wd);
+	learn_fs(l, "/tmp/ward-abc/tmp/tmpvzz3vv_9/a.txt",
+		 WARD_FS_WRITE | WARD_FS_CREATE, wd);
+	/* mkstemp(dir='out', suffix='.csv') and a name of its own there */
+	learn_fs(l, "/tmp/ward-abc/out/tmp5sz2njun.csv", RWCD, wd);
+	learn_fs(l, "/tmp/ward-abc/out/report_2024.csv",
+		 WARD_FS_WRITE | WARD_FS_CREATE, wd);
+	/* mkdtemp(prefix='job-', dir='work') with a file in it */
+	learn_fs(l, "/tmp/ward-abc/work/job-1h6flbf7", WARD_FS_CREATE, wd);
+	learn_fs(l, "/tmp/ward-abc/work/job-1h6flbf7/x/y.txt",
+		 WARD_FS_WRITE | WARD_FS_CREATE, wd);
+	/* names that look random but were not made by the code, or are
+	 * words: exact */
+	learn_fs(l, "/opt/cache/a1b2c3d4.json", WARD_FS_READ, wd);
+	learn_fs(l, "/tmp/ward-abc/v2_final.txt",
+		 WARD_FS_WRITE | WARD_FS_CREATE, wd);
+	/* the run's own /tmp may fold; another top-level directory not */
+	learn_fs(l, "/tmp/tmpab12cd_x", RWCD, wd);
+	learn_fs(l, "/etc/tmpab12cd_x", WARD_FS_CREATE | WARD_FS_WRITE, wd);
+
+	is_int(learn_policy_text(l, "t", "test", &text), 0, "policy text");
+	if (!text) {
+		learn_free(l);
+		return;
+	}
+	r = fs_rule(text, "$WORKDIR/tmp");
+	ok(r && allows(r, "read") && allows(r, "write") &&
+		   allows(r, "create") && allows(r, "delete") &&
+		   !allows(r, "exec"),
+	   "everything under the code's TMPDIR is one rule on $WORKDIR/tmp, "
+	   "with the access seen");
+	ok(r && strstr(json_string_value(json_object_get(r, "why")),
+		       "4 events"),
+	   "  its why counts the 4 events");
+	json_decref(r);
+	ok(!strstr(text, "\"path\":\"$WORKDIR/tmp/"),
+	   "  nothing under it is a rule of its own");
+	r = fs_rule(text, "$WORKDIR/out");
+	ok(r && allows(r, "create") && allows(r, "write") &&
+		   allows(r, "delete"),
+	   "a tempfile name created elsewhere folds into its directory");
+	json_decref(r);
+	r = fs_rule(text, "$WORKDIR/out/report_2024.csv");
+	ok(r == NULL, "  which covers the other file written there");
+	json_decref(r);
+	r = fs_rule(text, "$WORKDIR/work");
+	ok(r && allows(r, "create") && allows(r, "write"),
+	   "a random directory with a custom prefix, and what is in it, fold "
+	   "into the directory it was made in");
+	json_decref(r);
+	r = fs_rule(text, "/opt/cache/a1b2c3d4.json");
+	ok(r != NULL, "a random-looking name only read stays exact");
+	json_decref(r);
+	r = fs_rule(text, "$WORKDIR/v2_final.txt");
+	ok(r != NULL, "a name that is a word and a number stays exact");
+	json_decref(r);
+	r = fs_rule(text, "/tmp");
+	ok(r && allows(r, "create"), "the run's own /tmp may be the fold");
+	json_decref(r);
+	r = fs_rule(text, "/etc/tmpab12cd_x");
+	ok(r != NULL, "  another top-level directory is never a rule");
+	json_decref(r);
+
+	if (policy_load_string(text, "learned", &p, &err) == 0) {
+		/* the run's workdir as the code sees it (not under /tmp) */
+		const char *nw = "/home/user";
+
+		ok(judge(p, nw, "/home/user/tmp/tmpqq77zz_1",
+			 WARD_FS_WRITE | WARD_FS_CREATE) == POLICY_ALLOW &&
+			   judge(p, nw, "/home/user/tmp/p43dwqc0",
+				 WARD_FS_WRITE | WARD_FS_CREATE) ==
+				   POLICY_ALLOW &&
+			   judge(p, nw, "/home/user/work/job-k3j2l1x9/x/y.txt",
+				 WARD_FS_WRITE | WARD_FS_CREATE) ==
+				   POLICY_ALLOW,
+		   "a re-run's new random names are allowed");
+		ok(judge(p, nw, "/home/user/secret",
+			 WARD_FS_WRITE | WARD_FS_CREATE) == POLICY_DENY,
+		   "  but not other names in the workdir");
+		policy_free(p);
+	} else {
+		ok(0, "the learned policy loads: %s", err.msg);
+	}
+	free(text);
+	learn_free(l);
+}
+
+/* A call the kernel answered ENOENT is no reason to widen the policy. */
+static void test_learn_failed_probes(void)
+{
+	struct learn *l = learner(3), *ctl = learner(3);
+	const char *wd = "/tmp/ward-abc";
+	char *text = NULL, *ctext = NULL, path[64];
+	json_t *r;
+
+	if (!l || !ctl) {
+		learn_free(l);
+		learn_free(ctl);
+		return;
+	}
+	for (int i = 0; i < 6; i++) {
+		/* a search that found nothing: past the threshold */
+		snprintf(path, sizeof(path), "/opt/probe/m%d.py", i);
+		learn_fs_res(l, path, WARD_FS_READ, wd, true, -ENOENT);
+		learn_fs_res(ctl, path, WARD_FS_READ, wd, false, 0);
+	}
+	/* 4 reads in a directory that fold, and a failed open for writing
+	 * there (open(name, "r+") of nothing) */
+	for (int i = 0; i < 4; i++) {
+		snprintf(path, sizeof(path), "/opt/mix/f%d", i);
+		learn_fs_res(l, path, WARD_FS_READ, wd, true, 3);
+	}
+	learn_fs_res(l, "/opt/mix/gone", WARD_FS_READ | WARD_FS_WRITE, wd, true,
+		     -ENOENT);
+	/* a package directory that is not there, in the interpreter's tree */
+	learn_fs_res(l, "/usr/local/lib/python3.11/dist-packages", WARD_FS_READ,
+		     wd, true, -ENOENT);
+	/* failed once, found once: an ordinary rule */
+	learn_fs_res(l, "/opt/once/a", WARD_FS_READ, wd, true, -ENOENT);
+	learn_fs_res(l, "/opt/once/a", WARD_FS_READ, wd, true, 0);
+	/* another failure is not a probe */
+	learn_fs_res(l, "/opt/acc/a", WARD_FS_READ, wd, true, -EACCES);
+
+	is_int(learn_policy_text(l, "t", "test", &text), 0, "policy text");
+	is_int(learn_policy_text(ctl, "t", "test", &ctext), 0,
+	       "policy text without results");
+	if (!text || !ctext)
+		goto out;
+	r = fs_rule(ctext, "/opt/probe");
+	ok(r != NULL, "without results, 6 reads fold into their directory");
+	json_decref(r);
+	r = fs_rule(text, "/opt/probe");
+	ok(r == NULL, "6 reads answered ENOENT do not fold");
+	json_decref(r);
+	r = fs_rule(text, "/opt/probe/m5.py");
+	ok(r && allows(r, "read") &&
+		   strstr(json_string_value(json_object_get(r, "why")),
+			  "failed with ENOENT"),
+	   "  each is allowed exactly, and its why says why: %s",
+	   r ? json_string_value(json_object_get(r, "why")) : "-");
+	json_decref(r);
+	r = fs_rule(text, "/opt/mix");
+	ok(r && allows(r, "read") && !allows(r, "write"),
+	   "a fold of what succeeded takes neither a failed write's access "
+	   "nor its count");
+	json_decref(r);
+	r = fs_rule(text, "/opt/mix/gone");
+	ok(r && allows(r, "write"), "  which stays exact");
+	json_decref(r);
+	r = fs_rule(text, "/usr/local/lib/python3.11");
+	ok(r == NULL, "a missing directory in the interpreter's tree makes no "
+		      "tree rule");
+	json_decref(r);
+	r = fs_rule(text, "/usr/local/lib/python3.11/dist-packages");
+	ok(r != NULL, "  only an exact one");
+	json_decref(r);
+	r = fs_rule(text, "/opt/once/a");
+	ok(r && !strstr(json_string_value(json_object_get(r, "why")),
+			"never generalized"),
+	   "a path found once is no probe");
+	json_decref(r);
+	r = fs_rule(text, "/opt/acc/a");
+	ok(r && !strstr(json_string_value(json_object_get(r, "why")), "ENOENT"),
+	   "another errno is no probe");
+	json_decref(r);
+out:
+	free(text);
+	free(ctext);
+	learn_free(l);
+	learn_free(ctl);
+}
+
 static void test_why_key(void)
 {
 	struct policy *p = NULL;
@@ -472,6 +699,8 @@ int main(void)
 	test_recheck_verdicts();
 	test_learn();
 	test_learn_net();
+	test_learn_random_names();
+	test_learn_failed_probes();
 	test_why_key();
 	test_reserved_ids();
 	return done_testing();
