@@ -138,6 +138,12 @@ struct policy_view {
 	size_t nshow;
 	char **hide;
 	size_t nhide;
+	/* ward's own files (policy_protect; also in hide): hidden by their
+	 * name as well, whether they exist yet or not, since the database's
+	 * journal and a key's temporary file come and go while runs start.
+	 * The last name may be a glob (fnmatch). */
+	char **record;
+	size_t nrecord;
 };
 
 /* Fills *v (free with policy_view_free). After policy_protect. 0 or

@@ -94,8 +94,11 @@ static int build(const struct policy *p, struct policy_view *v)
 		    !r->path.workdir && r->path.bound)
 			rc = add_path(&v->show, &v->nshow, r->path.bound);
 	}
-	for (size_t i = 0; !rc && i < p->nprotect; i++)
+	for (size_t i = 0; !rc && i < p->nprotect; i++) {
 		rc = add_path(&v->hide, &v->nhide, p->protect[i]);
+		if (!rc)
+			rc = add_path(&v->record, &v->nrecord, p->protect[i]);
+	}
 	return rc;
 }
 
@@ -120,8 +123,11 @@ void policy_view_free(struct policy_view *v)
 		free(v->show[i]);
 	for (size_t i = 0; i < v->nhide; i++)
 		free(v->hide[i]);
+	for (size_t i = 0; i < v->nrecord; i++)
+		free(v->record[i]);
 	free(v->show);
 	free(v->hide);
+	free(v->record);
 	memset(v, 0, sizeof(*v));
 }
 

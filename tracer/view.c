@@ -30,6 +30,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,7 @@ struct node {
 	enum mark mark;
 	bool missing; /* M_OWN: no such directory on the host */
 	mode_t mode;  /* the host's file type, when known (0: not yet) */
+	bool glob;    /* M_HIDE by a name pattern (fnmatch) */
 	char *target; /* M_LINK */
 	struct node *kids, *next;
 };
@@ -286,6 +288,55 @@ static int mark_path(struct plan *pl, const char *path, enum mark m)
 	return 0;
 }
 
+/* One of ward's own files, hidden by its name in its real directory,
+ * whether it exists now or not: the database's journal or a key's
+ * temporary file may appear between this plan and the build (a skeleton
+ * lists its directory then), or later, in a directory shown whole. The
+ * last name may be a glob. */
+static int mark_name(struct plan *pl, const char *path)
+{
+	char dir[WARD_PATH_MAX], real[WARD_PATH_MAX], full[WARD_PATH_MAX];
+	const char *base = strrchr(path, '/');
+	struct node *n;
+	mode_t mode;
+	int rc;
+
+	if (path[0] != '/' || !base || !base[1] ||
+	    (size_t)(base - path) >= sizeof(dir))
+		return 0;
+	memcpy(dir, path, (size_t)(base - path));
+	dir[base - path] = '\0';
+	rc = resolve(pl, dir[0] ? dir : "/", real, false, &mode);
+	if (rc == -ENOENT || rc == -ENOTDIR)
+		return 0; /* no directory: nothing there to hide it from */
+	if (rc < 0) {
+		snprintf(pl->err, sizeof(pl->err), "%s: %s", dir,
+			 strerror(-rc));
+		return rc;
+	}
+	if (!S_ISDIR(mode) || in_own(real))
+		return 0;
+	if ((size_t)snprintf(full, sizeof(full), "%s%s",
+			     strcmp(real, "/") ? real : "", base) >=
+	    sizeof(full))
+		return -ENAMETOOLONG;
+	n = node_at(pl, full);
+	if (!n)
+		return -ENOMEM;
+	n->mark = M_HIDE;
+	n->glob = strpbrk(base + 1, "*?[") != NULL;
+	return 0;
+}
+
+/* Is name, in the directory of node n, hidden by a pattern? */
+static bool hidden_by_glob(const struct node *n, const char *name)
+{
+	for (const struct node *k = n->kids; k; k = k->next)
+		if (k->glob && k->mark == M_HIDE && !fnmatch(k->name, name, 0))
+			return true;
+	return false;
+}
+
 /* ------------------------------------------------------------------ */
 /* the operations                                                      */
 
@@ -487,6 +538,8 @@ static int skeleton(struct plan *pl, struct node *n, const char *path)
 				     e->d_name) >= sizeof(sub))
 			continue;
 		k = child(n, e->d_name, strlen(e->d_name), false);
+		if (!k && hidden_by_glob(n, e->d_name))
+			continue;
 		rc = k ? gen(pl, k, sub, M_SHOW) : entry_whole(pl, sub);
 	}
 	closedir(d);
@@ -579,6 +632,8 @@ int tracer_view_plan(const struct policy *p, const char *interpreter,
 	}
 	for (size_t i = 0; !rc && i < pv.nhide; i++)
 		rc = mark_path(&pl, pv.hide[i], M_HIDE);
+	for (size_t i = 0; !rc && i < pv.nrecord; i++)
+		rc = mark_name(&pl, pv.record[i]);
 	for (size_t i = 0; !rc && i < sizeof(never) / sizeof(never[0]); i++)
 		rc = mark_path(&pl, never[i], M_HIDE);
 	/* the workdir is at TRACER_HOME only, never at its host path */
@@ -734,15 +789,30 @@ SPAWN_SIDE void tracer_view_build(const struct tracer_view *v,
 				     errno == EEXIST,
 			     "the view: a symlink");
 			break;
-		case VOP_BIND:
+		case VOP_BIND: {
+			int tree = (int)syscall(SYS_open_tree, old,
+						op->arg + 1,
+						OPEN_TREE_CLONE |
+							OPEN_TREE_CLOEXEC |
+							AT_RECURSIVE |
+							AT_SYMLINK_NOFOLLOW);
+			/* gone from the host since the plan (before the
+			 * open_tree, or after it: the kernel mounts no
+			 * unlinked file): then it does not exist inside
+			 * either */
+			if (tree < 0 && errno == ENOENT)
+				break;
+			need(tree >= 0, "the view: a bind mount");
 			mount_point(root, op);
-			attach((int)syscall(SYS_open_tree, old, op->arg + 1,
-					    OPEN_TREE_CLONE |
-						    OPEN_TREE_CLOEXEC |
-						    AT_RECURSIVE |
-						    AT_SYMLINK_NOFOLLOW),
-			       root, op->dst, "the view: a bind mount");
+			if (syscall(SYS_move_mount, tree, "", root, op->dst,
+				    MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+				need(errno == ENOENT, "the view: a bind mount");
+				unlinkat(root, op->dst,
+					 op->file ? 0 : AT_REMOVEDIR);
+			}
+			close(tree);
 			break;
+		}
 		}
 	}
 	/* Everything of the host read-only, then the run's own mounts. */

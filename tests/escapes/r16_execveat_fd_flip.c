@@ -38,7 +38,7 @@ static int child(void *unused)
 
 int attack(int argc, char **argv)
 {
-	static struct racer r = { .bad = to_bad, .good = to_good };
+	static struct racer r = { .even = 1, .bad = to_bad, .good = to_good };
 	const size_t stack_len = 64 * 1024;
 	char *stack = mmap(NULL, stack_len, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -158,7 +158,13 @@ def test_the_record_is_hidden_in_every_view(ctx):
         os.chmod(os.path.join(base, "sibling"), 0o644)
         pol = profile()
         pol["fs"].insert(0, {"id": "dbdir", "path": base, "allow": ["read", "stat"]})
-        paths = [db, db + "-wal", db + ".key", os.path.join(base, "sibling")]
+        # a key's temporary file a crashed ward left behind, and a
+        # journal: hidden by their names, not by what existed at the plan
+        with open(db + ".key.x1Y2z3", "w") as f:
+            f.write("k" * 64)
+        os.chmod(db + ".key.x1Y2z3", 0o644)
+        paths = [db, db + "-wal", db + ".key", db + ".key.x1Y2z3", db + "-journal",
+                 os.path.join(base, "sibling")]
         for pf in (write_policy(ctx, pol), wardtest.host_view_policy(ctx)):
             script = ctx.write("probe.py", PROBE)
             # twice: the first run creates the database and its key
@@ -167,11 +173,57 @@ def test_the_record_is_hidden_in_every_view(ctx):
                 assert r.code == 0, r
             got = {l.split(" ", 1)[0]: dict(kv.split("=") for kv in l.split(" ", 1)[1].split())
                    for l in r.stdout.splitlines()}
-            for p in paths[:3]:
-                assert os.path.exists(p) or p.endswith("-wal"), p
+            for p in paths[:5]:
+                assert os.path.exists(p) or p.endswith(("-wal", "-journal")), p
                 assert _absent(got[p]), (pf, p, got[p])
             # the directory is there, and what else it holds
-            assert got[paths[3]]["stat"] == "ok", got
+            assert got[paths[5]]["stat"] == "ok", got
+    finally:
+        shutil.rmtree(base)
+
+
+def test_entries_that_come_and_go_while_runs_start(ctx):
+    """A shown directory rebuilt entry by entry (something below it is
+    hidden) whose other entries the host creates and removes all the
+    time: an entry gone between the plan and the build is simply not
+    there inside; no run fails to start."""
+    import threading
+    base = tempfile.mkdtemp(prefix="ward-view-churn-", dir="/var/tmp")
+    stop = threading.Event()
+
+    def churn():
+        i = 0
+        while not stop.is_set():
+            p = os.path.join(base, "churn-%d" % (i % 64))
+            try:
+                if (i // 64) % 2:
+                    os.unlink(p)
+                else:
+                    open(p, "w").close()
+            except OSError:
+                pass
+            i += 1
+
+    try:
+        os.chmod(base, 0o755)
+        os.mkdir(os.path.join(base, "hidden"))
+        open(os.path.join(base, "kept"), "w").close()
+        pol = profile()
+        pol["fs"].insert(0, {"id": "churn", "path": base, "allow": ["read", "stat"]})
+        pol["fs"].insert(0, {"id": "hide", "path": os.path.join(base, "hidden"),
+                             "deny": ["read", "stat"]})
+        pf = write_policy(ctx, pol)
+        t = threading.Thread(target=churn)
+        t.start()
+        try:
+            for _ in range(15):
+                r = ctx.run(f"import os; print(sorted(x for x in os.listdir({base!r}) "
+                            f"if not x.startswith('churn-')))", "--policy", pf)
+                assert r.code == 0, r
+                assert r.stdout == "['kept']\n", r
+        finally:
+            stop.set()
+            t.join()
     finally:
         shutil.rmtree(base)
 

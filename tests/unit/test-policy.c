@@ -1756,8 +1756,12 @@ static void test_view(void)
 	   "... (own /proc: the tracer skips it)");
 	ok(in_list(pv.hide, pv.nhide, "/var/db/audit.db"),
 	   "... ward's own files hide");
+	ok(in_list(pv.record, pv.nrecord, "/var/db/audit.db") &&
+		   !in_list(pv.record, pv.nrecord, "/etc/shadow"),
+	   "... and only they hide by name, existing or not");
 	policy_view_free(&pv);
-	is_int((int)pv.nshow + (int)pv.nhide, 0, "view_free empties it");
+	is_int((int)pv.nshow + (int)pv.nhide + (int)pv.nrecord, 0,
+	       "view_free empties it");
 	policy_view_free(NULL);
 	policy_free(p);
 
