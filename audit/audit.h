@@ -178,6 +178,12 @@ struct audit_event {
 	const char *backtrace; /* JSON array text, or NULL */
 	const char *pyframes;  /* Python frames read from the code's memory
 				* (untrusted), JSON object text, or NULL */
+	/* events.result: the call's return value as the code got it (-errno
+	 * when it failed; for a denial, -err). has_result false: NULL, the
+	 * call never returned (a successful exec, an exit, a kill), or the
+	 * row predates the column. */
+	bool has_result;
+	long long result;
 };
 /* Appends one event; its seq is 1, 2, ... in call order within the run.
  * deny/kill commit at once. */
@@ -411,12 +417,8 @@ struct audit_proc_row {
 
 struct audit_event_row {
 	long long seq;
-	struct audit_event e; /* e.err is the positive errno, or 0 */
-	/* audit_scan_run only: events.result, the kernel's return value for
-	 * the call (-errno when it failed), when the table has the column and
-	 * the row an integer in it */
-	bool has_result;
-	long long result;
+	struct audit_event e; /* e.err is the positive errno, or 0;
+			       * e.has_result/e.result: events.result */
 };
 
 struct audit_output_row {

@@ -10,7 +10,9 @@
  *   TEXT     'T' + 8 bytes big-endian length + the bytes
  *   BLOB     'B' + 8 bytes big-endian length + the bytes
  * A row's record is its table's name (as TEXT) followed by every column of
- * the row but hash, in the table's column order.
+ * the row but hash, in the table's column order; events.result (after
+ * hash in the table) only when it is not NULL, so that rows written
+ * before the column existed keep their links.
  *
  * Events and outputs have one chain each, in seq order (each table numbers
  * its rows by itself and the order between the two is not recorded):
@@ -936,7 +938,13 @@ static const char *const chain_sql[] = {
 	[AUDIT_CHAIN_EVENTS] =
 		"SELECT run_id, seq, ts_ns, pid, tid, proc_serial, nr, syscall,"
 		" args, raw, target, decision, rule, reason, errno, would_deny,"
-		" backtrace, pyframes, hash FROM events WHERE run_id = ?1"
+		" backtrace, pyframes, result, hash FROM events"
+		" WHERE run_id = ?1 ORDER BY seq",
+	/* a file older than version 5, opened readonly: no result column */
+	[AUDIT_CHAIN__COUNT] =
+		"SELECT run_id, seq, ts_ns, pid, tid, proc_serial, nr, syscall,"
+		" args, raw, target, decision, rule, reason, errno, would_deny,"
+		" backtrace, pyframes, NULL, hash FROM events WHERE run_id = ?1"
 		" ORDER BY seq",
 	[AUDIT_CHAIN_OUTPUTS] = "SELECT run_id, seq, ts_ns, stream, data, hash"
 				" FROM outputs WHERE run_id = ?1 ORDER BY seq",
@@ -999,7 +1007,10 @@ static int verify_chain(struct vctx *v, enum audit_chain_table t,
 	int n_moved = 0;
 	const char *tn = table_name[t];
 	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(v->a->db, chain_sql[t], -1, &st, NULL);
+	const char *sql = t == AUDIT_CHAIN_EVENTS && !v->a->v5_cols
+				  ? chain_sql[AUDIT_CHAIN__COUNT]
+				  : chain_sql[t];
+	int rc = sqlite3_prepare_v2(v->a->db, sql, -1, &st, NULL);
 	uint8_t prev[WARD_SHA256_LEN] = { 0 };
 	long long expect = 1;
 	bool prev_known = true;
@@ -1015,6 +1026,12 @@ static int verify_chain(struct vctx *v, enum audit_chain_table t,
 		int nc = sqlite3_column_count(st) - 1;
 		long long seq = sqlite3_column_int64(st, 1);
 		const char *hs = (const char *)sqlite3_column_text(st, nc);
+		/* events.result is part of the record only when not NULL */
+		int hc = t == AUDIT_CHAIN_EVENTS &&
+					 sqlite3_column_type(st, nc - 1) ==
+						 SQLITE_NULL
+				 ? nc - 1
+				 : nc;
 		struct stored h;
 		uint8_t link[WARD_SHA256_LEN];
 
@@ -1047,10 +1064,10 @@ static int verify_chain(struct vctx *v, enum audit_chain_table t,
 			prev_known = false;
 			continue;
 		}
-		row_link(st, tn, nc, prev, link);
+		row_link(st, tn, hc, prev, link);
 		bool good = !memcmp(link, h.link, WARD_SHA256_LEN);
 		for (int i = 0; !good && i < n_moved; i++) {
-			row_link(st, tn, nc, moved[i], link);
+			row_link(st, tn, hc, moved[i], link);
 			good = !memcmp(link, h.link, WARD_SHA256_LEN);
 		}
 		if (prev_known && !good)

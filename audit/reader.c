@@ -32,7 +32,7 @@
 #define EVENT_COLS                                                             \
 	"SELECT seq, ts_ns, pid, tid, proc_serial, nr, syscall, args, raw,"    \
 	" target, decision, rule, reason, errno, would_deny, backtrace,"       \
-	" pyframes FROM events WHERE run_id = ?1 "
+	" pyframes, result FROM events WHERE run_id = ?1 "
 
 #define OUTPUT_COLS                                                            \
 	"SELECT seq, ts_ns, stream, data FROM outputs WHERE run_id = ?1 "
@@ -380,6 +380,8 @@ static void fill_event(sqlite3_stmt *st, struct audit_event_row *ev)
 	e->would_deny = cint(st, 14, 0) != 0;
 	e->backtrace = ctext(st, 15);
 	e->pyframes = ctext(st, 16);
+	e->has_result = sqlite3_column_type(st, 17) == SQLITE_INTEGER;
+	e->result = e->has_result ? sqlite3_column_int64(st, 17) : 0;
 }
 
 static void fill_output(sqlite3_stmt *st, struct audit_output_row *o)
@@ -394,18 +396,31 @@ static void fill_output(sqlite3_stmt *st, struct audit_output_row *o)
 	o->len = (size_t)sqlite3_column_bytes(st, 3);
 }
 
+/* sql with the column named by at's first n characters (found by at)
+ * read as NULL, into buf; false when sql does not have it. */
+static bool old_col(const char *sql, const char *at, const char *col, char *buf,
+		    size_t n)
+{
+	const char *p = strstr(sql, at);
+
+	return p && snprintf(buf, n, "%.*s NULL%s", (int)(p - sql), sql,
+			     p + strlen(col)) < (int)n;
+}
+
 /* Prepares sql with ?1 bound to run_id, under the lock held by caller. */
 static int prep_run(struct audit *a, const char *sql, const char *run_id,
 		    sqlite3_stmt **st)
 {
-	/* events.pyframes (version 4) reads as NULL in an older file
-	 * opened readonly */
-	const char *py = a->v4_cols ? NULL : strstr(sql, " pyframes FROM");
-	char old[2048];
+	/* events.pyframes (version 4) and events.result (version 5) read as
+	 * NULL in an older file opened readonly */
+	char old[2048], older[2048];
 
-	if (py && snprintf(old, sizeof(old), "%.*s NULL%s", (int)(py - sql),
-			   sql, py + strlen(" pyframes")) < (int)sizeof(old))
+	if (!a->v5_cols &&
+	    old_col(sql, " result FROM", " result", old, sizeof(old)))
 		sql = old;
+	if (!a->v4_cols &&
+	    old_col(sql, " pyframes,", " pyframes", older, sizeof(older)))
+		sql = older;
 	int r = prep(a, sql, st);
 
 	if (!r)

@@ -64,24 +64,6 @@ out:
 	return r;
 }
 
-/* Does the events table have a column named result? The kernel's result
- * per event comes with a later schema; a reader of older files goes
- * without it. Called with a->lock held. */
-static bool events_have_result(struct audit *a)
-{
-	sqlite3_stmt *st = NULL;
-	bool has = false;
-
-	if (sqlite3_prepare_v2(a->db,
-			       "SELECT count(*) FROM pragma_table_info('events')"
-			       " WHERE name = 'result'",
-			       -1, &st, NULL) == SQLITE_OK &&
-	    sqlite3_step(st) == SQLITE_ROW)
-		has = sqlite3_column_int64(st, 0) > 0;
-	sqlite3_finalize(st);
-	return has;
-}
-
 #define SCAN_COLS                                                              \
 	"SELECT seq, pid, tid, nr, syscall, args, raw, target,"                \
 	" decision, rule, errno, would_deny"
@@ -99,7 +81,7 @@ int audit_scan_open(struct audit *a, struct audit_scan **out)
 		return audit_fail(a, -ENOMEM, "out of memory");
 	s->a = a;
 	pthread_mutex_lock(&a->lock);
-	s->has_result = events_have_result(a);
+	s->has_result = a->v5_cols; /* events.result: version 5 */
 	rc = sqlite3_prepare_v2(a->db, s->has_result ? sql_result : sql, -1,
 				&s->st, NULL);
 	if (rc != SQLITE_OK) {
@@ -144,8 +126,8 @@ int audit_scan_run(struct audit_scan *s, const char *run_id,
 		e->would_deny = sqlite3_column_int64(st, 11) != 0;
 		if (s->has_result &&
 		    sqlite3_column_type(st, 12) == SQLITE_INTEGER) {
-			ev.has_result = true;
-			ev.result = sqlite3_column_int64(st, 12);
+			e->has_result = true;
+			e->result = sqlite3_column_int64(st, 12);
 		}
 		if ((r = fn(&ev, arg)) != 0)
 			break;

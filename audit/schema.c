@@ -54,7 +54,7 @@
 /* clang-format on */
 
 /*
- * The current version (4), created whole in an empty file. A change means
+ * The current version (5), created whole in an empty file. A change means
  * a new version and a migration step here (migrate_v2, migrate_v3 below).
  */
 static const char schema_sql[] =
@@ -141,6 +141,7 @@ static const char schema_sql[] =
 	"  backtrace TEXT,\n"
 	"  pyframes TEXT,\n"
 	"  hash TEXT,\n"
+	"  result INTEGER,\n"
 	"  PRIMARY KEY(run_id, seq)\n"
 	") STRICT;\n"
 	"CREATE INDEX events_decision ON events(run_id, decision);\n"
@@ -397,12 +398,25 @@ static const char migrate_v4[] =
 	"UPDATE ward_meta SET value = '4' WHERE key = 'schema_version';\n"
 	"PRAGMA user_version = 4;\n";
 
+/*
+ * Version 4 -> 5: events.result, the kernel's return value for the call
+ * (-errno when it failed; NULL where it never returned, and in rows
+ * written before the column existed). It follows hash, as ALTER TABLE
+ * puts it, in a new file too. The chain hashes it only when not NULL
+ * (chain.c), so rows written before verify as they did.
+ */
+static const char migrate_v5[] =
+	"ALTER TABLE events ADD COLUMN result INTEGER;\n"
+	"UPDATE ward_meta SET value = '5' WHERE key = 'schema_version';\n"
+	"PRAGMA user_version = 5;\n";
+
 static int migrate(struct audit *a, long long version)
 {
 	int r;
 
 	a->layers_col = version >= 2;
 	a->v4_cols = version >= 4;
+	a->v5_cols = version >= 5;
 	if (version >= AUDIT_SCHEMA_VERSION || a->readonly)
 		return 0;
 	r = exec_sql(a, "BEGIN IMMEDIATE");
@@ -414,9 +428,12 @@ static int migrate(struct audit *a, long long version)
 		r = exec_sql(a, migrate_v3);
 	if (!r && version < 4)
 		r = exec_sql(a, migrate_v4);
+	if (!r && version < 5)
+		r = exec_sql(a, migrate_v5);
 	r = end_upgrade(a, r);
 	a->layers_col = !r;
 	a->v4_cols = !r;
+	a->v5_cols = !r;
 	return r;
 }
 

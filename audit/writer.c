@@ -52,9 +52,9 @@ static const char *const stmt_sql[ST__COUNT] = {
 	[ST_EVENT] =
 		"INSERT INTO events(run_id, seq, ts_ns, pid, tid, proc_serial,"
 		" nr, syscall, args, raw, target, decision, rule, reason,"
-		" errno, would_deny, backtrace, pyframes, hash) VALUES (?1,"
-		" ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-		" ?15, ?16, ?17, ?18, ?19)",
+		" errno, would_deny, backtrace, pyframes, hash, result)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
+		" ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
 	[ST_OUTPUT] = "INSERT INTO outputs(run_id, seq, ts_ns, stream, data,"
 		      " hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 };
@@ -627,32 +627,27 @@ static int queue_event(struct audit *a, const struct audit_event *e)
 {
 	char hash[AUDIT_HASH_TEXT_LEN + 1];
 	struct audit_val v[] = {
-		vtext(a->run_id),
-		vint(++a->event_seq),
-		vint(e->ts_ns),
-		vint(e->pid),
-		vint(e->tid),
+		vtext(a->run_id), vint(++a->event_seq), vint(e->ts_ns),
+		vint(e->pid), vint(e->tid),
 		e->proc_serial > 0 ? vint(e->proc_serial) : vnull(),
-		vint(e->nr),
-		vtext(e->syscall),
-		vtext(e->args_json),
-		vtext(e->raw),
-		vtext(e->target),
-		vtext(e->decision),
-		vtext(e->rule),
-		vtext(e->reason),
+		vint(e->nr), vtext(e->syscall), vtext(e->args_json),
+		vtext(e->raw), vtext(e->target), vtext(e->decision),
+		vtext(e->rule), vtext(e->reason),
 		vint(e->err < 0 ? -(long long)e->err : e->err),
-		vint(e->would_deny),
-		vtext(e->backtrace),
-		vtext(e->pyframes),
+		vint(e->would_deny), vtext(e->backtrace), vtext(e->pyframes),
+		/* result: chained only when not NULL (chain.c) */
+		e->has_result ? vint(e->result) : vnull(),
 		vnull(), /* hash: set by audit_chain_row() below */
 	};
 	int n = (int)(sizeof(v) / sizeof(v[0]));
 
 	/* seq is given out here, under the lock, in queue order: the order
 	 * of the chain is the order of seq in the table */
-	audit_chain_row(a, AUDIT_CHAIN_EVENTS, v, n - 1, hash);
-	v[n - 1] = vtext(hash);
+	audit_chain_row(a, AUDIT_CHAIN_EVENTS, v, e->has_result ? n - 1 : n - 2,
+			hash);
+	/* the table's order: ..., pyframes, hash, result */
+	v[n - 1] = v[n - 2];
+	v[n - 2] = vtext(hash);
 	return queue_row(a, ST_EVENT, v, n);
 }
 

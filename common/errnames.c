@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 /* clang-format off */
@@ -41,6 +42,27 @@ static const struct {
 #undef E
 
 #define NERRNAMES (sizeof(errnames) / sizeof(errnames[0]))
+
+const char *ward_result_text(long long r, char *buf, unsigned long n)
+{
+	static const char *const restart[] = { "ERESTARTSYS", "ERESTARTNOINTR",
+					       "ERESTARTNOHAND", "ENOIOCTLCMD",
+					       "ERESTART_RESTARTBLOCK" };
+	const char *name = NULL;
+
+	if (r < 0 && r >= -4095) {
+		name = ward_errno_name((int)-r);
+		if (r <= -512 && r >= -516)
+			name = restart[-r - 512];
+		else if (!strcmp(name, "E?"))
+			name = NULL;
+	}
+	if (name)
+		snprintf(buf, n, "-%s", name);
+	else
+		snprintf(buf, n, "%lld", r);
+	return buf;
+}
 
 int ward_errno_from_name(const char *name)
 {

@@ -19,4 +19,11 @@ int ward_errno_from_name(const char *name);
  */
 const char *ward_errno_name(int e);
 
+/*
+ * A syscall's return value as recorded (events.result) into buf: "3",
+ * "-ENOENT" for -errno, and the kernel's own restart codes by name
+ * ("-ERESTARTSYS": interrupted by a signal, then restarted). Returns buf.
+ */
+const char *ward_result_text(long long r, char *buf, unsigned long n);
+
 #endif

@@ -800,6 +800,14 @@ static int ocsf_event(const struct audit_col *c, int n, void *arg)
 	set_str(w, "decision", decision);
 	set_str(w, "rule", col_text(c, n, "rule"));
 	json_object_set_new(w, "would_deny", json_boolean(would));
+	{
+		/* the kernel's result: NULL when the call never returned */
+		const struct audit_col *rc = audit_col_get(c, n, "result");
+		json_object_set_new(w, "result",
+				    rc && rc->type == AUDIT_COL_INT
+					    ? json_integer(rc->i)
+					    : json_null());
+	}
 	set_str(w, "raw", raw);
 	set_str(w, "target", target);
 	json_object_set_new(w, "args", args); /* takes the reference */

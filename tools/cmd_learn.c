@@ -379,8 +379,8 @@ static int row_cb(const struct audit_event_row *row, void *arg)
 		.syscall = e->syscall ? e->syscall : "?",
 		.target = e->target,
 		.would_deny = e->would_deny && e->rule ? e->rule : NULL,
-		.has_result = row->has_result,
-		.result = row->result,
+		.has_result = row->e.has_result,
+		.result = row->e.result,
 	};
 	struct policy_verdict v;
 	char why[160];

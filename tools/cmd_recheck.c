@@ -292,6 +292,8 @@ static const char *const outcome_word[] = { "allowed", "denied", "killed" };
 struct example {
 	long long seq;
 	char *syscall, *target, *why;
+	bool has_result; /* what the kernel returned, when recorded */
+	long long result;
 };
 
 struct group {
@@ -353,6 +355,8 @@ static int set_example(struct example *x, const struct audit_event_row *row,
 		       const char *why)
 {
 	x->seq = row->seq;
+	x->has_result = row->e.has_result;
+	x->result = row->e.result;
 	x->syscall = dup_or_empty(row->e.syscall);
 	x->target = dup_or_empty(row->e.target);
 	x->why = why ? strdup(why) : NULL;
@@ -500,6 +504,11 @@ static void print_example(const struct example *x)
 {
 	printf("      #%lld %s ", x->seq, x->syscall);
 	view_str(stdout, x->target[0] ? x->target : "-");
+	if (x->has_result) {
+		char rt[32];
+		printf(" (returned %s)",
+		       ward_result_text(x->result, rt, sizeof(rt)));
+	}
 	if (x->why) {
 		fputs(": ", stdout);
 		view_str(stdout, x->why);
@@ -553,6 +562,11 @@ static json_t *examples_json(const struct example *x, int n)
 
 		if (o && x[k].why)
 			json_object_set_new(o, "why", json_string(x[k].why));
+		if (o)
+			json_object_set_new(o, "result",
+					    x[k].has_result
+						    ? json_integer(x[k].result)
+						    : json_null());
 		json_array_append_new(arr, o);
 	}
 	return arr;

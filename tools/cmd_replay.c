@@ -472,8 +472,13 @@ static void decision_line(const struct replay *rp, FILE *f,
 		fputc(' ', f);
 		view_str(f, e->target ? e->target : e->raw);
 	}
-	if (e->err)
+	if (e->err) {
 		fprintf(f, " -> %s", ward_errno_name(e->err));
+	} else if (e->has_result) {
+		char rt[32];
+		fprintf(f, " = %s",
+			ward_result_text(e->result, rt, sizeof(rt)));
+	}
 	if (e->pid != e->tid)
 		fprintf(f, ", tid %d", (int)e->tid);
 	if (e->rule || e->reason) {

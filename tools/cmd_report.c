@@ -398,8 +398,14 @@ static void event_text(struct ward_strbuf *sb, const struct audit_event *e)
 		ward_strbuf_puts(sb, e->raw);
 		ward_strbuf_puts(sb, ")");
 	}
-	if (e->err)
+	if (e->err) {
 		ward_strbuf_appendf(sb, " -> %s", ward_errno_name(e->err));
+	} else if (e->has_result) {
+		char rt[32];
+		ward_strbuf_appendf(sb, " = %s",
+				    ward_result_text(e->result, rt,
+						     sizeof(rt)));
+	}
 	if (e->pid != e->tid)
 		ward_strbuf_appendf(sb, ", tid %d", (int)e->tid);
 }

@@ -665,6 +665,10 @@ static void print_event(const struct show_ctx *ctx, const struct audit_item *it)
 	}
 	if (e->err)
 		printf(" -> %s", ward_errno_name(e->err));
+	else if (allow && e->has_result) {
+		char rt[32];
+		printf(" = %s", ward_result_text(e->result, rt, sizeof(rt)));
+	}
 	if (e->pid != e->tid)
 		printf(", tid %d", (int)e->tid);
 	if (e->rule || stop || e->would_deny) {
@@ -973,6 +977,9 @@ static int event_json(const struct audit_event_row *ev, void *arg)
 			    e->err ? json_string(ward_errno_name(e->err))
 				   : json_null());
 	json_object_set_new(o, "would_deny", json_boolean(e->would_deny));
+	json_object_set_new(o, "result",
+			    e->has_result ? json_integer(e->result)
+					  : json_null());
 	P("backtrace", e->backtrace);
 	sym_backtrace_add(ej->syms, json_object_get(o, "backtrace"));
 	P("pyframes", e->pyframes); /* untrusted: read from the code */

@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -351,6 +352,20 @@ static int load_event_cb(const struct audit_event_row *er, void *arg)
 	ev->line = rd_event_line(&er->e, r->workdir);
 	if (!ev->line)
 		return -ENOMEM;
+	ev->base = strlen(ev->line);
+	ev->result = er->e.has_result;
+	if (ev->result) {
+		/* success or the errno: an fd or a pid differs run to run */
+		char rt[32], *nl;
+		if (er->e.result < 0)
+			ward_result_text(er->e.result, rt, sizeof(rt));
+		else
+			snprintf(rt, sizeof(rt), "ok");
+		if (asprintf(&nl, "%s = %s", ev->line, rt) < 0)
+			return -ENOMEM;
+		free(ev->line);
+		ev->line = nl;
+	}
 	ev->timerand = timerand_event(&er->e);
 	p->n_ev++;
 	if (ev->timerand && !r->timerand++ &&
@@ -406,8 +421,10 @@ char *rd_host_workdir(const char *layers_json)
 	size_t i;
 	json_t *l;
 
-	json_array_foreach(a, i, l) {
-		const char *name = json_string_value(json_object_get(l, "name"));
+	json_array_foreach(a, i, l)
+	{
+		const char *name =
+			json_string_value(json_object_get(l, "name"));
 		const char *d = json_string_value(json_object_get(l, "detail"));
 		const char *end = d ? strstr(d, " of the host,") : NULL;
 		if (name && !strcmp(name, "workdir") && end && d[0] == '/') {
@@ -509,6 +526,15 @@ static void maybe(struct rd_diff *d, const char *fmt, ...)
 	d->n_maybe++;
 }
 
+/* The same decision, and the same result where both runs recorded one
+ * (a run recorded before results were: its decisions alone). */
+static bool same_event(const struct rd_event *a, const struct rd_event *b)
+{
+	if (a->result && b->result)
+		return !strcmp(a->line, b->line);
+	return a->base == b->base && !memcmp(a->line, b->line, a->base);
+}
+
 void rd_compare(const struct rd_run *a, const struct rd_run *b,
 		struct rd_diff *d)
 {
@@ -527,7 +553,7 @@ void rd_compare(const struct rd_run *a, const struct rd_run *b,
 		size_t na = pa ? pa->n_ev : 0, nb = pb ? pb->n_ev : 0, i;
 
 		for (i = 0; i < na && i < nb; i++)
-			if (strcmp(pa->ev[i].line, pb->ev[i].line))
+			if (!same_event(&pa->ev[i], &pb->ev[i]))
 				break;
 		if (!what && i == na && i == nb)
 			continue;

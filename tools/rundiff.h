@@ -24,7 +24,10 @@
 
 struct rd_event {
 	long long seq; /* in its run, for reference */
-	char *line;    /* normalized */
+	char *line;    /* normalized; with the kernel's result (" = ok",
+			* " = -ENOENT") when the run recorded it */
+	size_t base;   /* the line's length without the result */
+	bool result;   /* the line has one */
 	bool timerand; /* a time- or randomness-related call */
 };
 

@@ -667,15 +667,18 @@ static void injected(struct tracee *tc, struct user_regs_struct *r)
 	tc->inject = 0;
 }
 
-void scratch_on_exit(struct tracer *t, struct tracee *tc)
+int scratch_on_exit(struct tracer *t, struct tracee *tc, long long *ret)
 {
 	struct user_regs_struct r;
 
 	if (ptrace(PTRACE_GETREGS, tc->tid, 0, &r) < 0)
-		return; /* gone */
+		return -1; /* gone */
 	if (tc->inject) {
 		injected(tc, &r);
-	} else if (tc->slot >= 0) {
+		ptrace(PTRACE_SETREGS, tc->tid, 0, &r);
+		return 0;
+	}
+	if (tc->slot >= 0) {
 		long nr = (long)tc->saved.orig_rax;
 		if ((long)r.rax == -EMFILE && is_open(nr) &&
 		    fds_may_be_full(t, NULL, tc->tid)) {
@@ -707,7 +710,8 @@ void scratch_on_exit(struct tracer *t, struct tracee *tc)
 			tc->sp->busy &= ~(1ull << tc->slot);
 		tc->slot = -1;
 		tc->mmsg = 0;
+		ptrace(PTRACE_SETREGS, tc->tid, 0, &r);
 	}
-	ptrace(PTRACE_SETREGS, tc->tid, 0, &r);
-	ptrace(PTRACE_CONT, tc->tid, 0, 0);
+	*ret = (long long)r.rax;
+	return 1;
 }

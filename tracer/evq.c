@@ -10,6 +10,13 @@
  * Denials and kills are written by the main thread itself, after everything
  * queued before them, so the record keeps the order the events happened
  * in. A writer lock makes "drain, then write" one step for either thread.
+ *
+ * An allowed call's row carries the kernel's result (events.result): it
+ * is held (evq_hold) while the call runs and queued at its exit stop
+ * (evq_release), before the thread goes on. So rows are in the order the
+ * calls were completed: decided, for a denial or kill (whose result is
+ * ward's answer), returned, for an allowed call; within a thread that is
+ * the order of its calls. ts_ns stays the time of the call's entry.
  */
 #include "tracer-int.h"
 
@@ -170,7 +177,8 @@ static struct evrec *rec_new(enum evkind kind, size_t strings)
 	return r;
 }
 
-int evq_push(struct tracer *t, const struct audit_event *e)
+/* A copy of e in one allocation, or NULL. */
+static struct evrec *event_rec(const struct audit_event *e)
 {
 	size_t n = slen(e->syscall) + slen(e->args_json) + slen(e->raw) +
 		   slen(e->target) + slen(e->decision) + slen(e->rule) +
@@ -179,7 +187,7 @@ int evq_push(struct tracer *t, const struct audit_event *e)
 	char *at;
 
 	if (!r)
-		return evq_write_now(t, e); /* no memory: write it here */
+		return NULL;
 	r->u.e = *e;
 	at = r->strings;
 	r->u.e.syscall = put(&at, e->syscall);
@@ -191,6 +199,31 @@ int evq_push(struct tracer *t, const struct audit_event *e)
 	r->u.e.reason = put(&at, e->reason);
 	r->u.e.backtrace = put(&at, e->backtrace);
 	r->u.e.pyframes = put(&at, e->pyframes);
+	return r;
+}
+
+int evq_push(struct tracer *t, const struct audit_event *e)
+{
+	struct evrec *r = event_rec(e);
+
+	if (!r)
+		return evq_write_now(t, e); /* no memory: write it here */
+	return enqueue(t, r);
+}
+
+struct evrec *evq_hold(struct tracer *t, const struct audit_event *e)
+{
+	struct evrec *r = event_rec(e);
+
+	if (!r)
+		evq_push(t, e);
+	return r;
+}
+
+int evq_release(struct tracer *t, struct evrec *r, bool has, long long result)
+{
+	r->u.e.has_result = has;
+	r->u.e.result = has ? result : 0;
 	return enqueue(t, r);
 }
 

@@ -261,6 +261,7 @@ static struct tracee *tracee_add(struct tracer *t, pid_t tid,
 
 static void tracee_free(struct tracee *x)
 {
+	free(x->pending); /* only when the run's record is over */
 	scratch_detach(x);
 	free(x->exe);
 	free(x->argv);
@@ -277,9 +278,29 @@ static void clone_done(struct tracer *t, struct tracee *tc)
 	t->clones_pending--;
 }
 
+/* tc's held row goes to the queue: with the call's result when has, or
+ * without one (the call never returned: a successful exec, the thread's
+ * end). */
+static void release_pending(struct tracer *t, struct tracee *tc, bool has,
+			    long long result)
+{
+	if (!tc->pending)
+		return;
+	evq_release(t, tc->pending, has, result);
+	tc->pending = NULL;
+}
+
+/* Continue tc; to its syscall's exit stop when a row waits for the
+ * call's result. */
+static void resume(struct tracee *tc)
+{
+	ptrace(tc->pending ? PTRACE_SYSCALL : PTRACE_CONT, tc->tid, 0, 0);
+}
+
 static void tracee_remove(struct tracer *t, struct tracee *gone)
 {
-	clone_done(t, gone); /* ended in its clone */
+	clone_done(t, gone);		    /* ended in its clone */
+	release_pending(t, gone, false, 0); /* ended in its call */
 	pthread_mutex_lock(&t->lock);
 	for (struct tracee **pp = &t->tab[bucket(gone->tid)]; *pp;
 	     pp = &(*pp)->next) {
@@ -390,10 +411,17 @@ static const char *event_raw(const struct ward_event *ev, char *buf, size_t n)
 	return ev->raw[0] ? ev->raw : NULL;
 }
 
+/* How a row gets its result (events.result). */
+enum rec_result {
+	RES_NONE, /* never returns (killed) */
+	RES_ERR,  /* ward answered -v->err itself (denied, or skipped) */
+	RES_EXIT, /* the kernel runs it: held until its exit stop */
+};
+
 static void record_event(struct tracer *t, struct tracee *tc,
 			 const struct ward_event *ev,
 			 const struct policy_verdict *v, const char *target,
-			 const char *bt)
+			 const char *bt, enum rec_result res)
 {
 	char rbuf[TRACER_NET_RAW_MAX];
 	static const char *const decisions[] = {
@@ -419,13 +447,19 @@ static void record_event(struct tracer *t, struct tracee *tc,
 		.would_deny = v->would_deny,
 		.backtrace = bt,
 		.pyframes = t->pyf[0] ? t->pyf : NULL, /* untrusted */
+		.has_result = res == RES_ERR,
+		.result = res == RES_ERR ? -(long long)v->err : 0,
 	};
 
 	t->res->events++;
-	if (v->action == POLICY_ALLOW)
+	if (res == RES_EXIT) {
+		release_pending(t, tc, false, 0); /* (its exit was missed) */
+		tc->pending = evq_hold(t, &e);
+	} else if (v->action == POLICY_ALLOW) {
 		evq_push(t, &e);
-	else
+	} else {
 		evq_write_now(t, &e);
+	}
 }
 
 /* Skip the syscall: number -1, return value -err (x86_64). */
@@ -500,7 +534,7 @@ static void apply_verdict(struct tracer *t, struct tracee *tc,
 			a.err = ENOENT;
 			if (skip_syscall(tc->tid, ENOENT) == 0)
 				ptrace(PTRACE_CONT, tc->tid, 0, 0);
-			record_event(t, tc, ev, &a, target, bt);
+			record_event(t, tc, ev, &a, target, bt, RES_ERR);
 			break;
 		}
 		/* The kernel reads ward's copies of the arguments; the code
@@ -517,7 +551,7 @@ static void apply_verdict(struct tracer *t, struct tracee *tc,
 			snprintf(d.reason, sizeof(d.reason),
 				 "%s: no free slot for the argument copies",
 				 ev->name);
-			record_event(t, tc, ev, &d, target, bt);
+			record_event(t, tc, ev, &d, target, bt, RES_ERR);
 			t->res->denials++;
 			note_denial(t, ev, &d, target);
 			if (skip_syscall(tc->tid, EAGAIN) == 0)
@@ -534,24 +568,24 @@ static void apply_verdict(struct tracer *t, struct tracee *tc,
 			k.action = POLICY_KILL;
 			k.rule = "copy";
 			snprintf(k.reason, sizeof(k.reason), "%s", cause);
-			record_event(t, tc, ev, &k, target, bt);
+			record_event(t, tc, ev, &k, target, bt, RES_NONE);
 			tracer_stop(t, STOP_POLICY, cause);
 			break;
 		}
-		/* a would-be denial is queued before the code runs on, so
-		 * that a session's result cannot overtake it (copy_side) */
-		if (v->would_deny)
-			record_event(t, tc, ev, v, target, bt);
-		ptrace(copied ? PTRACE_SYSCALL : PTRACE_CONT, tc->tid, 0, 0);
-		if (!v->would_deny)
-			record_event(t, tc, ev, v, target, bt);
+		/* The row waits for the call's result: it is queued at the
+		 * exit stop, before the code runs on (so that a session's
+		 * result cannot overtake a would-be denial: copy_side). The
+		 * copies are given back there too. */
+		(void)copied;
+		ptrace(PTRACE_SYSCALL, tc->tid, 0, 0);
+		record_event(t, tc, ev, v, target, bt, RES_EXIT);
 		if (v->would_deny) {
 			t->res->denials++;
 			note_denial(t, ev, v, target);
 		}
 		break;
 	case POLICY_DENY:
-		record_event(t, tc, ev, v, target, bt);
+		record_event(t, tc, ev, v, target, bt, RES_ERR);
 		t->res->denials++;
 		note_denial(t, ev, v, target);
 		if (skip_syscall(tc->tid, v->err) < 0) {
@@ -565,7 +599,7 @@ static void apply_verdict(struct tracer *t, struct tracee *tc,
 		break;
 	case POLICY_KILL: {
 		char cause[256];
-		record_event(t, tc, ev, v, target, bt);
+		record_event(t, tc, ev, v, target, bt, RES_NONE);
 		t->res->denials++;
 		note_denial(t, ev, v, target);
 		snprintf(cause, sizeof(cause), "policy kill: %s %s (rule %s)",
@@ -829,7 +863,7 @@ static void on_new_child(struct tracer *t, struct tracee *tc, int event)
 						  "that may run alongside its "
 						  "parent");
 	}
-	ptrace(PTRACE_CONT, tc->tid, 0, 0);
+	resume(tc); /* the clone's result at its exit stop */
 }
 
 /* The running program is the file approved at entry (when it could be
@@ -856,6 +890,9 @@ static void on_exec(struct tracer *t, struct tracee *tc)
 	unsigned long former = 0;
 	char exe[WARD_PATH_MAX], argv[4096];
 
+	/* the execve succeeded: it never returns (a thread of the process
+	 * that was in a call of its own is gone too) */
+	release_pending(t, tc, false, 0);
 	if (ptrace(PTRACE_GETEVENTMSG, tc->tid, 0, &former) == 0 &&
 	    (pid_t)former != tc->tid) {
 		struct tracee *old = tracee_find(t, (pid_t)former);
@@ -965,6 +1002,7 @@ static void on_exit_stop(struct tracer *t, struct tracee *tc)
 	unsigned long status = 0;
 	struct policy_verdict v;
 
+	release_pending(t, tc, false, 0); /* ended in its call */
 	if (ptrace(PTRACE_GETEVENTMSG, tc->tid, 0, &status) == 0 &&
 	    tracer_floor_killed(tc->tid, status, &t->ev, &v)) {
 		t->ev.pid = tc->tgid;
@@ -1021,8 +1059,13 @@ static void handle_status(struct tracer *t, pid_t pid, int status)
 	sig = WSTOPSIG(status);
 	event = (unsigned)status >> 16;
 	if (sig == (SIGTRAP | 0x80)) {
-		/* syscall-exit stop: asked for by copy.c only */
-		scratch_on_exit(t, tc);
+		/* syscall-exit stop: of an allowed call (its result, its
+		 * copies given back) or of ward's own injected call */
+		long long ret = 0;
+		int got = scratch_on_exit(t, tc, &ret);
+		if (got != 0)
+			release_pending(t, tc, got > 0, ret);
+		ptrace(PTRACE_CONT, pid, 0, 0);
 		return;
 	}
 	switch (event) {
@@ -1035,14 +1078,14 @@ static void handle_status(struct tracer *t, pid_t pid, int status)
 		if (is_stop_signal(sig))
 			ptrace(PTRACE_LISTEN, pid, 0, 0); /* group-stop */
 		else
-			ptrace(PTRACE_CONT, pid, 0, 0); /* new tracee */
+			resume(tc); /* new tracee */
 		break;
 	case 0:
 		/* signal-delivery-stop: the signal goes on to the code */
 		ptrace(PTRACE_CONT, pid, 0, (void *)(long)sig);
 		break;
 	case PTRACE_EVENT_EXIT: on_exit_stop(t, tc); break;
-	default: /* VFORK_DONE */ ptrace(PTRACE_CONT, pid, 0, 0); break;
+	default: /* VFORK_DONE: the vfork returns next */ resume(tc); break;
 	}
 }
 
@@ -1264,8 +1307,8 @@ static pid_t start_child(struct tracer *t, const struct sock_fprog *filter,
 				 "the run's file tree: %s", why);
 		else if (write(t->view_w, "v", 1) != 1)
 			rc = -errno;
-		debug("view planned: %zu operations, %zu mounts",
-		      t->view.nops, t->view.nbinds);
+		debug("view planned: %zu operations, %zu mounts", t->view.nops,
+		      t->view.nbinds);
 	}
 	close_fd(&t->view_w); /* EOF: the child ends, if it still waits */
 	if (rc < 0)

@@ -218,9 +218,11 @@ int scratch_attach(struct tracer *t, struct tracee *tc);
 /* An allowed syscall that gives this tracee's address space writers of
  * its own in the kernel (io_setup): its arguments are always copied. */
 void scratch_mark_async(struct tracee *tc);
-/* A syscall-exit stop: finish an injection or restore the registers of a
- * copied syscall. Resumes the tracee. */
-void scratch_on_exit(struct tracer *t, struct tracee *tc);
+/* At a syscall-exit stop (the caller continues the thread): 1 when it
+ * was the code's own call, with the value it returns to the code in *ret
+ * (its copies given back), 0 for ward's injected call, -1 when the thread
+ * is gone. */
+int scratch_on_exit(struct tracer *t, struct tracee *tc, long long *ret);
 /* The tracee runs a new image (exec) or is gone: drop its copies and its
  * hold on the address space. */
 void scratch_detach(struct tracee *tc);
@@ -390,6 +392,10 @@ struct tracee {
 	uint64_t mmsg; /* sendmmsg sent as sendmsg (see argcopy) */
 	struct user_regs_struct saved; /* registers before the copy */
 	pid_t nspid; /* its pid in the code's pid namespace; 0: not read yet */
+	/* the row of its allowed syscall in the kernel now, held until the
+	 * call returns (its exit stop) with the kernel's result (evq.c);
+	 * NULL: none */
+	struct evrec *pending;
 	struct tracee *next; /* hash chain */
 };
 
@@ -555,7 +561,16 @@ void tracer_record_wait(struct tracer *t);
 /* The event queue (evq.c). Each returns 0 or -EIO (then the run is
  * stopped: nothing runs unrecorded). */
 struct audit_event;
+struct evrec;
 int evq_push(struct tracer *t, const struct audit_event *e);
+/* An allowed event whose call the kernel is about to run: its row, held
+ * (not queued) until the call returns. NULL when out of memory (then it
+ * was queued without a result). */
+struct evrec *evq_hold(struct tracer *t, const struct audit_event *e);
+/* Queues a held row with the call's result (has: false, the call never
+ * returned: a successful exec, the thread's end). */
+int evq_release(struct tracer *t, struct evrec *r, bool has,
+		long long result);
 int evq_write_now(struct tracer *t, const struct audit_event *e);
 int evq_process_start(struct tracer *t, const struct audit_process *p);
 int evq_process_exec(struct tracer *t, int serial, long long ts_ns,

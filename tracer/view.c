@@ -281,8 +281,7 @@ static int mark_path(struct plan *pl, const char *path, enum mark m)
 	if (!n)
 		return -ENOMEM;
 	/* hiding wins over showing the same path; links stay links */
-	if (n->mark == M_NONE || n->mark == M_LINK || m == M_HIDE ||
-	    m == M_OWN)
+	if (n->mark == M_NONE || n->mark == M_LINK || m == M_HIDE || m == M_OWN)
 		n->mark = m;
 	n->mode = mode;
 	return 0;
@@ -317,8 +316,8 @@ static int mark_name(struct plan *pl, const char *path)
 	if (!S_ISDIR(mode) || in_own(real))
 		return 0;
 	if ((size_t)snprintf(full, sizeof(full), "%s%s",
-			     strcmp(real, "/") ? real : "", base) >=
-	    sizeof(full))
+			     strcmp(real, "/") ? real : "",
+			     base) >= sizeof(full))
 		return -ENAMETOOLONG;
 	n = node_at(pl, full);
 	if (!n)
@@ -462,7 +461,8 @@ static int links_to_shown(struct plan *pl)
 			if (e->d_type != DT_LNK && e->d_type != DT_UNKNOWN)
 				continue;
 			if ((size_t)snprintf(full, sizeof(full), "%s/%s",
-					     strcmp(dirs[i], "/") ? dirs[i] : "",
+					     strcmp(dirs[i], "/") ? dirs[i]
+								  : "",
 					     e->d_name) >= sizeof(full))
 				continue;
 			if (e->d_type == DT_UNKNOWN &&
@@ -546,8 +546,7 @@ static int skeleton(struct plan *pl, struct node *n, const char *path)
 	return rc;
 }
 
-static int gen(struct plan *pl, struct node *n, const char *path,
-	       enum mark eff)
+static int gen(struct plan *pl, struct node *n, const char *path, enum mark eff)
 {
 	char sub[WARD_PATH_MAX];
 	enum mark m = n->mark == M_NONE ? eff : n->mark;
@@ -555,8 +554,7 @@ static int gen(struct plan *pl, struct node *n, const char *path,
 	int rc = 0;
 
 	switch (m) {
-	case M_LINK:
-		return op_add(pl, VOP_LINK, path, n->target, false);
+	case M_LINK: return op_add(pl, VOP_LINK, path, n->target, false);
 	case M_OWN:
 		/* a mount point of the run's own (mounted after the build) */
 		return op_add(pl, VOP_DIR, path, NULL, false);
@@ -674,8 +672,7 @@ int tracer_view_plan(const struct policy *p, const char *interpreter,
 	for (size_t i = 0; i < pl.ndirs; i++)
 		free(pl.dirs[i]);
 	if (rc < 0) {
-		snprintf(err, n, "%s",
-			 pl.err[0] ? pl.err : strerror(-rc));
+		snprintf(err, n, "%s", pl.err[0] ? pl.err : strerror(-rc));
 		tracer_view_free(v);
 		return rc;
 	}
@@ -790,12 +787,10 @@ SPAWN_SIDE void tracer_view_build(const struct tracer_view *v,
 			     "the view: a symlink");
 			break;
 		case VOP_BIND: {
-			int tree = (int)syscall(SYS_open_tree, old,
-						op->arg + 1,
-						OPEN_TREE_CLONE |
-							OPEN_TREE_CLOEXEC |
-							AT_RECURSIVE |
-							AT_SYMLINK_NOFOLLOW);
+			int tree = (int)syscall(
+				SYS_open_tree, old, op->arg + 1,
+				OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+					AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
 			/* gone from the host since the plan (before the
 			 * open_tree, or after it: the kernel mounts no
 			 * unlinked file): then it does not exist inside
@@ -816,8 +811,8 @@ SPAWN_SIDE void tracer_view_build(const struct tracer_view *v,
 		}
 	}
 	/* Everything of the host read-only, then the run's own mounts. */
-	need(syscall(SYS_mount_setattr, root, "",
-		     AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) == 0,
+	need(syscall(SYS_mount_setattr, root, "", AT_EMPTY_PATH | AT_RECURSIVE,
+		     &attr, sizeof(attr)) == 0,
 	     "the view: making it read-only");
 	need(fchdir(root) == 0, "the view: entering it");
 	/* hidepid: the init (ward's own code, root when ward is) is not

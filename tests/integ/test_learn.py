@@ -178,36 +178,36 @@ def test_learn_refusals_and_errors(ctx):
 
 def test_learn_reads_the_kernels_result_when_the_record_has_it(ctx):
     """A call that failed with ENOENT is no reason to widen the policy:
-    once events.result is in the record, such probes stay exact rules."""
+    with events.result in the record, such probes stay exact rules; a
+    record without results (before schema 5) folds them as before."""
     code = ("for i in range(10):\n"
             "    try:\n        open(f'/usr/share/ward-learn-none/m{i}.py')\n"
             "    except FileNotFoundError:\n        pass\n")
     r = ctx.run(code, "--profile", "audit")
     assert r.code == 0, r
     run_id = ctx.last_run()["id"]
+    rows = ctx.events(run_id, "target like '/usr/share/ward-learn-none/%'")
+    assert len(rows) == 10 and all(e["result"] == -2 for e in rows), rows
     r = ctx.ward("learn", run_id, "--db", ctx.db)
-    assert r.code == 0, r
-    paths = {rule["path"]: rule for rule in json.loads(r.stdout)["fs"]}
-    assert "/usr/share/ward-learn-none" in paths, "without results: folded"
-    # the same record with the kernel's result per event, as a later
-    # schema has it
-    copy = ctx.path("with-result.db")
-    src = sqlite3.connect(ctx.db)
-    dst = sqlite3.connect(copy)
-    src.backup(dst)
-    src.close()
-    dst.execute("alter table events add column result integer")
-    dst.execute("update events set result = -2 where target like '/usr/share/ward-learn-none/%'")
-    dst.execute("update events set result = 0 where result is null")
-    dst.commit()
-    dst.close()
-    r = ctx.ward("learn", run_id, "--db", copy)
     assert r.code == 0, r
     paths = {rule["path"]: rule for rule in json.loads(r.stdout)["fs"]}
     assert "/usr/share/ward-learn-none" not in paths, paths.keys()
     probes = [p for p in paths if p.startswith("/usr/share/ward-learn-none/")]
     assert len(probes) == 10, paths.keys()
     assert all("failed with ENOENT" in paths[p]["why"] for p in probes), paths[probes[0]]
+    # the same record without the kernel's results, as schema 4 had it
+    copy = ctx.path("without-result.db")
+    src = sqlite3.connect(ctx.db)
+    dst = sqlite3.connect(copy)
+    src.backup(dst)
+    src.close()
+    dst.execute("update events set result = null")
+    dst.commit()
+    dst.close()
+    r = ctx.ward("learn", run_id, "--db", copy)
+    assert r.code == 0, r
+    paths = {rule["path"]: rule for rule in json.loads(r.stdout)["fs"]}
+    assert "/usr/share/ward-learn-none" in paths, "without results: folded"
 
 
 def _self_check_line(stderr):

@@ -369,7 +369,9 @@ def _enc(v, t):
 
 EVENT_COLS = ["run_id", "seq", "ts_ns", "pid", "tid", "proc_serial", "nr", "syscall",
               "args", "raw", "target", "decision", "rule", "reason", "errno",
-              "would_deny", "backtrace", "pyframes"]
+              "would_deny", "backtrace", "pyframes", "result"]
+# columns hashed only when not NULL (docs/schema.md): events.result
+OPTIONAL = {"result"}
 OUTPUT_COLS = ["run_id", "seq", "ts_ns", "stream", "data"]
 RUN_COLS = ["id", "started_ns", "ended_ns", "duration_ms", "argv", "language",
             "interpreter", "code_name", "code", "code_sha256", "policy_name",
@@ -392,8 +394,10 @@ def _rows(con, table, cols, where, order, *params):
     return out
 
 
-def _record(table, row):
-    return _enc(table.encode(), "text") + b"".join(_enc(v, t) for v, t in row)
+def _record(table, row, cols=()):
+    return _enc(table.encode(), "text") + b"".join(
+        _enc(v, t) for (v, t), c in zip(row, list(cols) + [None] * len(row))
+        if not (c in OPTIONAL and t in ("null", b"null")))
 
 
 def _key(ctx):
@@ -408,7 +412,7 @@ def _links(con, rid, table, cols, key=None):
     """(seq, hash text) for each row, recomputed from the columns."""
     link, out = bytes(32), []
     for row in _rows(con, table, cols, "run_id = ?", "seq", rid):
-        link = hashlib.sha256(link + _record(table, row)).digest()
+        link = hashlib.sha256(link + _record(table, row, cols)).digest()
         text = link.hex()
         if key:
             text += ":" + _tag(key, b"ward-link-v1" + link)[:16].hex()

@@ -277,7 +277,7 @@ static void test_create(void)
 	ok(nfds >= 3, "... db, wal and shm are open (%d new fds)", nfds);
 	db = peek_open(path);
 	is_str(q_text(db, "PRAGMA journal_mode"), "wal", "journal_mode is WAL");
-	is_int(q_int(db, "PRAGMA user_version"), 4, "user_version is 4");
+	is_int(q_int(db, "PRAGMA user_version"), 5, "user_version is 5");
 	is_int(q_int(db, "PRAGMA application_id"), 0x77617264,
 	       "application_id is 'ward'");
 	is_str(q_text(db, "SELECT value FROM ward_meta WHERE key = "
@@ -1273,14 +1273,16 @@ static int get_layers(const struct audit_run *r, void *arg)
 }
 
 /* A version 1 file (no runs.layers): read as is, migrated when written. */
-/* Turns a fresh (version 4) file back into what version 3 had. */
+/* Turns a fresh (version 5) file back into what version 4 had. */
+#define V5_UNDO "ALTER TABLE events DROP COLUMN result;"
+/* ... and into what version 3 had. */
 #define V4_UNDO                                                                \
-	"ALTER TABLE runs DROP COLUMN env;"                                    \
-	"ALTER TABLE runs DROP COLUMN chain;"                                  \
-	"ALTER TABLE events DROP COLUMN pyframes;"                             \
-	"ALTER TABLE events DROP COLUMN hash;"                                 \
-	"ALTER TABLE outputs DROP COLUMN hash;"                                \
-	"DROP TABLE inputs;"
+	V5_UNDO "ALTER TABLE runs DROP COLUMN env;"                            \
+		"ALTER TABLE runs DROP COLUMN chain;"                          \
+		"ALTER TABLE events DROP COLUMN pyframes;"                     \
+		"ALTER TABLE events DROP COLUMN hash;"                         \
+		"ALTER TABLE outputs DROP COLUMN hash;"                        \
+		"DROP TABLE inputs;"
 
 static void test_v1_migration(void)
 {
@@ -1309,13 +1311,13 @@ static void test_v1_migration(void)
 	       "v1: readonly leaves the version alone");
 	a = open_rw(path);
 	ok(a != NULL, "v1: opens read-write");
-	is_int(q_int(db, "PRAGMA user_version"), 4, "... which migrates to 4");
+	is_int(q_int(db, "PRAGMA user_version"), 5, "... which migrates to 5");
 	is_int(q_int(db, "SELECT count(*) FROM pragma_table_info('runs') "
 			 "WHERE name = 'layers'"),
 	       1, "... adding runs.layers");
 	is_str(q_text(db, "SELECT value FROM ward_meta WHERE key = "
 			  "'schema_version'"),
-	       "4", "... and ward_meta says 4");
+	       "5", "... and ward_meta says 5");
 	is_int(q_int(db, "SELECT count(*) FROM sqlite_schema WHERE name IN "
 			 "('cells', 'artifacts')"),
 	       2, "... and has the session tables");
@@ -1351,7 +1353,7 @@ static void test_migrate_v3(void)
 	       0, "v3: no runs.env/chain");
 	a = open_rw(path);
 	ok(a != NULL, "v3: opens read-write");
-	is_int(q_int(db, "PRAGMA user_version"), 4, "... which migrates to 4");
+	is_int(q_int(db, "PRAGMA user_version"), 5, "... which migrates to 5");
 	is_int(q_int(db, "SELECT count(*) FROM pragma_table_info('runs') "
 			 "WHERE name IN ('env', 'chain')"),
 	       2, "... adding runs.env and runs.chain");
@@ -1359,6 +1361,71 @@ static void test_migrate_v3(void)
 			 "WHERE name = 'hash'"),
 	       1, "... and outputs.hash");
 	audit_close(a);
+	sqlite3_close(db);
+}
+
+static int count_results(const struct audit_event_row *r, void *arg)
+{
+	int *n = arg;
+
+	n[0]++;
+	n[1] += r->e.has_result;
+	return 0;
+}
+
+static int count_problems(const struct audit_problem *p, void *arg)
+{
+	(void)p;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* A version 4 file (no events.result): its chained rows read and verify
+ * as they were, readonly and after the migration to 5. */
+static void test_migrate_v4(void)
+{
+	const char *path = tpath("v4.db");
+	struct audit *a = open_rw(path), *ro = NULL;
+	struct audit_run_info ri = run_info(1000);
+	struct audit_run_end re = { .status = "ok", .events = 2 };
+	struct audit_event e = { .ts_ns = 5,
+				 .pid = 1,
+				 .tid = 1,
+				 .nr = 257,
+				 .syscall = "openat",
+				 .decision = "allow" };
+	char id[AUDIT_RUN_ID_LEN + 1], err[256];
+	struct audit_verify v;
+	int n[2] = { 0, 0 }, problems = 0;
+	sqlite3 *db;
+
+	audit_run_begin(a, &ri, id);
+	audit_event(a, &e);
+	audit_event(a, &e);
+	is_int(audit_run_end(a, &re), 0, "v4: a run of two events");
+	audit_close(a);
+	db = peek_open(path);
+	sqlite3_exec(db, V5_UNDO "PRAGMA user_version = 4;", NULL, NULL, NULL);
+	is_int(audit_open(path, true, &ro, err, sizeof(err)), 0,
+	       "v4: opens readonly");
+	is_int(audit_events_each(ro, id, count_results, n), 0,
+	       "... its events read");
+	ok(n[0] == 2 && n[1] == 0, "... two, without results");
+	audit_verify_key(ro);
+	is_int(audit_verify_run(ro, id, &v, count_problems, &problems), 0,
+	       "... verified");
+	ok(problems == 0 && v.seal_checked, "... intact");
+	audit_close(ro);
+	a = open_rw(path);
+	is_int(q_int(db, "PRAGMA user_version"), 5, "v4: migrates to 5");
+	audit_close(a);
+	audit_open(path, true, &ro, err, sizeof(err));
+	audit_verify_key(ro);
+	problems = 0;
+	is_int(audit_verify_run(ro, id, &v, count_problems, &problems), 0,
+	       "... verified after");
+	ok(problems == 0 && v.seal_checked, "... still intact");
+	audit_close(ro);
 	sqlite3_close(db);
 }
 
@@ -1456,10 +1523,10 @@ static void test_foreign(void)
 	a = open_rw(path);
 	audit_close(a);
 	db = peek_open(path);
-	sqlite3_exec(db, "PRAGMA user_version = 5", NULL, NULL, NULL);
+	sqlite3_exec(db, "PRAGMA user_version = 6", NULL, NULL, NULL);
 	sqlite3_close(db);
 	is_int(audit_open(path, false, &a, err, sizeof(err)), -EPROTO,
-	       "schema version 5: -EPROTO");
+	       "schema version 6: -EPROTO");
 	ok(strstr(err, "newer") != NULL, "... message: %s", err);
 }
 
@@ -1578,6 +1645,7 @@ int main(void)
 	test_prerelease_upgrade();
 	test_v1_migration();
 	test_migrate_v3();
+	test_migrate_v4();
 	test_cells();
 	test_foreign();
 	test_not_db();

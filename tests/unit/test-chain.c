@@ -106,6 +106,10 @@ static int make_run(const char *db, int n, char id[AUDIT_RUN_ID_LEN + 1])
 			.reason = "read of /usr/lib/x86_64-linux-gnu/lib.so: "
 				  "allowed by usr",
 			.err = i % 10 == 9 ? 13 : 0,
+			/* the kernel's result, and rows without one (a
+			 * call that never returned, a row of schema 4) */
+			.has_result = i % 3 != 0,
+			.result = i % 10 == 9 ? -13 : i,
 		};
 		r = audit_event(a, &e);
 		if (!r && i % 4 == 0)
@@ -202,6 +206,26 @@ static void test_intact_and_key(void)
 	sql(db, q);
 	verify(db, id, false, &g, &v);
 	ok(v.problems == 2, "an edited process row is a second problem");
+	/* the kernel's result is part of the record: edited, taken away,
+	 * or added where none was */
+	{
+		static const struct {
+			const char *set;
+			int seq;
+		} edits[] = { { "result = 0", 20 },
+			      { "result = NULL", 101 },
+			      { "result = 5", 301 } };
+		for (unsigned i = 0; i < 3; i++) {
+			snprintf(q, sizeof(q),
+				 "UPDATE events SET %s WHERE run_id = '%s'"
+				 " AND seq = %d",
+				 edits[i].set, id, edits[i].seq);
+			sql(db, q);
+			verify(db, id, false, &g, &v);
+			ok(v.problems == 3 + i, "%s: a problem (%u)",
+			   edits[i].set, v.problems);
+		}
+	}
 
 	/* a key that others can read is refused */
 	chmod(tpath("a.db.key"), 0644);
