@@ -253,6 +253,10 @@ static __attribute__((unused)) void wins(long w, long of)
  * forks). With "even" set, the bad state lasts as long as the good one
  * (asleep too): for races of few, slow attempts (a whole exec each),
  * where the bad state must be there half of the time.
+ * With short bad states, a few thousand attempts (make test's RACE_N) may
+ * never meet one: a case whose record must show the denial makes one
+ * plain attempt with the bad value before the race. The race itself is
+ * judged by its wins and the canaries.
  */
 struct racer {
 	atomic_int stop;

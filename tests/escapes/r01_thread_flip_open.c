@@ -16,6 +16,9 @@ int attack(int argc, char **argv)
 
 	twin_paths(good, bad, sizeof(good), ARG("secret"), ARG("wd"));
 	strcpy(path, good);
+	/* one plain attempt with the bad value first: the denial the record
+	 * must show, whatever the race does (escape.h, "The racer") */
+	w += open_leaks(bad, ARG("token"));
 	pthread_create(&t, NULL, racer_thread, &r);
 	for (i = 0; i < RACE_N; i++)
 		w += open_leaks(path, ARG("token"));

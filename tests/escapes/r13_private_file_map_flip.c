@@ -58,6 +58,9 @@ int attack(int argc, char **argv)
 	s->r.bad = file_bad;
 	s->r.good = file_good;
 	s->r.arg = s;
+	/* one plain attempt with the bad value first: the denial the record
+	 * must show, whatever the race does (escape.h, "The racer") */
+	w += open_leaks(s->bad, ARG("token"));
 	pid = fork();
 	if (pid == 0) {
 		racer_loop(&s->r);

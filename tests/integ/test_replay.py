@@ -316,5 +316,5 @@ def test_replay_marks_what_audit_mode_would_deny(ctx):
     lines = p.stderr.decode().splitlines()
     shadow = [l for l in lines if "/etc/shadow" in l]
     assert len(shadow) == 1, lines
-    assert shadow[0].startswith("\x1b[33mward +") and "[1] ? would deny openat /etc/shadow (rule " in shadow[0], shadow
+    assert shadow[0].startswith("\x1b[33mward +") and "[1] ? would deny openat /etc/shadow" in shadow[0] and " (rule " in shadow[0], shadow
     assert "DENIED" not in p.stderr.decode(), "allowed in audit mode: not marked as stopped"
