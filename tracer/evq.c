@@ -12,8 +12,9 @@
  * in. A writer lock makes "drain, then write" one step for either thread.
  *
  * An allowed call's row carries the kernel's result (events.result): it
- * is held (evq_hold) while the call runs and queued at its exit stop
- * (evq_release), before the thread goes on. So rows are in the order the
+ * is held (evq_hold) while the call runs and queued with its result
+ * (evq_resolve): at its exit stop, before the thread goes on, or when
+ * ward reads the result the kernel wrote at the call's exit (retbpf.c). So rows are in the order the
  * calls were completed: decided, for a denial or kill (whose result is
  * ward's answer), returned, for an allowed call; within a thread that is
  * the order of its calls. ts_ns stays the time of the call's entry.
@@ -31,6 +32,7 @@ enum evkind { EV_EVENT, EV_PSTART, EV_PEXEC, EV_PEXIT };
 
 struct evrec {
 	struct evrec *next;
+	pid_t tid; /* held rows: the thread */
 	enum evkind kind;
 	union {
 		struct audit_event e;	/* EV_EVENT */
@@ -132,6 +134,7 @@ int evq_write_now(struct tracer *t, const struct audit_event *e)
 {
 	int rc;
 
+	retbpf_drain(t); /* the calls that returned before it, first */
 	pthread_mutex_lock(&t->w_lock);
 	rc = write_queued(t);
 	if (rc == 0 && (!t->audit || audit_event(t->audit, e) < 0))
@@ -211,20 +214,90 @@ int evq_push(struct tracer *t, const struct audit_event *e)
 	return enqueue(t, r);
 }
 
-struct evrec *evq_hold(struct tracer *t, const struct audit_event *e)
-{
-	struct evrec *r = event_rec(e);
+/* Held rows: a chain per bucket of tid, under q_lock. */
+#define HELD_BUCKETS (sizeof(((struct tracer *)0)->held) / sizeof(void *))
 
-	if (!r)
-		evq_push(t, e);
+static struct evrec **held_at(struct tracer *t, pid_t tid)
+{
+	struct evrec **pp = &t->held[(unsigned)tid % HELD_BUCKETS];
+
+	while (*pp && (*pp)->tid != tid)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* Takes tid's held row out (of syscall nr when nr >= 0), or NULL. */
+static struct evrec *unhold(struct tracer *t, pid_t tid, int nr)
+{
+	struct evrec **pp, *r = NULL;
+
+	pthread_mutex_lock(&t->q_lock);
+	pp = held_at(t, tid);
+	if (*pp && (nr < 0 || (*pp)->u.e.nr == nr)) {
+		r = *pp;
+		*pp = r->next;
+		atomic_fetch_sub(&t->n_held, 1);
+	}
+	pthread_mutex_unlock(&t->q_lock);
 	return r;
 }
 
-int evq_release(struct tracer *t, struct evrec *r, bool has, long long result)
+int evq_resolve(struct tracer *t, pid_t tid, int nr, bool has, long long result)
 {
+	struct evrec *r = atomic_load(&t->n_held) ? unhold(t, tid, nr) : NULL;
+
+	if (!r)
+		return 0;
+	/* the kernel's restart codes (ERESTARTSYS ... ERESTART_RESTARTBLOCK):
+	 * a signal interrupted the call, which never returned to the code
+	 * as such (it is made again, a row of its own, or the code sees
+	 * EINTR, or the thread dies of the signal) */
+	if (has && result <= -512 && result >= -516)
+		has = false;
 	r->u.e.has_result = has;
 	r->u.e.result = has ? result : 0;
 	return enqueue(t, r);
+}
+
+bool evq_held(struct tracer *t, pid_t tid)
+{
+	bool held;
+
+	if (!atomic_load(&t->n_held))
+		return false;
+	pthread_mutex_lock(&t->q_lock);
+	held = *held_at(t, tid) != NULL;
+	pthread_mutex_unlock(&t->q_lock);
+	return held;
+}
+
+void evq_drop_held(struct tracer *t)
+{
+	for (size_t b = 0; b < HELD_BUCKETS; b++) {
+		while (t->held[b]) {
+			struct evrec *r = t->held[b];
+			t->held[b] = r->next;
+			free(r);
+		}
+	}
+	atomic_store(&t->n_held, 0);
+}
+
+int evq_hold(struct tracer *t, pid_t tid, const struct audit_event *e)
+{
+	struct evrec *r = event_rec(e), **pp;
+
+	evq_resolve(t, tid, -1, false, 0); /* (its exit was missed) */
+	if (!r)
+		return evq_push(t, e);
+	r->tid = tid;
+	pthread_mutex_lock(&t->q_lock);
+	pp = held_at(t, tid);
+	r->next = NULL;
+	*pp = r;
+	atomic_fetch_add(&t->n_held, 1);
+	pthread_mutex_unlock(&t->q_lock);
+	return 0;
 }
 
 int evq_process_start(struct tracer *t, const struct audit_process *p)

@@ -441,3 +441,26 @@ void tracer_prepared_free(struct tracer_prepared *tp)
 	free(tp->prog.filter);
 	free(tp);
 }
+
+bool tracer_result_by_bpf(long nr)
+{
+	const struct syscall_desc *d = tracer_syscall_desc(nr);
+
+	/* the stat family stops only when the policy says so; these go to
+	 * ward only for some arguments (filter_ctx): the sys_exit program
+	 * would record every one */
+	if (!d || d->trap != TRAP_ALWAYS)
+		return false;
+	switch (nr) {
+	case __NR_prctl:
+	case __NR_ioctl:
+	case __NR_sendto:
+	case __NR_prlimit64:
+	case __NR_sched_setaffinity:
+	case __NR_personality: return false;
+	}
+	for (const char *const *a = tracer_allow_list; *a; a++)
+		if (!strcmp(*a, d->name))
+			return false;
+	return true;
+}

@@ -261,7 +261,6 @@ static struct tracee *tracee_add(struct tracer *t, pid_t tid,
 
 static void tracee_free(struct tracee *x)
 {
-	free(x->pending); /* only when the run's record is over */
 	scratch_detach(x);
 	free(x->exe);
 	free(x->argv);
@@ -284,23 +283,31 @@ static void clone_done(struct tracer *t, struct tracee *tc)
 static void release_pending(struct tracer *t, struct tracee *tc, bool has,
 			    long long result)
 {
-	if (!tc->pending)
-		return;
-	evq_release(t, tc->pending, has, result);
-	tc->pending = NULL;
+	tc->exit_stop = false;
+	evq_resolve(t, tc->tid, -1, has, result);
 }
 
-/* Continue tc; to its syscall's exit stop when a row waits for the
- * call's result. */
+/* tc ended, or ran a new program: its held row, with the result the
+ * kernel wrote if its call returned first (retbpf.c), else none. */
+static void release_ended(struct tracer *t, struct tracee *tc)
+{
+	if (!evq_held(t, tc->tid))
+		return;
+	retbpf_drain(t);
+	release_pending(t, tc, false, 0);
+}
+
+/* Continue tc; to its syscall's exit stop when its row waits there for
+ * the call's result. */
 static void resume(struct tracee *tc)
 {
-	ptrace(tc->pending ? PTRACE_SYSCALL : PTRACE_CONT, tc->tid, 0, 0);
+	ptrace(tc->exit_stop ? PTRACE_SYSCALL : PTRACE_CONT, tc->tid, 0, 0);
 }
 
 static void tracee_remove(struct tracer *t, struct tracee *gone)
 {
-	clone_done(t, gone);		    /* ended in its clone */
-	release_pending(t, gone, false, 0); /* ended in its call */
+	clone_done(t, gone);	/* ended in its clone */
+	release_ended(t, gone); /* ended in its call, or after it */
 	pthread_mutex_lock(&t->lock);
 	for (struct tracee **pp = &t->tab[bucket(gone->tid)]; *pp;
 	     pp = &(*pp)->next) {
@@ -452,14 +459,12 @@ static void record_event(struct tracer *t, struct tracee *tc,
 	};
 
 	t->res->events++;
-	if (res == RES_EXIT) {
-		release_pending(t, tc, false, 0); /* (its exit was missed) */
-		tc->pending = evq_hold(t, &e);
-	} else if (v->action == POLICY_ALLOW) {
+	if (res == RES_EXIT)
+		evq_hold(t, tc->tid, &e);
+	else if (v->action == POLICY_ALLOW)
 		evq_push(t, &e);
-	} else {
+	else
 		evq_write_now(t, &e);
-	}
 }
 
 /* Skip the syscall: number -1, return value -err (x86_64). */
@@ -572,13 +577,21 @@ static void apply_verdict(struct tracer *t, struct tracee *tc,
 			tracer_stop(t, STOP_POLICY, cause);
 			break;
 		}
-		/* The row waits for the call's result: it is queued at the
-		 * exit stop, before the code runs on (so that a session's
-		 * result cannot overtake a would-be denial: copy_side). The
-		 * copies are given back there too. */
-		(void)copied;
-		ptrace(PTRACE_SYSCALL, tc->tid, 0, 0);
-		record_event(t, tc, ev, v, target, bt, RES_EXIT);
+		/* The row waits for the call's result: from the kernel's
+		 * sys_exit (retbpf.c; held before the thread goes on), or at
+		 * its exit stop, before the code runs on. The stop it takes
+		 * when its copies are given back there, before ward's code
+		 * runs, and for a would-be denial (so that a session's result
+		 * cannot overtake it: copy_side). */
+		tc->exit_stop = copied || v->would_deny || !tc->execed ||
+				!retbpf_covers(t, ev->nr);
+		if (tc->exit_stop) {
+			ptrace(PTRACE_SYSCALL, tc->tid, 0, 0);
+			record_event(t, tc, ev, v, target, bt, RES_EXIT);
+		} else {
+			record_event(t, tc, ev, v, target, bt, RES_EXIT);
+			ptrace(PTRACE_CONT, tc->tid, 0, 0);
+		}
 		if (v->would_deny) {
 			t->res->denials++;
 			note_denial(t, ev, v, target);
@@ -647,6 +660,9 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 	int rc;
 
 	clone_done(t, tc); /* a clone that failed: its next syscall */
+	/* its last call returned: its result, before this call's row */
+	if (evq_held(t, tc->tid))
+		retbpf_drain(t);
 	memset(&si, 0, sizeof(si));
 	if (ptrace(PTRACE_GET_SYSCALL_INFO, tc->tid, sizeof(si), &si) < 0) {
 		if (errno != ESRCH)
@@ -892,7 +908,7 @@ static void on_exec(struct tracer *t, struct tracee *tc)
 
 	/* the execve succeeded: it never returns (a thread of the process
 	 * that was in a call of its own is gone too) */
-	release_pending(t, tc, false, 0);
+	release_ended(t, tc);
 	if (ptrace(PTRACE_GETEVENTMSG, tc->tid, 0, &former) == 0 &&
 	    (pid_t)former != tc->tid) {
 		struct tracee *old = tracee_find(t, (pid_t)former);
@@ -1002,7 +1018,7 @@ static void on_exit_stop(struct tracer *t, struct tracee *tc)
 	unsigned long status = 0;
 	struct policy_verdict v;
 
-	release_pending(t, tc, false, 0); /* ended in its call */
+	release_ended(t, tc); /* ended in its call, or after it */
 	if (ptrace(PTRACE_GETEVENTMSG, tc->tid, 0, &status) == 0 &&
 	    tracer_floor_killed(tc->tid, status, &t->ev, &v)) {
 		t->ev.pid = tc->tgid;
@@ -1230,6 +1246,25 @@ static void copies_layer(struct tracer *t)
 /* The layers every run has: the child loads the filters before its
  * execve, or the run fails with a set-up error. The seccomp layer once the
  * filter is compiled (seccomp_layer). */
+/* How each call's result reaches the record (events.result). */
+static void results_layer(struct tracer *t)
+{
+	char why[200], d[300];
+
+	if (retbpf_open(t, why, sizeof(why)) == 0)
+		snprintf(d, sizeof(d),
+			 "each call's return value from the kernel's sys_exit "
+			 "(a BPF program for this run's pid namespace); an "
+			 "exit stop where the call's copies or a would-be "
+			 "denial need one");
+	else
+		snprintf(d, sizeof(d),
+			 "each call's return value at its exit stop (the "
+			 "kernel's sys_exit cannot be used: %s)",
+			 why);
+	tracer_layer_add(t->res, "results", true, d);
+}
+
 static void record_core_layers(struct tracer *t)
 {
 	char d[200];
@@ -1577,6 +1612,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	}
 	t->root = pid;
 	debug("child %d seized", (int)pid);
+	results_layer(t); /* its pid namespace is there now */
 	if (!t->ns.init)
 		tracee_add(t, pid, NULL); /* else its child, at its fork */
 
@@ -1591,6 +1627,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	}
 	debug("last tracee gone");
 	copies_layer(t);
+	retbpf_drain(t);
 	tracer_io_finish(t);
 	evq_drain(t);
 	debug("output drained, events recorded");
@@ -1599,6 +1636,8 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 out:
 	tracer_io_finish(t);   /* when start_child failed after starting it */
 	tracer_record_wait(t); /* when the output thread never started */
+	retbpf_close(t);       /* no thread reads results any more */
+	evq_drop_held(t);      /* rows of a run that never started */
 	tracer_start_end(t);   /* no child is left: see start.c */
 	if (!res->setup_error[0] && t->rec_err[0])
 		snprintf(res->setup_error, sizeof(res->setup_error), "%s",

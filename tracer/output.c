@@ -185,6 +185,7 @@ static bool copy_side(struct tracer *t, char *buf, bool *pass_ok)
 	}
 	/* and the record before it: the reader of side_out finds the
 	 * cell's events (would-be denials are queued, evq.c) committed */
+	retbpf_drain(t); /* the cell's calls returned: their results */
 	if (evq_drain(t) == 0 && t->audit)
 		audit_flush(t->audit);
 	write_all(t->o->side_out, p, (size_t)n, &ok);
@@ -303,6 +304,7 @@ static void *io_main(void *arg)
 					side = -1; /* EOF: the code closed it */
 			}
 		}
+		retbpf_drain(t); /* results of calls that returned */
 		evq_drain(t);
 		tracer_pin_watch(t);
 		long long now = tracer_now_ns();

@@ -392,10 +392,9 @@ struct tracee {
 	uint64_t mmsg; /* sendmmsg sent as sendmsg (see argcopy) */
 	struct user_regs_struct saved; /* registers before the copy */
 	pid_t nspid; /* its pid in the code's pid namespace; 0: not read yet */
-	/* the row of its allowed syscall in the kernel now, held until the
-	 * call returns (its exit stop) with the kernel's result (evq.c);
-	 * NULL: none */
-	struct evrec *pending;
+	/* its allowed call is in the kernel and its row waits for the
+	 * call's exit stop (evq_hold; else, when held, for retbpf.c) */
+	bool exit_stop;
 	struct tracee *next; /* hash chain */
 };
 
@@ -456,6 +455,13 @@ struct tracer {
 	pthread_mutex_t w_lock; /* held while writing events: keeps order */
 	struct evrec *q_head, *q_tail;
 	size_t q_len;
+	/* rows of allowed calls in the kernel now, by tid, waiting for their
+	 * result (evq_hold); under q_lock */
+	struct evrec *held[64];
+	atomic_int n_held;
+	/* the results from the kernel's sys_exit (retbpf.c); NULL: exit
+	 * stops */
+	struct retbpf *rb;
 	int kick_fd; /* eventfd: the queue is long, write it now */
 
 	/* the memory limit as a cgroup (cgroup.c); "" when not used */
@@ -563,14 +569,34 @@ void tracer_record_wait(struct tracer *t);
 struct audit_event;
 struct evrec;
 int evq_push(struct tracer *t, const struct audit_event *e);
-/* An allowed event whose call the kernel is about to run: its row, held
- * (not queued) until the call returns. NULL when out of memory (then it
- * was queued without a result). */
-struct evrec *evq_hold(struct tracer *t, const struct audit_event *e);
-/* Queues a held row with the call's result (has: false, the call never
- * returned: a successful exec, the thread's end). */
-int evq_release(struct tracer *t, struct evrec *r, bool has,
+/* An allowed event whose call the kernel is about to run in thread tid:
+ * its row, held (not queued) until the call returns (a thread has one
+ * call at a time: a row it still held is queued first, without result).
+ * Out of memory: queued at once, without result. */
+int evq_hold(struct tracer *t, pid_t tid, const struct audit_event *e);
+/* Does tid hold a row? */
+bool evq_held(struct tracer *t, pid_t tid);
+/* Frees the held rows left (a run whose start failed). */
+void evq_drop_held(struct tracer *t);
+/* Queues tid's held row with the call's result (has: false, the call
+ * never returned: a successful exec, the thread's end), when it holds one
+ * of syscall nr (nr < 0: any). Any thread. */
+int evq_resolve(struct tracer *t, pid_t tid, int nr, bool has,
 		long long result);
+
+/* Results from the kernel's sys_exit tracepoint (retbpf.c). open: 0 with
+ * t->rb set, or -errno and why. covers: nr's result comes that way (else
+ * the call takes its exit stop). drain: hands every result written so far
+ * to evq_resolve (any thread); the number read. */
+struct retbpf;
+int retbpf_open(struct tracer *t, char *why, size_t wn);
+void retbpf_close(struct tracer *t);
+bool retbpf_covers(const struct tracer *t, long nr);
+long long retbpf_drain(struct tracer *t);
+/* Can nr's result come from the sys_exit program: a syscall that always
+ * stops at ward, and never allowed in the kernel by its arguments
+ * (filter.c). */
+bool tracer_result_by_bpf(long nr);
 int evq_write_now(struct tracer *t, const struct audit_event *e);
 int evq_process_start(struct tracer *t, const struct audit_process *p);
 int evq_process_exec(struct tracer *t, int serial, long long ts_ns,

@@ -3,6 +3,8 @@ with it (the return value, or -errno), NULL only where the call never
 returned; show, export, report, diff and recheck use it."""
 import json
 import os
+import sqlite3
+import subprocess
 
 import wardtest
 
@@ -134,3 +136,57 @@ def test_recheck_shows_what_the_call_returned(ctx):
     assert [x["result"] for x in ex if x["target"].endswith("ward-no-such-file")] == [-2], ex
     rc = ctx.ward("recheck", "--db", ctx.db, "--policy", pf, run["id"], db=False)
     assert "ward-no-such-file (returned -ENOENT)" in rc.stdout, rc
+
+
+def _layer(layers, name):
+    return [l for l in json.loads(layers or "[]") if l["name"] == name]
+
+
+def test_both_ways_of_reading_results_agree(ctx):
+    """As root, results come from the kernel's sys_exit (a BPF program for
+    the run's pid namespace: no second stop); an unprivileged ward takes
+    each call's exit stop. Both record the same results."""
+    if os.geteuid() != 0:
+        raise wardtest.Skip("needs root (the BPF way)")
+    r, run, rows = _run(ctx)
+    assert r.code == 0, r
+    l = _layer(run["layers"], "results")
+    assert l and "sys_exit" in l[0]["detail"], run["layers"]
+    nobody = 65534
+    home = ctx.path("nobody")
+    os.mkdir(home)
+    os.chown(home, nobody, nobody)
+    os.chmod(ctx.tmp, 0o711)
+
+    def drop():
+        os.setgroups([])
+        os.setgid(nobody)
+        os.setuid(nobody)
+    db = os.path.join(home, "a.db")
+    p = subprocess.run([wardtest.ward_bin(), "run", "--db", db, "--workdir",
+                        os.path.join(home, "wd"), "-c", CODE],
+                       preexec_fn=drop, capture_output=True, text=True, timeout=120,
+                       cwd=home, env={"HOME": home, "PATH": "/usr/bin:/bin"})
+    if "namespaces are not available" in p.stderr:
+        raise wardtest.Skip("no user namespaces for ordinary users: " + p.stderr.strip())
+    assert p.returncode == 0 and p.stdout == r.stdout, (p.stdout, p.stderr, r.stdout)
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    try:
+        run2 = dict(con.execute("select * from runs").fetchone())
+        rows2 = [dict(x) for x in con.execute(
+            "select * from events where run_id=? order by seq", (run2["id"],))]
+    finally:
+        con.close()
+    l = _layer(run2["layers"], "results")
+    assert l and "exit stop" in l[0]["detail"] and "cannot be used" in l[0]["detail"], l
+
+    def by_target(rs):
+        return {(e["syscall"], e["target"]): e["result"] for e in rs
+                if e["syscall"] == "openat" and e["target"] and "ward-no-such" in e["target"]
+                or (e["target"] or "").endswith(("/made.txt", "/data.txt"))}
+    a, b = by_target(rows), by_target(rows2)
+    assert a and a.keys() == b.keys(), (a, b)
+    for k in a:
+        assert (a[k] >= 0) == (b[k] >= 0) and (a[k] < 0) <= (a[k] == b[k]), (k, a[k], b[k])
+    assert not [e for e in rows2 if e["syscall"] != "execve" and e["result"] is None], rows2
