@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { KICK_AT = 512, DRAIN_SELF_AT = 65536 };
@@ -32,7 +33,9 @@ enum evkind { EV_EVENT, EV_PSTART, EV_PEXEC, EV_PEXIT };
 
 struct evrec {
 	struct evrec *next;
-	pid_t tid; /* held rows: the thread */
+	pid_t tid;	 /* held rows: the thread */
+	long long since; /* ... and by_bpf: CLOCK_MONOTONIC at the hold */
+	bool by_bpf;
 	enum evkind kind;
 	union {
 		struct audit_event e;	/* EV_EVENT */
@@ -226,14 +229,16 @@ static struct evrec **held_at(struct tracer *t, pid_t tid)
 	return pp;
 }
 
-/* Takes tid's held row out (of syscall nr when nr >= 0), or NULL. */
-static struct evrec *unhold(struct tracer *t, pid_t tid, int nr)
+/* Takes tid's held row out (of syscall nr when nr >= 0; when at >= 0, a
+ * row waiting for retbpf.c's result, held before at), or NULL. */
+static struct evrec *unhold(struct tracer *t, pid_t tid, int nr, long long at)
 {
 	struct evrec **pp, *r = NULL;
 
 	pthread_mutex_lock(&t->q_lock);
 	pp = held_at(t, tid);
-	if (*pp && (nr < 0 || (*pp)->u.e.nr == nr)) {
+	if (*pp && (nr < 0 || (*pp)->u.e.nr == nr) &&
+	    (at < 0 || ((*pp)->by_bpf && (*pp)->since <= at))) {
 		r = *pp;
 		*pp = r->next;
 		atomic_fetch_sub(&t->n_held, 1);
@@ -242,9 +247,11 @@ static struct evrec *unhold(struct tracer *t, pid_t tid, int nr)
 	return r;
 }
 
-int evq_resolve(struct tracer *t, pid_t tid, int nr, bool has, long long result)
+static int resolve(struct tracer *t, pid_t tid, int nr, bool has,
+		   long long result, long long at)
 {
-	struct evrec *r = atomic_load(&t->n_held) ? unhold(t, tid, nr) : NULL;
+	struct evrec *r = atomic_load(&t->n_held) ? unhold(t, tid, nr, at)
+						  : NULL;
 
 	if (!r)
 		return 0;
@@ -257,6 +264,19 @@ int evq_resolve(struct tracer *t, pid_t tid, int nr, bool has, long long result)
 	r->u.e.has_result = has;
 	r->u.e.result = has ? result : 0;
 	return enqueue(t, r);
+}
+
+int evq_resolve(struct tracer *t, pid_t tid, int nr, bool has, long long result)
+{
+	return resolve(t, tid, nr, has, result, -1);
+}
+
+int evq_resolve_at(struct tracer *t, pid_t tid, int nr, long long result,
+		   long long at)
+{
+	/* a result of a call whose row was resolved at its exit stop, or
+	 * of one before the held row's, is not this row's */
+	return resolve(t, tid, nr, true, result, at);
 }
 
 bool evq_held(struct tracer *t, pid_t tid)
@@ -283,7 +303,8 @@ void evq_drop_held(struct tracer *t)
 	atomic_store(&t->n_held, 0);
 }
 
-int evq_hold(struct tracer *t, pid_t tid, const struct audit_event *e)
+int evq_hold(struct tracer *t, pid_t tid, const struct audit_event *e,
+	     bool by_bpf)
 {
 	struct evrec *r = event_rec(e), **pp;
 
@@ -291,6 +312,12 @@ int evq_hold(struct tracer *t, pid_t tid, const struct audit_event *e)
 	if (!r)
 		return evq_push(t, e);
 	r->tid = tid;
+	r->by_bpf = by_bpf;
+	if (by_bpf) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		r->since = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	}
 	pthread_mutex_lock(&t->q_lock);
 	pp = held_at(t, tid);
 	r->next = NULL;

@@ -460,7 +460,7 @@ static void record_event(struct tracer *t, struct tracee *tc,
 
 	t->res->events++;
 	if (res == RES_EXIT)
-		evq_hold(t, tc->tid, &e);
+		evq_hold(t, tc->tid, &e, !tc->exit_stop);
 	else if (v->action == POLICY_ALLOW)
 		evq_push(t, &e);
 	else

@@ -46,6 +46,7 @@ struct rb_rec {
 	uint32_t tid;
 	uint32_t nr;
 	int64_t ret;
+	uint64_t ts; /* CLOCK_MONOTONIC, ns */
 };
 
 struct retbpf {
@@ -138,14 +139,16 @@ static int program(struct bpf_insn *p, uint64_t dev, uint64_t ino, int bits_fd,
 	J(JK(BPF_JEQ, 1, 0, 0)); /* not a syscall that stops at ward */
 	int j_bit = n - 1;
 	J(CALL(BPF_FUNC_get_current_pid_tgid));
-	J(STX(BPF_W, 10, 0, -32)); /* tid: the low half */
-	J(STX(BPF_W, 10, 7, -28)); /* nr */
+	J(STX(BPF_W, 10, 0, -40)); /* tid: the low half */
+	J(STX(BPF_W, 10, 7, -36)); /* nr */
 	J(LDX(BPF_DW, 1, 6, 8));   /* args[1]: the return value */
-	J(STX(BPF_DW, 10, 1, -24));
+	J(STX(BPF_DW, 10, 1, -32));
+	J(CALL(BPF_FUNC_ktime_get_ns)); /* when: CLOCK_MONOTONIC */
+	J(STX(BPF_DW, 10, 0, -24));
 	J(ins(BPF_LD | BPF_DW | BPF_IMM, 1, BPF_PSEUDO_MAP_FD, 0, ring_fd));
 	J(ins(0, 0, 0, 0, 0));
 	J(MOVX(2, 10));
-	J(ADDK(2, -32));
+	J(ADDK(2, -40));
 	J(MOVK(3, (int32_t)sizeof(struct rb_rec)));
 	J(MOVK(4, BPF_RB_NO_WAKEUP)); /* ward looks when it looks */
 	J(CALL(BPF_FUNC_ringbuf_output));
@@ -363,8 +366,8 @@ long long retbpf_drain(struct tracer *t)
 				       (const uint8_t *)hdr +
 					       BPF_RINGBUF_HDR_SZ,
 				       sizeof(r));
-				evq_resolve(t, (pid_t)r.tid, (int)r.nr, true,
-					    r.ret);
+				evq_resolve_at(t, (pid_t)r.tid, (int)r.nr,
+					       r.ret, (long long)r.ts);
 				n++;
 			}
 			len &= ~(BPF_RINGBUF_BUSY_BIT |

@@ -573,7 +573,8 @@ int evq_push(struct tracer *t, const struct audit_event *e);
  * its row, held (not queued) until the call returns (a thread has one
  * call at a time: a row it still held is queued first, without result).
  * Out of memory: queued at once, without result. */
-int evq_hold(struct tracer *t, pid_t tid, const struct audit_event *e);
+int evq_hold(struct tracer *t, pid_t tid, const struct audit_event *e,
+	     bool by_bpf);
 /* Does tid hold a row? */
 bool evq_held(struct tracer *t, pid_t tid);
 /* Frees the held rows left (a run whose start failed). */
@@ -583,6 +584,10 @@ void evq_drop_held(struct tracer *t);
  * of syscall nr (nr < 0: any). Any thread. */
 int evq_resolve(struct tracer *t, pid_t tid, int nr, bool has,
 		long long result);
+/* The same for a result retbpf.c read, written by the kernel at time at
+ * (CLOCK_MONOTONIC): only for a row held for it (by_bpf), before at. */
+int evq_resolve_at(struct tracer *t, pid_t tid, int nr, long long result,
+		   long long at);
 
 /* Results from the kernel's sys_exit tracepoint (retbpf.c). open: 0 with
  * t->rb set, or -errno and why. covers: nr's result comes that way (else

@@ -24,6 +24,9 @@ int attack(int argc, char **argv)
 	snprintf(good, sizeof(good), "/usr/bin/python3.99");
 	padded(bad, sizeof(bad), "/usr/bin", "dash", strlen(good));
 	strcpy(path, good);
+	/* one plain attempt with the bad value first: the denial the record
+	 * must show, whatever the race does (escape.h, "The racer") */
+	execve(bad, av, env);
 	pthread_create(&t, NULL, racer_thread, &r);
 	for (i = 0; i < RACE_N; i++)
 		execve(path, av, env);

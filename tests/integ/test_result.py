@@ -24,6 +24,10 @@ print("made", tryopen("made.txt", "w"))
 print("data", tryopen("data.txt"))
 r = subprocess.run(["/usr/bin/python3", "-c", "pass"])
 print("child", r.returncode)
+# a PATH search: the first exec fails, the second runs the program
+r = subprocess.run(["uname"], env={"PATH": "/usr/local/bin:/usr/bin"},
+                   stdout=subprocess.DEVNULL)
+print("path", r.returncode)
 '''
 
 
@@ -57,12 +61,16 @@ def test_rows_carry_the_kernels_result(ctx):
     # a successful exec never returns: NULL; the clone that made the child
     # returned its pid (as the parent saw it)
     execs = [e for e in rows if e["syscall"] == "execve"]
-    assert len(execs) >= 2 and all(e["result"] is None for e in execs), execs
+    failed = [e for e in execs if e["target"] == "/usr/local/bin/uname"]
+    assert len(failed) == 1 and failed[0]["result"] == -2, execs
+    ran = [e for e in execs if e not in failed]
+    assert len(ran) >= 3 and all(e["result"] is None for e in ran), execs
     clones = [e for e in rows if e["syscall"] in ("clone", "vfork", "fork")
               and e["decision"] == "allow"]
     assert clones and all(e["result"] > 0 for e in clones), clones
     # every other row has a result
     rest = [e for e in rows if e["syscall"] != "execve" and e["result"] is None]
+    assert "path 0" in r.stdout, r
     assert not rest, rest
     v = ctx.ward("verify", "--db", ctx.db, run["id"], db=False)
     assert v.code == 0 and "intact" in v.stdout, v

@@ -172,7 +172,7 @@ def test_show_summary(ctx):
     assert r.code == 0, r
     out = r.stdout
     lines = out.splitlines()
-    assert len(lines) <= 33, out  # short: eleven of them are the layers
+    assert len(lines) <= 34, out  # short: twelve of them are the layers
     assert lines[0] == f"run       {rid}", out
     # the verdict first: a run with a denial is not a plain ok
     assert lines[1] == "status    ok with denials, exit 0; 1 denied", out
