@@ -82,11 +82,16 @@ int audit_link_next(struct audit *a, struct audit_run_link *l)
 		const char *v = (const char *)sqlite3_column_text(st, 0);
 
 		if (!v || head_parse(v, l))
-			r = audit_fail(a, -EPROTO,
-				       "%s: ward_meta's %s is not ward's (the "
-				       "database was edited): nothing more is "
-				       "sealed; see `ward verify --all`",
-				       a->path, HEAD_KEY);
+			r = audit_fail(
+				a, -EPROTO,
+				"%s: ward_meta's %s is not ward's (the "
+				"database was edited), so no run can be "
+				"sealed after it; `ward verify --all` says "
+				"what else changed. To go on, delete that row "
+				"(sqlite3 %s \"DELETE FROM ward_meta WHERE "
+				"key = '%s'\"): the chain of runs starts "
+				"again at #1, and verify reports the restart",
+				a->path, HEAD_KEY, a->path, HEAD_KEY);
 	} else if (rc != SQLITE_DONE) {
 		r = audit_sqlfail(a, rc, "read the chain of runs' head");
 	}
@@ -255,15 +260,26 @@ void audit_seal_log_close(struct audit *a)
  * synced. */
 static int log_write(struct audit *a, const char *buf, size_t n)
 {
+	struct stat before, after;
 	size_t done = 0;
+	bool sized = fstat(a->seal_log_fd, &before) == 0;
 
 	while (done < n) {
 		ssize_t w = write(a->seal_log_fd, buf + done, n - done);
 
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
+		if (w <= 0) {
+			int err = w < 0 ? errno : EIO;
+
+			/* a torn line would run into the next ward's: take
+			 * it back when no one appended since */
+			if (done && sized && !fstat(a->seal_log_fd, &after) &&
+			    after.st_size == before.st_size + (off_t)done &&
+			    ftruncate(a->seal_log_fd, before.st_size))
+				err = err ? err : EIO;
+			return -err;
+		}
 		done += (size_t)w;
 	}
 	return fsync(a->seal_log_fd) ? -errno : 0;
@@ -667,6 +683,11 @@ static int check_log(struct audit *a, struct lctx *c, const char *path)
 	free(line);
 	fclose(f);
 	c->out->log_first = first;
+	if (!first && c->n)
+		lproblem(c, LOG, 0,
+			 "%s holds no seal, and %zu run(s) are sealed: nothing "
+			 "to check them against (the wrong file, or emptied)",
+			 path, c->n);
 	for (size_t i = 0; i < c->n; i++) {
 		const struct link_entry *x = &c->e[i];
 

@@ -314,6 +314,13 @@ static int open_handle(struct audit *a, const char *path)
 		r = audit_seal_log_open(a);
 	if (!r && !a->readonly && a->wal.lost)
 		r = audit_wal_loss_record(a);
+	if (!r && !a->readonly && a->v4_cols) {
+		/* a head that is not ward's stops the runs here, before
+		 * their code runs, not at their seal */
+		struct audit_run_link l;
+
+		r = audit_link_next(a, &l);
+	}
 	return r;
 }
 

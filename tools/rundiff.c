@@ -406,8 +406,10 @@ char *rd_host_workdir(const char *layers_json)
 	size_t i;
 	json_t *l;
 
-	json_array_foreach(a, i, l) {
-		const char *name = json_string_value(json_object_get(l, "name"));
+	json_array_foreach(a, i, l)
+	{
+		const char *name =
+			json_string_value(json_object_get(l, "name"));
 		const char *d = json_string_value(json_object_get(l, "detail"));
 		const char *end = d ? strstr(d, " of the host,") : NULL;
 		if (name && !strcmp(name, "workdir") && end && d[0] == '/') {
