@@ -138,17 +138,7 @@ def test_version1_seals_still_verify(ctx):
         ch = json.loads(con.execute("select chain from runs where id=?", (a,)).fetchone()[0])
         ch["version"] = 1
         del ch["n"], ch["prev"]
-        msg = tv._enc(b"ward-seal-v1", "text") + tv._enc(a.encode(), "text")
-        for table in ("events", "outputs"):
-            msg += tv._enc(ch[table]["count"], "integer")
-            msg += tv._enc(bytes.fromhex(ch[table]["head"]), "blob")
-        for part in ("run", "processes", "inputs"):
-            msg += tv._enc(len(ch[part]), "integer")
-            msg += b"".join(tv._enc(bytes.fromhex(t), "blob") for t in ch[part])
-        seal = tv._tag(key, msg)
-        ch["seal"] = seal.hex()
-        ch["cells_seal"] = _cells_seal(key, a, seal, ch).hex()
-        con.execute("update runs set chain=? where id=?", (json.dumps(ch), a))
+        _reseal(con, key, a, ch)
         # b was sealed after a's version 2 seal: make it the first of the chain
         cb = json.loads(con.execute("select chain from runs where id=?", (b,)).fetchone()[0])
         cb["n"], cb["prev"] = 1, None
@@ -177,12 +167,14 @@ def _cells_seal(key, rid, seal, ch):
 
 
 def _reseal(con, key, rid, ch):
-    """Seal rid again as ward would, with the key (what root can do)."""
+    """Seal rid again as ward would, with the key (what root can do); a
+    version 1 seal as ward sealed before the chain of runs."""
     run = tv._rows(con, "runs", tv.RUN_COLS, "id = ?", "id", rid)[0]
     ch["run"] = [tv._tag(key, tv._enc(b"runs", "text") + tv._enc(c.encode(), "text") +
                          tv._enc(v, t))[:16].hex() for c, (v, t) in zip(tv.RUN_COLS, run)]
-    msg = tv._enc(b"ward-seal-v2", "text") + tv._enc(rid.encode(), "text")
-    msg += tv._seal_link(ch)
+    v2 = ch["version"] == 2
+    msg = tv._enc(b"ward-seal-v2" if v2 else b"ward-seal-v1", "text")
+    msg += tv._enc(rid.encode(), "text") + (tv._seal_link(ch) if v2 else b"")
     for table in ("events", "outputs"):
         msg += tv._enc(ch[table]["count"], "integer")
         msg += tv._enc(bytes.fromhex(ch[table]["head"]), "blob")
