@@ -195,7 +195,11 @@ int audit_wal_check(const char *db_path, struct audit_wal *out)
 		 * only without one) */
 		read_wal(walp, a.valid ? a.mx_frame : 0, &w);
 		read_index(shm, &b);
-		if ((a.valid == b.valid && !memcmp(a.raw, b.raw, SHM_HDR)) ||
+		/* the copy count too: a copy that ended meanwhile lets a
+		 * writer start the WAL over, a new salt in the file before
+		 * its first commit moves the index */
+		if ((a.valid == b.valid && !memcmp(a.raw, b.raw, SHM_HDR) &&
+		     a.backfill == b.backfill) ||
 		    tries == 20)
 			break;
 		usleep(5000);

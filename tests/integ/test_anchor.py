@@ -355,10 +355,12 @@ def test_lost_wal_is_reported_with_the_runs_it_took(ctx):
     p.kill()  # no checkpoint at its close
     p.wait()
     # two copies of the files as they are: the WAL deleted, the WAL cut
-    cut = ctx.path("cut")
-    os.makedirs(cut)
-    for suffix in ("", "-wal", "-shm", ".key"):
-        shutil.copy2(ctx.db + suffix, os.path.join(cut, "audit.db" + suffix))
+    copies = {}
+    for name in ("cut", "damaged"):
+        copies[name] = ctx.path(name, "audit.db")
+        os.makedirs(ctx.path(name))
+        for suffix in ("", "-wal", "-shm", ".key"):
+            shutil.copy2(ctx.db + suffix, copies[name] + suffix)
     os.unlink(ctx.db + "-wal")
     r = tv._verify(ctx, "--all")
     assert r.code == 1, r
@@ -380,12 +382,22 @@ def test_lost_wal_is_reported_with_the_runs_it_took(ctx):
         assert any(x["table"] == "WAL" and "found by a ward at" in x["what"] and
                    "is missing" in x["what"] for x in p_), p_
     # the WAL cut short in the middle
-    db2 = os.path.join(cut, "audit.db")
+    db2 = copies["cut"]
     size = os.path.getsize(db2 + "-wal")
     os.truncate(db2 + "-wal", size // 2)
     r = tv._verify(ctx, "--all", db=db2)
     assert r.code == 1, r
     assert "audit.db-wal is cut short: committed frames" in r.stdout, r
+    # one byte changed in the middle: SQLite would stop reading there
+    db3 = copies["damaged"]
+    with open(db3 + "-wal", "r+b") as f:
+        f.seek(size // 2)
+        b = f.read(1)
+        f.seek(size // 2)
+        f.write(bytes([b[0] ^ 0xff]))
+    r = tv._verify(ctx, "--all", db=db3)
+    assert r.code == 1, r
+    assert "audit.db-wal is damaged: committed frames" in r.stdout, r
 
 
 def test_a_head_that_is_not_wards_stops_runs_before_their_code(ctx):
