@@ -111,39 +111,56 @@ static void now_text(char *buf, size_t n)
 	snprintf(buf, n, "%s.%09ldZ", s, ts.tv_nsec);
 }
 
-/* The seal log's line for a seal (without its newline). */
+/* The seal log's line for a seal (without its newline): l is NULL for the
+ * line of a session's cells sealed by its server. */
 static char *log_line(struct audit *a, const char *run_id,
 		      const struct audit_run_link *l, const char *seal_hex,
-		      const char *sealed_by)
+		      const char *sealed_by, const char *cells_seal)
 {
 	char prev[2 * WARD_SHA256_LEN + 1], when[48], db[PATH_MAX];
-	json_t *o;
+	json_t *o = json_object();
 	char *text;
 
 	if (!realpath(a->path, db))
 		snprintf(db, sizeof(db), "%s", a->path);
-	audit_hex(l->prev_seal, WARD_SHA256_LEN, prev);
 	now_text(when, sizeof(when));
-	o = json_pack("{s:i, s:I, s:s, s:s, s:o, s:o, s:s, s:o, s:s, s:s}",
-		      "ward_seal", 1, "n", (json_int_t)l->n, "run", run_id,
-		      "seal", seal_hex, "prev_run",
-		      l->has_prev ? json_string(l->prev_run) : json_null(),
-		      "prev", l->has_prev ? json_string(prev) : json_null(),
-		      "sealed_by", sealed_by, "key_id",
-		      a->key.loaded ? json_string(a->key.id) : json_null(),
-		      "time", when, "db", db);
-	text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	json_object_set_new(o, "ward_seal", json_integer(1));
+	if (l)
+		json_object_set_new(o, "n", json_integer(l->n));
+	else
+		json_object_set_new(o, "kind", json_string("cells"));
+	json_object_set_new(o, "run", json_string(run_id));
+	json_object_set_new(o, "seal", json_string(seal_hex));
+	if (l) {
+		audit_hex(l->prev_seal, WARD_SHA256_LEN, prev);
+		json_object_set_new(o, "prev_run",
+				    l->has_prev ? json_string(l->prev_run)
+						: json_null());
+		json_object_set_new(o, "prev",
+				    l->has_prev ? json_string(prev)
+						: json_null());
+	}
+	json_object_set_new(o, "cells_seal",
+			    cells_seal ? json_string(cells_seal) : json_null());
+	json_object_set_new(o, "sealed_by", json_string(sealed_by));
+	json_object_set_new(o, "key_id",
+			    a->key.loaded ? json_string(a->key.id)
+					  : json_null());
+	json_object_set_new(o, "time", json_string(when));
+	json_object_set_new(o, "db", json_string(db));
+	text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	return text;
 }
 
-static int note_add(struct audit *a, const char *line)
+static int note_add(struct audit *a, const char *run_id, const char *line)
 {
 	size_t n = strlen(line);
 	struct audit_seal_note *x = malloc(sizeof(*x) + n + 2);
 
 	if (!x)
 		return -ENOMEM;
+	snprintf(x->run, sizeof(x->run), "%s", run_id);
 	memcpy(x->line, line, n);
 	x->line[n] = '\n';
 	x->line[n + 1] = '\0';
@@ -157,7 +174,8 @@ static int note_add(struct audit *a, const char *line)
 
 int audit_link_store(struct audit *a, const char *run_id,
 		     const struct audit_run_link *l,
-		     const uint8_t seal[WARD_SHA256_LEN], const char *sealed_by)
+		     const uint8_t seal[WARD_SHA256_LEN], const char *sealed_by,
+		     const char *cells_seal)
 {
 	char hx[2 * WARD_SHA256_LEN + 1];
 	sqlite3_stmt *st = NULL;
@@ -185,11 +203,26 @@ int audit_link_store(struct audit *a, const char *run_id,
 	sqlite3_finalize(st);
 	free(text);
 	if (!r && a->seal_log_fd >= 0) {
-		line = log_line(a, run_id, l, hx, sealed_by);
-		if (!line || note_add(a, line))
+		line = log_line(a, run_id, l, hx, sealed_by, cells_seal);
+		if (!line || note_add(a, run_id, line))
 			r = audit_fail(a, -ENOMEM, "out of memory");
 		free(line);
 	}
+	return r;
+}
+
+int audit_cells_note(struct audit *a, const char *run_id, const char *seal,
+		     const char *cells_seal)
+{
+	char *line;
+	int r = 0;
+
+	if (a->seal_log_fd < 0)
+		return 0;
+	line = log_line(a, run_id, NULL, seal, "server", cells_seal);
+	if (!line || note_add(a, run_id, line))
+		r = audit_fail(a, -ENOMEM, "out of memory");
+	free(line);
 	return r;
 }
 
@@ -289,7 +322,7 @@ void audit_seals_done(struct audit *a, bool committed)
 {
 	struct audit_seal_note *x = a->notes, *next;
 	size_t len = 0;
-	char *buf = NULL;
+	char *buf = NULL, runs[200] = "";
 	int r = 0;
 
 	for (struct audit_seal_note *y = x; committed && y; y = y->next)
@@ -303,6 +336,11 @@ void audit_seals_done(struct audit *a, bool committed)
 			memcpy(buf + len, x->line, strlen(x->line));
 			len += strlen(x->line);
 		}
+		if (committed && !strstr(runs, x->run) &&
+		    strlen(runs) + strlen(x->run) + 3 < sizeof(runs))
+			snprintf(runs + strlen(runs),
+				 sizeof(runs) - strlen(runs), "%s%s",
+				 runs[0] ? ", " : "", x->run);
 		free(x);
 	}
 	a->notes = NULL;
@@ -313,8 +351,8 @@ void audit_seals_done(struct audit *a, bool committed)
 	if (r && !a->seal_log_err[0])
 		snprintf(a->seal_log_err, sizeof(a->seal_log_err),
 			 "seal log %s: %s: the run is recorded and sealed in "
-			 "%s, but its seal is not in the log",
-			 a->seal_log, strerror(-r), a->path);
+			 "%s, but its seal is not in the log (run %s)",
+			 a->seal_log, strerror(-r), a->path, runs);
 }
 
 const char *audit_seal_log_error(const struct audit *a)
@@ -355,6 +393,10 @@ struct link_entry {
 	char prev_seal[2 * WARD_SHA256_LEN + 1];
 	char key_id[17];
 	bool logged;
+	char cells_seal[2 * WARD_SHA256_LEN + 1];   /* in the database */
+	char cells_logged[2 * WARD_SHA256_LEN + 1]; /* the last logged */
+	long long cells_line;
+	char cells_when[48];
 };
 
 struct lctx {
@@ -388,6 +430,7 @@ static int entry_add(struct lctx *c, const char *id, json_t *o)
 	struct audit_run_link l;
 	const char *seal = json_string_value(json_object_get(o, "seal"));
 	const char *kid = json_string_value(json_object_get(o, "key_id"));
+	const char *cells = json_string_value(json_object_get(o, "cells_seal"));
 	struct link_entry *x;
 
 	/* a malformed seal is the run's own problem (audit_verify_run) */
@@ -409,6 +452,8 @@ static int entry_add(struct lctx *c, const char *id, json_t *o)
 	snprintf(x->id, sizeof(x->id), "%s", id);
 	snprintf(x->seal, sizeof(x->seal), "%s", seal);
 	snprintf(x->key_id, sizeof(x->key_id), "%s", kid ? kid : "");
+	snprintf(x->cells_seal, sizeof(x->cells_seal), "%s",
+		 is_hex(cells, WARD_SHA256_LEN) ? cells : "");
 	x->has_prev = l.has_prev;
 	if (l.has_prev) {
 		snprintf(x->prev_run, sizeof(x->prev_run), "%s", l.prev_run);
@@ -600,6 +645,40 @@ static void check_chain(struct lctx *c, const struct audit_run_link *head,
 
 #define LOG "seal log"
 
+/* The last cells seal logged for a run is the one it must have. */
+static void cells_logged(struct link_entry *x, long long lineno,
+			 const char *cells, const char *when)
+{
+	snprintf(x->cells_logged, sizeof(x->cells_logged), "%s", cells);
+	snprintf(x->cells_when, sizeof(x->cells_when), "%s", when ? when : "?");
+	x->cells_line = lineno;
+}
+
+/* A line of a session's cells sealed by its server: the run's seal it is
+ * bound to, and its cells seal. */
+static void check_cells_line(struct lctx *c, long long lineno, const char *run,
+			     const char *seal, const char *cells,
+			     const char *when)
+{
+	struct link_entry *x = find_id(c, run);
+
+	c->out->log_lines++;
+	if (!x) {
+		lproblem(c, LOG, lineno,
+			 "the cells of run %s (sealed at %s) are in the seal "
+			 "log but the run is not in the database: deleted",
+			 run, when ? when : "?");
+		return;
+	}
+	if (strcasecmp(x->seal, seal))
+		lproblem(c, LOG, lineno,
+			 "run %s: its seal is not the one its cells were bound "
+			 "to at %s: the run was rewritten and sealed again",
+			 run, when ? when : "?");
+	if (cells)
+		cells_logged(x, lineno, cells, when);
+}
+
 /* One line of the seal log against the database. */
 static void check_line(struct lctx *c, long long lineno, const char *text,
 		       const char *db_key, long long *first)
@@ -610,12 +689,22 @@ static void check_line(struct lctx *c, long long lineno, const char *text,
 	const char *seal = json_string_value(json_object_get(o, "seal"));
 	const char *kid = json_string_value(json_object_get(o, "key_id"));
 	const char *when = json_string_value(json_object_get(o, "time"));
+	const char *kind = json_string_value(json_object_get(o, "kind"));
+	const char *cells = json_string_value(json_object_get(o, "cells_seal"));
 	struct link_entry *x;
 	long long ln;
 
-	if (json_integer_value(json_object_get(o, "ward_seal")) != 1 ||
-	    !json_is_integer(n) || json_integer_value(n) < 1 || !run ||
-	    strlen(run) != AUDIT_RUN_ID_LEN || !is_hex(seal, WARD_SHA256_LEN)) {
+	if (json_integer_value(json_object_get(o, "ward_seal")) != 1 || !run ||
+	    strlen(run) != AUDIT_RUN_ID_LEN || !is_hex(seal, WARD_SHA256_LEN) ||
+	    (cells && !is_hex(cells, WARD_SHA256_LEN))) {
+		lproblem(c, LOG, lineno, "not a ward seal line: %.60s", text);
+		goto out;
+	}
+	if (kind && !strcmp(kind, "cells")) {
+		check_cells_line(c, lineno, run, seal, cells, when);
+		goto out;
+	}
+	if (kind || !json_is_integer(n) || json_integer_value(n) < 1) {
 		lproblem(c, LOG, lineno, "not a ward seal line: %.60s", text);
 		goto out;
 	}
@@ -638,6 +727,8 @@ static void check_line(struct lctx *c, long long lineno, const char *text,
 			 run, ln, when ? when : "?");
 		goto out;
 	}
+	if (cells)
+		cells_logged(x, lineno, cells, when);
 	if (x->logged)
 		goto out; /* the same seal twice changes nothing */
 	x->logged = true;
@@ -695,6 +786,13 @@ static int check_log(struct audit *a, struct lctx *c, const char *path)
 			c->out->log_before++;
 			continue;
 		}
+		if (x->cells_logged[0] &&
+		    strcasecmp(x->cells_logged, x->cells_seal))
+			lproblem(
+				c, LOG, x->cells_line,
+				"run %s: its cells and artifacts are not the "
+				"ones sealed at %s: rewritten and sealed again",
+				x->id, x->cells_when);
 		if (!x->logged)
 			lproblem(c, CHAIN, x->n,
 				 "run %s (#%lld) is sealed in the database but "

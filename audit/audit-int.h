@@ -95,6 +95,7 @@ struct audit_run_link {
  * written once the transaction commits. */
 struct audit_seal_note {
 	struct audit_seal_note *next;
+	char run[AUDIT_RUN_ID_LEN + 1];
 	char line[];
 };
 
@@ -200,8 +201,12 @@ int audit_unhex(const char *s, size_t n, uint8_t *out);
 int audit_link_next(struct audit *a, struct audit_run_link *l);
 int audit_link_store(struct audit *a, const char *run_id,
 		     const struct audit_run_link *l,
-		     const uint8_t seal[WARD_SHA256_LEN],
-		     const char *sealed_by);
+		     const uint8_t seal[WARD_SHA256_LEN], const char *sealed_by,
+		     const char *cells_seal);
+/* A session's cells sealed by its server (audit_seal_cells): their line
+ * for the seal log, once the transaction commits. 0 or -ENOMEM. */
+int audit_cells_note(struct audit *a, const char *run_id, const char *seal,
+		     const char *cells_seal);
 /* n and prev of a version 2 runs.chain object: 0, or -1 if malformed. */
 int audit_link_parse(json_t *chain, struct audit_run_link *l);
 /* After the transaction that may have sealed runs: committed, their lines

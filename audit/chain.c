@@ -697,10 +697,10 @@ static json_t *tags_json(const struct tags *g)
 /* The cells part of runs.chain: their tags and seal. */
 static void set_cells(json_t *o, const struct audit_chain_key *k,
 		      const char *run_id, const uint8_t seal[WARD_SHA256_LEN],
-		      const struct sealed *s, const char *sealed_by)
+		      const struct sealed *s, const char *sealed_by,
+		      char hx[2 * WARD_SHA256_LEN + 1])
 {
 	uint8_t cs[WARD_SHA256_LEN];
-	char hx[2 * WARD_SHA256_LEN + 1];
 
 	cells_seal_of(k, run_id, seal, &s->cells, &s->arts, cs);
 	to_hex(cs, WARD_SHA256_LEN, hx);
@@ -713,7 +713,8 @@ static void set_cells(json_t *o, const struct audit_chain_key *k,
 static char *chain_json(const struct audit_chain_key *k, const struct heads *h,
 			const struct sealed *s, const struct audit_run_link *l,
 			const uint8_t seal[WARD_SHA256_LEN], const char *run_id,
-			const char *sealed_by)
+			const char *sealed_by,
+			char cells_hex[2 * WARD_SHA256_LEN + 1])
 {
 	char hx[2 * WARD_SHA256_LEN + 1];
 	json_t *o = json_object();
@@ -749,7 +750,7 @@ static char *chain_json(const struct audit_chain_key *k, const struct heads *h,
 	/* a session's server seals its cells when it closes it: the run's
 	 * end (before the last cells) leaves that to it */
 	if (!s->session || s->cells.n || s->arts.n)
-		set_cells(o, k, run_id, seal, s, sealed_by);
+		set_cells(o, k, run_id, seal, s, sealed_by, cells_hex);
 	text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	return text;
@@ -763,6 +764,7 @@ static int seal_run(struct audit *a, const char *run_id, const struct heads *h,
 	const struct audit_chain_key *k = a->key.loaded ? &a->key : NULL;
 	struct sealed s = { 0 };
 	struct audit_run_link l = { 0 };
+	char cells_hex[2 * WARD_SHA256_LEN + 1] = "";
 	uint8_t seal[WARD_SHA256_LEN];
 	sqlite3_stmt *st = NULL;
 	char *text = NULL;
@@ -776,7 +778,8 @@ static int seal_run(struct audit *a, const char *run_id, const struct heads *h,
 		r = audit_link_next(a, &l);
 	if (!r) {
 		seal_of(k, run_id, h, &s, &l, seal);
-		text = chain_json(k, h, &s, &l, seal, run_id, sealed_by);
+		text = chain_json(k, h, &s, &l, seal, run_id, sealed_by,
+				  cells_hex);
 		if (!text)
 			r = audit_fail(a, -ENOMEM, "out of memory");
 	}
@@ -792,7 +795,8 @@ static int seal_run(struct audit *a, const char *run_id, const struct heads *h,
 		seal_stmt_done(st);
 	}
 	if (!r)
-		r = audit_link_store(a, run_id, &l, seal, sealed_by);
+		r = audit_link_store(a, run_id, &l, seal, sealed_by,
+				     cells_hex[0] ? cells_hex : NULL);
 	if (!r && text_out) {
 		*text_out = text;
 		text = NULL;
@@ -869,6 +873,7 @@ int audit_chain_seal_reaped(struct audit *a, const char *run_id)
 int audit_seal_cells(struct audit *a, const char *run_id)
 {
 	struct sealed s = { 0 };
+	char cells_hex[2 * WARD_SHA256_LEN + 1] = "";
 	json_t *o = NULL;
 	uint8_t seal[WARD_SHA256_LEN];
 	sqlite3_stmt *st = NULL;
@@ -896,13 +901,15 @@ int audit_seal_cells(struct audit *a, const char *run_id)
 	/* not sealed (yet): the worker died; the reaper's seal will cover
 	 * its cells as they are then */
 	if (!r && sh && strlen(sh) == 64 && !from_hex(sh, 32, seal)) {
-		set_cells(o, &a->key, run_id, seal, &s, "server");
+		set_cells(o, &a->key, run_id, seal, &s, "server", cells_hex);
+		r = audit_cells_note(a, run_id, sh, cells_hex);
 		text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-		rc = text ? sqlite3_prepare_v2(a->db,
-					       "UPDATE runs SET chain = ?2"
-					       " WHERE id = ?1",
-					       -1, &st, NULL)
-			  : SQLITE_NOMEM;
+		rc = r	    ? SQLITE_NOMEM
+		     : text ? sqlite3_prepare_v2(a->db,
+						 "UPDATE runs SET chain = ?2"
+						 " WHERE id = ?1",
+						 -1, &st, NULL)
+			    : SQLITE_NOMEM;
 		if (rc == SQLITE_OK) {
 			sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
 			sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
@@ -916,6 +923,7 @@ int audit_seal_cells(struct audit *a, const char *run_id)
 		r = audit_sqlfail(a, rc, a->path);
 	if (r && !sqlite3_get_autocommit(a->db))
 		sqlite3_exec(a->db, "ROLLBACK", NULL, NULL, NULL);
+	audit_seals_done(a, !r);
 	free(text);
 	json_decref(o);
 	sealed_free(&s);

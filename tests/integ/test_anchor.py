@@ -193,6 +193,7 @@ def test_seal_log_catches_a_key_holder(ctx):
     a, b, c = _runs(ctx, 3, "--seal-log", log)
     lines = [json.loads(x) for x in open(log)]
     assert [(x["n"], x["run"]) for x in lines] == [(1, a), (2, b), (3, c)], lines
+    assert all(x["cells_seal"] == _chain(ctx, x["run"])["cells_seal"] for x in lines), lines
     assert lines[1]["prev_run"] == a and lines[1]["prev"] == lines[0]["seal"], lines
     assert all(x["seal"] == _chain(ctx, x["run"])["seal"] for x in lines), lines
     assert lines[0]["db"] == os.path.realpath(ctx.db) and lines[0]["time"].endswith("Z"), lines
@@ -231,6 +232,27 @@ def test_seal_log_catches_a_key_holder(ctx):
     assert r.code == 1, r
     assert f"seal log line 3: run {c} (sealed #3 at " in r.stdout, r
     assert "is in the seal log but not in the database: deleted" in r.stdout, r
+    # an artifact added to run a, its cells seal made again with the key
+    con = sqlite3.connect(ctx.db)
+    con.text_factory = bytes
+    try:
+        con.execute("insert into artifacts values (?, 0, 'x.txt', 1, ?, 1)", (a, "0" * 64))
+        ch = json.loads(con.execute("select chain from runs where id=?", (a,)).fetchone()[0])
+        ch["artifacts"] = [tv._tag(key, tv._record("artifacts", row))[:16].hex() for row in
+                           tv._rows(con, "artifacts", ART_COLS, "run_id = ?", "cell", a)]
+        ch["cells_seal"] = _cells_seal(key, a, bytes.fromhex(ch["seal"]), ch).hex()
+        con.execute("update runs set chain=? where id=?", (json.dumps(ch), a))
+        con.commit()
+    finally:
+        con.close()
+    assert tv._verify(ctx, a).code == 0
+    r = tv._verify(ctx, "--seal-log", log)
+    assert r.code == 1, r
+    assert f"seal log line 1: run {a}: its cells and artifacts are not the ones sealed" \
+        in r.stdout, r
+
+
+ART_COLS = ["run_id", "cell", "path", "size", "sha256", "ts_ns"]
 
 
 def test_seal_log_names_unlogged_runs_and_foreign_lines(ctx):
@@ -312,8 +334,34 @@ def test_session_seal_log(ctx):
     s.ok("session.close", {"session_id": c["session_id"]})
     assert s.close() == 0
     lines = [json.loads(x) for x in open(log)]
-    assert [x["run"] for x in lines] == [c["run_id"]], lines
+    rid = c["run_id"]
+    # the worker's seal of the run, then the server's seal of its cells
+    assert [(x["run"], x.get("kind"), x["sealed_by"]) for x in lines] == \
+        [(rid, None, "ward"), (rid, "cells", "server")], lines
+    ch = _chain(ctx, rid)
+    assert lines[1]["seal"] == ch["seal"] and lines[1]["cells_seal"] == ch["cells_seal"], lines
     assert tv._verify(ctx, "--seal-log", log).code == 0
+    # root rewrites a cell and seals the cells again: only the log tells
+    key = tv._key(ctx)
+    con = sqlite3.connect(ctx.db)
+    con.text_factory = bytes
+    try:
+        con.execute("update cells set code='print(41)' where run_id=?", (rid,))
+        ch["cells"] = [tv._tag(key, tv._record("cells", row))[:16].hex() for row in
+                       tv._rows(con, "cells", CELL_COLS, "run_id = ?", "n", rid)]
+        ch["cells_seal"] = _cells_seal(key, rid, bytes.fromhex(ch["seal"]), ch).hex()
+        con.execute("update runs set chain=? where id=?", (json.dumps(ch), rid))
+        con.commit()
+    finally:
+        con.close()
+    assert tv._verify(ctx, rid).code == 0
+    r = tv._verify(ctx, "--seal-log", log)
+    assert r.code == 1, r
+    assert f"seal log line 2: run {rid}: its cells and artifacts are not the ones sealed at " \
+        in r.stdout, r
+
+
+CELL_COLS = ["run_id", "n", "code", "started_ns", "ended_ns", "status", "result"]
 
 
 # ------------------------------------------------------------------ WAL
