@@ -188,6 +188,30 @@ def _reseal(con, key, rid, ch):
     con.execute("update runs set chain=? where id=?", (json.dumps(ch), rid))
 
 
+CELL_COLS = ["run_id", "n", "code", "started_ns", "ended_ns", "status", "result"]
+ART_COLS = ["run_id", "cell", "path", "size", "sha256", "ts_ns"]
+
+
+def _recells(ctx, rid, sql):
+    """Change rid's cells or artifacts with sql (rid bound to its ?) and
+    seal them again with the key."""
+    key = tv._key(ctx)
+    con = sqlite3.connect(ctx.db)
+    con.text_factory = bytes
+    try:
+        con.execute(sql, (rid,) if "?" in sql else ())
+        ch = json.loads(con.execute("select chain from runs where id=?", (rid,)).fetchone()[0])
+        for table, cols, order in (("cells", CELL_COLS, "n"),
+                                   ("artifacts", ART_COLS, "cell, path, ts_ns, size, sha256")):
+            ch[table] = [tv._tag(key, tv._record(table, row))[:16].hex() for row in
+                         tv._rows(con, table, cols, "run_id = ?", order, rid)]
+        ch["cells_seal"] = _cells_seal(key, rid, bytes.fromhex(ch["seal"]), ch).hex()
+        con.execute("update runs set chain=? where id=?", (json.dumps(ch), rid))
+        con.commit()
+    finally:
+        con.close()
+
+
 def test_seal_log_catches_a_key_holder(ctx):
     log = ctx.path("seals.log")
     a, b, c = _runs(ctx, 3, "--seal-log", log)
@@ -233,26 +257,12 @@ def test_seal_log_catches_a_key_holder(ctx):
     assert f"seal log line 3: run {c} (sealed #3 at " in r.stdout, r
     assert "is in the seal log but not in the database: deleted" in r.stdout, r
     # an artifact added to run a, its cells seal made again with the key
-    con = sqlite3.connect(ctx.db)
-    con.text_factory = bytes
-    try:
-        con.execute("insert into artifacts values (?, 0, 'x.txt', 1, ?, 1)", (a, "0" * 64))
-        ch = json.loads(con.execute("select chain from runs where id=?", (a,)).fetchone()[0])
-        ch["artifacts"] = [tv._tag(key, tv._record("artifacts", row))[:16].hex() for row in
-                           tv._rows(con, "artifacts", ART_COLS, "run_id = ?", "cell", a)]
-        ch["cells_seal"] = _cells_seal(key, a, bytes.fromhex(ch["seal"]), ch).hex()
-        con.execute("update runs set chain=? where id=?", (json.dumps(ch), a))
-        con.commit()
-    finally:
-        con.close()
+    _recells(ctx, a, "insert into artifacts values (?, 0, 'x.txt', 1, '%s', 1)" % ("0" * 64))
     assert tv._verify(ctx, a).code == 0
     r = tv._verify(ctx, "--seal-log", log)
     assert r.code == 1, r
     assert f"seal log line 1: run {a}: its cells and artifacts are not the ones sealed" \
         in r.stdout, r
-
-
-ART_COLS = ["run_id", "cell", "path", "size", "sha256", "ts_ns"]
 
 
 def test_seal_log_names_unlogged_runs_and_foreign_lines(ctx):
@@ -342,26 +352,12 @@ def test_session_seal_log(ctx):
     assert lines[1]["seal"] == ch["seal"] and lines[1]["cells_seal"] == ch["cells_seal"], lines
     assert tv._verify(ctx, "--seal-log", log).code == 0
     # root rewrites a cell and seals the cells again: only the log tells
-    key = tv._key(ctx)
-    con = sqlite3.connect(ctx.db)
-    con.text_factory = bytes
-    try:
-        con.execute("update cells set code='print(41)' where run_id=?", (rid,))
-        ch["cells"] = [tv._tag(key, tv._record("cells", row))[:16].hex() for row in
-                       tv._rows(con, "cells", CELL_COLS, "run_id = ?", "n", rid)]
-        ch["cells_seal"] = _cells_seal(key, rid, bytes.fromhex(ch["seal"]), ch).hex()
-        con.execute("update runs set chain=? where id=?", (json.dumps(ch), rid))
-        con.commit()
-    finally:
-        con.close()
+    _recells(ctx, rid, "update cells set code='print(41)' where run_id = ?")
     assert tv._verify(ctx, rid).code == 0
     r = tv._verify(ctx, "--seal-log", log)
     assert r.code == 1, r
     assert f"seal log line 2: run {rid}: its cells and artifacts are not the ones sealed at " \
         in r.stdout, r
-
-
-CELL_COLS = ["run_id", "n", "code", "started_ns", "ended_ns", "status", "result"]
 
 
 # ------------------------------------------------------------------ WAL
