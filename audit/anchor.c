@@ -28,7 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -97,6 +99,12 @@ int audit_link_next(struct audit *a, struct audit_run_link *l)
 	}
 	sqlite3_finalize(st);
 	return r;
+}
+
+/* Seals go outside the database: a seal log, the system log, or both. */
+static bool anchored(const struct audit *a)
+{
+	return a->seal_log_fd >= 0 || a->syslog_fd >= 0;
 }
 
 static void now_text(char *buf, size_t n)
@@ -202,7 +210,7 @@ int audit_link_store(struct audit *a, const char *run_id,
 		r = audit_sqlfail(a, rc, "move the chain of runs' head");
 	sqlite3_finalize(st);
 	free(text);
-	if (!r && a->seal_log_fd >= 0) {
+	if (!r && anchored(a)) {
 		line = log_line(a, run_id, l, hx, sealed_by, cells_seal);
 		if (!line || note_add(a, run_id, line))
 			r = audit_fail(a, -ENOMEM, "out of memory");
@@ -217,7 +225,7 @@ int audit_cells_note(struct audit *a, const char *run_id, const char *seal,
 	char *line;
 	int r = 0;
 
-	if (a->seal_log_fd < 0)
+	if (!anchored(a))
 		return 0;
 	line = log_line(a, run_id, NULL, seal, "server", cells_seal);
 	if (!line || note_add(a, run_id, line))
@@ -251,13 +259,70 @@ int audit_link_parse(json_t *chain, struct audit_run_link *l)
 
 /* ----------------------------- seal log ----------------------------- */
 
+/* $WARD_SEAL_SYSLOG: the system log's socket (ward --seal-syslog sets
+ * /dev/log), connected now so that a missing one is said before any code
+ * runs. */
+static int syslog_open(struct audit *a, const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return audit_fail(a, -ENAMETOOLONG,
+				  "system log %s: path too long", path);
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		int err = errno;
+
+		if (fd >= 0)
+			close(fd);
+		return audit_fail(a, -err,
+				  "system log %s: %s (is a syslog daemon or "
+				  "journald running?)",
+				  path, strerror(err));
+	}
+	a->syslog_path = strdup(path);
+	if (!a->syslog_path) {
+		close(fd);
+		return audit_fail(a, -ENOMEM, "out of memory");
+	}
+	a->syslog_fd = fd;
+	return 0;
+}
+
+/* One datagram per line: "<85>ward-seal: LINE" (authpriv.notice), so that
+ * `journalctl -t ward-seal -o cat` gives the seal log back. */
+static int syslog_send(struct audit *a, const char *line)
+{
+	char msg[2048];
+	size_t n = strcspn(line, "\n");
+	int len =
+		snprintf(msg, sizeof(msg), "<85>ward-seal: %.*s", (int)n, line);
+
+	if (len < 0 || (size_t)len >= sizeof(msg))
+		return -EMSGSIZE;
+	while (send(a->syslog_fd, msg, (size_t)len, MSG_NOSIGNAL) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return 0;
+}
+
 int audit_seal_log_open(struct audit *a)
 {
 	const char *path = getenv("WARD_SEAL_LOG");
+	const char *sys = getenv("WARD_SEAL_SYSLOG");
 	struct stat st;
 	int fd;
 
 	a->seal_log_fd = -1;
+	a->syslog_fd = -1;
+	if (sys && *sys) {
+		int r = syslog_open(a, sys);
+
+		if (r)
+			return r;
+	}
 	if (!path || !*path)
 		return 0;
 	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
@@ -284,9 +349,12 @@ void audit_seal_log_close(struct audit *a)
 	audit_seals_done(a, false);
 	if (a->seal_log_fd >= 0)
 		close(a->seal_log_fd);
-	a->seal_log_fd = -1;
+	if (a->syslog_fd >= 0)
+		close(a->syslog_fd);
+	a->seal_log_fd = a->syslog_fd = -1;
 	free(a->seal_log);
-	a->seal_log = NULL;
+	free(a->syslog_path);
+	a->seal_log = a->syslog_path = NULL;
 }
 
 /* Every line in one write (O_APPEND: not mixed with another ward's), then
@@ -323,7 +391,7 @@ void audit_seals_done(struct audit *a, bool committed)
 	struct audit_seal_note *x = a->notes, *next;
 	size_t len = 0;
 	char *buf = NULL, runs[200] = "";
-	int r = 0;
+	int r = 0, rs = 0;
 
 	for (struct audit_seal_note *y = x; committed && y; y = y->next)
 		len += strlen(y->line);
@@ -336,6 +404,8 @@ void audit_seals_done(struct audit *a, bool committed)
 			memcpy(buf + len, x->line, strlen(x->line));
 			len += strlen(x->line);
 		}
+		if (committed && a->syslog_fd >= 0 && !rs)
+			rs = syslog_send(a, x->line);
 		if (committed && !strstr(runs, x->run) &&
 		    strlen(runs) + strlen(x->run) + 3 < sizeof(runs))
 			snprintf(runs + strlen(runs),
@@ -353,6 +423,12 @@ void audit_seals_done(struct audit *a, bool committed)
 			 "seal log %s: %s: the run is recorded and sealed in "
 			 "%s, but its seal is not in the log (run %s)",
 			 a->seal_log, strerror(-r), a->path, runs);
+	if (rs && !a->seal_log_err[0])
+		snprintf(a->seal_log_err, sizeof(a->seal_log_err),
+			 "system log %s: %s: the run is recorded and sealed "
+			 "in %s, but its seal is not in the system log (run "
+			 "%s)",
+			 a->syslog_path, strerror(-rs), a->path, runs);
 }
 
 const char *audit_seal_log_error(const struct audit *a)

@@ -126,6 +126,8 @@ struct audit {
 	/* the seal log (anchor.c): -1 when none */
 	int seal_log_fd;
 	char *seal_log;
+	int syslog_fd; /* $WARD_SEAL_SYSLOG: a syslog socket, -1 when none */
+	char *syslog_path;
 	char seal_log_err[600];
 	struct audit_seal_note *notes, **notes_tail;
 

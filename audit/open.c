@@ -340,6 +340,7 @@ static int open_once(const char *path, bool readonly, struct audit **out,
 	a->readonly = readonly;
 	a->tail = &a->head;
 	a->seal_log_fd = -1;
+	a->syslog_fd = -1;
 	a->notes_tail = &a->notes;
 	r = -pthread_mutex_init(&a->lock, NULL);
 	if (r) {

@@ -108,6 +108,9 @@ static void usage(FILE *f)
 		"                    synced), to check with `ward verify --seal-log FILE`;\n"
 		"                    keep it where whoever can rewrite the database cannot\n"
 		"                    (default: $WARD_SEAL_LOG; docs/security.md)\n"
+		"  --seal-syslog     send each seal to the system log too (authpriv.notice,\n"
+		"                    tag ward-seal: `journalctl -t ward-seal -o cat` is a\n"
+		"                    seal log; $WARD_SEAL_SYSLOG names another socket)\n"
 		"  --workdir DIR     the code's working directory (created if missing);\n"
 		"                    default: a fresh temporary directory, removed after\n"
 		"                    the run unless --keep\n"
@@ -322,6 +325,7 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		O_POLICY,
 		O_DB,
 		O_SEAL_LOG,
+		O_SEAL_SYSLOG,
 		O_WORKDIR,
 		O_KEEP,
 		O_ENV,
@@ -352,6 +356,7 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		{ "policy", required_argument, 0, O_POLICY },
 		{ "db", required_argument, 0, O_DB },
 		{ "seal-log", required_argument, 0, O_SEAL_LOG },
+		{ "seal-syslog", no_argument, 0, O_SEAL_SYSLOG },
 		{ "workdir", required_argument, 0, O_WORKDIR },
 		{ "keep", no_argument, 0, O_KEEP },
 		{ "env", required_argument, 0, O_ENV },
@@ -399,6 +404,7 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		case O_POLICY: a->policy_file = optarg; break;
 		case O_DB: a->db = optarg; break;
 		case O_SEAL_LOG: ward_seal_log_arg("--seal-log", optarg); break;
+		case O_SEAL_SYSLOG: ward_seal_syslog_arg(); break;
 		case O_WORKDIR: a->workdir = optarg; break;
 		case O_KEEP: a->keep = true; break;
 		case O_ENV: a->envs[a->n_envs++] = optarg; break;

@@ -29,6 +29,9 @@ int ward_cmd_verify(int argc, char **argv);
  * which every writer of the record (audit/anchor.c) and session workers
  * use. */
 void ward_seal_log_arg(const char *opt, const char *path);
+/* --seal-syslog: each seal to the system log too ($WARD_SEAL_SYSLOG =
+ * /dev/log; the record fails to open when it cannot be reached). */
+void ward_seal_syslog_arg(void);
 int ward_cmd_recheck(int argc, char **argv);
 int ward_cmd_learn(int argc, char **argv);
 

@@ -44,6 +44,12 @@ void ward_seal_log_arg(const char *opt, const char *path)
 		die("%s: %s", opt, strerror(errno));
 }
 
+void ward_seal_syslog_arg(void)
+{
+	if (setenv("WARD_SEAL_SYSLOG", "/dev/log", 1))
+		die("--seal-syslog: %s", strerror(errno));
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,

@@ -460,3 +460,39 @@ def test_a_head_that_is_not_wards_stops_runs_before_their_code(ctx):
     r = tv._verify(ctx, "--all")
     assert r.code == 1 and f"runs {a} and {b} both have place #1" in r.stdout or \
         f"runs {b} and {a} both have place #1" in r.stdout, r
+
+
+def test_seal_syslog(ctx):
+    """--seal-syslog: each seal goes to the system log too, one datagram
+    per seal that `journalctl -o cat` gives back as a seal log
+    ($WARD_SEAL_SYSLOG names the socket: here the test's own)."""
+    import socket
+    sock_path = ctx.path("log.sock")
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    s.bind(sock_path)
+    s.settimeout(5)
+    try:
+        env = dict(os.environ, WARD_SEAL_SYSLOG=sock_path)
+        ids = []
+        for i in range(2):
+            r = ctx.run(f"print({i})", "--json", env=env)
+            assert r.code == 0, r
+            ids.append(r.json()["run_id"])
+        msgs = [s.recv(4096).decode() for _ in ids]
+    finally:
+        s.close()
+    assert all(m.startswith("<85>ward-seal: {") for m in msgs), msgs
+    lines = [m.split(": ", 1)[1] for m in msgs]
+    assert [json.loads(x)["run"] for x in lines] == ids, lines
+    log = ctx.write("from-journal.log", "".join(x + "\n" for x in lines))
+    assert tv._verify(ctx, "--seal-log", log).code == 0
+    # nobody listening: said before the code runs
+    marker = ctx.path("ran")
+    r = ctx.run(f"open({marker!r}, 'w')", env=env)
+    assert r.code == 125 and f"system log {sock_path}: Connection refused" in r.stderr, r
+    assert not os.path.exists(marker)
+    r = ctx.run("print(1)", "--seal-syslog")
+    if os.path.exists("/dev/log"):
+        assert r.code == 0, r
+    else:
+        assert r.code == 125 and "system log /dev/log: No such file" in r.stderr, r
