@@ -115,10 +115,13 @@ def test_chain_of_runs_concurrent_and_reaped_runs_are_honest(ctx):
     for p in ps:
         assert p.wait(60) == 0, p.stderr.read()
     assert wardtest.wait_until(lambda: not wardtest.pids_matching(marker), 5)
+    # the killed run is 'running', outside the chain, unless a ward that
+    # began after the kill reaped it already
     r = tv._verify(ctx, "--all")
-    assert r.code == 0, r  # the killed run is 'running', outside the chain
-    assert "chain of runs: intact (4 runs linked" in r.stdout, r
-    _runs(ctx, 1)  # reaps the killed run: sealed in the next place
+    assert r.code == 0, r
+    assert "chain of runs: intact (4 runs linked" in r.stdout or \
+        "chain of runs: intact (5 runs linked" in r.stdout, r
+    _runs(ctx, 1)  # reaps the killed run (if still running): sealed in the next place
     r = tv._verify(ctx, "--all", "--json")
     assert r.code == 0, r
     j = json.loads(r.stdout)
