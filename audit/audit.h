@@ -340,7 +340,9 @@ int audit_verify_links(struct audit *a, bool chain, const char *seal_log,
  * database is opened: SQLite's first open rebuilds the index) from the
  * WAL index in DB-shm and the WAL's frames. lost: committed transactions
  * not yet copied into the database file cannot be read any more (what
- * says how). 0, or -ENAMETOOLONG. */
+ * says how). quick (a writer's open): the checksums of the frames before
+ * the index's last one are not checked (ward verify does). 0, or
+ * -ENAMETOOLONG. */
 struct audit_wal {
 	bool index, wal;	/* DB-shm's index is whole; DB-wal exists */
 	long long index_frames; /* committed frames, as the index says */
@@ -349,7 +351,7 @@ struct audit_wal {
 	bool lost;
 	char what[600];
 };
-int audit_wal_check(const char *db_path, struct audit_wal *out);
+int audit_wal_check(const char *db_path, bool quick, struct audit_wal *out);
 /* What audit_open() found of the WAL before it opened the database (a
  * reader of a lost WAL reads the database file alone: immutable). */
 const struct audit_wal *audit_wal_state(const struct audit *a);

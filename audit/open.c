@@ -301,7 +301,7 @@ static int open_handle(struct audit *a, const char *path)
 		return audit_fail(a, -ENOMEM, "out of memory");
 	r = a->readonly ? check_exists(a, path) : create_file(a, path);
 	if (!r)
-		audit_wal_check(path, &a->wal);
+		audit_wal_check(path, !a->readonly, &a->wal);
 	if (!r)
 		r = open_db(a);
 	if (!r)
