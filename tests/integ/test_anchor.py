@@ -9,6 +9,7 @@ import shutil
 import signal
 import sqlite3
 import subprocess
+import tempfile
 import time
 
 import wardtest
@@ -499,3 +500,40 @@ def test_seal_syslog(ctx):
         assert r.code == 0, r
     else:
         assert r.code == 125 and "system log /dev/log: No such file" in r.stderr, r
+
+
+def test_the_code_cannot_reach_the_seal_log(ctx):
+    """The seal log is ward's, like the database: refused inside the
+    workdir (the only place the code can write); elsewhere hidden from the
+    code even when the policy shows its directory."""
+    wd = ctx.path("wd")
+    os.makedirs(wd)
+    r = ctx.run("print(1)", "--workdir", wd, "--seal-log", os.path.join(wd, "seals.log"))
+    assert r.code == 125 and "seal log" in r.stderr and "inside the workdir" in r.stderr, r
+    # (not below /tmp: the run has its own)
+    d = tempfile.mkdtemp(prefix="ward-seal-log-", dir="/var/tmp")
+    os.chmod(d, 0o755)
+    log = os.path.join(d, "seals.log")
+    with open(os.path.join(d, "other"), "w") as f:
+        f.write("x")
+    os.chmod(os.path.join(d, "other"), 0o644)
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "profiles",
+                           "default.json")) as f:
+        pol = json.load(f)
+    pol["fs"].insert(0, {"id": "logs", "path": d, "allow": ["read", "stat"]})
+    pf = ctx.path("logs-policy.json")
+    with open(pf, "w") as f:
+        json.dump(pol, f)
+    code = (f"import os\nprint(open({os.path.join(d, 'other')!r}).read())\n"
+            f"print(sorted(os.listdir({d!r})))\n"
+            f"try:\n    open({log!r}).read()\n    print('read')\n"
+            f"except OSError as e:\n    print('refused', e.errno)\n")
+    try:
+        for _ in range(2):  # the second run: the log exists
+            r = ctx.run(code, "--policy", pf, "--seal-log", log)
+            # not listed; an open is the floor's (EACCES) or finds nothing
+            assert r.code == 0 and r.stdout in ("x\n['other']\nrefused 2\n",
+                                                "x\n['other']\nrefused 13\n"), r
+        assert os.path.getsize(log) > 0
+    finally:
+        shutil.rmtree(d)
