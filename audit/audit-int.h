@@ -11,6 +11,7 @@
 #ifndef WARD_AUDIT_AUDIT_INT_H
 #define WARD_AUDIT_AUDIT_INT_H
 
+#include <jansson.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -81,6 +82,23 @@ struct audit_chain_key {
 
 #define AUDIT_SEAL_ST_COUNT 6
 
+/* A run's place in the chain of runs (seal version 2, anchor.c): the
+ * number of its seal in the database and the run sealed before it. */
+struct audit_run_link {
+	long long n; /* 1 for the first seal of the chain */
+	bool has_prev;
+	char prev_run[AUDIT_RUN_ID_LEN + 1];
+	uint8_t prev_seal[WARD_SHA256_LEN];
+};
+
+/* A seal made in the transaction under way: its line for the seal log,
+ * written once the transaction commits. */
+struct audit_seal_note {
+	struct audit_seal_note *next;
+	char run[AUDIT_RUN_ID_LEN + 1];
+	char line[];
+};
+
 struct audit {
 	sqlite3 *db;
 	char *path;
@@ -104,6 +122,15 @@ struct audit {
 	char *last_chain; /* runs.chain of the last run sealed */
 	/* the seal's statements (chain.c), prepared once per handle */
 	sqlite3_stmt *seal_st[AUDIT_SEAL_ST_COUNT];
+
+	struct audit_wal wal; /* the WAL as found before the open */
+	/* the seal log (anchor.c): -1 when none */
+	int seal_log_fd;
+	char *seal_log;
+	int syslog_fd; /* $WARD_SEAL_SYSLOG: a syslog socket, -1 when none */
+	char *syslog_path;
+	char seal_log_err[600];
+	struct audit_seal_note *notes, **notes_tail;
 
 	/* the batch not yet written */
 	struct audit_row *head, **tail;
@@ -166,6 +193,39 @@ void audit_chain_finish(struct audit *a);
 /* Seals a run the reaper closed (its ward died) with the heads its rows
  * have now: rows lost from its end cannot be told. */
 int audit_chain_seal_reaped(struct audit *a, const char *run_id);
+/* Hex (lowercase) of n bytes into out (2n + 1 bytes), and back (-1 on
+ * anything but 2n hex digits). */
+void audit_hex(const uint8_t *b, size_t n, char *out);
+int audit_unhex(const char *s, size_t n, uint8_t *out);
+
+/* The chain of runs (anchor.c). Inside the sealing transaction: the next
+ * run's place, from ward_meta's head; then the head moved to run_id (and
+ * the seal noted for the seal log). 0 or -errno with a->errmsg. */
+int audit_link_next(struct audit *a, struct audit_run_link *l);
+int audit_link_store(struct audit *a, const char *run_id,
+		     const struct audit_run_link *l,
+		     const uint8_t seal[WARD_SHA256_LEN], const char *sealed_by,
+		     const char *cells_seal);
+/* A session's cells sealed by its server (audit_seal_cells): their line
+ * for the seal log, once the transaction commits. 0 or -ENOMEM. */
+int audit_cells_note(struct audit *a, const char *run_id, const char *seal,
+		     const char *cells_seal);
+/* n and prev of a version 2 runs.chain object: 0, or -1 if malformed. */
+int audit_link_parse(json_t *chain, struct audit_run_link *l);
+/* After the transaction that may have sealed runs: committed, their lines
+ * go to the seal log (a failure is kept for audit_seal_log_error());
+ * otherwise they are dropped. */
+void audit_seals_done(struct audit *a, bool committed);
+/* Opens $WARD_SEAL_LOG for a writer handle, if set. 0 or -errno. */
+int audit_seal_log_open(struct audit *a);
+void audit_seal_log_close(struct audit *a);
+/* A writer found the WAL lost (a->wal): kept in ward_meta ('wal_lost
+ * TIME') with the newest seal and the running runs of the database file,
+ * so that every later `ward verify` reports it. 0 or -errno. */
+int audit_wal_loss_record(struct audit *a);
+/* Copies the WAL into the database file after a run's end (anchor.c). */
+void audit_checkpoint(struct audit *a);
+
 /* One statement committed at once (cells.c): sql with the values bound by
  * fill, after the queued batch; what names it in errors. */
 int audit_exec_one(struct audit *a, const char *sql, const char *what,

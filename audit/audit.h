@@ -303,6 +303,9 @@ struct audit_verify {
 	char key_note[256];  /* what could not be checked, and why */
 	unsigned problems;   /* problems found (all, even past a stop) */
 	bool cells_unsealed; /* it has cells or artifacts and no seal of them */
+	long long link_n;    /* its place in the chain of runs (seal version
+			      * 2), 0 when sealed before it */
+	char prev_run[AUDIT_RUN_ID_LEN + 1]; /* the run sealed before it */
 };
 
 /*
@@ -316,9 +319,55 @@ int audit_verify_run(struct audit *a, const char *run_id,
 		     struct audit_verify *out,
 		     int (*fn)(const struct audit_problem *, void *),
 		     void *arg);
+/* The database as a whole: with chain, the chain of runs (each version 2
+ * seal names its place n and the run sealed before it; ward_meta holds the
+ * newest), and with seal_log (a path, or NULL) the seal log against it;
+ * always, the WAL: lost now (audit_wal_state()) or lost before (a writer
+ * found it so and recorded it in ward_meta). Problems go to fn with table
+ * "chain of runs" (row: the place n, or 0), "seal log" (row: the line
+ * number) or "WAL". 0 (out says what was found), or -errno. */
+struct audit_links {
+	long long linked; /* runs with a place in the chain */
+	long long older;  /* runs sealed before the chain (version 1) */
+	long long head_n; /* the newest place given (ward_meta), 0: none */
+	char head_run[AUDIT_RUN_ID_LEN + 1];
+	unsigned problems;
+	bool log_checked;
+	long long log_lines;  /* seal lines read */
+	long long log_first;  /* the first place the log holds, 0: none */
+	long long log_before; /* runs sealed before it: not in the log */
+	unsigned wal_losses;  /* the WAL lost now, and losses recorded */
+};
+int audit_verify_links(struct audit *a, bool chain, const char *seal_log,
+		       struct audit_links *out,
+		       int (*fn)(const struct audit_problem *, void *),
+		       void *arg);
+/* Whether DB-wal still holds what was committed to it: read (before the
+ * database is opened: SQLite's first open rebuilds the index) from the
+ * WAL index in DB-shm and the WAL's frames. lost: committed transactions
+ * not yet copied into the database file cannot be read any more (what
+ * says how). quick (a writer's open): the checksums of the frames before
+ * the index's last one are not checked (ward verify does). 0, or
+ * -ENAMETOOLONG. */
+struct audit_wal {
+	bool index, wal;	/* DB-shm's index is whole; DB-wal exists */
+	long long index_frames; /* committed frames, as the index says */
+	long long backfilled;	/* of them, copied into the file */
+	long long wal_frames;	/* committed frames readable in DB-wal */
+	bool lost;
+	char what[600];
+};
+int audit_wal_check(const char *db_path, bool quick, struct audit_wal *out);
+/* What audit_open() found of the WAL before it opened the database (a
+ * reader of a lost WAL reads the database file alone: immutable). */
+const struct audit_wal *audit_wal_state(const struct audit *a);
 /* Load DB.key for verifying (never creates it). 0 or -errno with
  * audit_errmsg() saying why it is not at hand. */
 int audit_verify_key(struct audit *a);
+/* Why the seal log ($WARD_SEAL_LOG) could not be written after a seal
+ * committed (the run is recorded and sealed; its line is missing), or
+ * NULL. Sticky for the handle. */
+const char *audit_seal_log_error(const struct audit *a);
 /* Seal the cells and artifacts of a session's run, written by the server
  * after the run's worker sealed the run (runs.chain gets their tags and a
  * seal bound to the run's). A run not sealed yet is left alone. 0 or

@@ -37,7 +37,7 @@
 
 static const char hexd[] = "0123456789abcdef";
 
-static void to_hex(const uint8_t *b, size_t n, char *out)
+void audit_hex(const uint8_t *b, size_t n, char *out)
 {
 	for (size_t i = 0; i < n; i++) {
 		out[2 * i] = hexd[b[i] >> 4];
@@ -47,7 +47,7 @@ static void to_hex(const uint8_t *b, size_t n, char *out)
 }
 
 /* n bytes from 2n hex characters (either case); -1 on anything else. */
-static int from_hex(const char *s, size_t n, uint8_t *out)
+int audit_unhex(const char *s, size_t n, uint8_t *out)
 {
 	for (size_t i = 0; i < 2 * n; i++) {
 		int c = s[i], v;
@@ -67,6 +67,9 @@ static int from_hex(const char *s, size_t n, uint8_t *out)
 	}
 	return 0;
 }
+
+#define to_hex	 audit_hex
+#define from_hex audit_unhex
 
 /* ---------------------------- encoding ---------------------------- */
 
@@ -628,17 +631,30 @@ static void put_tags(struct ward_sha256 *c, const struct tags *g)
 		put_bytes(c, 'B', g->t[i], TAG_LEN);
 }
 
-/* The seal: a tag over the run's id, both chains' counts and heads, and
- * the tags of the run row, its processes and its inputs. */
+/* The seal: a tag over the run's id, its place in the chain of runs
+ * (version 2: its number and the run sealed before it), both chains'
+ * counts and heads, and the tags of the run row, its processes and its
+ * inputs. l is NULL for a version 1 seal. */
 static void seal_of(const struct audit_chain_key *k, const char *run_id,
 		    const struct heads *h, const struct sealed *s,
+		    const struct audit_run_link *l,
 		    uint8_t out[WARD_SHA256_LEN])
 {
 	struct tagger t;
 
 	tag_begin(&t, k);
-	put_text(&t.c, "ward-seal-v1");
+	put_text(&t.c, l ? "ward-seal-v2" : "ward-seal-v1");
 	put_text(&t.c, run_id);
+	if (l) {
+		put_int(&t.c, l->n);
+		if (l->has_prev) {
+			put_text(&t.c, l->prev_run);
+			put_bytes(&t.c, 'B', l->prev_seal, WARD_SHA256_LEN);
+		} else {
+			put_null(&t.c);
+			put_null(&t.c);
+		}
+	}
 	for (int i = 0; i < AUDIT_CHAIN__COUNT; i++) {
 		put_int(&t.c, h->count[i]);
 		put_bytes(&t.c, 'B', h->head[i], WARD_SHA256_LEN);
@@ -683,10 +699,10 @@ static json_t *tags_json(const struct tags *g)
 /* The cells part of runs.chain: their tags and seal. */
 static void set_cells(json_t *o, const struct audit_chain_key *k,
 		      const char *run_id, const uint8_t seal[WARD_SHA256_LEN],
-		      const struct sealed *s, const char *sealed_by)
+		      const struct sealed *s, const char *sealed_by,
+		      char hx[2 * WARD_SHA256_LEN + 1])
 {
 	uint8_t cs[WARD_SHA256_LEN];
-	char hx[2 * WARD_SHA256_LEN + 1];
 
 	cells_seal_of(k, run_id, seal, &s->cells, &s->arts, cs);
 	to_hex(cs, WARD_SHA256_LEN, hx);
@@ -697,19 +713,29 @@ static void set_cells(json_t *o, const struct audit_chain_key *k,
 }
 
 static char *chain_json(const struct audit_chain_key *k, const struct heads *h,
-			const struct sealed *s,
+			const struct sealed *s, const struct audit_run_link *l,
 			const uint8_t seal[WARD_SHA256_LEN], const char *run_id,
-			const char *sealed_by)
+			const char *sealed_by,
+			char cells_hex[2 * WARD_SHA256_LEN + 1])
 {
 	char hx[2 * WARD_SHA256_LEN + 1];
 	json_t *o = json_object();
 	char *text;
 
-	json_object_set_new(o, "version", json_integer(1));
+	json_object_set_new(o, "version", json_integer(2));
 	json_object_set_new(o, "alg",
 			    json_string(k ? "hmac-sha256" : "sha256"));
 	if (k)
 		json_object_set_new(o, "key_id", json_string(k->id));
+	json_object_set_new(o, "n", json_integer(l->n));
+	if (l->has_prev) {
+		to_hex(l->prev_seal, WARD_SHA256_LEN, hx);
+		json_object_set_new(o, "prev",
+				    json_pack("{s:s, s:s}", "run", l->prev_run,
+					      "seal", hx));
+	} else {
+		json_object_set_new(o, "prev", json_null());
+	}
 	for (int i = 0; i < AUDIT_CHAIN__COUNT; i++) {
 		to_hex(h->head[i], WARD_SHA256_LEN, hx);
 		json_object_set_new(o, table_name[i],
@@ -726,7 +752,7 @@ static char *chain_json(const struct audit_chain_key *k, const struct heads *h,
 	/* a session's server seals its cells when it closes it: the run's
 	 * end (before the last cells) leaves that to it */
 	if (!s->session || s->cells.n || s->arts.n)
-		set_cells(o, k, run_id, seal, s, sealed_by);
+		set_cells(o, k, run_id, seal, s, sealed_by, cells_hex);
 	text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	return text;
@@ -739,6 +765,8 @@ static int seal_run(struct audit *a, const char *run_id, const struct heads *h,
 {
 	const struct audit_chain_key *k = a->key.loaded ? &a->key : NULL;
 	struct sealed s = { 0 };
+	struct audit_run_link l = { 0 };
+	char cells_hex[2 * WARD_SHA256_LEN + 1] = "";
 	uint8_t seal[WARD_SHA256_LEN];
 	sqlite3_stmt *st = NULL;
 	char *text = NULL;
@@ -748,9 +776,12 @@ static int seal_run(struct audit *a, const char *run_id, const struct heads *h,
 	if (!r && !s.has_run)
 		r = audit_fail(a, -ENOENT, "%s: run %s is not in the database",
 			       a->path, run_id);
+	if (!r)
+		r = audit_link_next(a, &l);
 	if (!r) {
-		seal_of(k, run_id, h, &s, seal);
-		text = chain_json(k, h, &s, seal, run_id, sealed_by);
+		seal_of(k, run_id, h, &s, &l, seal);
+		text = chain_json(k, h, &s, &l, seal, run_id, sealed_by,
+				  cells_hex);
 		if (!text)
 			r = audit_fail(a, -ENOMEM, "out of memory");
 	}
@@ -765,6 +796,9 @@ static int seal_run(struct audit *a, const char *run_id, const struct heads *h,
 			r = audit_sqlfail(a, rc, "seal the run's chain");
 		seal_stmt_done(st);
 	}
+	if (!r)
+		r = audit_link_store(a, run_id, &l, seal, sealed_by,
+				     cells_hex[0] ? cells_hex : NULL);
 	if (!r && text_out) {
 		*text_out = text;
 		text = NULL;
@@ -841,6 +875,7 @@ int audit_chain_seal_reaped(struct audit *a, const char *run_id)
 int audit_seal_cells(struct audit *a, const char *run_id)
 {
 	struct sealed s = { 0 };
+	char cells_hex[2 * WARD_SHA256_LEN + 1] = "";
 	json_t *o = NULL;
 	uint8_t seal[WARD_SHA256_LEN];
 	sqlite3_stmt *st = NULL;
@@ -868,13 +903,15 @@ int audit_seal_cells(struct audit *a, const char *run_id)
 	/* not sealed (yet): the worker died; the reaper's seal will cover
 	 * its cells as they are then */
 	if (!r && sh && strlen(sh) == 64 && !from_hex(sh, 32, seal)) {
-		set_cells(o, &a->key, run_id, seal, &s, "server");
+		set_cells(o, &a->key, run_id, seal, &s, "server", cells_hex);
+		r = audit_cells_note(a, run_id, sh, cells_hex);
 		text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-		rc = text ? sqlite3_prepare_v2(a->db,
-					       "UPDATE runs SET chain = ?2"
-					       " WHERE id = ?1",
-					       -1, &st, NULL)
-			  : SQLITE_NOMEM;
+		rc = r	    ? SQLITE_NOMEM
+		     : text ? sqlite3_prepare_v2(a->db,
+						 "UPDATE runs SET chain = ?2"
+						 " WHERE id = ?1",
+						 -1, &st, NULL)
+			    : SQLITE_NOMEM;
 		if (rc == SQLITE_OK) {
 			sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
 			sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
@@ -888,6 +925,7 @@ int audit_seal_cells(struct audit *a, const char *run_id)
 		r = audit_sqlfail(a, rc, a->path);
 	if (r && !sqlite3_get_autocommit(a->db))
 		sqlite3_exec(a->db, "ROLLBACK", NULL, NULL, NULL);
+	audit_seals_done(a, !r);
 	free(text);
 	json_decref(o);
 	sealed_free(&s);
@@ -1114,6 +1152,8 @@ struct chain_rec {
 	long long count[AUDIT_CHAIN__COUNT];
 	const char *head[AUDIT_CHAIN__COUNT];
 	json_t *run, *procs, *inputs;
+	int version;
+	struct audit_run_link link; /* version 2 */
 };
 
 static bool hexlen(const char *s, size_t n)
@@ -1160,8 +1200,10 @@ static bool parse_chain(const char *text, struct chain_rec *c)
 	c->run = json_object_get(c->o, "run");
 	c->procs = json_object_get(c->o, "processes");
 	c->inputs = json_object_get(c->o, "inputs");
-	return json_integer_value(json_object_get(c->o, "version")) == 1 &&
-	       c->alg &&
+	c->version = (int)json_integer_value(json_object_get(c->o, "version"));
+	if (c->version == 2 && audit_link_parse(c->o, &c->link))
+		return false;
+	return (c->version == 1 || c->version == 2) && c->alg &&
 	       (!strcmp(c->alg, "sha256") ||
 		(!strcmp(c->alg, "hmac-sha256") && c->key_id)) &&
 	       hexlen(c->seal, WARD_SHA256_LEN) && tag_list_ok(c->run) &&
@@ -1353,6 +1395,10 @@ int audit_verify_run(struct audit *a, const char *run_id,
 		snprintf(out->key_id, sizeof(out->key_id), "%s",
 			 c.key_id ? c.key_id : "");
 		snprintf(out->seal, sizeof(out->seal), "%s", c.seal);
+		out->link_n = c.version == 2 ? c.link.n : 0;
+		if (c.version == 2 && c.link.has_prev)
+			snprintf(out->prev_run, sizeof(out->prev_run), "%s",
+				 c.link.prev_run);
 	}
 	/* A key that is not the sealing key checks nothing. */
 	if (k && out->keyed && strcmp(k->id, c.key_id)) {
@@ -1457,7 +1503,8 @@ int audit_verify_run(struct audit *a, const char *run_id,
 				r = audit_fail(a, -ENOMEM, "out of memory");
 				goto done;
 			}
-			seal_of(out->keyed ? k : NULL, run_id, &h, &rec, seal);
+			seal_of(out->keyed ? k : NULL, run_id, &h, &rec,
+				c.version == 2 ? &c.link : NULL, seal);
 			sealed_free(&rec);
 			to_hex(seal, WARD_SHA256_LEN, hx);
 			out->seal_checked = true;

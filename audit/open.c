@@ -219,13 +219,49 @@ static const char *vfs_name(void)
 	return unix_vfs ? "ward" : NULL;
 }
 
+/* "file:PATH?immutable=1": the database file alone, no WAL, no index. */
+static char *immutable_uri(const char *path)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = strlen(path);
+	char *u = malloc(3 * n + 32), *p = u;
+
+	if (!u)
+		return NULL;
+	p += sprintf(p, "file:");
+	for (const unsigned char *c = (const unsigned char *)path; *c; c++) {
+		if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		    (*c >= '0' && *c <= '9') || strchr("/-._~", *c)) {
+			*p++ = (char)*c;
+		} else {
+			*p++ = '%';
+			*p++ = hex[*c >> 4];
+			*p++ = hex[*c & 15];
+		}
+	}
+	strcpy(p, "?immutable=1");
+	return u;
+}
+
 static int open_db(struct audit *a)
 {
 	int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
+	char *uri = NULL;
 	int rc;
 
 	flags |= a->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
-	rc = sqlite3_open_v2(a->path, &a->db, flags, vfs_name());
+	/* A reader of a WAL that lost committed transactions reads the
+	 * database file alone: opening it as usual would rebuild the WAL's
+	 * index over what is left, and the evidence of the loss with it
+	 * (walcheck.c); a writer records the loss (anchor.c) and goes on. */
+	if (a->readonly && a->wal.lost) {
+		uri = immutable_uri(a->path);
+		if (!uri)
+			return audit_fail(a, -ENOMEM, "out of memory");
+		flags |= SQLITE_OPEN_URI;
+	}
+	rc = sqlite3_open_v2(uri ? uri : a->path, &a->db, flags, vfs_name());
+	free(uri);
 	if (rc != SQLITE_OK) {
 		int err = sqlite3_system_errno(a->db);
 
@@ -265,6 +301,8 @@ static int open_handle(struct audit *a, const char *path)
 		return audit_fail(a, -ENOMEM, "out of memory");
 	r = a->readonly ? check_exists(a, path) : create_file(a, path);
 	if (!r)
+		audit_wal_check(path, !a->readonly, &a->wal);
+	if (!r)
 		r = open_db(a);
 	if (!r)
 		r = audit_schema_setup(a);
@@ -272,6 +310,17 @@ static int open_handle(struct audit *a, const char *path)
 		r = configure(a);
 	if (!r && !a->readonly)
 		r = audit_writer_prepare(a);
+	if (!r && !a->readonly)
+		r = audit_seal_log_open(a);
+	if (!r && !a->readonly && a->wal.lost)
+		r = audit_wal_loss_record(a);
+	if (!r && !a->readonly && a->v4_cols) {
+		/* a head that is not ward's stops the runs here, before
+		 * their code runs, not at their seal */
+		struct audit_run_link l;
+
+		r = audit_link_next(a, &l);
+	}
 	return r;
 }
 
@@ -290,6 +339,9 @@ static int open_once(const char *path, bool readonly, struct audit **out,
 	}
 	a->readonly = readonly;
 	a->tail = &a->head;
+	a->seal_log_fd = -1;
+	a->syslog_fd = -1;
+	a->notes_tail = &a->notes;
 	r = -pthread_mutex_init(&a->lock, NULL);
 	if (r) {
 		free(a);
@@ -347,14 +399,18 @@ void audit_close(struct audit *a)
 	if (!a)
 		return;
 	pthread_mutex_lock(&a->lock);
-	if (a->db && !a->readonly && a->run_id[0])
-		audit_end_unfinished(a);
-	else if (a->db && !a->readonly)
+	if (a->db && !a->readonly && a->run_id[0]) {
+		if (!audit_end_unfinished(a))
+			audit_checkpoint(a);
+	} else if (a->db && !a->readonly) {
 		audit_commit_batch(a);
+	}
 	audit_writer_finish(a);
+	audit_seal_log_close(a);
 	pthread_mutex_unlock(&a->lock);
 	/* The WAL stays (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE): all of it is
-	 * already committed, and the end of the run synced. */
+	 * already committed, the end of the run synced and copied into the
+	 * database file (audit_checkpoint()). */
 	sqlite3_close_v2(a->db);
 	pthread_mutex_destroy(&a->lock);
 	free(a->path);
@@ -364,6 +420,11 @@ void audit_close(struct audit *a)
 const char *audit_errmsg(const struct audit *a)
 {
 	return a ? a->errmsg : "no audit handle";
+}
+
+const struct audit_wal *audit_wal_state(const struct audit *a)
+{
+	return &a->wal;
 }
 
 const char *audit_path(const struct audit *a)

@@ -199,6 +199,7 @@ static int mark_aborted(struct audit *a, const struct audit_idlist *l, int *n)
 	sqlite3_finalize(st);
 	if (!r && (rc = sqlite3_exec(a->db, "COMMIT", NULL, NULL, NULL)))
 		r = audit_sqlfail(a, rc, a->path);
+	audit_seals_done(a, !r);
 	if (r) {
 		*n = 0;
 		if (!sqlite3_get_autocommit(a->db))

@@ -253,6 +253,8 @@ int audit_commit_batch(struct audit *a)
 			r = r ? r : e;
 		}
 	}
+	if (a->notes) /* the seals just committed go to the seal log */
+		audit_seals_done(a, !r);
 	free_queue(a);
 	return r;
 }
@@ -462,25 +464,6 @@ static int commit_durable(struct audit *a)
 	return r;
 }
 
-/*
- * Keeps the WAL short. ward does not checkpoint at close (each run would
- * pay the sync), but the next open reads the whole WAL to rebuild its
- * index: past WAL_CHECKPOINT_BYTES, the end of a run copies it into the
- * database and truncates it. Failure (a reader in the way) is harmless.
- */
-#define WAL_CHECKPOINT_BYTES (1 << 20)
-
-static void keep_wal_short(struct audit *a)
-{
-	char wal[4200];
-	struct stat st;
-
-	snprintf(wal, sizeof(wal), "%s-wal", a->path);
-	if (stat(wal, &st) == 0 && st.st_size > WAL_CHECKPOINT_BYTES)
-		sqlite3_wal_checkpoint_v2(
-			a->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
-}
-
 int audit_run_end(struct audit *a, const struct audit_run_end *re)
 {
 	int r;
@@ -496,7 +479,7 @@ int audit_run_end(struct audit *a, const struct audit_run_end *re)
 		r = commit_durable(a);
 	if (!r) {
 		a->run_id[0] = '\0';
-		keep_wal_short(a);
+		audit_checkpoint(a);
 	}
 	pthread_mutex_unlock(&a->lock);
 	return r;

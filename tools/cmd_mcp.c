@@ -1378,6 +1378,9 @@ static void usage(FILE *f)
 		"\n"
 		"options (they bound every session; the model cannot change them):\n"
 		"  --db PATH            audit database (default as for ward run)\n"
+		"  --seal-log FILE      append each session's seal to FILE (as ward run\n"
+		"                       --seal-log; default: $WARD_SEAL_LOG)\n"
+		"  --seal-syslog        and to the system log (as ward run --seal-syslog)\n"
 		"  --profile NAME       policy profile of new sessions (default: by "
 		"language)\n"
 		"  --policy FILE        a policy file instead\n"
@@ -1433,10 +1436,14 @@ static void parse_args(int argc, char **argv, struct ws_config *cfg,
 		O_LIFE,
 		O_MAX,
 		O_REQ,
-		O_MAXT
+		O_MAXT,
+		O_SEAL_LOG,
+		O_SEAL_SYSLOG
 	};
 	static const struct option opts[] = {
 		{ "db", required_argument, 0, O_DB },
+		{ "seal-log", required_argument, 0, O_SEAL_LOG },
+		{ "seal-syslog", no_argument, 0, O_SEAL_SYSLOG },
 		{ "profile", required_argument, 0, O_PROFILE },
 		{ "policy", required_argument, 0, O_POLICY },
 		{ "timeout", required_argument, 0, O_TIMEOUT },
@@ -1457,6 +1464,8 @@ static void parse_args(int argc, char **argv, struct ws_config *cfg,
 		case 'v': ward_verbose++; break;
 		case 'h': usage(stdout); exit(0);
 		case O_DB: cfg->db = optarg; break;
+		case O_SEAL_LOG: ward_seal_log_arg("--seal-log", optarg); break;
+		case O_SEAL_SYSLOG: ward_seal_syslog_arg(); break;
 		case O_PROFILE: cfg->profile = optarg; break;
 		case O_POLICY: cfg->policy = optarg; break;
 		case O_TIMEOUT:

@@ -104,6 +104,13 @@ static void usage(FILE *f)
 		"  --db PATH         audit database (default: $WARD_DB, else\n"
 		"                    $XDG_STATE_HOME/ward/audit.db, else\n"
 		"                    ~/.local/state/ward/audit.db)\n"
+		"  --seal-log FILE   append each seal ward makes to FILE (one JSON line,\n"
+		"                    synced), to check with `ward verify --seal-log FILE`;\n"
+		"                    keep it where whoever can rewrite the database cannot\n"
+		"                    (default: $WARD_SEAL_LOG; docs/security.md)\n"
+		"  --seal-syslog     send each seal to the system log too (authpriv.notice,\n"
+		"                    tag ward-seal: `journalctl -t ward-seal -o cat` is a\n"
+		"                    seal log; $WARD_SEAL_SYSLOG names another socket)\n"
 		"  --workdir DIR     the code's working directory (created if missing);\n"
 		"                    default: a fresh temporary directory, removed after\n"
 		"                    the run unless --keep\n"
@@ -317,6 +324,8 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		O_PROFILE,
 		O_POLICY,
 		O_DB,
+		O_SEAL_LOG,
+		O_SEAL_SYSLOG,
 		O_WORKDIR,
 		O_KEEP,
 		O_ENV,
@@ -346,6 +355,8 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		{ "profile", required_argument, 0, O_PROFILE },
 		{ "policy", required_argument, 0, O_POLICY },
 		{ "db", required_argument, 0, O_DB },
+		{ "seal-log", required_argument, 0, O_SEAL_LOG },
+		{ "seal-syslog", no_argument, 0, O_SEAL_SYSLOG },
 		{ "workdir", required_argument, 0, O_WORKDIR },
 		{ "keep", no_argument, 0, O_KEEP },
 		{ "env", required_argument, 0, O_ENV },
@@ -392,6 +403,8 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		case O_PROFILE: a->profile = optarg; break;
 		case O_POLICY: a->policy_file = optarg; break;
 		case O_DB: a->db = optarg; break;
+		case O_SEAL_LOG: ward_seal_log_arg("--seal-log", optarg); break;
+		case O_SEAL_SYSLOG: ward_seal_syslog_arg(); break;
 		case O_WORKDIR: a->workdir = optarg; break;
 		case O_KEEP: a->keep = true; break;
 		case O_ENV: a->envs[a->n_envs++] = optarg; break;
@@ -1234,6 +1247,10 @@ int ward_cmd_run(int argc, char **argv)
 	if (arc < 0) {
 		warn("audit database %s: the end of the run could not be recorded: %s",
 		     db, audit_errmsg(au));
+		status = WARD_EXIT_INTERNAL;
+	}
+	if (audit_seal_log_error(au)) {
+		warn("run %s: %s", run_id, audit_seal_log_error(au));
 		status = WARD_EXIT_INTERNAL;
 	}
 	if (a.summary)

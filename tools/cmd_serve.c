@@ -60,6 +60,9 @@ static void usage(FILE *f)
 		"options:\n"
 		"  --db PATH            audit database (default: $WARD_DB, then\n"
 		"                       $XDG_STATE_HOME/ward/audit.db)\n"
+		"  --seal-log FILE      append each session's seal to FILE (as ward run\n"
+		"                       --seal-log; default: $WARD_SEAL_LOG)\n"
+		"  --seal-syslog        and to the system log (as ward run --seal-syslog)\n"
 		"  --profile NAME       default profile of new sessions (default)\n"
 		"  --policy FILE        default policy file of new sessions\n"
 		"  --timeout SECONDS    default per-cell timeout (30)\n"
@@ -209,6 +212,8 @@ int ward_cmd_serve(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "db", required_argument, 0, 'd' },
+		{ "seal-log", required_argument, 0, 'S' },
+		{ "seal-syslog", no_argument, 0, 'Y' },
 		{ "profile", required_argument, 0, 'p' },
 		{ "policy", required_argument, 0, 'P' },
 		{ "timeout", required_argument, 0, 't' },
@@ -226,6 +231,8 @@ int ward_cmd_serve(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd': cfg.db = optarg; break;
+		case 'S': ward_seal_log_arg("--seal-log", optarg); break;
+		case 'Y': ward_seal_syslog_arg(); break;
 		case 'p': cfg.profile = optarg; break;
 		case 'P': cfg.policy = optarg; break;
 		case 't':

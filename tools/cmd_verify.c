@@ -22,7 +22,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: ward verify [RUN... | --all] [--db PATH] [--key FILE] [--json]\n"
-		"                   [--strict] [--seal HEX]\n"
+		"                   [--strict] [--seal HEX] [--seal-log FILE]\n"
 		"\n"
 		"Check that the record of each run is the one ward wrote: recompute the\n"
 		"hash chains of its events and outputs, and compare the run row, its\n"
@@ -47,7 +47,17 @@ static void usage(FILE *f)
 		"               --json`: chain.seal, or an earlier `ward verify --json`):\n"
 		"               a record rewritten even by someone holding the key no\n"
 		"               longer has it\n"
+		"  --seal-log FILE  the seal log ward run/serve/mcp --seal-log (or\n"
+		"               $WARD_SEAL_LOG) appended to: every line must have its\n"
+		"               run in the database with that seal and place, every run\n"
+		"               sealed since the log's first line its line (implies\n"
+		"               --all when no RUN is given)\n"
 		"  -h, --help   this text\n"
+		"\n"
+		"With --all, the chain of runs is checked too: each seal names its place\n"
+		"and the run sealed before it, so a run deleted, inserted or moved is\n"
+		"named. Always: a WAL (DB-wal) that lost committed transactions is\n"
+		"reported, with the runs it affects.\n"
 		"\n"
 		"Verdicts: intact; TAMPERED (with each problem); wrong-key (the key at\n"
 		"hand is not the one that sealed the run: its tags and seal cannot be\n"
@@ -68,7 +78,7 @@ static void usage(FILE *f)
 }
 
 struct vopts {
-	const char *db, *key, *seal;
+	const char *db, *key, *seal, *seal_log;
 	bool all, json, strict;
 	char **runs;
 	int n_runs;
@@ -76,7 +86,7 @@ struct vopts {
 
 static void parse(int argc, char **argv, struct vopts *o)
 {
-	enum { O_DB = 256, O_KEY, O_JSON, O_ALL, O_STRICT, O_SEAL };
+	enum { O_DB = 256, O_KEY, O_JSON, O_ALL, O_STRICT, O_SEAL, O_LOG };
 	static const struct option opts[] = {
 		{ "db", required_argument, 0, O_DB },
 		{ "key", required_argument, 0, O_KEY },
@@ -84,6 +94,7 @@ static void parse(int argc, char **argv, struct vopts *o)
 		{ "all", no_argument, 0, O_ALL },
 		{ "strict", no_argument, 0, O_STRICT },
 		{ "seal", required_argument, 0, O_SEAL },
+		{ "seal-log", required_argument, 0, O_LOG },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -99,6 +110,7 @@ static void parse(int argc, char **argv, struct vopts *o)
 		case O_ALL: o->all = true; break;
 		case O_STRICT: o->strict = true; break;
 		case O_SEAL: o->seal = optarg; break;
+		case O_LOG: o->seal_log = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default:
 			die("verify: %s: unknown option or missing value (try "
@@ -110,6 +122,8 @@ static void parse(int argc, char **argv, struct vopts *o)
 	o->n_runs = argc - optind;
 	if (o->all && o->n_runs)
 		die("verify: give run ids or --all, not both");
+	if (o->seal_log && !o->n_runs)
+		o->all = true;
 	if (!o->all && !o->n_runs)
 		die("verify: which runs? give RUN... or --all (try `ward "
 		    "verify --help`)");
@@ -138,7 +152,11 @@ struct run_out {
 
 static void place(const struct audit_problem *p, char *buf, size_t n)
 {
-	if (p->column && p->row)
+	if (!strcmp(p->table, "chain of runs") && p->row)
+		snprintf(buf, n, "chain of runs #%lld", p->row);
+	else if (!strcmp(p->table, "seal log") && p->row)
+		snprintf(buf, n, "seal log line %lld", p->row);
+	else if (p->column && p->row)
 		snprintf(buf, n, "%s %s %lld, column %s", p->table,
 			 !strcmp(p->table, "processes") ? "serial"
 			 : !strcmp(p->table, "inputs")	? "n"
@@ -174,7 +192,10 @@ static int on_problem(const struct audit_problem *p, void *arg)
 		return 0;
 	}
 	if (!ro->header) {
-		printf("%s: TAMPERED\n", ro->run_id);
+		if (ro->run_id)
+			printf("%s: TAMPERED\n", ro->run_id);
+		else
+			printf("database: NOT INTACT\n");
 		ro->header = true;
 	}
 	if (ro->shown++ < MAX_SHOWN) {
@@ -247,7 +268,7 @@ static void print_text(const struct audit_verify *v, struct run_out *ro)
 
 static json_t *run_json(const struct audit_verify *v, json_t *problems)
 {
-	return json_pack(
+	json_t *o = json_pack(
 		"{s:s, s:s, s:s, s:I, s:I, s:{s:s, s:s}, s:o, s:o, s:o, s:b, "
 		"s:b, s:b, s:o, s:o}",
 		"run_id", v->run_id, "status", v->status, "verdict",
@@ -261,6 +282,82 @@ static json_t *run_json(const struct audit_verify *v, json_t *problems)
 		!v->cells_unsealed, "note",
 		v->key_note[0] ? json_string(v->key_note) : json_null(),
 		"problems", problems);
+
+	json_object_set_new(o, "n",
+			    v->link_n ? json_integer(v->link_n) : json_null());
+	json_object_set_new(o, "prev_run",
+			    v->prev_run[0] ? json_string(v->prev_run)
+					   : json_null());
+	return o;
+}
+
+/* ---------------------- the database as a whole ---------------------- */
+
+/* The chain of runs, the seal log and the WAL; text printed, or the JSON
+ * object. *bad is set when something is wrong. */
+static json_t *check_database(const struct vopts *o, struct audit *au,
+			      const char *db, bool *bad)
+{
+	const struct audit_wal *w = audit_wal_state(au);
+	struct audit_links lk;
+	struct run_out ro = { .o = o };
+	json_t *out;
+	int r;
+
+	ro.problems = o->json ? json_array() : NULL;
+	r = audit_verify_links(au, o->all, o->seal_log, &lk, on_problem, &ro);
+	if (r)
+		die("verify: %s: %s", db, audit_errmsg(au));
+	*bad = lk.problems != 0;
+	if (!o->json && ro.header) {
+		printf("  (%u problem%s with the database as a whole)\n",
+		       lk.problems, lk.problems == 1 ? "" : "s");
+	} else if (!o->json && o->all) {
+		printf("chain of runs: intact (%lld run%s linked in seal "
+		       "order",
+		       lk.linked, lk.linked == 1 ? "" : "s");
+		if (lk.head_n)
+			printf(", #1 to #%lld, the newest run %s", lk.head_n,
+			       lk.head_run);
+		if (lk.older)
+			printf("; %lld sealed before the chain", lk.older);
+		printf(")\n");
+		if (o->seal_log)
+			printf("seal log %s: intact (%lld line%s from #%lld; "
+			       "%lld run%s sealed before its first line)\n",
+			       o->seal_log, lk.log_lines,
+			       lk.log_lines == 1 ? "" : "s", lk.log_first,
+			       lk.log_before, lk.log_before == 1 ? "" : "s");
+	}
+	if (!o->json)
+		return NULL;
+	out = json_object();
+	json_object_set_new(
+		out, "chain_of_runs",
+		o->all ? json_pack("{s:I, s:I, s:I, s:o}", "linked",
+				   (json_int_t)lk.linked, "older",
+				   (json_int_t)lk.older, "head",
+				   (json_int_t)lk.head_n, "head_run",
+				   lk.head_run[0] ? json_string(lk.head_run)
+						  : json_null())
+		       : json_null());
+	json_object_set_new(
+		out, "seal_log",
+		o->seal_log
+			? json_pack("{s:s, s:I, s:I, s:I}", "path", o->seal_log,
+				    "lines", (json_int_t)lk.log_lines, "first",
+				    (json_int_t)lk.log_first, "before",
+				    (json_int_t)lk.log_before)
+			: json_null());
+	json_object_set_new(
+		out, "wal",
+		json_pack("{s:b, s:I, s:b, s:I, s:I, s:I}", "lost", w->lost,
+			  "losses", (json_int_t)lk.wal_losses, "index",
+			  w->index, "index_frames", (json_int_t)w->index_frames,
+			  "backfilled", (json_int_t)w->backfilled, "wal_frames",
+			  (json_int_t)w->wal_frames));
+	json_object_set_new(out, "problems", ro.problems);
+	return out;
 }
 
 int ward_cmd_verify(int argc, char **argv)
@@ -349,6 +446,9 @@ int ward_cmd_verify(int argc, char **argv)
 		else
 			print_text(&v, &ro);
 	}
+	bool db_bad = false;
+	json_t *dbj = check_database(&o, au, db, &db_bad);
+
 	if (o.json) {
 		json_t *out = json_pack(
 			"{s:s, s:{s:b, s:o}, s:I, s:I, s:I, s:b, s:o}", "db",
@@ -357,25 +457,31 @@ int ward_cmd_verify(int argc, char **argv)
 			"runs_checked", (json_int_t)ids.n, "tampered",
 			(json_int_t)tampered, "not_fully_checked",
 			(json_int_t)partial_n, "ok",
-			!tampered && !wrong_key && !(o.strict && partial_n),
+			!tampered && !wrong_key && !db_bad &&
+				!(o.strict && partial_n),
 			"runs", runs);
+
+		json_object_set_new(out, "database", dbj ? dbj : json_null());
 
 		json_dumpf(out, stdout, JSON_COMPACT);
 		fputc('\n', stdout);
 		json_decref(out);
 	} else if (ids.n > 1 || o.all) {
 		printf("verify: %zu run%s: %zu intact or not checkable, %u "
-		       "tampered%s%s\n",
+		       "tampered%s%s%s\n",
 		       ids.n, ids.n == 1 ? "" : "s",
 		       ids.n - tampered - wrong_key, tampered,
-		       wrong_key ? ", some with a key that is not theirs"
-				 : "",
-		       partial_n ? " (some not fully checked: see above)" : "");
+		       wrong_key ? ", some with a key that is not theirs" : "",
+		       partial_n ? " (some not fully checked: see above)" : "",
+		       db_bad ? "; the database as a whole is not intact "
+				"(see above)"
+			      : "");
 	}
+
 	fflush(stdout);
 	free(ids.id);
 	audit_close(au);
-	if (tampered || wrong_key)
+	if (tampered || wrong_key || db_bad)
 		return 1;
 	return o.strict && partial_n ? 1 : 0;
 }

@@ -24,6 +24,14 @@ int ward_cmd_rerun(int argc, char **argv);
 int ward_run_args_start(int argc, char **argv, size_t *n_inputs,
 			size_t *n_envs);
 int ward_cmd_verify(int argc, char **argv);
+/* --seal-log PATH of run, serve and mcp: checks that it can be appended
+ * to (else dies, exit 125) and sets $WARD_SEAL_LOG to its absolute path,
+ * which every writer of the record (audit/anchor.c) and session workers
+ * use. */
+void ward_seal_log_arg(const char *opt, const char *path);
+/* --seal-syslog: each seal to the system log too ($WARD_SEAL_SYSLOG =
+ * /dev/log; the record fails to open when it cannot be reached). */
+void ward_seal_syslog_arg(void);
 int ward_cmd_recheck(int argc, char **argv);
 int ward_cmd_learn(int argc, char **argv);
 

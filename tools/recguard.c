@@ -66,6 +66,37 @@ static char *resolve_far(const char *path)
 	}
 }
 
+/* The seal log ($WARD_SEAL_LOG, absolute: ward_seal_log_arg) is ward's
+ * too: outside the workdir, and neither readable nor writable by the
+ * code (a line appended by the code would be a forged anchor). */
+static int guard_seal_log(struct policy *pol, const char *workdir, char *msg,
+			  size_t n)
+{
+	const char *log = getenv("WARD_SEAL_LOG");
+	char *real;
+	int r;
+
+	if (!log || !log[0])
+		return 0;
+	real = resolve_far(log);
+	if (inside(log, workdir) || (real && inside(real, workdir))) {
+		snprintf(msg, n,
+			 "seal log %s is inside the workdir %s, where the "
+			 "code could write it: choose a seal log outside the "
+			 "workdir (--seal-log, $WARD_SEAL_LOG)",
+			 log, workdir);
+		free(real);
+		return -EPERM;
+	}
+	r = policy_protect(pol, log);
+	if (!r && real && strcmp(real, log))
+		r = policy_protect(pol, real);
+	free(real);
+	if (r)
+		snprintf(msg, n, "out of memory");
+	return r;
+}
+
 int ward_guard_record(struct policy *pol, const char *db, const char *workdir,
 		      char *msg, size_t n)
 {
@@ -95,7 +126,9 @@ int ward_guard_record(struct policy *pol, const char *db, const char *workdir,
 	if (!r && real && strcmp(real, abs))
 		r = protect_all(pol, real);
 	free(real);
-	if (r)
+	if (r) {
 		snprintf(msg, n, "out of memory");
-	return r;
+		return r;
+	}
+	return guard_seal_log(pol, workdir, msg, n);
 }

@@ -1,6 +1,7 @@
 /*
  * recguard.h - keeping the record out of the code's reach: the audit
- * database, its -wal, -shm and -journal files and its chain key.
+ * database, its -wal, -shm and -journal files, its chain key and the seal
+ * log.
  */
 #ifndef WARD_TOOLS_RECGUARD_H
 #define WARD_TOOLS_RECGUARD_H
@@ -14,7 +15,8 @@ struct policy;
  * rename the directories above it): returns -EPERM with msg saying so.
  * Otherwise puts the database's files and its key (by the path given and
  * by its real path) in the policy's floor (policy_protect) and returns 0;
- * -ENOMEM. workdir is absolute and resolved.
+ * -ENOMEM. The same for the seal log ($WARD_SEAL_LOG) when one is set.
+ * workdir is absolute and resolved.
  */
 int ward_guard_record(struct policy *pol, const char *db, const char *workdir,
 		      char *msg, size_t n);

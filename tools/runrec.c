@@ -229,7 +229,8 @@ int ward_sweep_workdirs(void)
 		 * its lock when it died) */
 		struct stat st;
 		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-		    st.st_uid == geteuid() && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+		    st.st_uid == geteuid() &&
+		    flock(fd, LOCK_EX | LOCK_NB) == 0 &&
 		    ward_rm_workdir(dir) == 0)
 			swept++;
 		close(fd);

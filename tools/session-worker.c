@@ -357,10 +357,14 @@ int ws_worker_main(void)
 	if (r.setup_error[0])
 		re.cause = r.setup_error;
 	int arc = audit_run_end(au, &re);
-	reply(json_pack("{s:{s:s, s:s, s:i, s:i, s:b}}", "end", "status",
+	const char *slog = audit_seal_log_error(au);
+	reply(json_pack("{s:{s:s, s:s, s:i, s:i, s:b, s:o}}", "end", "status",
 			r.status, "cause", re.cause ? re.cause : "",
 			"exit_code", r.exit_code, "signal", r.signal,
-			"recorded", arc == 0));
+			"recorded", arc == 0, "seal_log_error",
+			slog ? json_string(slog) : json_null()));
+	if (slog)
+		rc = -EIO;
 	free(layers);
 	tracer_result_free(&r);
 	tracer_prepared_free(prep);

@@ -304,7 +304,11 @@ static void parse_end(struct sess *x, const char *line)
 	json_t *j = json_loads(line, 0, NULL), *end = json_object_get(j, "end");
 	const char *st = json_string_value(json_object_get(end, "status"));
 	const char *cause = json_string_value(json_object_get(end, "cause"));
+	const char *slog =
+		json_string_value(json_object_get(end, "seal_log_error"));
 
+	if (slog)
+		warn("session %s: %s", x->id, slog);
 	if (end) {
 		json_int_t code = json_integer_value(
 				   json_object_get(end, "exit_code")),

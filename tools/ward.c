@@ -3,12 +3,52 @@
  */
 #include "cmds.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../common/log.h"
 #include "../policy/policy.h"
 #include "../tracer/tracer.h"
+
+void ward_seal_log_arg(const char *opt, const char *path)
+{
+	char abs[PATH_MAX], cwd[PATH_MAX];
+	struct stat st;
+	int fd;
+
+	if (!*path)
+		die("%s: give the seal log's path", opt);
+	if (path[0] == '/')
+		snprintf(abs, sizeof(abs), "%s", path);
+	else if (!getcwd(cwd, sizeof(cwd)) ||
+		 snprintf(abs, sizeof(abs), "%s/%s", cwd, path) >=
+			 (int)sizeof(abs))
+		die("%s %s: cannot make the path absolute", opt, path);
+	/* said now, before any code runs; the record opens it again */
+	fd = open(abs, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
+		  0600);
+	if (fd < 0)
+		die("%s %s: %s (the seal log is appended to: give a file "
+		    "ward may create or write)",
+		    opt, path, strerror(errno));
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		die("%s %s: not a regular file", opt, path);
+	close(fd);
+	if (setenv("WARD_SEAL_LOG", abs, 1))
+		die("%s: %s", opt, strerror(errno));
+}
+
+void ward_seal_syslog_arg(void)
+{
+	if (setenv("WARD_SEAL_SYSLOG", "/dev/log", 1))
+		die("--seal-syslog: %s", strerror(errno));
+}
 
 static void usage(FILE *f)
 {

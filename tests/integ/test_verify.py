@@ -420,6 +420,15 @@ def _links(con, rid, table, cols, key=None):
     return out
 
 
+def _seal_link(chain):
+    """The chain of runs' part of a version 2 seal (docs/schema.md)."""
+    out = _enc(chain["n"], "integer")
+    if chain["prev"] is None:
+        return out + b"N" + b"N"
+    return (out + _enc(chain["prev"]["run"].encode(), "text") +
+            _enc(bytes.fromhex(chain["prev"]["seal"]), "blob"))
+
+
 def test_chain_matches_docs(ctx):
     """docs/schema.md's serialization, written again here: the same hashes,
     tags and seal as ward's."""
@@ -443,7 +452,9 @@ def test_chain_matches_docs(ctx):
         assert [t.hex() for t in proc_tags] == chain["processes"], chain
         input_tags = [_tag(key, _record("inputs", r))[:16]
                       for r in _rows(con, "inputs", INPUT_COLS, "run_id = ?", "n", rid)]
-        msg = _enc(b"ward-seal-v1", "text") + _enc(rid.encode(), "text")
+        assert chain["version"] == 2, chain
+        msg = _enc(b"ward-seal-v2", "text") + _enc(rid.encode(), "text")
+        msg += _seal_link(chain)
         for table in ("events", "outputs"):
             msg += _enc(chain[table]["count"], "integer")
             msg += _enc(bytes.fromhex(chain[table]["head"]), "blob")
