@@ -29,6 +29,8 @@ enum audit_stmt {
 	ST_BEGIN,
 	ST_COMMIT,
 	ST_ROLLBACK,
+	ST_SYNC_FULL,
+	ST_SYNC_NORMAL,
 	ST_RUN_BEGIN,
 	ST_RUN_END,
 	ST_PROC_START,
@@ -91,12 +93,21 @@ struct audit {
 			  * inputs (version 4) */
 	pthread_mutex_t lock;
 	sqlite3_stmt *st[ST__COUNT];
+	/* the files this writer opened (open.c): the database and its WAL,
+	 * by device and inode, checked before each commit */
+	bool ident;
+	dev_t db_dev, wal_dev;
+	ino_t db_ino, wal_ino;
 
 	/* the run being written; run_id[0] == '\0' when none */
 	char run_id[AUDIT_RUN_ID_LEN + 1];
 	long long event_seq;  /* last events.seq given out in this run */
 	long long output_seq; /* last outputs.seq given out in this run */
 	bool end_queued;      /* the run's end row is in the queue */
+	/* the run's first failed commit (-errno, 0: none) and its message,
+	 * kept until the run ends: its rows stay queued (writer.c) */
+	int fail_err;
+	char fail_msg[512];
 	bool seal_pending;    /* seal the run in the batch that ends it */
 	struct audit_chain_state chain[AUDIT_CHAIN__COUNT];
 	struct audit_chain_key key;
@@ -137,6 +148,35 @@ void audit_self_get(struct audit_self *s);
 /* audit_reap_stale() with a->lock held. */
 int audit_reap_locked(struct audit *a, const struct audit_self *me,
 		      int *reaped);
+
+/*
+ * Fault injection (faults.c), only in a build with -DWARD_FAULTS
+ * (build/ward-faults, libaudit-faults.a): audit_faults_wrap makes the VFS
+ * vfs fail the calls $WARD_FAULT names; audit_faults_set replaces them
+ * (and zeroes the counts) at any time; audit_faults_calls says how many
+ * calls of a kind ("write", "sync", "lock", "read") were made, and
+ * audit_faults_injected how many failed; audit_faults_busy_ms is the busy
+ * timeout ($WARD_FAULT_BUSY_MS, else dflt).
+ */
+void audit_faults_wrap(sqlite3_vfs *vfs);
+void audit_faults_set(const char *spec);
+long audit_faults_calls(const char *kind);
+long audit_faults_injected(void);
+int audit_faults_busy_ms(int dflt);
+
+/* The busy timeout of a connection, ms. */
+#ifdef WARD_FAULTS
+#define AUDIT_BUSY_TIMEOUT_MS audit_faults_busy_ms(AUDIT_BUSY_MS)
+#else
+#define AUDIT_BUSY_TIMEOUT_MS AUDIT_BUSY_MS
+#endif
+
+/* A writer's files are still the ones it opened: the database at its
+ * path (not deleted, not replaced by another file) and its -wal. 0, or
+ * -ESTALE with a->errmsg saying what happened (open.c). */
+int audit_check_identity(struct audit *a);
+/* Records the identity checked by audit_check_identity (open.c). */
+int audit_identity_init(struct audit *a);
 
 /* Writer internals (writer.c). */
 int audit_writer_prepare(struct audit *a);

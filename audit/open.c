@@ -208,6 +208,9 @@ static void vfs_register(void)
 	ward_vfs.zName = "ward";
 	ward_vfs.pNext = NULL;
 	ward_vfs.xOpen = ward_vfs_open;
+#ifdef WARD_FAULTS
+	audit_faults_wrap(&ward_vfs); /* tests only: faults.c */
+#endif
 	if (sqlite3_vfs_register(&ward_vfs, 0) != SQLITE_OK)
 		unix_vfs = NULL;
 }
@@ -234,7 +237,7 @@ static int open_db(struct audit *a)
 			   err ? strerror(err) : sqlite3_errstr(rc));
 		return err ? -err : audit_errno_of(rc);
 	}
-	sqlite3_busy_timeout(a->db, AUDIT_BUSY_MS);
+	sqlite3_busy_timeout(a->db, AUDIT_BUSY_TIMEOUT_MS);
 	/* Keep the WAL when ward exits: a checkpoint at every close (and the
 	 * WAL header sync at the next open) would cost each run a few ms of
 	 * fsync. SQLite checkpoints on its own once the WAL grows past 1000
@@ -256,6 +259,86 @@ static int configure(struct audit *a)
 	return rc == SQLITE_OK ? 0 : audit_sqlfail(a, rc, a->path);
 }
 
+/* ---------------------------- identity ---------------------------- */
+
+/*
+ * SQLite writes through the file descriptors it opened: a database file
+ * deleted (or renamed over, or its directory moved) while ward has it
+ * open takes every later commit into a file no one will ever read, and
+ * they all succeed. So a writer records which files it opened (device
+ * and inode of the database and of its -wal) and checks, before each
+ * commit and at each flush (audit_commit_batch), that the path still
+ * names them. Two stat() calls, ~1 us each. While ward holds the database
+ * open no other SQLite connection deletes its -wal (only the last one to
+ * close does).
+ */
+static int wal_path(const struct audit *a, char *buf, size_t n)
+{
+	return (size_t)snprintf(buf, n, "%s-wal", a->path) < n ? 0
+							       : -ENAMETOOLONG;
+}
+
+int audit_identity_init(struct audit *a)
+{
+	char wal[4200];
+	struct stat st;
+
+	if (stat(a->path, &st) < 0) {
+		int err = errno;
+
+		return audit_fail(a, -err, "%s: %s", a->path, strerror(err));
+	}
+	a->db_dev = st.st_dev;
+	a->db_ino = st.st_ino;
+	a->wal_ino = 0; /* not there yet: the first check after it is made */
+	if (wal_path(a, wal, sizeof(wal)) == 0 && stat(wal, &st) == 0) {
+		a->wal_dev = st.st_dev;
+		a->wal_ino = st.st_ino;
+	}
+	a->ident = true;
+	return 0;
+}
+
+int audit_check_identity(struct audit *a)
+{
+	char wal[4200];
+	struct stat st;
+
+	if (!a->ident)
+		return 0;
+	if (stat(a->path, &st) < 0)
+		return audit_fail(a, -ESTALE,
+				  "%s: the database file is gone (%s): it was "
+				  "deleted or moved while ward was writing it",
+				  a->path, strerror(errno));
+	if (st.st_dev != a->db_dev || st.st_ino != a->db_ino)
+		return audit_fail(a, -ESTALE,
+				  "%s: the database file was replaced by "
+				  "another file while ward was writing it",
+				  a->path);
+	if (wal_path(a, wal, sizeof(wal)) < 0)
+		return 0;
+	if (stat(wal, &st) < 0) {
+		if (!a->wal_ino)
+			return 0;
+		return audit_fail(a, -ESTALE,
+				  "%s: the write-ahead log is gone (%s): it "
+				  "was deleted or moved while ward was "
+				  "writing it",
+				  wal, strerror(errno));
+	}
+	if (!a->wal_ino) {
+		a->wal_dev = st.st_dev;
+		a->wal_ino = st.st_ino;
+	} else if (st.st_dev != a->wal_dev || st.st_ino != a->wal_ino) {
+		return audit_fail(a, -ESTALE,
+				  "%s: the write-ahead log was replaced by "
+				  "another file while ward was writing it",
+				  wal);
+	}
+	return 0;
+}
+
 static int open_handle(struct audit *a, const char *path)
 {
 	int r;
@@ -272,6 +355,8 @@ static int open_handle(struct audit *a, const char *path)
 		r = configure(a);
 	if (!r && !a->readonly)
 		r = audit_writer_prepare(a);
+	if (!r && !a->readonly)
+		r = audit_identity_init(a);
 	return r;
 }
 
@@ -335,7 +420,7 @@ int audit_open(const char *path, bool readonly, struct audit **out,
 			snprintf(errbuf, errlen, "no database path given");
 		return -EINVAL;
 	}
-	long long end = now_ms() + AUDIT_BUSY_MS;
+	long long end = now_ms() + AUDIT_BUSY_TIMEOUT_MS;
 	while ((r = open_once(path, readonly, out, errbuf, errlen)) == -EBUSY &&
 	       now_ms() < end)
 		usleep(10 * 1000);

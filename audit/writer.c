@@ -26,6 +26,8 @@ static const char *const stmt_sql[ST__COUNT] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
 	[ST_ROLLBACK] = "ROLLBACK",
+	[ST_SYNC_FULL] = "PRAGMA synchronous = FULL",
+	[ST_SYNC_NORMAL] = "PRAGMA synchronous = NORMAL",
 	[ST_RUN_BEGIN] =
 		"INSERT INTO runs(id, started_ns, argv, language, interpreter,"
 		" code_name, code, code_sha256, policy_name, policy_json,"
@@ -64,6 +66,8 @@ static const char *const stmt_what[ST__COUNT] = {
 	[ST_BEGIN] = "begin a transaction",
 	[ST_COMMIT] = "commit",
 	[ST_ROLLBACK] = "roll back",
+	[ST_SYNC_FULL] = "set synchronous = FULL",
+	[ST_SYNC_NORMAL] = "set synchronous = NORMAL",
 	[ST_RUN_BEGIN] = "insert the run",
 	[ST_RUN_END] = "update the run",
 	[ST_PROC_START] = "insert a process",
@@ -215,54 +219,102 @@ static int queue_row(struct audit *a, enum audit_stmt id,
 	return 0;
 }
 
+/* A statement without values whose failure is not reported (a->errmsg
+ * keeps the error that matters). */
+static void step_quiet(struct audit *a, enum audit_stmt id)
+{
+	sqlite3_step(a->st[id]);
+	sqlite3_reset(a->st[id]);
+}
+
+/* Ends a failed transaction (SQLite may have rolled it back itself). */
+static void rollback(struct audit *a)
+{
+	if (!sqlite3_get_autocommit(a->db))
+		step_quiet(a, ST_ROLLBACK);
+}
+
+/* The run's record failed: the first error of its commits is kept (with
+ * its message) until the run ends. Returns err. */
+static int run_failed(struct audit *a, int err)
+{
+	if (err && a->run_id[0] && !a->fail_err) {
+		a->fail_err = err;
+		snprintf(a->fail_msg, sizeof(a->fail_msg), "%s", a->errmsg);
+	}
+	return err;
+}
+
 /*
- * Writes the queue in one transaction. If the transaction cannot start
- * (the lock stayed busy), the rows stay queued for the next attempt.
- * Otherwise every row is tried, the good ones are committed, and the queue
- * is emptied; the first error is returned.
+ * Writes the queue in one transaction, all of it or nothing: on any error
+ * (the lock stayed busy, a write or sync failed, the disk is full, the
+ * file is no longer the database opened) the transaction is rolled back
+ * and every row stays queued, in order, with the seq and chain link it
+ * was given, for the next attempt. So a committed row never follows a
+ * hole: a run's rows are committed in seq order or not at all. A run's
+ * first failure is kept (run_failed): commit_if_full then stops trying,
+ * and the run's end says so. With a run in progress and nothing queued,
+ * it checks that the file is still the database (the output thread's
+ * flush every 200 ms: a deleted or replaced file is noticed then).
  */
 int audit_commit_batch(struct audit *a)
 {
-	int r = 0, rc;
+	bool sealed = false;
+	int r, rc;
 
 	if (!a->head)
-		return 0;
-	r = exec_simple(a, ST_BEGIN);
-	if (r)
-		return r;
-	for (struct audit_row *row = a->head; row; row = row->next) {
-		int e = exec_vals(a, row->st, row->v, row->nval, &rc);
-
-		if (e && !r)
-			r = e;
-		if (e && sqlite3_get_autocommit(a->db))
-			break; /* SQLite rolled the transaction back */
-	}
+		return a->run_id[0] ? run_failed(a, audit_check_identity(a)) : 0;
+	r = audit_check_identity(a);
+	if (!r)
+		r = exec_simple(a, ST_BEGIN);
+	for (struct audit_row *row = a->head; !r && row; row = row->next)
+		r = exec_vals(a, row->st, row->v, row->nval, &rc);
 	/* The run's end is in this batch: seal it in the same transaction,
 	 * over the rows as they are now written. */
-	if (!r && a->seal_pending && !sqlite3_get_autocommit(a->db)) {
+	if (!r && a->seal_pending) {
 		r = audit_chain_seal(a);
-		a->seal_pending = false;
+		sealed = !r;
 	}
-	if (!sqlite3_get_autocommit(a->db)) {
-		int e = exec_simple(a, ST_COMMIT);
-
-		if (e) {
-			if (!sqlite3_get_autocommit(a->db))
-				exec_simple(a, ST_ROLLBACK);
-			r = r ? r : e;
+	if (!r)
+		r = exec_simple(a, ST_COMMIT);
+	if (r) {
+		rollback(a);
+		if (sealed) { /* that seal was not committed */
+			free(a->last_chain);
+			a->last_chain = NULL;
 		}
+		return run_failed(a, r);
 	}
+	a->seal_pending = false;
 	free_queue(a);
-	return r;
+	return 0;
 }
 
+/* A full batch is committed. After a failed commit only audit_flush() and
+ * audit_run_end() try again (an attempt may wait the busy timeout): the
+ * rows are queued and the run's first error returned. */
 static int commit_if_full(struct audit *a)
 {
+	if (a->fail_err)
+		return a->fail_err;
 	if (a->queued >= AUDIT_BATCH_ROWS ||
 	    a->queued_bytes >= AUDIT_BATCH_BYTES)
 		return audit_commit_batch(a);
 	return 0;
+}
+
+/* Commits the queue with synchronous=FULL: the WAL file is synced, so
+ * everything committed so far is on disk when it returns. Copying the WAL
+ * into the database is left to SQLite's automatic checkpoints (it is not
+ * needed for durability and would cost every run another sync). */
+static int commit_durable(struct audit *a)
+{
+	int r;
+
+	step_quiet(a, ST_SYNC_FULL);
+	r = audit_commit_batch(a);
+	step_quiet(a, ST_SYNC_NORMAL);
+	return r;
 }
 
 /* ------------------------------ setup ------------------------------ */
@@ -359,15 +411,21 @@ static int insert_run(struct audit *a, const struct audit_run_info *ri,
 		me->boot_id[0] ? vtext(me->boot_id) : vnull(),
 		vtext(ri->env_json),
 	};
-	int rc, r = exec_simple(a, ST_BEGIN);
+	int rc = SQLITE_OK, r = audit_check_identity(a);
 
-	if (r)
-		return r;
-	r = exec_vals(a, ST_RUN_BEGIN, v, (int)(sizeof(v) / sizeof(v[0])), &rc);
+	/* synced: the code starts only after its run row is on disk, so that
+	 * a power loss cannot leave it run without a trace */
+	step_quiet(a, ST_SYNC_FULL);
+	if (!r)
+		r = exec_simple(a, ST_BEGIN);
+	if (!r)
+		r = exec_vals(a, ST_RUN_BEGIN, v,
+			      (int)(sizeof(v) / sizeof(v[0])), &rc);
 	if (!r)
 		r = exec_simple(a, ST_COMMIT);
-	if (r && !sqlite3_get_autocommit(a->db))
-		exec_simple(a, ST_ROLLBACK);
+	if (r)
+		rollback(a);
+	step_quiet(a, ST_SYNC_NORMAL);
 	return rc == SQLITE_CONSTRAINT_PRIMARYKEY ? -EEXIST : r;
 }
 
@@ -412,6 +470,8 @@ int audit_run_begin(struct audit *a, const struct audit_run_info *ri,
 		a->output_seq = 0;
 		a->end_queued = false;
 		a->seal_pending = false;
+		a->fail_err = 0;
+		a->fail_msg[0] = '\0';
 		audit_chain_reset(a);
 	}
 	pthread_mutex_unlock(&a->lock);
@@ -448,20 +508,6 @@ static int queue_run_end(struct audit *a, const struct audit_run_end *re)
 	return r;
 }
 
-/* Commits the queue with synchronous=FULL: the WAL file is synced, so the
- * whole run is on disk. Copying the WAL into the database is left to
- * SQLite's automatic checkpoints (it is not needed for durability and
- * would cost every run another sync). */
-static int commit_durable(struct audit *a)
-{
-	int r;
-
-	sqlite3_exec(a->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
-	r = audit_commit_batch(a);
-	sqlite3_exec(a->db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
-	return r;
-}
-
 /*
  * Keeps the WAL short. ward does not checkpoint at close (each run would
  * pay the sync), but the next open reads the whole WAL to rebuild its
@@ -481,8 +527,77 @@ static void keep_wal_short(struct audit *a)
 			a->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
 }
 
+/* Unlinks the queued end row of the run (a failed attempt's). */
+static void drop_end_row(struct audit *a)
+{
+	for (struct audit_row **pp = &a->head; *pp; pp = &(*pp)->next) {
+		struct audit_row *row = *pp;
+
+		if (row->st != ST_RUN_END)
+			continue;
+		*pp = row->next;
+		if (a->tail == &row->next)
+			a->tail = pp;
+		a->queued--;
+		a->queued_bytes -= row->bytes;
+		free(row);
+		break;
+	}
+	a->end_queued = a->seal_pending = false;
+}
+
+/* The end of a run whose record failed: re, with status error and the
+ * failure as its cause (into cause). */
+static void failed_end(const struct audit *a, const struct audit_run_end *re,
+		       struct audit_run_end *out, char *cause, size_t n)
+{
+	*out = *re;
+	out->status = "error";
+	snprintf(cause, n, "the audit database could not be written: %s",
+		 a->fail_msg);
+	out->cause = cause;
+}
+
+/* The run is over, recorded or not: what could not be written is
+ * dropped, and the handle can begin another. */
+static void run_over(struct audit *a)
+{
+	free_queue(a);
+	a->run_id[0] = '\0';
+	a->end_queued = a->seal_pending = false;
+	a->fail_err = 0;
+}
+
+/* The error audit_run_end() returns for a run whose record failed, with
+ * what became of its end (r: the last attempt's result). */
+static int failed_result(struct audit *a, int r)
+{
+	int err = a->fail_err;
+
+	if (!r)
+		return audit_fail(a, err,
+				  "%s; the rows kept in memory were written "
+				  "at the end, and the run is recorded with "
+				  "status error",
+				  a->fail_msg);
+	return audit_fail(a, err,
+			  "%s; the run's end could not be recorded either: "
+			  "it stays 'running' until the next ward run marks "
+			  "it aborted",
+			  a->fail_msg);
+}
+
+/*
+ * A run whose record failed (a commit failed during the run, or this
+ * one) gets status error with the failure as its cause, and one more
+ * attempt to write what is queued. Either way the run is over when this
+ * returns; an error means its record is not what the caller asked for.
+ */
 int audit_run_end(struct audit *a, const struct audit_run_end *re)
 {
+	struct audit_run_end fe;
+	char cause[sizeof(a->fail_msg) + 64];
+	bool failed;
 	int r;
 
 	pthread_mutex_lock(&a->lock);
@@ -490,14 +605,30 @@ int audit_run_end(struct audit *a, const struct audit_run_end *re)
 	if (!r && !valid_status(re->status))
 		r = audit_fail(a, -EINVAL, "invalid run status '%s'",
 			       re->status ? re->status : "(null)");
-	if (!r && !a->end_queued)
-		r = queue_run_end(a, re);
+	if (r) {
+		pthread_mutex_unlock(&a->lock);
+		return r;
+	}
+	failed = a->fail_err != 0;
+	if (failed)
+		failed_end(a, re, &fe, cause, sizeof(cause));
+	drop_end_row(a);
+	r = queue_run_end(a, failed ? &fe : re);
 	if (!r)
 		r = commit_durable(a);
-	if (!r) {
-		a->run_id[0] = '\0';
-		keep_wal_short(a);
+	if (r && !failed && a->fail_err) {
+		/* this commit failed first: its end says so, once more */
+		drop_end_row(a);
+		failed_end(a, re, &fe, cause, sizeof(cause));
+		r = queue_run_end(a, &fe);
+		if (!r)
+			r = commit_durable(a);
 	}
+	if (a->fail_err)
+		r = failed_result(a, r);
+	else if (!r)
+		keep_wal_short(a);
+	run_over(a);
 	pthread_mutex_unlock(&a->lock);
 	return r;
 }
@@ -506,36 +637,50 @@ int audit_run_end(struct audit *a, const struct audit_run_end *re)
 int audit_end_unfinished(struct audit *a)
 {
 	struct timespec ts;
-	int r = 0;
+	int r;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	if (!a->end_queued) {
-		const struct audit_val v[] = {
-			vtext(a->run_id),
-			vint((long long)ts.tv_sec * 1000000000LL + ts.tv_nsec),
-			vnull(),
-			vnull(),
-			vnull(),
-			vtext("aborted"),
-			vtext("ward closed the record without ending the run"),
-			vnull(),
-			vnull(),
-			vnull(),
-			vnull(),
-			vnull(),
-			vnull(),
-			vnull(),
-			vnull(),
-		};
+	const struct audit_val v[] = {
+		vtext(a->run_id),
+		vint((long long)ts.tv_sec * 1000000000LL + ts.tv_nsec),
+		vnull(),
+		vnull(),
+		vnull(),
+		vtext("aborted"),
+		vtext(a->fail_err ? "ward closed the record without ending the "
+				    "run, after the database could not be "
+				    "written"
+				  : "ward closed the record without ending "
+				    "the run"),
+		vnull(),
+		vnull(),
+		vnull(),
+		vnull(),
+		vnull(),
+		vnull(),
+		vnull(),
+		vnull(),
+	};
 
-		r = queue_row(a, ST_RUN_END, v,
-			      (int)(sizeof(v) / sizeof(v[0])));
-		if (!r)
-			a->seal_pending = true;
-	}
+	drop_end_row(a);
+	r = queue_row(a, ST_RUN_END, v, (int)(sizeof(v) / sizeof(v[0])));
+	if (!r)
+		a->seal_pending = true;
 	if (!r)
 		r = commit_durable(a);
-	a->run_id[0] = '\0';
+	run_over(a);
+	return r;
+}
+
+int audit_run_failure(struct audit *a, char *buf, size_t n)
+{
+	int r;
+
+	pthread_mutex_lock(&a->lock);
+	r = a->fail_err;
+	if (n)
+		snprintf(buf, n, "%s", r ? a->fail_msg : "");
+	pthread_mutex_unlock(&a->lock);
 	return r;
 }
 
@@ -672,7 +817,9 @@ int audit_event(struct audit *a, const struct audit_event *e)
 	if (!r)
 		r = queue_event(a, e);
 	if (!r)
-		r = stop ? audit_commit_batch(a) : commit_if_full(a);
+		r = !stop	   ? commit_if_full(a)
+		    : a->fail_err ? a->fail_err
+				  : commit_durable(a);
 	pthread_mutex_unlock(&a->lock);
 	return r;
 }

@@ -390,10 +390,12 @@ static const char *event_raw(const struct ward_event *ev, char *buf, size_t n)
 	return ev->raw[0] ? ev->raw : NULL;
 }
 
-static void record_event(struct tracer *t, struct tracee *tc,
-			 const struct ward_event *ev,
-			 const struct policy_verdict *v, const char *target,
-			 const char *bt)
+/* 0, or -EIO when the record failed (the run is then stopped: a denial
+ * or kill is committed and synced before the code goes past it). */
+static int record_event(struct tracer *t, struct tracee *tc,
+			const struct ward_event *ev,
+			const struct policy_verdict *v, const char *target,
+			const char *bt)
 {
 	char rbuf[TRACER_NET_RAW_MAX];
 	static const char *const decisions[] = {
@@ -423,9 +425,8 @@ static void record_event(struct tracer *t, struct tracee *tc,
 
 	t->res->events++;
 	if (v->action == POLICY_ALLOW)
-		evq_push(t, &e);
-	else
-		evq_write_now(t, &e);
+		return evq_push(t, &e);
+	return evq_write_now(t, &e);
 }
 
 /* Skip the syscall: number -1, return value -err (x86_64). */
@@ -551,7 +552,8 @@ static void apply_verdict(struct tracer *t, struct tracee *tc,
 		}
 		break;
 	case POLICY_DENY:
-		record_event(t, tc, ev, v, target, bt);
+		if (record_event(t, tc, ev, v, target, bt) < 0)
+			return; /* killed (evq_failed): it goes no further */
 		t->res->denials++;
 		note_denial(t, ev, v, target);
 		if (skip_syscall(tc->tid, v->err) < 0) {
