@@ -26,8 +26,6 @@ static const char *const stmt_sql[ST__COUNT] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
 	[ST_ROLLBACK] = "ROLLBACK",
-	[ST_SYNC_FULL] = "PRAGMA synchronous = FULL",
-	[ST_SYNC_NORMAL] = "PRAGMA synchronous = NORMAL",
 	[ST_RUN_BEGIN] =
 		"INSERT INTO runs(id, started_ns, argv, language, interpreter,"
 		" code_name, code, code_sha256, policy_name, policy_json,"
@@ -66,8 +64,6 @@ static const char *const stmt_what[ST__COUNT] = {
 	[ST_BEGIN] = "begin a transaction",
 	[ST_COMMIT] = "commit",
 	[ST_ROLLBACK] = "roll back",
-	[ST_SYNC_FULL] = "set synchronous = FULL",
-	[ST_SYNC_NORMAL] = "set synchronous = NORMAL",
 	[ST_RUN_BEGIN] = "insert the run",
 	[ST_RUN_END] = "update the run",
 	[ST_PROC_START] = "insert a process",
@@ -263,7 +259,8 @@ int audit_commit_batch(struct audit *a)
 	int r, rc;
 
 	if (!a->head)
-		return a->run_id[0] ? run_failed(a, audit_check_identity(a)) : 0;
+		return a->run_id[0] ? run_failed(a, audit_check_identity(a))
+				    : 0;
 	r = audit_check_identity(a);
 	if (!r)
 		r = exec_simple(a, ST_BEGIN);
@@ -303,6 +300,19 @@ static int commit_if_full(struct audit *a)
 	return 0;
 }
 
+/*
+ * synchronous = FULL (a commit syncs the WAL) or NORMAL. Not a prepared
+ * statement: SQLite applies this PRAGMA when it compiles it, and stepping
+ * a compiled one again changes nothing.
+ */
+static void set_sync(struct audit *a, bool full)
+{
+	sqlite3_exec(a->db,
+		     full ? "PRAGMA synchronous = FULL"
+			  : "PRAGMA synchronous = NORMAL",
+		     NULL, NULL, NULL);
+}
+
 /* Commits the queue with synchronous=FULL: the WAL file is synced, so
  * everything committed so far is on disk when it returns. Copying the WAL
  * into the database is left to SQLite's automatic checkpoints (it is not
@@ -311,9 +321,9 @@ static int commit_durable(struct audit *a)
 {
 	int r;
 
-	step_quiet(a, ST_SYNC_FULL);
+	set_sync(a, true);
 	r = audit_commit_batch(a);
-	step_quiet(a, ST_SYNC_NORMAL);
+	set_sync(a, false);
 	return r;
 }
 
@@ -415,7 +425,7 @@ static int insert_run(struct audit *a, const struct audit_run_info *ri,
 
 	/* synced: the code starts only after its run row is on disk, so that
 	 * a power loss cannot leave it run without a trace */
-	step_quiet(a, ST_SYNC_FULL);
+	set_sync(a, true);
 	if (!r)
 		r = exec_simple(a, ST_BEGIN);
 	if (!r)
@@ -425,7 +435,7 @@ static int insert_run(struct audit *a, const struct audit_run_info *ri,
 		r = exec_simple(a, ST_COMMIT);
 	if (r)
 		rollback(a);
-	step_quiet(a, ST_SYNC_NORMAL);
+	set_sync(a, false);
 	return rc == SQLITE_CONSTRAINT_PRIMARYKEY ? -EEXIST : r;
 }
 
@@ -576,14 +586,14 @@ static int failed_result(struct audit *a, int r)
 
 	if (!r)
 		return audit_fail(a, err,
-				  "%s; the rows kept in memory were written "
-				  "at the end, and the run is recorded with "
-				  "status error",
+				  "%s; the run was stopped and is recorded "
+				  "with status error, its rows up to the "
+				  "stop all written",
 				  a->fail_msg);
 	return audit_fail(a, err,
-			  "%s; the run's end could not be recorded either: "
-			  "it stays 'running' until the next ward run marks "
-			  "it aborted",
+			  "%s; the run was stopped, and its end could not "
+			  "be recorded: it stays 'running' until the next "
+			  "ward run marks it aborted",
 			  a->fail_msg);
 }
 
@@ -817,7 +827,7 @@ int audit_event(struct audit *a, const struct audit_event *e)
 	if (!r)
 		r = queue_event(a, e);
 	if (!r)
-		r = !stop	   ? commit_if_full(a)
+		r = !stop	  ? commit_if_full(a)
 		    : a->fail_err ? a->fail_err
 				  : commit_durable(a);
 	pthread_mutex_unlock(&a->lock);
