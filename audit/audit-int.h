@@ -106,7 +106,9 @@ struct audit {
 	 * kept until the run ends: its rows stay queued (writer.c) */
 	int fail_err;
 	char fail_msg[512];
-	bool seal_pending;    /* seal the run in the batch that ends it */
+	size_t end_lost;   /* rows its end could not write (salvage_end) */
+	bool seal_pending; /* seal the run in the batch that ends it */
+	bool seal_stored;  /* ... over its rows as stored (writer.c) */
 	struct audit_chain_state chain[AUDIT_CHAIN__COUNT];
 	struct audit_chain_key key;
 	char *last_chain; /* runs.chain of the last run sealed */

@@ -241,35 +241,51 @@ static int run_failed(struct audit *a, int err)
 	return err;
 }
 
-/*
- * Writes the queue in one transaction, all of it or nothing: on any error
- * (the lock stayed busy, a write or sync failed, the disk is full, the
- * file is no longer the database opened) the transaction is rolled back
- * and every row stays queued, in order, with the seq and chain link it
- * was given, for the next attempt. So a committed row never follows a
- * hole: a run's rows are committed in seq order or not at all. A run's
- * first failure is kept (run_failed): commit_if_full then stops trying,
- * and the run's end says so. With a run in progress and nothing queued,
- * it checks that the file is still the database (the output thread's
- * flush every 200 ms: a deleted or replaced file is noticed then).
- */
-int audit_commit_batch(struct audit *a)
+/* Frees the first n rows of the queue (written). */
+static void free_rows(struct audit *a, size_t n)
 {
-	bool sealed = false;
+	while (a->head && n--) {
+		struct audit_row *row = a->head;
+
+		a->head = row->next;
+		a->queued--;
+		a->queued_bytes -= row->bytes;
+		free(row);
+	}
+	if (!a->head) {
+		a->tail = &a->head;
+		a->queued = 0;
+		a->queued_bytes = 0;
+	}
+}
+
+/*
+ * Writes the first n rows of the queue (all of them when n >= a->queued)
+ * in one transaction, all of them or none: on any error (the lock stayed
+ * busy, a write or sync failed, the disk is full, the file is no longer
+ * the database opened) the transaction is rolled back and every row stays
+ * queued, in order, with the seq and chain link it was given, for the
+ * next attempt. So a committed row never follows a hole: a run's rows are
+ * committed in seq order or not at all. A run's first failure is kept
+ * (run_failed): commit_if_full then stops trying, and the run's end says
+ * so. The seal goes with the batch that holds the run's end (the last
+ * row): over the chains as ward made them, or, when rows at the end could
+ * not be written (seal_stored), over the rows stored.
+ */
+static int commit_rows(struct audit *a, size_t n)
+{
+	bool all = n >= a->queued, sealed = false;
+	struct audit_row *row = a->head;
 	int r, rc;
 
-	if (!a->head)
-		return a->run_id[0] ? run_failed(a, audit_check_identity(a))
-				    : 0;
 	r = audit_check_identity(a);
 	if (!r)
 		r = exec_simple(a, ST_BEGIN);
-	for (struct audit_row *row = a->head; !r && row; row = row->next)
+	for (size_t i = 0; !r && row && i < n; row = row->next, i++)
 		r = exec_vals(a, row->st, row->v, row->nval, &rc);
-	/* The run's end is in this batch: seal it in the same transaction,
-	 * over the rows as they are now written. */
-	if (!r && a->seal_pending) {
-		r = audit_chain_seal(a);
+	if (!r && all && a->seal_pending) {
+		r = a->seal_stored ? audit_chain_seal_reaped(a, a->run_id)
+				   : audit_chain_seal(a);
 		sealed = !r;
 	}
 	if (!r)
@@ -282,9 +298,24 @@ int audit_commit_batch(struct audit *a)
 		}
 		return run_failed(a, r);
 	}
-	a->seal_pending = false;
-	free_queue(a);
+	if (all)
+		a->seal_pending = false;
+	free_rows(a, all ? a->queued : n);
 	return 0;
+}
+
+/*
+ * Writes the queue in one transaction (commit_rows). With a run in
+ * progress and nothing queued, it checks that the file is still the
+ * database (the output thread's flush every 200 ms: a deleted or replaced
+ * file is noticed then).
+ */
+int audit_commit_batch(struct audit *a)
+{
+	if (!a->head)
+		return a->run_id[0] ? run_failed(a, audit_check_identity(a))
+				    : 0;
+	return commit_rows(a, a->queued);
 }
 
 /* A full batch is committed. After a failed commit only audit_flush() and
@@ -482,6 +513,10 @@ int audit_run_begin(struct audit *a, const struct audit_run_info *ri,
 		a->seal_pending = false;
 		a->fail_err = 0;
 		a->fail_msg[0] = '\0';
+		a->end_lost = 0;
+		a->seal_stored = false;
+		free(a->last_chain); /* the seal printed is this run's or none */
+		a->last_chain = NULL;
 		audit_chain_reset(a);
 	}
 	pthread_mutex_unlock(&a->lock);
@@ -557,14 +592,23 @@ static void drop_end_row(struct audit *a)
 }
 
 /* The end of a run whose record failed: re, with status error and the
- * failure as its cause (into cause). */
+ * failure as its cause (into cause), and what was lost (lost rows that
+ * could not be written, at the end of the record). */
 static void failed_end(const struct audit *a, const struct audit_run_end *re,
-		       struct audit_run_end *out, char *cause, size_t n)
+		       struct audit_run_end *out, char *cause, size_t n,
+		       size_t lost)
 {
+	int k;
+
 	*out = *re;
 	out->status = "error";
-	snprintf(cause, n, "the audit database could not be written: %s",
-		 a->fail_msg);
+	k = snprintf(cause, n, "the audit database could not be written: %s",
+		     a->fail_msg);
+	if (lost && k > 0 && (size_t)k < n)
+		snprintf(cause + k, n - (size_t)k,
+			 "; the record ends before the run did: its last %zu "
+			 "row%s could not be written",
+			 lost, lost == 1 ? "" : "s");
 	out->cause = cause;
 }
 
@@ -574,8 +618,9 @@ static void run_over(struct audit *a)
 {
 	free_queue(a);
 	a->run_id[0] = '\0';
-	a->end_queued = a->seal_pending = false;
+	a->end_queued = a->seal_pending = a->seal_stored = false;
 	a->fail_err = 0;
+	a->end_lost = 0;
 }
 
 /* The error audit_run_end() returns for a run whose record failed, with
@@ -584,6 +629,13 @@ static int failed_result(struct audit *a, int r)
 {
 	int err = a->fail_err;
 
+	if (!r && a->end_lost)
+		return audit_fail(a, err,
+				  "%s; the run was stopped and is recorded "
+				  "with status error, without its last %zu "
+				  "row%s (they could not be written)",
+				  a->fail_msg, a->end_lost,
+				  a->end_lost == 1 ? "" : "s");
 	if (!r)
 		return audit_fail(a, err,
 				  "%s; the run was stopped and is recorded "
@@ -597,16 +649,56 @@ static int failed_result(struct audit *a, int r)
 			  a->fail_msg);
 }
 
+/* Attempts at the end of a run whose record failed while the lock stays
+ * busy (each waits the busy timeout): the code is stopped, so waiting a
+ * little longer costs it nothing and may save its record. */
+#define END_BUSY_TRIES 3
+/* Attempts at writing what fits of the queue, oldest rows first, when the
+ * whole of it cannot be written (a full disk). */
+#define SALVAGE_TRIES 12
+
+/*
+ * The end of a run whose record failed, when the queue cannot be written
+ * whole (not for a busy lock: each attempt would wait): the oldest rows
+ * are written in ever smaller batches while they fit, the rest dropped
+ * (only ever at the end: no hole), and the end, with status error and a
+ * cause that says so, sealed over the rows as stored. The end of the
+ * record is then its last row written; verify checks what is there.
+ */
+static int salvage_end(struct audit *a, const struct audit_run_end *re,
+		       struct audit_run_end *fe, char *cause, size_t n)
+{
+	size_t k;
+	int r = 0;
+
+	drop_end_row(a);
+	k = a->queued;
+	for (int tries = 0; a->head && k && tries < SALVAGE_TRIES; tries++)
+		if (commit_rows(a, k) < 0)
+			k /= 2;
+	a->end_lost = a->queued;
+	failed_end(a, re, fe, cause, n, a->queued);
+	free_rows(a, a->queued);
+	r = queue_run_end(a, fe);
+	if (!r) {
+		a->seal_stored = true;
+		r = commit_durable(a);
+	}
+	return r;
+}
+
 /*
  * A run whose record failed (a commit failed during the run, or this
- * one) gets status error with the failure as its cause, and one more
- * attempt to write what is queued. Either way the run is over when this
- * returns; an error means its record is not what the caller asked for.
+ * one) gets status error with the failure as its cause, and more attempts
+ * to write what is queued: while the lock is busy, END_BUSY_TRIES; after
+ * other errors, what fits (salvage_end). Either way the run is over when
+ * this returns; an error means its record is not what the caller asked
+ * for (audit_errmsg() says whether its end was written).
  */
 int audit_run_end(struct audit *a, const struct audit_run_end *re)
 {
 	struct audit_run_end fe;
-	char cause[sizeof(a->fail_msg) + 64];
+	char cause[sizeof(a->fail_msg) + 128];
 	bool failed;
 	int r;
 
@@ -621,19 +713,23 @@ int audit_run_end(struct audit *a, const struct audit_run_end *re)
 	}
 	failed = a->fail_err != 0;
 	if (failed)
-		failed_end(a, re, &fe, cause, sizeof(cause));
+		failed_end(a, re, &fe, cause, sizeof(cause), 0);
 	drop_end_row(a);
 	r = queue_run_end(a, failed ? &fe : re);
 	if (!r)
 		r = commit_durable(a);
 	if (r && !failed && a->fail_err) {
-		/* this commit failed first: its end says so, once more */
+		/* this commit failed first: its end says so */
 		drop_end_row(a);
-		failed_end(a, re, &fe, cause, sizeof(cause));
+		failed_end(a, re, &fe, cause, sizeof(cause), 0);
 		r = queue_run_end(a, &fe);
 		if (!r)
 			r = commit_durable(a);
 	}
+	for (int tries = 1; r == -EBUSY && tries < END_BUSY_TRIES; tries++)
+		r = commit_durable(a);
+	if (r && a->fail_err && r != -EBUSY && r != -ESTALE)
+		r = salvage_end(a, re, &fe, cause, sizeof(cause));
 	if (a->fail_err)
 		r = failed_result(a, r);
 	else if (!r)

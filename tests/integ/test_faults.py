@@ -75,7 +75,9 @@ def run_ward(argv, env=None, timeout=60, binary=None):
 # ------------------------------- invariants -------------------------------
 
 def db_rows(db):
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+    # read-write: a read-only connection cannot open a WAL database whose
+    # -shm is gone (after a power cut); nothing is written
+    con = sqlite3.connect(f"file:{db}?mode=rw", uri=True, timeout=30)
     try:
         con.row_factory = sqlite3.Row
         assert con.execute("pragma integrity_check").fetchone()[0] == "ok"
@@ -250,3 +252,333 @@ def test_fault_sweep(ctx):
 
 
 test_fault_sweep.time_limit = 3000
+
+
+# ------------------------------- real faults -------------------------------
+
+def _mount(*argv):
+    p = subprocess.run(["mount"] + list(argv), capture_output=True, text=True)
+    if p.returncode != 0:
+        raise wardtest.Skip(f"mount {' '.join(argv)}: {p.stderr.strip()}")
+
+
+def _umount(path):
+    for _ in range(50):
+        if subprocess.run(["umount", path], capture_output=True).returncode == 0:
+            return
+        time.sleep(0.1)
+    subprocess.run(["umount", "-l", path], capture_output=True)
+
+
+def _lines(b):
+    return b.count(b"\n")
+
+
+class _Reader:
+    """ward's stdout read on a thread, as the user sees it."""
+
+    def __init__(self, p):
+        self.p, self.data, self.lock = p, b"", threading.Lock()
+        self.t = threading.Thread(target=self._loop, daemon=True)
+        self.t.start()
+
+    def _loop(self):
+        while True:
+            b = self.p.stdout.read1(65536) if hasattr(self.p.stdout, "read1") else os.read(self.p.stdout.fileno(), 65536)
+            if not b:
+                return
+            with self.lock:
+                self.data += b
+
+    def get(self):
+        with self.lock:
+            return self.data
+
+    def wait_for(self, needle, timeout=20):
+        return wardtest.wait_until(lambda: needle in self.get(), timeout, 0.01)
+
+
+def _start(argv, env=None, binary=None):
+    p = wardtest.spawn([binary or wardtest.ward_bin()] + argv, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, env=env or ward_env())
+    return p, _Reader(p)
+
+
+def _finish(p, reader, timeout=30):
+    try:
+        p.wait(timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        raise AssertionError("ward did not stop")
+    reader.t.join(5)
+    return p.returncode, reader.get(), p.stderr.read().decode(errors="replace")
+
+
+# Prints numbered lines as fast as it can, each followed by a trapped call
+# (a stat of a file that is not there), until told to stop or N lines.
+BUSY_CODE = """\
+import os, sys
+for i in range({n}):
+    print("line %d" % i, flush=True)
+    try:
+        os.stat("nothere-%d" % (i % 7))
+    except OSError:
+        pass
+print("done", flush=True)
+"""
+
+
+def test_disk_full_mid_run(ctx):
+    """A real full disk (tmpfs) while the code writes: the run is stopped,
+    exit 125 saying the disk is full, no hole, the user saw no more than
+    the record holds, the run's end says the audit database failed; with
+    room again the next run goes on and everything verifies."""
+    mnt = ctx.path("full")
+    os.makedirs(mnt)
+    _mount("-t", "tmpfs", "-o", "size=3m,mode=0755", "tmpfs", mnt)
+    try:
+        db = os.path.join(mnt, "audit.db")
+        code, out, err = run_ward(["run", "--db", db, "-c", "print('first')"])
+        assert code == 0, err
+        before = db_rows(db)
+        # leave ~400 KiB: a few batches of the code's output fit, not all
+        st = os.statvfs(mnt)
+        free = st.f_bavail * st.f_frsize
+        with open(os.path.join(mnt, "filler"), "wb") as f:
+            f.write(b"\0" * max(0, free - 400 * 1024))
+        code, out, err = run_ward(["run", "--db", db, "-c", BUSY_CODE.format(n=40000)], timeout=120)
+        assert code == INTERNAL, (code, err)
+        assert b"done" not in out, "the code ran to its end"
+        assert "full" in err, err
+        assert "malformed" not in err, err
+        check_invariants(db, before, "disk full")
+        runs, ev, outs, _ = db_rows(db)
+        run = runs[-1]
+        rec = recorded_stdout(outs.get(run["id"], []))
+        assert out.startswith(rec) or rec.startswith(out), "the output and its record diverge"
+        unrecorded = _lines(out) - _lines(rec)
+        if run["status"] == "running":
+            assert unrecorded <= WINDOW_LINES, f"{unrecorded} lines seen, not recorded"
+        else:
+            assert run["status"] == "error" and "full" in run["cause"], run
+            assert unrecorded <= 0, f"{unrecorded} lines seen, not recorded"
+        os.unlink(os.path.join(mnt, "filler"))
+        code, out, err = run_ward(["run", "--db", db, "-c", "print('next')"])
+        assert code == 0 and out == b"next\n", err
+        check_invariants(db, before, "disk full, then room")
+        verify_all(db, "disk full")
+    finally:
+        _umount(mnt)
+
+
+def _hold_lock(db, started, release):
+    con = sqlite3.connect(db, timeout=30, isolation_level=None)
+    try:
+        con.execute("begin exclusive")
+        started.set()
+        release.wait(60)
+        con.execute("commit")
+    finally:
+        con.close()
+
+
+def test_lock_held_past_busy_timeout(ctx):
+    """Another connection holds the write lock longer than ward's busy
+    timeout while the code runs busily: the code is held back, then
+    stopped (exit 125, "locked"), not run on unrecorded; the record has no
+    hole and holds what the user saw."""
+    code, out, err = run_ward(["run", "--db", ctx.db, "-c", "print('first')"])
+    assert code == 0, err
+    before = db_rows(ctx.db)
+    env = ward_env(WARD_FAULT_BUSY_MS=500)  # no fault: a shorter busy timeout
+    p, rd = _start(["run", "--db", ctx.db, "-c", BUSY_CODE.format(n=200000)], env=env,
+                   binary=faults_bin())
+    assert rd.wait_for(b"line 200\n"), rd.get()[-200:]
+    started, release = threading.Event(), threading.Event()
+    holder = threading.Thread(target=_hold_lock, args=(ctx.db, started, release))
+    holder.start()
+    try:
+        assert started.wait(10)
+        at_lock = _lines(rd.get())
+        time.sleep(3)  # six busy timeouts
+        during = _lines(rd.get()) - at_lock
+    finally:
+        release.set()
+        holder.join(10)
+    code, out, err = _finish(p, rd)
+    assert code == INTERNAL, (code, err)
+    assert "locked" in err, err
+    assert b"done" not in out
+    # held back: at most the window of output went by with the lock held
+    assert during <= WINDOW_LINES, f"{during} lines printed while the record was locked"
+    check_invariants(ctx.db, before, "lock held")
+    runs, ev, outs, _ = db_rows(ctx.db)
+    run = runs[-1]
+    rec = recorded_stdout(outs.get(run["id"], []))
+    unrecorded = _lines(out) - _lines(rec)
+    assert unrecorded <= (WINDOW_LINES if run["status"] == "running" else 0), unrecorded
+    code, out, err = run_ward(["run", "--db", ctx.db, "-c", "print('next')"])
+    assert code == 0, err
+    verify_all(ctx.db, "lock held")
+
+
+# Prints a line every 20 ms for 10 s.
+SLOW_CODE = """\
+import time
+for i in range(500):
+    print("tick %d" % i, flush=True)
+    time.sleep(0.02)
+print("done", flush=True)
+"""
+
+
+def _db_gone_mid_run(ctx, change):
+    code, out, err = run_ward(["run", "--db", ctx.db, "-c", "print('first')"])
+    assert code == 0, err
+    p, rd = _start(["run", "--json", "--db", ctx.db, "-c", SLOW_CODE])
+    def ticks():  # the run's output is being committed
+        try:
+            return ctx.sql("select count(*) n from outputs o join runs r on r.id = o.run_id"
+                           " where r.status = 'running'")[0]["n"] >= 5
+        except sqlite3.OperationalError:
+            return False
+    assert wardtest.wait_until(ticks, 10, 0.02), rd.get()
+    change()
+    t0 = time.monotonic()
+    code, out, err = _finish(p, rd)
+    took = time.monotonic() - t0
+    assert code == INTERNAL, (code, out[-300:], err)
+    assert took < 3, f"ward stopped {took:.1f}s after the database was changed"
+    j = json.loads(out)
+    assert j["status"] == "error" and "tick 499" not in j["stdout"], j["status"]
+    assert not (j.get("chain") or {}).get("seal"), "a seal printed for a run in no database"
+    return j, err
+
+
+def test_database_deleted_mid_run(ctx):
+    """The database file deleted while the code runs: ward notices, stops
+    the code, exits 125 and says so (no seal, no "ok")."""
+    j, err = _db_gone_mid_run(ctx, lambda: os.unlink(ctx.db))
+    assert "deleted" in err and "database" in err, err
+
+
+def test_database_replaced_mid_run(ctx):
+    """The database file replaced (renamed over) while the code runs."""
+    other = ctx.path("other.db")
+
+    def replace():
+        con = sqlite3.connect(other)
+        con.execute("create table x(y)")
+        con.close()
+        os.rename(other, ctx.db)
+    j, err = _db_gone_mid_run(ctx, replace)
+    assert "replaced" in err, err
+
+
+EXT4_IOC_SHUTDOWN = 0x8004587D  # _IOR('X', 125, __u32)
+EXT4_GOING_FLAGS_NOLOGFLUSH = 2  # as a power cut: the journal not flushed
+
+# One denial, then a line saying the code went past it, then a wait.
+POWER_CODE = """\
+import time
+print("begun", flush=True)
+try:
+    open("/etc/shadow")
+except OSError:
+    pass
+print("past the denial", flush=True)
+time.sleep(30)
+"""
+
+
+def test_power_loss_keeps_the_run_and_its_denials(ctx):
+    """A power cut (EXT4_IOC_SHUTDOWN without flushing the journal, on a
+    loop-mounted ext4) once the code has started and gone past a denial:
+    after remounting, the run's row and the denial are there, each time."""
+    if not shutil.which("mkfs.ext4"):
+        raise wardtest.Skip("no mkfs.ext4")
+    img, mnt = ctx.path("disk.img"), ctx.path("ext4")
+    os.makedirs(mnt)
+    with open(img, "wb") as f:
+        f.truncate(64 << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", img], check=True, capture_output=True)
+    trials = 4
+    for trial in range(trials):
+        _mount("-o", "loop", img, mnt)
+        mounted = True
+        try:
+            db = os.path.join(mnt, "audit.db")
+            if trial == 0:
+                code, out, err = run_ward(["run", "--db", db, "-c", "print('first')"])
+                assert code == 0, err
+            subprocess.run(["sync", "-f", db], check=True)
+            p, rd = _start(["run", "--db", db, "-c", POWER_CODE])
+            assert rd.wait_for(b"past the denial"), (rd.get(), p.poll())
+            fd = os.open(mnt, os.O_RDONLY)
+            try:
+                fcntl.ioctl(fd, EXT4_IOC_SHUTDOWN, EXT4_GOING_FLAGS_NOLOGFLUSH.to_bytes(4, "little"))
+            finally:
+                os.close(fd)
+            p.kill()
+            p.wait()
+            _umount(mnt)
+            mounted = False
+            _mount("-o", "loop", img, mnt)
+            mounted = True
+            # what is on the disk, copied off it (not its -shm: the index
+            # SQLite rebuilds from the WAL)
+            cp = ctx.path(f"after{trial}")
+            os.makedirs(cp)
+            for f in ("audit.db", "audit.db-wal"):
+                if os.path.exists(os.path.join(mnt, f)):
+                    shutil.copy(os.path.join(mnt, f), cp)
+            db = os.path.join(cp, "audit.db")
+            con = sqlite3.connect(f"file:{db}?mode=rw", uri=True)
+            try:
+                runs = con.execute("select id, status from runs order by started_ns").fetchall()
+                assert len(runs) == trial + 2, f"trial {trial}: the run left no trace: {runs}"
+                rid = runs[-1][0]
+                den = con.execute("select count(*) from events where run_id = ? and decision = 'deny'"
+                                  " and target = '/etc/shadow'", (rid,)).fetchone()[0]
+                assert den == 1, f"trial {trial}: the denial is not on disk"
+            finally:
+                con.close()
+            check_invariants(db, None, f"power loss {trial}")
+        finally:
+            if mounted:
+                _umount(mnt)
+
+
+def test_run_killed_before_its_first_batch_is_running(ctx):
+    """ward SIGKILLed after the run's row, before any event or output was
+    committed: `ward verify` says running (exit 0), not TAMPERED."""
+    code, out, err = run_ward(["run", "--db", ctx.db, "-c", "print('first')"])
+    assert code == 0, err
+    for attempt in range(20):
+        p = wardtest.spawn([wardtest.ward_bin(), "run", "--db", ctx.db, "-c", "while True: pass"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        con = sqlite3.connect(f"file:{ctx.db}?mode=ro", uri=True, timeout=10)
+        n0 = attempt + 1
+        try:
+            while con.execute("select count(*) from runs").fetchone()[0] <= n0 and p.poll() is None:
+                pass
+            p.send_signal(signal.SIGSTOP)
+            rid = con.execute("select id from runs order by started_ns desc limit 1").fetchone()[0]
+            rows = con.execute("select (select count(*) from events where run_id = ?1)"
+                               " + (select count(*) from outputs where run_id = ?1)", (rid,)).fetchone()[0]
+        finally:
+            con.close()
+            p.kill()
+            p.wait()
+        if rows == 0:
+            break
+    else:
+        raise AssertionError("ward always committed a batch before it could be stopped")
+    code, out, err = run_ward(["verify", "--db", ctx.db, rid])
+    assert code == 0 and f"{rid}: running" in out.decode(), (code, out, err)
+    # the next run closes it, sealed by the reaper: intact
+    code, out, err = run_ward(["run", "--db", ctx.db, "-c", "print(2)"])
+    assert code == 0, err
+    code, out, err = run_ward(["verify", "--db", ctx.db, rid])
+    assert code == 0 and f"{rid}: intact (aborted" in out.decode(), (code, out, err)
