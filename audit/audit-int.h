@@ -23,6 +23,8 @@
 #define AUDIT_BUSY_MS	     10000	/* wait this long for the lock */
 #define AUDIT_BATCH_ROWS     256	/* commit after this many rows */
 #define AUDIT_BATCH_BYTES    (1 << 20)	/* ... or this much queued data */
+/* kept free past the WAL during a run, for its end (open.c) */
+#define AUDIT_RESERVE_BYTES (4 << 20)
 
 /* Prepared statements of a writer handle. */
 enum audit_stmt {
@@ -177,6 +179,9 @@ int audit_faults_busy_ms(int dflt);
 int audit_check_identity(struct audit *a);
 /* Records the identity checked by audit_check_identity (open.c). */
 int audit_identity_init(struct audit *a);
+/* Reserves AUDIT_RESERVE_BYTES past the WAL's end: 0, or -ENOSPC with
+ * a->errmsg set when the disk has not that much left (open.c). */
+int audit_reserve(struct audit *a);
 
 /* Writer internals (writer.c). */
 int audit_writer_prepare(struct audit *a);

@@ -339,6 +339,42 @@ int audit_check_identity(struct audit *a)
 	return 0;
 }
 
+/* ----------------------------- reserve ----------------------------- */
+
+/*
+ * A full disk must not take the end of a run with it: the run is stopped
+ * while the space to record its end is still there. After each commit of
+ * a run (and before its first), the writer has the file system reserve
+ * AUDIT_RESERVE_BYTES past the end of the WAL (fallocate, KEEP_SIZE: the
+ * file does not grow; its next frames land in blocks already allocated).
+ * When that fails for lack of space, the run's record fails at once
+ * (ENOSPC), and what is queued and the run's end are written into the
+ * reserve. File systems without fallocate go without it.
+ */
+int audit_reserve(struct audit *a)
+{
+	char wal[4200];
+	struct stat st;
+	int fd, r = 0;
+
+	if (wal_path(a, wal, sizeof(wal)) < 0)
+		return 0;
+	fd = open(wal, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	if (fd < 0)
+		return 0; /* none yet: the first commit makes it */
+	if (fstat(fd, &st) == 0 &&
+	    fallocate(fd, FALLOC_FL_KEEP_SIZE, st.st_size,
+		      AUDIT_RESERVE_BYTES) < 0 &&
+	    (errno == ENOSPC || errno == EDQUOT))
+		r = audit_fail(a, -ENOSPC,
+			       "%s: the disk is full: less than %d MiB left "
+			       "to record the rest of the run (%s)",
+			       a->path, AUDIT_RESERVE_BYTES >> 20,
+			       strerror(errno));
+	close(fd);
+	return r;
+}
+
 static int open_handle(struct audit *a, const char *path)
 {
 	int r;

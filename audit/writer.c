@@ -301,6 +301,9 @@ static int commit_rows(struct audit *a, size_t n)
 	if (all)
 		a->seal_pending = false;
 	free_rows(a, all ? a->queued : n);
+	/* the space for the rest of the run and its end, or stop it now */
+	if (a->run_id[0] && !sealed && !a->end_queued && !a->fail_err)
+		return run_failed(a, audit_reserve(a));
 	return 0;
 }
 
@@ -453,6 +456,10 @@ static int insert_run(struct audit *a, const struct audit_run_info *ri,
 		vtext(ri->env_json),
 	};
 	int rc = SQLITE_OK, r = audit_check_identity(a);
+
+	/* no run begins without the space to record its end */
+	if (!r)
+		r = audit_reserve(a);
 
 	/* synced: the code starts only after its run row is on disk, so that
 	 * a power loss cannot leave it run without a trace */
