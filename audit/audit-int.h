@@ -152,15 +152,25 @@ int audit_reap_locked(struct audit *a, const struct audit_self *me,
 		      int *reaped);
 
 /*
- * Fault injection (faults.c), only in a build with -DWARD_FAULTS
- * (build/ward-faults, libaudit-faults.a): audit_faults_wrap makes the VFS
- * vfs fail the calls $WARD_FAULT names; audit_faults_set replaces them
- * (and zeroes the counts) at any time; audit_faults_calls says how many
- * calls of a kind ("write", "sync", "lock", "read") were made, and
- * audit_faults_injected how many failed; audit_faults_busy_ms is the busy
- * timeout ($WARD_FAULT_BUSY_MS, else dflt).
+ * The files of the "ward" VFS (vfs.c): audit_vfs_wrap wraps its xOpen so
+ * that every file's I/O goes through vfs.c; audit_vfs_io_error returns
+ * (and clears) the SQLITE_IOERR_* code of the last call underneath that
+ * failed on this thread, 0 if none.
+ *
+ * Fault injection, only in a build with -DWARD_FAULTS (build/ward-faults,
+ * libaudit-faults.a): the calls $WARD_FAULT names fail; audit_faults_set
+ * replaces them (and zeroes the counts) at any time; audit_faults_calls
+ * says how many calls of a kind ("write", "sync", "lock", "read") were
+ * made, and audit_faults_injected how many failed; audit_faults_busy_ms is
+ * the busy timeout ($WARD_FAULT_BUSY_MS, else dflt).
  */
-void audit_faults_wrap(sqlite3_vfs *vfs);
+void audit_vfs_wrap(sqlite3_vfs *vfs);
+int audit_vfs_io_error(void);
+/* SQLite's message for rc on a's connection, or, when a call underneath
+ * failed on this thread since the last look (audit_vfs_io_error), that it
+ * was the disk (SQLite calls a read the disk failed a malformed file);
+ * buf holds it then. */
+const char *audit_sqlmsg(struct audit *a, int rc, char *buf, size_t n);
 void audit_faults_set(const char *spec);
 long audit_faults_calls(const char *kind);
 long audit_faults_injected(void);

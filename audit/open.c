@@ -64,11 +64,41 @@ int audit_errno_of(int rc)
 	}
 }
 
+/* Which call an SQLITE_IOERR_* code is about. */
+static const char *io_call(int io)
+{
+	switch (io) {
+	case SQLITE_IOERR_READ:
+	case SQLITE_IOERR_CORRUPTFS: return "read";
+	case SQLITE_IOERR_WRITE: return "write";
+	case SQLITE_IOERR_FSYNC:
+	case SQLITE_IOERR_DIR_FSYNC: return "sync";
+	case SQLITE_IOERR_TRUNCATE: return "truncate";
+	default: return "file operation";
+	}
+}
+
+const char *audit_sqlmsg(struct audit *a, int rc, char *buf, size_t n)
+{
+	int io = audit_vfs_io_error(), prim = rc & 0xff;
+
+	if (io && (prim == SQLITE_CORRUPT || prim == SQLITE_IOERR ||
+		   prim == SQLITE_NOTADB)) {
+		snprintf(buf, n,
+			 "disk I/O error: the disk failed a %s (%s); the file "
+			 "is not known to be damaged",
+			 io_call(io), strerror(EIO));
+		return buf;
+	}
+	return a->db ? sqlite3_errmsg(a->db) : sqlite3_errstr(rc);
+}
+
 int audit_sqlfail(struct audit *a, int rc, const char *what)
 {
-	const char *msg = a->db ? sqlite3_errmsg(a->db) : sqlite3_errstr(rc);
+	char buf[160];
 
-	return audit_fail(a, audit_errno_of(rc), "%s: %s", what, msg);
+	return audit_fail(a, audit_errno_of(rc), "%s: %s", what,
+			  audit_sqlmsg(a, rc, buf, sizeof(buf)));
 }
 
 /* ---------------------------- creation ---------------------------- */
@@ -208,9 +238,7 @@ static void vfs_register(void)
 	ward_vfs.zName = "ward";
 	ward_vfs.pNext = NULL;
 	ward_vfs.xOpen = ward_vfs_open;
-#ifdef WARD_FAULTS
-	audit_faults_wrap(&ward_vfs); /* tests only: faults.c */
-#endif
+	audit_vfs_wrap(&ward_vfs); /* I/O errors noted, faults: vfs.c */
 	if (sqlite3_vfs_register(&ward_vfs, 0) != SQLITE_OK)
 		unix_vfs = NULL;
 }

@@ -130,7 +130,9 @@ static int exec_vals(struct audit *a, enum audit_stmt id,
 {
 	sqlite3_stmt *st = a->st[id];
 	int rc = bind_vals(st, v, n);
+	char buf[160];
 
+	audit_vfs_io_error(); /* only this statement's */
 	if (rc == SQLITE_OK)
 		rc = sqlite3_step(st);
 	sqlite3_reset(st);
@@ -139,7 +141,7 @@ static int exec_vals(struct audit *a, enum audit_stmt id,
 	if (rc != SQLITE_DONE)
 		return audit_fail(a, audit_errno_of(rc), "%s: cannot %s: %s",
 				  a->path, stmt_what[id],
-				  sqlite3_errmsg(a->db));
+				  audit_sqlmsg(a, rc, buf, sizeof(buf)));
 	if ((id == ST_PROC_EXEC || id == ST_PROC_EXIT || id == ST_RUN_END) &&
 	    sqlite3_changes(a->db) != 1)
 		return id == ST_RUN_END

@@ -1,34 +1,42 @@
 /*
- * faults.c - fault injection under SQLite, for tests only.
+ * vfs.c - the files SQLite opens, wrapped: I/O errors noted, and faults
+ * injected in the test build.
  *
- * Compiled only with -DWARD_FAULTS: into build/ward-faults and the unit
- * tests that link libaudit-faults.a, never into build/ward (there this
- * file is empty and open.c does not call it). It wraps the "ward" VFS
- * (open.c): every file SQLite opens (database, -wal, -shm) goes through
- * it, the real unix VFS underneath does the real I/O, and the calls named
- * by $WARD_FAULT fail as the kernel would have failed them:
+ * Every file SQLite opens through the "ward" VFS (open.c: database, -wal,
+ * -shm) goes through these methods; the unix VFS underneath does the real
+ * I/O. Two jobs:
+ *
+ * - A failed call is noted for the thread (audit_vfs_io_error): SQLite
+ *   reports a read the disk failed with EIO as SQLITE_CORRUPT, "database
+ *   disk image is malformed" (the unix VFS returns SQLITE_IOERR_CORRUPTFS,
+ *   the b-tree layer makes it CORRUPT and forgets the errno), which sends
+ *   a user looking for a damaged file when the disk failed. ward's error
+ *   messages say "I/O error" instead when a call underneath failed.
+ *
+ * - Only with -DWARD_FAULTS (build/ward-faults, the unit tests that link
+ *   libaudit-faults.a; never build/ward), the calls named by $WARD_FAULT
+ *   fail as the kernel would have failed them:
  *
  *   WARD_FAULT=KIND:N[+]:ERR[,KIND:N[+]:ERR...]
  *
- * KIND is write (xWrite), sync (xSync), lock (xLock of the database file,
- * and each lock taken on the WAL index, xShmLock) or read (xRead); the
- * calls of each kind are counted 1, 2, ... per process, over all files.
- * The Nth call fails; with "+", it and every later one (a disk that stays
- * full). ERR is EIO, ENOSPC or BUSY (lock only: held by someone else).
- * A failing call does nothing and sets errno, as the system call would
- * have: EIO is SQLite's SQLITE_IOERR_* for that call, ENOSPC is
- * SQLITE_FULL, BUSY is SQLITE_BUSY.
+ *   KIND is write (xWrite), sync (xSync), lock (xLock of the database
+ *   file, and each lock taken on the WAL index, xShmLock) or read (xRead);
+ *   the calls of each kind are counted 1, 2, ... per process, over all
+ *   files. The Nth call fails; with "+", it and every later one (a disk
+ *   that stays full). ERR is EIO, ENOSPC or BUSY (lock only: held by
+ *   someone else). A failing call does nothing, sets errno and returns
+ *   what the unix VFS returns for that errno: SQLITE_IOERR_* for the call
+ *   (a read's EIO: SQLITE_IOERR_CORRUPTFS), SQLITE_FULL for ENOSPC,
+ *   SQLITE_BUSY.
  *
- * WARD_FAULT_LOG=PATH: at exit, the process appends one line to PATH:
- * "pid P write W sync S lock L read R injected I" (the calls of each kind
- * it made, and how many failed), so that a test can learn how many write
- * points a run has and sweep N over all of them.
+ *   WARD_FAULT_LOG=PATH: at exit, the process appends one line to PATH:
+ *   "pid P write W sync S lock L read R injected I" (the calls of each
+ *   kind it made, and how many failed), so that a test can learn how many
+ *   write points a run has and sweep N over all of them.
  *
- * WARD_FAULT_BUSY_MS=MS: the busy timeout instead of AUDIT_BUSY_MS (a
- * sweep over "lock:N+:BUSY" does not wait 10 s per run).
+ *   WARD_FAULT_BUSY_MS=MS: the busy timeout instead of AUDIT_BUSY_MS (a
+ *   sweep over lock faults does not wait 10 s per run).
  */
-#ifdef WARD_FAULTS
-
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -39,8 +47,28 @@
 #include "audit/audit-int.h"
 
 enum fkind { FK_WRITE, FK_SYNC, FK_LOCK, FK_READ, FK__COUNT };
+
+/* The last failed call underneath, per thread: an SQLITE_IOERR_* code. */
+static _Thread_local int io_error;
+
+static int noted(int rc)
+{
+	if ((rc & 0xff) == SQLITE_IOERR && rc != SQLITE_IOERR_SHORT_READ)
+		io_error = rc;
+	return rc;
+}
+
+int audit_vfs_io_error(void)
+{
+	int rc = io_error;
+
+	io_error = 0;
+	return rc;
+}
+
+#ifdef WARD_FAULTS
 static const char *const kind_name[FK__COUNT] = { "write", "sync", "lock",
-						 "read" };
+						  "read" };
 
 #define MAX_RULES 8
 
@@ -56,15 +84,6 @@ static int nrules;
 static atomic_long calls[FK__COUNT];
 static atomic_long injected;
 static char log_path[512];
-
-struct ffile {
-	sqlite3_file base;
-	sqlite3_file *real; /* right after this struct, in the same block */
-};
-
-static int (*inner_open)(sqlite3_vfs *, const char *, sqlite3_file *, int,
-			 int *);
-static int inner_size;
 
 /* The error the call numbered n of this kind gets, or 0. */
 static int fault_for(enum fkind k)
@@ -92,10 +111,34 @@ static int sqlite_code(enum fkind k, int err)
 	case FK_WRITE: return SQLITE_IOERR_WRITE;
 	case FK_SYNC: return SQLITE_IOERR_FSYNC;
 	case FK_LOCK: return SQLITE_IOERR_LOCK;
-	case FK_READ: return SQLITE_IOERR_READ;
+	case FK_READ: return SQLITE_IOERR_CORRUPTFS;
 	default: return SQLITE_IOERR;
 	}
 }
+
+#else
+static inline int fault_for(enum fkind k)
+{
+	(void)k;
+	return 0;
+}
+
+static inline int sqlite_code(enum fkind k, int err)
+{
+	(void)k;
+	(void)err;
+	return SQLITE_IOERR;
+}
+#endif /* WARD_FAULTS */
+
+struct ffile {
+	sqlite3_file base;
+	sqlite3_file *real; /* right after this struct, in the same block */
+};
+
+static int (*inner_open)(sqlite3_vfs *, const char *, sqlite3_file *, int,
+			 int *);
+static int inner_size;
 
 static sqlite3_file *real_of(sqlite3_file *f)
 {
@@ -115,26 +158,25 @@ static int f_read(sqlite3_file *f, void *buf, int amt, sqlite3_int64 off)
 	int err = fault_for(FK_READ);
 
 	if (err)
-		return sqlite_code(FK_READ, err);
-	return r->pMethods->xRead(r, buf, amt, off);
+		return noted(sqlite_code(FK_READ, err));
+	return noted(r->pMethods->xRead(r, buf, amt, off));
 }
 
-static int f_write(sqlite3_file *f, const void *buf, int amt,
-		   sqlite3_int64 off)
+static int f_write(sqlite3_file *f, const void *buf, int amt, sqlite3_int64 off)
 {
 	sqlite3_file *r = real_of(f);
 	int err = fault_for(FK_WRITE);
 
 	if (err)
-		return sqlite_code(FK_WRITE, err);
-	return r->pMethods->xWrite(r, buf, amt, off);
+		return noted(sqlite_code(FK_WRITE, err));
+	return noted(r->pMethods->xWrite(r, buf, amt, off));
 }
 
 static int f_truncate(sqlite3_file *f, sqlite3_int64 size)
 {
 	sqlite3_file *r = real_of(f);
 
-	return r->pMethods->xTruncate(r, size);
+	return noted(r->pMethods->xTruncate(r, size));
 }
 
 static int f_sync(sqlite3_file *f, int flags)
@@ -143,8 +185,8 @@ static int f_sync(sqlite3_file *f, int flags)
 	int err = fault_for(FK_SYNC);
 
 	if (err)
-		return sqlite_code(FK_SYNC, err);
-	return r->pMethods->xSync(r, flags);
+		return noted(sqlite_code(FK_SYNC, err));
+	return noted(r->pMethods->xSync(r, flags));
 }
 
 static int f_size(sqlite3_file *f, sqlite3_int64 *size)
@@ -303,6 +345,7 @@ static int f_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file,
 	return rc;
 }
 
+#ifdef WARD_FAULTS
 static void log_counts(void)
 {
 	FILE *fp = fopen(log_path, "ae");
@@ -397,20 +440,22 @@ long audit_faults_injected(void)
 	return atomic_load(&injected);
 }
 
-void audit_faults_wrap(sqlite3_vfs *vfs)
-{
-	const char *lp = getenv("WARD_FAULT_LOG");
+#endif /* WARD_FAULTS */
 
+void audit_vfs_wrap(sqlite3_vfs *vfs)
+{
 	methods_init();
-	audit_faults_set(getenv("WARD_FAULT"));
 	inner_open = vfs->xOpen;
 	inner_size = vfs->szOsFile;
 	vfs->szOsFile = (int)sizeof(struct ffile) + inner_size;
 	vfs->xOpen = f_open;
+#ifdef WARD_FAULTS
+	const char *lp = getenv("WARD_FAULT_LOG");
+
+	audit_faults_set(getenv("WARD_FAULT"));
 	if (lp && *lp) {
 		snprintf(log_path, sizeof(log_path), "%s", lp);
 		atexit(log_counts);
 	}
+#endif
 }
-
-#endif /* WARD_FAULTS */
