@@ -29,6 +29,10 @@
  *   (a read's EIO: SQLITE_IOERR_CORRUPTFS), SQLITE_FULL for ENOSPC,
  *   SQLITE_BUSY.
  *
+ *   KIND wal, "wal:BYTES:ENOSPC": the WAL cannot grow past BYTES (a disk
+ *   that is full, where the space the WAL already has is reused): a write
+ *   to it that would end past BYTES fails with ENOSPC.
+ *
  *   WARD_FAULT_LOG=PATH: at exit, the process appends one line to PATH:
  *   "pid P write W sync S lock L read R injected I" (the calls of each
  *   kind it made, and how many failed), so that a test can learn how many
@@ -46,7 +50,7 @@
 
 #include "audit/audit-int.h"
 
-enum fkind { FK_WRITE, FK_SYNC, FK_LOCK, FK_READ, FK__COUNT };
+enum fkind { FK_WRITE, FK_SYNC, FK_LOCK, FK_READ, FK_WAL, FK__COUNT };
 
 /* The last failed call underneath, per thread: an SQLITE_IOERR_* code. */
 static _Thread_local int io_error;
@@ -68,7 +72,7 @@ int audit_vfs_io_error(void)
 
 #ifdef WARD_FAULTS
 static const char *const kind_name[FK__COUNT] = { "write", "sync", "lock",
-						  "read" };
+						  "read", "wal" };
 
 #define MAX_RULES 8
 
@@ -99,6 +103,17 @@ static int fault_for(enum fkind k)
 	return 0;
 }
 
+/* A write to the WAL ending at end: ENOSPC past a "wal" rule's size. */
+static int wal_fault(sqlite3_int64 end)
+{
+	for (int i = 0; i < nrules; i++)
+		if (rules[i].kind == FK_WAL && end > rules[i].n) {
+			atomic_fetch_add(&injected, 1);
+			return ENOSPC;
+		}
+	return 0;
+}
+
 /* SQLite's code for err on a call of kind k (errno is set to err). */
 static int sqlite_code(enum fkind k, int err)
 {
@@ -123,6 +138,12 @@ static inline int fault_for(enum fkind k)
 	return 0;
 }
 
+static inline int wal_fault(sqlite3_int64 end)
+{
+	(void)end;
+	return 0;
+}
+
 static inline int sqlite_code(enum fkind k, int err)
 {
 	(void)k;
@@ -134,6 +155,7 @@ static inline int sqlite_code(enum fkind k, int err)
 struct ffile {
 	sqlite3_file base;
 	sqlite3_file *real; /* right after this struct, in the same block */
+	bool wal;	    /* the -wal file */
 };
 
 static int (*inner_open)(sqlite3_vfs *, const char *, sqlite3_file *, int,
@@ -167,6 +189,8 @@ static int f_write(sqlite3_file *f, const void *buf, int amt, sqlite3_int64 off)
 	sqlite3_file *r = real_of(f);
 	int err = fault_for(FK_WRITE);
 
+	if (!err && ((struct ffile *)f)->wal)
+		err = wal_fault(off + amt);
 	if (err)
 		return noted(sqlite_code(FK_WRITE, err));
 	return noted(r->pMethods->xWrite(r, buf, amt, off));
@@ -333,6 +357,7 @@ static int f_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file,
 	int rc;
 
 	f->real = (sqlite3_file *)(f + 1);
+	f->wal = (flags & SQLITE_OPEN_WAL) != 0;
 	memset(f->real, 0, (size_t)inner_size);
 	rc = inner_open(vfs, name, f->real, flags, out);
 	if (f->real->pMethods) {
@@ -361,6 +386,8 @@ static void log_counts(void)
 
 static int parse_err(const char *s, enum fkind k)
 {
+	if (k == FK_WAL)
+		return strcmp(s, "ENOSPC") ? 0 : ENOSPC;
 	if (!strcmp(s, "EIO"))
 		return EIO;
 	if (!strcmp(s, "ENOSPC"))

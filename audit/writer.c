@@ -666,33 +666,72 @@ static int failed_result(struct audit *a, int r)
  * whole of it cannot be written (a full disk). */
 #define SALVAGE_TRIES 12
 
+/* Detaches the rows after the first k of the queue and returns them. */
+static struct audit_row *split_queue(struct audit *a, size_t k)
+{
+	struct audit_row **pp = &a->head, *rest;
+
+	for (size_t i = 0; *pp && i < k; i++)
+		pp = &(*pp)->next;
+	rest = *pp;
+	*pp = NULL;
+	a->tail = pp;
+	for (struct audit_row *row = rest; row; row = row->next) {
+		a->queued--;
+		a->queued_bytes -= row->bytes;
+	}
+	return rest;
+}
+
+/* Appends rows detached by split_queue. */
+static void join_queue(struct audit *a, struct audit_row *rest)
+{
+	*a->tail = rest;
+	for (; rest; rest = rest->next) {
+		a->tail = &rest->next;
+		a->queued++;
+		a->queued_bytes += rest->bytes;
+	}
+}
+
 /*
  * The end of a run whose record failed, when the queue cannot be written
  * whole (not for a busy lock: each attempt would wait): the oldest rows
- * are written in ever smaller batches while they fit, the rest dropped
- * (only ever at the end: no hole), and the end, with status error and a
- * cause that says so, sealed over the rows as stored. The end of the
- * record is then its last row written; verify checks what is there.
+ * and the end together, in one transaction, fewer rows at each attempt
+ * (half), down to the end alone. The rows left out are dropped, only ever
+ * at the end of the record (no hole); the end says how many, with status
+ * error, and is sealed over the rows as stored: verify checks what is
+ * there.
  */
 static int salvage_end(struct audit *a, const struct audit_run_end *re,
 		       struct audit_run_end *fe, char *cause, size_t n)
 {
-	size_t k;
-	int r = 0;
+	struct audit_row *rest = NULL;
+	size_t total, k;
+	int r = -EIO;
 
 	drop_end_row(a);
-	k = a->queued;
-	for (int tries = 0; a->head && k && tries < SALVAGE_TRIES; tries++)
-		if (commit_rows(a, k) < 0)
-			k /= 2;
-	a->end_lost = a->queued;
-	failed_end(a, re, fe, cause, n, a->queued);
-	free_rows(a, a->queued);
-	r = queue_run_end(a, fe);
-	if (!r) {
+	total = a->queued;
+	k = total / 2; /* the whole of it has just failed */
+	for (int tries = 0; tries < SALVAGE_TRIES; tries++) {
+		join_queue(a, rest);
+		rest = split_queue(a, k);
+		failed_end(a, re, fe, cause, n, total - k);
+		r = queue_run_end(a, fe);
+		if (r)
+			break;
 		a->seal_stored = true;
 		r = commit_durable(a);
+		if (!r) {
+			a->end_lost = total - k;
+			break;
+		}
+		drop_end_row(a);
+		if (!k)
+			break;
+		k /= 2;
 	}
+	join_queue(a, rest); /* dropped by run_over */
 	return r;
 }
 

@@ -232,7 +232,8 @@ EVENT_WINDOW = 1024 + 256
 
 def test_fault_sweep(ctx):
     """Every write, sync and lock point of a run failed in turn (make test:
-    a spread of them; make test-full: all), once and for good."""
+    a spread of them; make test-full: all), once and for good; and the WAL
+    unable to grow past a few sizes (a disk full)."""
     tdir, counts = _template(ctx)
     budget = 10000 if FULL else 6
     specs = []
@@ -245,6 +246,10 @@ def test_fault_sweep(ctx):
                 specs.append(f"{kind}:{n}:{e}")
                 if persist:
                     specs.append(f"{kind}:{n}+:{e}")
+    # a disk that fills up: the WAL cannot grow more than a few KiB .. 1 MiB
+    wal = os.path.getsize(os.path.join(tdir, "audit.db-wal"))
+    for extra in ((4, 12, 24, 40, 64, 100, 160, 256, 400, 640, 1024) if FULL else (12, 64, 256)):
+        specs.append(f"wal:{wal + extra * 1024}:ENOSPC")
     seen = {}
     t0 = time.monotonic()
     for i, spec in enumerate(specs):
