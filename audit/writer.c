@@ -277,14 +277,36 @@ static void free_rows(struct audit *a, size_t n)
 static int commit_rows(struct audit *a, size_t n)
 {
 	bool all = n >= a->queued, sealed = false;
-	struct audit_row *row = a->head;
-	int r, rc;
+	struct audit_row **pp = &a->head;
+	size_t kept = 0;
+	int r, rc, row_err = 0;
 
 	r = audit_check_identity(a);
 	if (!r)
 		r = exec_simple(a, ST_BEGIN);
-	for (size_t i = 0; !r && row && i < n; row = row->next, i++)
+	for (size_t i = 0; !r && *pp && i < n; i++) {
+		struct audit_row *row = *pp;
+
 		r = exec_vals(a, row->st, row->v, row->nval, &rc);
+		if ((r == -ENOENT || r == -EINVAL) &&
+		    !sqlite3_get_autocommit(a->db)) {
+			/* the row itself is wrong (an update of a process
+			 * never recorded, a constraint): a caller's bug, not
+			 * a fault of the disk. It is dropped and returned; the
+			 * others are written. */
+			row_err = row_err ? row_err : r;
+			r = 0;
+			*pp = row->next;
+			if (a->tail == &row->next)
+				a->tail = pp;
+			a->queued--;
+			a->queued_bytes -= row->bytes;
+			free(row);
+			continue;
+		}
+		pp = &row->next;
+		kept++;
+	}
 	if (!r && all && a->seal_pending) {
 		r = a->seal_stored ? audit_chain_seal_reaped(a, a->run_id)
 				   : audit_chain_seal(a);
@@ -302,7 +324,9 @@ static int commit_rows(struct audit *a, size_t n)
 	}
 	if (all)
 		a->seal_pending = false;
-	free_rows(a, all ? a->queued : n);
+	free_rows(a, all ? a->queued : kept);
+	if (row_err) /* a->errmsg still says why */
+		return row_err;
 	/* the space for the rest of the run and its end, or stop it now */
 	if (a->run_id[0] && !sealed && !a->end_queued && !a->fail_err)
 		return run_failed(a, audit_reserve(a));
