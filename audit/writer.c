@@ -243,6 +243,19 @@ static int run_failed(struct audit *a, int err)
 	return err;
 }
 
+/* Takes the row *pp out of the queue and frees it. */
+static void unlink_row(struct audit *a, struct audit_row **pp)
+{
+	struct audit_row *row = *pp;
+
+	*pp = row->next;
+	if (a->tail == &row->next)
+		a->tail = pp;
+	a->queued--;
+	a->queued_bytes -= row->bytes;
+	free(row);
+}
+
 /* Frees the first n rows of the queue (written). */
 static void free_rows(struct audit *a, size_t n)
 {
@@ -296,12 +309,7 @@ static int commit_rows(struct audit *a, size_t n)
 			 * others are written. */
 			row_err = row_err ? row_err : r;
 			r = 0;
-			*pp = row->next;
-			if (a->tail == &row->next)
-				a->tail = pp;
-			a->queued--;
-			a->queued_bytes -= row->bytes;
-			free(row);
+			unlink_row(a, pp);
 			continue;
 		}
 		pp = &row->next;
@@ -609,16 +617,9 @@ static void keep_wal_short(struct audit *a)
 static void drop_end_row(struct audit *a)
 {
 	for (struct audit_row **pp = &a->head; *pp; pp = &(*pp)->next) {
-		struct audit_row *row = *pp;
-
-		if (row->st != ST_RUN_END)
+		if ((*pp)->st != ST_RUN_END)
 			continue;
-		*pp = row->next;
-		if (a->tail == &row->next)
-			a->tail = pp;
-		a->queued--;
-		a->queued_bytes -= row->bytes;
-		free(row);
+		unlink_row(a, pp);
 		break;
 	}
 	a->end_queued = a->seal_pending = false;

@@ -7,7 +7,6 @@
  * an end sealed over the rows stored; verify finds nothing wrong.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,25 +16,7 @@
 #include "audit/audit-int.h"
 #include "audit/audit.h"
 #include "tests/unit/tap.h"
-
-static char tmpdir[] = "/tmp/ward-test-faults-XXXXXX";
-
-static const char *tpath(const char *name)
-{
-	static char buf[4][512];
-	static int i;
-
-	i = (i + 1) % 4;
-	snprintf(buf[i], sizeof(buf[i]), "%s/%s", tmpdir, name);
-	return buf[i];
-}
-
-static int rm_one(const char *p, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st, (void)flag, (void)ftw;
-	return remove(p);
-}
+#include "tests/unit/tmpdir.h"
 
 /* One integer or text from a second connection ("" / -1 on error). */
 static long long q_int(const char *path, const char *sql, const char *id)
@@ -273,13 +254,13 @@ static void test_deleted_database(void)
 
 int main(void)
 {
-	if (!mkdtemp(tmpdir)) {
+	if (tmpdir_make("faults") < 0) {
 		perror("mkdtemp");
 		return 1;
 	}
 	test_failed_commit_keeps_the_queue();
 	test_full_wal_at_the_end();
 	test_deleted_database();
-	nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tmpdir_remove();
 	return done_testing();
 }
