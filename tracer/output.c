@@ -6,10 +6,11 @@
  * pipes as data comes, timestamps each chunk, records it, passes it through
  * live (once queued for the record: a chunk whose record failed is not
  * passed on, nor anything after it), keeps a copy for --json, enforces
- * the output cap, commits the audit batch every 200 ms (and, in a run's first second, whenever the
- * code has made no trapped call and printed nothing for 5 ms: the record
- * of an interpreter's start is then written beside it, on this thread's
- * CPU, not after the code's end, when ward's exit waits for it), and
+ * the output cap, commits the audit batch every 200 ms (and, in a run's
+ * first second, whenever the code has made no trapped call and printed
+ * nothing for 5 ms: the record of an interpreter's start is then written
+ * beside it, on this thread's CPU, not after the code's end, when ward's
+ * exit waits for it), and
  * turns a wall timeout or SIGINT/TERM/HUP into a stop request (which
  * kills every tracee; the main thread then sees them go). It ends when
  * the main thread says the tracees are gone and both pipes are drained to
