@@ -164,6 +164,10 @@ def check_run_result(db, code, stdout, stderr, what, window=0):
     assert run["status"] == "error", f"{what}: {run['status']} {run['cause']}"
     assert "audit database" in (run["cause"] or ""), f"{what}: cause {run['cause']!r}"
     assert rec.startswith(stdout) or stdout.startswith(rec), f"{what}: output diverges"
+    if "rows could not be written" in run["cause"] or "row could not be written" in run["cause"]:
+        # the end written with what fitted of the queue: it says so
+        assert len(stdout) - len(rec) <= window, f"{what}: the user saw {stdout[len(rec):]!r}, not recorded"
+        return "error, rows lost at the end"
     assert len(stdout) <= len(rec), f"{what}: the user saw {stdout[len(rec):]!r}, not recorded"
     return "error"
 
