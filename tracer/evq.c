@@ -156,7 +156,9 @@ int evq_write_now(struct tracer *t, const struct audit_event *e)
 
 	pthread_mutex_lock(&t->w_lock);
 	rc = write_queued(t);
-	if (rc == 0 && (!t->audit || audit_event(t->audit, e) < 0))
+	/* handed to the writer even after a failure: its last attempt, at
+	 * the run's end, writes the denial with the rest */
+	if ((!t->audit || audit_event(t->audit, e) < 0) && rc == 0)
 		rc = -EIO;
 	pthread_mutex_unlock(&t->w_lock);
 	if (rc < 0)

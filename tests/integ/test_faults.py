@@ -169,6 +169,14 @@ def check_run_result(db, code, stdout, stderr, what, window=0):
         assert len(stdout) - len(rec) <= window, f"{what}: the user saw {stdout[len(rec):]!r}, not recorded"
         return "error, rows lost at the end"
     assert len(stdout) <= len(rec), f"{what}: the user saw {stdout[len(rec):]!r}, not recorded"
+    if b"denied" in stdout:  # the code went past its denial: it is on record
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            n = con.execute("select count(*) from events where run_id = ? and decision = 'deny'",
+                            (run["id"],)).fetchone()[0]
+        finally:
+            con.close()
+        assert n == 1, f"{what}: the code went past a denial that is not recorded"
     return "error"
 
 
