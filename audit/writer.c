@@ -7,9 +7,10 @@
  * audit_flush(), audit_run_end() and audit_close(). A row is visible to
  * other connections once its batch is committed, never before. Commits
  * use synchronous=NORMAL (in the WAL file at once, survives ward being
- * killed; synced at checkpoints); audit_run_end() commits with
- * synchronous=FULL, which syncs the WAL file, so the whole run is on disk
- * when it returns.
+ * killed; synced at checkpoints); the run's row, a deny or kill event and
+ * audit_run_end() commit with synchronous=FULL, which syncs the WAL file:
+ * they are on disk when the call returns. Under faults, see
+ * audit_commit_batch() and audit_run_end().
  */
 #include "audit/audit.h"
 
