@@ -63,18 +63,27 @@ LIB_AUDIT  := $(O)/libaudit.a
 LIB_TRACER := $(O)/libtracer.a
 LIB_TOOLS  := $(O)/libtools.a
 MODULE_LIBS := $(LIB_TRACER) $(LIB_AUDIT) $(LIB_POLICY) $(LIB_COMMON)
+# The fault-injection build (audit/faults.c): audit/ compiled again with
+# -DWARD_FAULTS, linked into build/ward-faults and the unit test
+# test-faults; build/ward itself never has it.
+LIB_AUDIT_FAULTS := $(O)/libaudit-faults.a
+FAULT_LIBS := $(LIB_TRACER) $(LIB_AUDIT_FAULTS) $(LIB_POLICY) $(LIB_COMMON)
 
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRC))
 HELPER_BINS := $(patsubst tests/helpers/%.c,$(O)/helpers/%,$(HELPER_SRC))
 
 .PHONY: all test test-full check asan deps bench clean demo check-style
-all: $(O)/ward $(UNIT_BINS) $(HELPER_BINS)
+all: $(O)/ward $(O)/ward-faults $(UNIT_BINS) $(HELPER_BINS)
 
 $(O)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(QCC)$(CC) $(ALL_CFLAGS) -DWARD_VERSION='"$(VERSION)"' -c $< -o $@
 
 $(O)/tracer/uwhelper.o: ALL_CFLAGS += $(UNWIND_SOS)
+
+$(O)/faults/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(QCC)$(CC) $(ALL_CFLAGS) -DWARD_FAULTS -c $< -o $@
 
 # Profiles are embedded in the binary so ward runs from anywhere.
 $(O)/embed: tools/embed.c
@@ -108,6 +117,8 @@ $(LIB_POLICY): $(call obj,$(POLICY_SRC)) $(O)/gen/profiles.o
 	@rm -f $@; ar rcs $@ $^
 $(LIB_AUDIT): $(call obj,$(AUDIT_SRC))
 	@rm -f $@; ar rcs $@ $^
+$(LIB_AUDIT_FAULTS): $(patsubst %.c,$(O)/faults/%.o,$(AUDIT_SRC))
+	@rm -f $@; ar rcs $@ $^
 $(LIB_TRACER): $(call obj,$(TRACER_SRC))
 	@rm -f $@; ar rcs $@ $^
 $(LIB_TOOLS): $(call obj,$(TOOLS_LIB_SRC))
@@ -115,6 +126,14 @@ $(LIB_TOOLS): $(call obj,$(TOOLS_LIB_SRC))
 
 $(O)/ward: $(call obj,$(TOOLS_SRC)) $(O)/gen/drivers.o $(O)/gen/filters.o $(MODULE_LIBS)
 	$(QLD)$(CC) $(ALL_LDFLAGS) -o $@ $(call obj,$(TOOLS_SRC)) $(O)/gen/drivers.o $(O)/gen/filters.o $(MODULE_LIBS) $(LIBS)
+
+# ward with the fault-injection VFS (audit/faults.c), for the tests.
+$(O)/ward-faults: $(call obj,$(TOOLS_SRC)) $(O)/gen/drivers.o $(O)/gen/filters.o $(FAULT_LIBS)
+	$(QLD)$(CC) $(ALL_LDFLAGS) -o $@ $(call obj,$(TOOLS_SRC)) $(O)/gen/drivers.o $(O)/gen/filters.o $(FAULT_LIBS) $(LIBS)
+
+$(O)/tests/test-faults: $(O)/tests/unit/test-faults.o $(LIB_TOOLS) $(O)/gen/filters.o $(FAULT_LIBS)
+	@mkdir -p $(dir $@)
+	$(QLD)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB_TOOLS) $(O)/gen/filters.o $(FAULT_LIBS) $(LIBS)
 
 $(O)/tests/%: $(O)/tests/unit/%.o $(LIB_TOOLS) $(O)/gen/filters.o $(MODULE_LIBS)
 	@mkdir -p $(dir $@)
@@ -136,7 +155,7 @@ test check:
 # The long sweeps: every test, races at 100,000 attempts each.
 test-full:
 	$(MAKE) WERROR=1 all
-	WARD_RACE_N=100000 /usr/bin/python3 tests/run.py --build $(O)
+	WARD_RACE_N=100000 WARD_TEST_FULL=1 /usr/bin/python3 tests/run.py --build $(O)
 
 asan:
 	$(MAKE) O=build-asan WERROR=1 SANITIZE=address,undefined CFLAGS='-O1 -g' all

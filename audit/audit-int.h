@@ -24,6 +24,8 @@
 #define AUDIT_BUSY_MS	     10000	/* wait this long for the lock */
 #define AUDIT_BATCH_ROWS     256	/* commit after this many rows */
 #define AUDIT_BATCH_BYTES    (1 << 20)	/* ... or this much queued data */
+/* kept free past the WAL during a run, for its end (open.c) */
+#define AUDIT_RESERVE_BYTES (4 << 20)
 
 /* Prepared statements of a writer handle. */
 enum audit_stmt {
@@ -110,13 +112,24 @@ struct audit {
 	bool v5_cols; /* events.result (version 5) */
 	pthread_mutex_t lock;
 	sqlite3_stmt *st[ST__COUNT];
+	/* the files this writer opened (open.c): the database and its WAL,
+	 * by device and inode, checked before each commit */
+	bool ident;
+	dev_t db_dev, wal_dev;
+	ino_t db_ino, wal_ino;
 
 	/* the run being written; run_id[0] == '\0' when none */
 	char run_id[AUDIT_RUN_ID_LEN + 1];
 	long long event_seq;  /* last events.seq given out in this run */
 	long long output_seq; /* last outputs.seq given out in this run */
 	bool end_queued;      /* the run's end row is in the queue */
-	bool seal_pending;    /* seal the run in the batch that ends it */
+	/* the run's first failed commit (-errno, 0: none) and its message,
+	 * kept until the run ends: its rows stay queued (writer.c) */
+	int fail_err;
+	char fail_msg[512];
+	size_t end_lost;   /* rows its end could not write (salvage_end) */
+	bool seal_pending; /* seal the run in the batch that ends it */
+	bool seal_stored;  /* ... over its rows as stored (writer.c) */
 	struct audit_chain_state chain[AUDIT_CHAIN__COUNT];
 	struct audit_chain_key key;
 	char *last_chain; /* runs.chain of the last run sealed */
@@ -165,6 +178,48 @@ void audit_self_get(struct audit_self *s);
 /* audit_reap_stale() with a->lock held. */
 int audit_reap_locked(struct audit *a, const struct audit_self *me,
 		      int *reaped);
+
+/*
+ * The files of the "ward" VFS (vfs.c): audit_vfs_wrap wraps its xOpen so
+ * that every file's I/O goes through vfs.c; audit_vfs_io_error returns
+ * (and clears) the SQLITE_IOERR_* code of the last call underneath that
+ * failed on this thread, 0 if none.
+ *
+ * Fault injection, only in a build with -DWARD_FAULTS (build/ward-faults,
+ * libaudit-faults.a): the calls $WARD_FAULT names fail; audit_faults_set
+ * replaces them (and zeroes the counts) at any time; audit_faults_calls
+ * says how many calls of a kind ("write", "sync", "lock", "read") were
+ * made, and audit_faults_injected how many failed; audit_faults_busy_ms is
+ * the busy timeout ($WARD_FAULT_BUSY_MS, else dflt).
+ */
+void audit_vfs_wrap(sqlite3_vfs *vfs);
+int audit_vfs_io_error(void);
+/* SQLite's message for rc on a's connection, or, when a call underneath
+ * failed on this thread since the last look (audit_vfs_io_error), that it
+ * was the disk (SQLite calls a read the disk failed a malformed file);
+ * buf holds it then. */
+const char *audit_sqlmsg(struct audit *a, int rc, char *buf, size_t n);
+void audit_faults_set(const char *spec);
+long audit_faults_calls(const char *kind);
+long audit_faults_injected(void);
+int audit_faults_busy_ms(int dflt);
+
+/* The busy timeout of a connection, ms. */
+#ifdef WARD_FAULTS
+#define AUDIT_BUSY_TIMEOUT_MS audit_faults_busy_ms(AUDIT_BUSY_MS)
+#else
+#define AUDIT_BUSY_TIMEOUT_MS AUDIT_BUSY_MS
+#endif
+
+/* A writer's files are still the ones it opened: the database at its
+ * path (not deleted, not replaced by another file) and its -wal. 0, or
+ * -ESTALE with a->errmsg saying what happened (open.c). */
+int audit_check_identity(struct audit *a);
+/* Records the identity checked by audit_check_identity (open.c). */
+int audit_identity_init(struct audit *a);
+/* Reserves AUDIT_RESERVE_BYTES past the WAL's end: 0, or -ENOSPC with
+ * a->errmsg set when the disk has not that much left (open.c). */
+int audit_reserve(struct audit *a);
 
 /* Writer internals (writer.c). */
 int audit_writer_prepare(struct audit *a);

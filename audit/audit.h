@@ -19,16 +19,25 @@
  * once for a "deny" or "kill" event, audit_flush(), audit_run_end() and
  * audit_close() (which commit everything queued before). Other connections
  * see a row only after that commit. Commits reach the WAL file at once (a
- * killed ward loses nothing committed); audit_run_end() also syncs to
- * disk. The SQLite write lock is held only while a batch is written, so
- * several wards can share one database.
+ * killed ward loses nothing committed); the run's row (audit_run_begin),
+ * every deny or kill event and the run's end are also synced to disk
+ * before the call returns (a power loss keeps them). The SQLite write
+ * lock is held only while a batch is written, so several wards can share
+ * one database.
  *
  * Errors: functions return 0 or -errno, with audit_errmsg() saying what:
  * -EINVAL (bad argument or a constraint the data broke), -EROFS (handle
- * opened readonly), -EBUSY (database locked longer than the busy timeout;
- * the batch stays queued), -ENOSPC, -ENOMEM, -EIO (any other SQLite
- * failure). If a batch fails after it started, its rows are lost; the
- * caller should stop the run.
+ * opened readonly), -EBUSY (database locked longer than the busy timeout),
+ * -ENOSPC, -ENOMEM, -ESTALE (the database file or its -wal was deleted or
+ * replaced while open), -EIO (any other SQLite failure; an I/O error's
+ * errno is named in the message). A batch is committed whole or not at
+ * all: when a commit fails, every row stays queued, in order, and a run's
+ * rows are never committed with a hole before them. The run's first
+ * failure is kept (audit_run_failure()): from then on the calls that add
+ * rows queue them and return it without trying to commit (the caller
+ * should stop the run: nothing may run on unrecorded); audit_flush() and
+ * audit_run_end() try again, and the run's end records status "error"
+ * with the failure as its cause.
  */
 #ifndef WARD_AUDIT_AUDIT_H
 #define WARD_AUDIT_AUDIT_H
@@ -138,8 +147,17 @@ struct audit_run_end {
 	const char *layers_json; /* JSON array of the containment layers
 				  * ({name, active, detail}), or NULL */
 };
-/* Update the run row, commit and sync. Returns 0 or -errno. */
+/* Update the run row, commit and sync. Returns 0 or -errno. If the run's
+ * record failed (audit_run_failure(), or this commit), the run is recorded
+ * with status "error" and the failure as its cause when that can still be
+ * written, and -errno is returned either way (audit_errmsg() says whether
+ * the end was recorded). The run is over when it returns: rows that could
+ * not be written are dropped. */
 int audit_run_end(struct audit *a, const struct audit_run_end *re);
+
+/* The first failed commit of the run in progress: its -errno (0: none)
+ * and its message into buf. */
+int audit_run_failure(struct audit *a, char *buf, size_t n);
 
 struct audit_process {
 	int serial;	   /* 1, 2, ... in order of appearance in the run */
@@ -195,7 +213,8 @@ enum audit_stream { AUDIT_STDOUT = 1, AUDIT_STDERR = 2 };
 int audit_output(struct audit *a, long long ts_ns, enum audit_stream s,
 		 const void *data, size_t len);
 
-/* Commit the current batch now (no fsync). */
+/* Commit the current batch now (no fsync); with a run in progress, first
+ * check that the file is still the database opened (-ESTALE). */
 int audit_flush(struct audit *a);
 
 /*

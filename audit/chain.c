@@ -1425,8 +1425,13 @@ int audit_verify_run(struct audit *a, const char *run_id,
 	}
 	if (r)
 		goto done;
+	/* A run still running with no row yet (ward killed before its first
+	 * batch) has nothing unchained: it is running, not stripped. */
 	out->unchained = !out->sealed && !out->broken_seal &&
-			 unhashed[0] == h.count[0] && unhashed[1] == h.count[1];
+			 unhashed[0] == h.count[0] &&
+			 unhashed[1] == h.count[1] &&
+			 !(h.count[0] + h.count[1] == 0 &&
+			   !strcmp(out->status, "running"));
 	for (int t = 0; t < AUDIT_CHAIN__COUNT; t++)
 		if (unhashed[t] && !out->unchained)
 			problem(&v, table_name[t], 0, "hash",

@@ -64,11 +64,41 @@ int audit_errno_of(int rc)
 	}
 }
 
+/* Which call an SQLITE_IOERR_* code is about. */
+static const char *io_call(int io)
+{
+	switch (io) {
+	case SQLITE_IOERR_READ:
+	case SQLITE_IOERR_CORRUPTFS: return "read";
+	case SQLITE_IOERR_WRITE: return "write";
+	case SQLITE_IOERR_FSYNC:
+	case SQLITE_IOERR_DIR_FSYNC: return "sync";
+	case SQLITE_IOERR_TRUNCATE: return "truncate";
+	default: return "file operation";
+	}
+}
+
+const char *audit_sqlmsg(struct audit *a, int rc, char *buf, size_t n)
+{
+	int io = audit_vfs_io_error(), prim = rc & 0xff;
+
+	if (io && (prim == SQLITE_CORRUPT || prim == SQLITE_IOERR ||
+		   prim == SQLITE_NOTADB)) {
+		snprintf(buf, n,
+			 "disk I/O error: the disk failed a %s (%s); the file "
+			 "is not known to be damaged",
+			 io_call(io), strerror(EIO));
+		return buf;
+	}
+	return a->db ? sqlite3_errmsg(a->db) : sqlite3_errstr(rc);
+}
+
 int audit_sqlfail(struct audit *a, int rc, const char *what)
 {
-	const char *msg = a->db ? sqlite3_errmsg(a->db) : sqlite3_errstr(rc);
+	char buf[160];
 
-	return audit_fail(a, audit_errno_of(rc), "%s: %s", what, msg);
+	return audit_fail(a, audit_errno_of(rc), "%s: %s", what,
+			  audit_sqlmsg(a, rc, buf, sizeof(buf)));
 }
 
 /* ---------------------------- creation ---------------------------- */
@@ -208,6 +238,7 @@ static void vfs_register(void)
 	ward_vfs.zName = "ward";
 	ward_vfs.pNext = NULL;
 	ward_vfs.xOpen = ward_vfs_open;
+	audit_vfs_wrap(&ward_vfs); /* I/O errors noted, faults: vfs.c */
 	if (sqlite3_vfs_register(&ward_vfs, 0) != SQLITE_OK)
 		unix_vfs = NULL;
 }
@@ -270,7 +301,7 @@ static int open_db(struct audit *a)
 			   err ? strerror(err) : sqlite3_errstr(rc));
 		return err ? -err : audit_errno_of(rc);
 	}
-	sqlite3_busy_timeout(a->db, AUDIT_BUSY_MS);
+	sqlite3_busy_timeout(a->db, AUDIT_BUSY_TIMEOUT_MS);
 	/* Keep the WAL when ward exits: a checkpoint at every close (and the
 	 * WAL header sync at the next open) would cost each run a few ms of
 	 * fsync. SQLite checkpoints on its own once the WAL grows past 1000
@@ -290,6 +321,122 @@ static int configure(struct audit *a)
 	int rc = sqlite3_exec(a->db, sql, NULL, NULL, NULL);
 
 	return rc == SQLITE_OK ? 0 : audit_sqlfail(a, rc, a->path);
+}
+
+/* ---------------------------- identity ---------------------------- */
+
+/*
+ * SQLite writes through the file descriptors it opened: a database file
+ * deleted (or renamed over, or its directory moved) while ward has it
+ * open takes every later commit into a file no one will ever read, and
+ * they all succeed. So a writer records which files it opened (device
+ * and inode of the database and of its -wal) and checks, before each
+ * commit and at each flush (audit_commit_batch), that the path still
+ * names them. Two stat() calls, ~1 us each. While ward holds the database
+ * open no other SQLite connection deletes its -wal (only the last one to
+ * close does).
+ */
+static int wal_path(const struct audit *a, char *buf, size_t n)
+{
+	return (size_t)snprintf(buf, n, "%s-wal", a->path) < n ? 0
+							       : -ENAMETOOLONG;
+}
+
+int audit_identity_init(struct audit *a)
+{
+	char wal[4200];
+	struct stat st;
+
+	if (stat(a->path, &st) < 0) {
+		int err = errno;
+
+		return audit_fail(a, -err, "%s: %s", a->path, strerror(err));
+	}
+	a->db_dev = st.st_dev;
+	a->db_ino = st.st_ino;
+	a->wal_ino = 0; /* not there yet: the first check after it is made */
+	if (wal_path(a, wal, sizeof(wal)) == 0 && stat(wal, &st) == 0) {
+		a->wal_dev = st.st_dev;
+		a->wal_ino = st.st_ino;
+	}
+	a->ident = true;
+	return 0;
+}
+
+int audit_check_identity(struct audit *a)
+{
+	char wal[4200];
+	struct stat st;
+
+	if (!a->ident)
+		return 0;
+	if (stat(a->path, &st) < 0)
+		return audit_fail(a, -ESTALE,
+				  "%s: the database file is gone (%s): it was "
+				  "deleted or moved while ward was writing it",
+				  a->path, strerror(errno));
+	if (st.st_dev != a->db_dev || st.st_ino != a->db_ino)
+		return audit_fail(a, -ESTALE,
+				  "%s: the database file was replaced by "
+				  "another file while ward was writing it",
+				  a->path);
+	if (wal_path(a, wal, sizeof(wal)) < 0)
+		return 0;
+	if (stat(wal, &st) < 0) {
+		if (!a->wal_ino)
+			return 0;
+		return audit_fail(a, -ESTALE,
+				  "%s: the write-ahead log is gone (%s): it "
+				  "was deleted or moved while ward was "
+				  "writing it",
+				  wal, strerror(errno));
+	}
+	if (!a->wal_ino) {
+		a->wal_dev = st.st_dev;
+		a->wal_ino = st.st_ino;
+	} else if (st.st_dev != a->wal_dev || st.st_ino != a->wal_ino) {
+		return audit_fail(a, -ESTALE,
+				  "%s: the write-ahead log was replaced by "
+				  "another file while ward was writing it",
+				  wal);
+	}
+	return 0;
+}
+
+/* ----------------------------- reserve ----------------------------- */
+
+/*
+ * A full disk must not take the end of a run with it: the run is stopped
+ * while the space to record its end is still there. After each commit of
+ * a run (and before its first), the writer has the file system reserve
+ * AUDIT_RESERVE_BYTES past the end of the WAL (fallocate, KEEP_SIZE: the
+ * file does not grow; its next frames land in blocks already allocated).
+ * When that fails for lack of space, the run's record fails at once
+ * (ENOSPC), and what is queued and the run's end are written into the
+ * reserve. File systems without fallocate go without it.
+ */
+int audit_reserve(struct audit *a)
+{
+	char wal[4200];
+	struct stat st;
+	int fd, r = 0;
+
+	if (wal_path(a, wal, sizeof(wal)) < 0)
+		return 0;
+	fd = open(wal, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	if (fd < 0)
+		return 0; /* none yet: the first commit makes it */
+	if (fstat(fd, &st) == 0 &&
+	    fallocate(fd, FALLOC_FL_KEEP_SIZE, st.st_size,
+		      AUDIT_RESERVE_BYTES) < 0 &&
+	    (errno == ENOSPC || errno == EDQUOT))
+		r = audit_fail(a, -ENOSPC,
+			       "%s: the disk is full: less than %d MiB left "
+			       "to record the rest of the run (%s)",
+			       a->path, AUDIT_RESERVE_BYTES >> 20,
+			       strerror(errno));
+	close(fd);
+	return r;
 }
 
 static int open_handle(struct audit *a, const char *path)
@@ -321,6 +468,8 @@ static int open_handle(struct audit *a, const char *path)
 
 		r = audit_link_next(a, &l);
 	}
+	if (!r && !a->readonly)
+		r = audit_identity_init(a);
 	return r;
 }
 
@@ -387,7 +536,7 @@ int audit_open(const char *path, bool readonly, struct audit **out,
 			snprintf(errbuf, errlen, "no database path given");
 		return -EINVAL;
 	}
-	long long end = now_ms() + AUDIT_BUSY_MS;
+	long long end = now_ms() + AUDIT_BUSY_TIMEOUT_MS;
 	while ((r = open_once(path, readonly, out, errbuf, errlen)) == -EBUSY &&
 	       now_ms() < end)
 		usleep(10 * 1000);

@@ -7,9 +7,10 @@
  * audit_flush(), audit_run_end() and audit_close(). A row is visible to
  * other connections once its batch is committed, never before. Commits
  * use synchronous=NORMAL (in the WAL file at once, survives ward being
- * killed; synced at checkpoints); audit_run_end() commits with
- * synchronous=FULL, which syncs the WAL file, so the whole run is on disk
- * when it returns.
+ * killed; synced at checkpoints); the run's row, a deny or kill event and
+ * audit_run_end() commit with synchronous=FULL, which syncs the WAL file:
+ * they are on disk when the call returns. Under faults, see
+ * audit_commit_batch() and audit_run_end().
  */
 #include "audit/audit.h"
 
@@ -130,7 +131,9 @@ static int exec_vals(struct audit *a, enum audit_stmt id,
 {
 	sqlite3_stmt *st = a->st[id];
 	int rc = bind_vals(st, v, n);
+	char buf[160];
 
+	audit_vfs_io_error(); /* only this statement's */
 	if (rc == SQLITE_OK)
 		rc = sqlite3_step(st);
 	sqlite3_reset(st);
@@ -139,7 +142,7 @@ static int exec_vals(struct audit *a, enum audit_stmt id,
 	if (rc != SQLITE_DONE)
 		return audit_fail(a, audit_errno_of(rc), "%s: cannot %s: %s",
 				  a->path, stmt_what[id],
-				  sqlite3_errmsg(a->db));
+				  audit_sqlmsg(a, rc, buf, sizeof(buf)));
 	if ((id == ST_PROC_EXEC || id == ST_PROC_EXIT || id == ST_RUN_END) &&
 	    sqlite3_changes(a->db) != 1)
 		return id == ST_RUN_END
@@ -215,56 +218,184 @@ static int queue_row(struct audit *a, enum audit_stmt id,
 	return 0;
 }
 
+/* A statement without values whose failure is not reported (a->errmsg
+ * keeps the error that matters). */
+static void step_quiet(struct audit *a, enum audit_stmt id)
+{
+	sqlite3_step(a->st[id]);
+	sqlite3_reset(a->st[id]);
+}
+
+/* Ends a failed transaction (SQLite may have rolled it back itself). */
+static void rollback(struct audit *a)
+{
+	if (!sqlite3_get_autocommit(a->db))
+		step_quiet(a, ST_ROLLBACK);
+}
+
+/* The run's record failed: the first error of its commits is kept (with
+ * its message) until the run ends. Returns err. */
+static int run_failed(struct audit *a, int err)
+{
+	if (err && a->run_id[0] && !a->fail_err) {
+		a->fail_err = err;
+		snprintf(a->fail_msg, sizeof(a->fail_msg), "%s", a->errmsg);
+	}
+	return err;
+}
+
+/* Takes the row *pp out of the queue and frees it. */
+static void unlink_row(struct audit *a, struct audit_row **pp)
+{
+	struct audit_row *row = *pp;
+
+	*pp = row->next;
+	if (a->tail == &row->next)
+		a->tail = pp;
+	a->queued--;
+	a->queued_bytes -= row->bytes;
+	free(row);
+}
+
+/* Frees the first n rows of the queue (written). */
+static void free_rows(struct audit *a, size_t n)
+{
+	while (a->head && n--) {
+		struct audit_row *row = a->head;
+
+		a->head = row->next;
+		a->queued--;
+		a->queued_bytes -= row->bytes;
+		free(row);
+	}
+	if (!a->head) {
+		a->tail = &a->head;
+		a->queued = 0;
+		a->queued_bytes = 0;
+	}
+}
+
 /*
- * Writes the queue in one transaction. If the transaction cannot start
- * (the lock stayed busy), the rows stay queued for the next attempt.
- * Otherwise every row is tried, the good ones are committed, and the queue
- * is emptied; the first error is returned.
+ * Writes the first n rows of the queue (all of them when n >= a->queued)
+ * in one transaction, all of them or none: on any error (the lock stayed
+ * busy, a write or sync failed, the disk is full, the file is no longer
+ * the database opened) the transaction is rolled back and every row stays
+ * queued, in order, with the seq and chain link it was given, for the
+ * next attempt. So a committed row never follows a hole: a run's rows are
+ * committed in seq order or not at all. A run's first failure is kept
+ * (run_failed): commit_if_full then stops trying, and the run's end says
+ * so. The seal goes with the batch that holds the run's end (the last
+ * row): over the chains as ward made them, or, when rows at the end could
+ * not be written (seal_stored), over the rows stored.
+ */
+static int commit_rows(struct audit *a, size_t n)
+{
+	bool all = n >= a->queued, sealed = false;
+	struct audit_row **pp = &a->head;
+	size_t kept = 0;
+	int r, rc, row_err = 0;
+
+	r = audit_check_identity(a);
+	if (!r)
+		r = exec_simple(a, ST_BEGIN);
+	for (size_t i = 0; !r && *pp && i < n; i++) {
+		struct audit_row *row = *pp;
+
+		r = exec_vals(a, row->st, row->v, row->nval, &rc);
+		if ((r == -ENOENT || r == -EINVAL) &&
+		    !sqlite3_get_autocommit(a->db)) {
+			/* the row itself is wrong (an update of a process
+			 * never recorded, a constraint): a caller's bug, not
+			 * a fault of the disk. It is dropped and returned; the
+			 * others are written. */
+			row_err = row_err ? row_err : r;
+			r = 0;
+			unlink_row(a, pp);
+			continue;
+		}
+		pp = &row->next;
+		kept++;
+	}
+	if (!r && all && a->seal_pending) {
+		r = a->seal_stored ? audit_chain_seal_reaped(a, a->run_id)
+				   : audit_chain_seal(a);
+		sealed = !r;
+	}
+	if (!r)
+		r = exec_simple(a, ST_COMMIT);
+	if (a->notes) /* the seals just committed go to the seal log */
+		audit_seals_done(a, !r);
+	if (r) {
+		rollback(a);
+		if (sealed) { /* that seal was not committed */
+			free(a->last_chain);
+			a->last_chain = NULL;
+		}
+		return run_failed(a, r);
+	}
+	if (all)
+		a->seal_pending = false;
+	free_rows(a, all ? a->queued : kept);
+	if (row_err) /* a->errmsg still says why */
+		return row_err;
+	/* the space for the rest of the run and its end, or stop it now */
+	if (a->run_id[0] && !sealed && !a->end_queued && !a->fail_err)
+		return run_failed(a, audit_reserve(a));
+	return 0;
+}
+
+/*
+ * Writes the queue in one transaction (commit_rows). With a run in
+ * progress and nothing queued, it checks that the file is still the
+ * database (the output thread's flush every 200 ms: a deleted or replaced
+ * file is noticed then).
  */
 int audit_commit_batch(struct audit *a)
 {
-	int r = 0, rc;
-
 	if (!a->head)
-		return 0;
-	r = exec_simple(a, ST_BEGIN);
-	if (r)
-		return r;
-	for (struct audit_row *row = a->head; row; row = row->next) {
-		int e = exec_vals(a, row->st, row->v, row->nval, &rc);
-
-		if (e && !r)
-			r = e;
-		if (e && sqlite3_get_autocommit(a->db))
-			break; /* SQLite rolled the transaction back */
-	}
-	/* The run's end is in this batch: seal it in the same transaction,
-	 * over the rows as they are now written. */
-	if (!r && a->seal_pending && !sqlite3_get_autocommit(a->db)) {
-		r = audit_chain_seal(a);
-		a->seal_pending = false;
-	}
-	if (!sqlite3_get_autocommit(a->db)) {
-		int e = exec_simple(a, ST_COMMIT);
-
-		if (e) {
-			if (!sqlite3_get_autocommit(a->db))
-				exec_simple(a, ST_ROLLBACK);
-			r = r ? r : e;
-		}
-	}
-	if (a->notes) /* the seals just committed go to the seal log */
-		audit_seals_done(a, !r);
-	free_queue(a);
-	return r;
+		return a->run_id[0] ? run_failed(a, audit_check_identity(a))
+				    : 0;
+	return commit_rows(a, a->queued);
 }
 
+/* A full batch is committed. After a failed commit only audit_flush() and
+ * audit_run_end() try again (an attempt may wait the busy timeout): the
+ * rows are queued and the run's first error returned. */
 static int commit_if_full(struct audit *a)
 {
+	if (a->fail_err)
+		return a->fail_err;
 	if (a->queued >= AUDIT_BATCH_ROWS ||
 	    a->queued_bytes >= AUDIT_BATCH_BYTES)
 		return audit_commit_batch(a);
 	return 0;
+}
+
+/*
+ * synchronous = FULL (a commit syncs the WAL) or NORMAL. Not a prepared
+ * statement: SQLite applies this PRAGMA when it compiles it, and stepping
+ * a compiled one again changes nothing.
+ */
+static void set_sync(struct audit *a, bool full)
+{
+	sqlite3_exec(a->db,
+		     full ? "PRAGMA synchronous = FULL"
+			  : "PRAGMA synchronous = NORMAL",
+		     NULL, NULL, NULL);
+}
+
+/* Commits the queue with synchronous=FULL: the WAL file is synced, so
+ * everything committed so far is on disk when it returns. Copying the WAL
+ * into the database is left to SQLite's automatic checkpoints (it is not
+ * needed for durability and would cost every run another sync). */
+static int commit_durable(struct audit *a)
+{
+	int r;
+
+	set_sync(a, true);
+	r = audit_commit_batch(a);
+	set_sync(a, false);
+	return r;
 }
 
 /* ------------------------------ setup ------------------------------ */
@@ -361,15 +492,25 @@ static int insert_run(struct audit *a, const struct audit_run_info *ri,
 		me->boot_id[0] ? vtext(me->boot_id) : vnull(),
 		vtext(ri->env_json),
 	};
-	int rc, r = exec_simple(a, ST_BEGIN);
+	int rc = SQLITE_OK, r = audit_check_identity(a);
 
-	if (r)
-		return r;
-	r = exec_vals(a, ST_RUN_BEGIN, v, (int)(sizeof(v) / sizeof(v[0])), &rc);
+	/* no run begins without the space to record its end */
+	if (!r)
+		r = audit_reserve(a);
+
+	/* synced: the code starts only after its run row is on disk, so that
+	 * a power loss cannot leave it run without a trace */
+	set_sync(a, true);
+	if (!r)
+		r = exec_simple(a, ST_BEGIN);
+	if (!r)
+		r = exec_vals(a, ST_RUN_BEGIN, v,
+			      (int)(sizeof(v) / sizeof(v[0])), &rc);
 	if (!r)
 		r = exec_simple(a, ST_COMMIT);
-	if (r && !sqlite3_get_autocommit(a->db))
-		exec_simple(a, ST_ROLLBACK);
+	if (r)
+		rollback(a);
+	set_sync(a, false);
 	return rc == SQLITE_CONSTRAINT_PRIMARYKEY ? -EEXIST : r;
 }
 
@@ -414,6 +555,12 @@ int audit_run_begin(struct audit *a, const struct audit_run_info *ri,
 		a->output_seq = 0;
 		a->end_queued = false;
 		a->seal_pending = false;
+		a->fail_err = 0;
+		a->fail_msg[0] = '\0';
+		a->end_lost = 0;
+		a->seal_stored = false;
+		free(a->last_chain); /* the seal printed is this run's or none */
+		a->last_chain = NULL;
 		audit_chain_reset(a);
 	}
 	pthread_mutex_unlock(&a->lock);
@@ -450,22 +597,166 @@ static int queue_run_end(struct audit *a, const struct audit_run_end *re)
 	return r;
 }
 
-/* Commits the queue with synchronous=FULL: the WAL file is synced, so the
- * whole run is on disk. Copying the WAL into the database is left to
- * SQLite's automatic checkpoints (it is not needed for durability and
- * would cost every run another sync). */
-static int commit_durable(struct audit *a)
+/* Unlinks the queued end row of the run (a failed attempt's). */
+static void drop_end_row(struct audit *a)
 {
-	int r;
+	for (struct audit_row **pp = &a->head; *pp; pp = &(*pp)->next) {
+		if ((*pp)->st != ST_RUN_END)
+			continue;
+		unlink_row(a, pp);
+		break;
+	}
+	a->end_queued = a->seal_pending = false;
+}
 
-	sqlite3_exec(a->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
-	r = audit_commit_batch(a);
-	sqlite3_exec(a->db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
+/* The end of a run whose record failed: re, with status error and the
+ * failure as its cause (into cause), and what was lost (lost rows that
+ * could not be written, at the end of the record). */
+static void failed_end(const struct audit *a, const struct audit_run_end *re,
+		       struct audit_run_end *out, char *cause, size_t n,
+		       size_t lost)
+{
+	int k;
+
+	*out = *re;
+	out->status = "error";
+	k = snprintf(cause, n, "the audit database could not be written: %s",
+		     a->fail_msg);
+	if (lost && k > 0 && (size_t)k < n)
+		snprintf(cause + k, n - (size_t)k,
+			 "; the record ends before the run did: its last %zu "
+			 "row%s could not be written",
+			 lost, lost == 1 ? "" : "s");
+	out->cause = cause;
+}
+
+/* The run is over, recorded or not: what could not be written is
+ * dropped, and the handle can begin another. */
+static void run_over(struct audit *a)
+{
+	free_queue(a);
+	a->run_id[0] = '\0';
+	a->end_queued = a->seal_pending = a->seal_stored = false;
+	a->fail_err = 0;
+	a->end_lost = 0;
+}
+
+/* The error audit_run_end() returns for a run whose record failed, with
+ * what became of its end (r: the last attempt's result). */
+static int failed_result(struct audit *a, int r)
+{
+	int err = a->fail_err;
+
+	if (!r && a->end_lost)
+		return audit_fail(a, err,
+				  "%s; the run was stopped and is recorded "
+				  "with status error, without its last %zu "
+				  "row%s (they could not be written)",
+				  a->fail_msg, a->end_lost,
+				  a->end_lost == 1 ? "" : "s");
+	if (!r)
+		return audit_fail(a, err,
+				  "%s; the run was stopped and is recorded "
+				  "with status error, its rows up to the "
+				  "stop all written",
+				  a->fail_msg);
+	return audit_fail(a, err,
+			  "%s; the run was stopped, and its end could not "
+			  "be recorded: it stays 'running' until the next "
+			  "ward run marks it aborted",
+			  a->fail_msg);
+}
+
+/* Attempts at the end of a run whose record failed while the lock stays
+ * busy (each waits the busy timeout): the code is stopped, so waiting a
+ * little longer costs it nothing and may save its record. */
+#define END_BUSY_TRIES 3
+/* Attempts at writing what fits of the queue, oldest rows first, when the
+ * whole of it cannot be written (a full disk). */
+#define SALVAGE_TRIES 12
+
+/* Detaches the rows after the first k of the queue and returns them. */
+static struct audit_row *split_queue(struct audit *a, size_t k)
+{
+	struct audit_row **pp = &a->head, *rest;
+
+	for (size_t i = 0; *pp && i < k; i++)
+		pp = &(*pp)->next;
+	rest = *pp;
+	*pp = NULL;
+	a->tail = pp;
+	for (struct audit_row *row = rest; row; row = row->next) {
+		a->queued--;
+		a->queued_bytes -= row->bytes;
+	}
+	return rest;
+}
+
+/* Appends rows detached by split_queue. */
+static void join_queue(struct audit *a, struct audit_row *rest)
+{
+	*a->tail = rest;
+	for (; rest; rest = rest->next) {
+		a->tail = &rest->next;
+		a->queued++;
+		a->queued_bytes += rest->bytes;
+	}
+}
+
+/*
+ * The end of a run whose record failed, when the queue cannot be written
+ * whole (not for a busy lock: each attempt would wait): the oldest rows
+ * and the end together, in one transaction, fewer rows at each attempt
+ * (half), down to the end alone. The rows left out are dropped, only ever
+ * at the end of the record (no hole); the end says how many, with status
+ * error, and is sealed over the rows as stored: verify checks what is
+ * there.
+ */
+static int salvage_end(struct audit *a, const struct audit_run_end *re,
+		       struct audit_run_end *fe, char *cause, size_t n)
+{
+	struct audit_row *rest = NULL;
+	size_t total, k;
+	int r = -EIO;
+
+	drop_end_row(a);
+	total = a->queued;
+	k = total / 2; /* the whole of it has just failed */
+	for (int tries = 0; tries < SALVAGE_TRIES; tries++) {
+		join_queue(a, rest);
+		rest = split_queue(a, k);
+		failed_end(a, re, fe, cause, n, total - k);
+		r = queue_run_end(a, fe);
+		if (r)
+			break;
+		a->seal_stored = true;
+		r = commit_durable(a);
+		if (!r) {
+			a->end_lost = total - k;
+			break;
+		}
+		drop_end_row(a);
+		if (!k)
+			break;
+		k /= 2;
+	}
+	join_queue(a, rest); /* dropped by run_over */
 	return r;
 }
 
+/*
+ * A run whose record failed (a commit failed during the run, or this
+ * one) gets status error with the failure as its cause, and more attempts
+ * to write what is queued: while the lock is busy, END_BUSY_TRIES; after
+ * other errors, what fits (salvage_end). Either way the run is over when
+ * this returns; an error means its record is not what the caller asked
+ * for (audit_errmsg() says whether its end was written).
+ */
 int audit_run_end(struct audit *a, const struct audit_run_end *re)
 {
+	struct audit_run_end fe;
+	char cause[sizeof(a->fail_msg) + 128];
+	bool failed;
 	int r;
 
 	pthread_mutex_lock(&a->lock);
@@ -473,14 +764,34 @@ int audit_run_end(struct audit *a, const struct audit_run_end *re)
 	if (!r && !valid_status(re->status))
 		r = audit_fail(a, -EINVAL, "invalid run status '%s'",
 			       re->status ? re->status : "(null)");
-	if (!r && !a->end_queued)
-		r = queue_run_end(a, re);
+	if (r) {
+		pthread_mutex_unlock(&a->lock);
+		return r;
+	}
+	failed = a->fail_err != 0;
+	if (failed)
+		failed_end(a, re, &fe, cause, sizeof(cause), 0);
+	drop_end_row(a);
+	r = queue_run_end(a, failed ? &fe : re);
 	if (!r)
 		r = commit_durable(a);
-	if (!r) {
-		a->run_id[0] = '\0';
-		audit_checkpoint(a);
+	if (r && !failed && a->fail_err) {
+		/* this commit failed first: its end says so */
+		drop_end_row(a);
+		failed_end(a, re, &fe, cause, sizeof(cause), 0);
+		r = queue_run_end(a, &fe);
+		if (!r)
+			r = commit_durable(a);
 	}
+	for (int tries = 1; r == -EBUSY && tries < END_BUSY_TRIES; tries++)
+		r = commit_durable(a);
+	if (r && a->fail_err && r != -EBUSY && r != -ESTALE)
+		r = salvage_end(a, re, &fe, cause, sizeof(cause));
+	if (a->fail_err)
+		r = failed_result(a, r);
+	else if (!r)
+		audit_checkpoint(a);
+	run_over(a);
 	pthread_mutex_unlock(&a->lock);
 	return r;
 }
@@ -489,36 +800,50 @@ int audit_run_end(struct audit *a, const struct audit_run_end *re)
 int audit_end_unfinished(struct audit *a)
 {
 	struct timespec ts;
-	int r = 0;
+	int r;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	if (!a->end_queued) {
-		const struct audit_val v[] = {
-			vtext(a->run_id),
-			vint((long long)ts.tv_sec * 1000000000LL + ts.tv_nsec),
-			vnull(),
-			vnull(),
-			vnull(),
-			vtext("aborted"),
-			vtext("ward closed the record without ending the run"),
-			vnull(),
-			vnull(),
-			vnull(),
-			vnull(),
-			vnull(),
-			vnull(),
-			vnull(),
-			vnull(),
-		};
+	const struct audit_val v[] = {
+		vtext(a->run_id),
+		vint((long long)ts.tv_sec * 1000000000LL + ts.tv_nsec),
+		vnull(),
+		vnull(),
+		vnull(),
+		vtext("aborted"),
+		vtext(a->fail_err ? "ward closed the record without ending the "
+				    "run, after the database could not be "
+				    "written"
+				  : "ward closed the record without ending "
+				    "the run"),
+		vnull(),
+		vnull(),
+		vnull(),
+		vnull(),
+		vnull(),
+		vnull(),
+		vnull(),
+		vnull(),
+	};
 
-		r = queue_row(a, ST_RUN_END, v,
-			      (int)(sizeof(v) / sizeof(v[0])));
-		if (!r)
-			a->seal_pending = true;
-	}
+	drop_end_row(a);
+	r = queue_row(a, ST_RUN_END, v, (int)(sizeof(v) / sizeof(v[0])));
+	if (!r)
+		a->seal_pending = true;
 	if (!r)
 		r = commit_durable(a);
-	a->run_id[0] = '\0';
+	run_over(a);
+	return r;
+}
+
+int audit_run_failure(struct audit *a, char *buf, size_t n)
+{
+	int r;
+
+	pthread_mutex_lock(&a->lock);
+	r = a->fail_err;
+	if (n)
+		snprintf(buf, n, "%s", r ? a->fail_msg : "");
+	pthread_mutex_unlock(&a->lock);
 	return r;
 }
 
@@ -650,7 +975,9 @@ int audit_event(struct audit *a, const struct audit_event *e)
 	if (!r)
 		r = queue_event(a, e);
 	if (!r)
-		r = stop ? audit_commit_batch(a) : commit_if_full(a);
+		r = !stop	  ? commit_if_full(a)
+		    : a->fail_err ? a->fail_err
+				  : commit_durable(a);
 	pthread_mutex_unlock(&a->lock);
 	return r;
 }

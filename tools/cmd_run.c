@@ -1245,8 +1245,8 @@ int ward_cmd_run(int argc, char **argv)
 	else if (strcmp(r.status, "ok") && strcmp(r.status, "error") && !a.json)
 		warn("run %s: %s: %s", run_id, r.status, r.cause);
 	if (arc < 0) {
-		warn("audit database %s: the end of the run could not be recorded: %s",
-		     db, audit_errmsg(au));
+		warn("audit database %s: the run's record failed: %s", db,
+		     audit_errmsg(au));
 		status = WARD_EXIT_INTERNAL;
 	}
 	if (audit_seal_log_error(au)) {

@@ -14,10 +14,23 @@
  * An allowed call's row carries the kernel's result (events.result): it
  * is held (evq_hold) while the call runs and queued with its result
  * (evq_resolve): at its exit stop, before the thread goes on, or when
- * ward reads the result the kernel wrote at the call's exit (retbpf.c). So rows are in the order the
- * calls were completed: decided, for a denial or kill (whose result is
+ * ward reads the result the kernel wrote at the call's exit (retbpf.c).
+ * So rows are in the order the calls were completed: decided, for a denial or kill (whose result is
  * ward's answer), returned, for an allowed call; within a thread that is
  * the order of its calls. ts_ns stays the time of the call's entry.
+ *
+ * The window: the code never runs more than EVQ_WINDOW records ahead of
+ * the writer. When that many wait (the writer thread is slow, or stuck on
+ * a lock another process holds), the main thread writes them itself
+ * before it lets the stopped tracee go on, and so waits with it for the
+ * commit, or its failure. Together with the writer's own batch (256 rows
+ * or 1 MiB, audit.h), that bounds what the code can have done that is not
+ * yet committed when the record fails; docs/security.md, "The record".
+ *
+ * When the record fails, the run is stopped at once (evq_failed: STOP_AUDIT
+ * with the database's error as the cause), and what was queued is still
+ * handed to the writer, which keeps it in memory for its last attempt at
+ * the run's end.
  */
 #include "tracer-int.h"
 
@@ -27,7 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { KICK_AT = 512, DRAIN_SELF_AT = 65536 };
+enum { KICK_AT = 512, EVQ_WINDOW = 1024 };
 
 enum evkind { EV_EVENT, EV_PSTART, EV_PEXEC, EV_PEXIT };
 
@@ -83,7 +96,9 @@ static int write_one(struct audit *a, const struct evrec *r)
 	return -EINVAL;
 }
 
-/* Write everything queued (caller holds wlock). Returns 0 or -EIO. */
+/* Write everything queued (caller holds wlock). Returns 0 or -EIO. Every
+ * record is handed to the writer even after one failed: it keeps them
+ * queued, in order, for its next attempt (audit.h). */
 static int write_queued(struct tracer *t)
 {
 	struct evrec *list;
@@ -96,7 +111,7 @@ static int write_queued(struct tracer *t)
 	pthread_mutex_unlock(&t->q_lock);
 	while (list) {
 		struct evrec *next = list->next;
-		if (rc == 0 && (!t->audit || write_one(t->audit, list) < 0))
+		if ((!t->audit || write_one(t->audit, list) < 0) && rc == 0)
 			rc = -EIO;
 		free(list);
 		list = next;
@@ -106,9 +121,23 @@ static int write_queued(struct tracer *t)
 
 void evq_failed(struct tracer *t)
 {
-	if (!t->audit_err)
-		t->audit_err = -EIO;
-	tracer_stop(t, STOP_AUDIT, "the audit database could not be written");
+	char why[512], cause[sizeof(t->stop_cause)];
+	int expect = 0;
+
+	why[0] = '\0';
+	if (t->audit)
+		audit_run_failure(t->audit, why, sizeof(why));
+	atomic_compare_exchange_strong(&t->audit_err, &expect, -EIO);
+	atomic_store(&t->rec_failed, true);
+	snprintf(cause, sizeof(cause),
+		 "the audit database could not be written%s%s",
+		 why[0] ? ": " : "", why);
+	tracer_stop(t, STOP_AUDIT, cause);
+}
+
+bool evq_record_failed(struct tracer *t)
+{
+	return atomic_load(&t->rec_failed);
 }
 
 int evq_drain(struct tracer *t)
@@ -140,7 +169,9 @@ int evq_write_now(struct tracer *t, const struct audit_event *e)
 	retbpf_drain(t); /* the calls that returned before it, first */
 	pthread_mutex_lock(&t->w_lock);
 	rc = write_queued(t);
-	if (rc == 0 && (!t->audit || audit_event(t->audit, e) < 0))
+	/* handed to the writer even after a failure: its last attempt, at
+	 * the run's end, writes the denial with the rest */
+	if ((!t->audit || audit_event(t->audit, e) < 0) && rc == 0)
 		rc = -EIO;
 	pthread_mutex_unlock(&t->w_lock);
 	if (rc < 0)
@@ -164,7 +195,7 @@ static int enqueue(struct tracer *t, struct evrec *r)
 	len = ++t->q_len;
 	pthread_mutex_unlock(&t->q_lock);
 
-	if (len >= DRAIN_SELF_AT || !t->io_started)
+	if (len >= EVQ_WINDOW || !t->io_started)
 		return evq_drain(t); /* the writer fell behind: catch up */
 	if (len == KICK_AT) {
 		uint64_t one = 1;

@@ -425,10 +425,12 @@ enum rec_result {
 	RES_EXIT, /* the kernel runs it: held until its exit stop */
 };
 
-static void record_event(struct tracer *t, struct tracee *tc,
-			 const struct ward_event *ev,
-			 const struct policy_verdict *v, const char *target,
-			 const char *bt, enum rec_result res)
+/* 0, or -EIO when the record failed (the run is then stopped: a denial
+ * or kill is committed and synced before the code goes past it). */
+static int record_event(struct tracer *t, struct tracee *tc,
+			const struct ward_event *ev,
+			const struct policy_verdict *v, const char *target,
+			const char *bt, enum rec_result res)
 {
 	char rbuf[TRACER_NET_RAW_MAX];
 	static const char *const decisions[] = {
@@ -460,11 +462,10 @@ static void record_event(struct tracer *t, struct tracee *tc,
 
 	t->res->events++;
 	if (res == RES_EXIT)
-		evq_hold(t, tc->tid, &e, !tc->exit_stop);
-	else if (v->action == POLICY_ALLOW)
-		evq_push(t, &e);
-	else
-		evq_write_now(t, &e);
+		return evq_hold(t, tc->tid, &e, !tc->exit_stop);
+	if (v->action == POLICY_ALLOW)
+		return evq_push(t, &e);
+	return evq_write_now(t, &e);
 }
 
 /* Skip the syscall: number -1, return value -err (x86_64). */
@@ -598,7 +599,8 @@ static void apply_verdict(struct tracer *t, struct tracee *tc,
 		}
 		break;
 	case POLICY_DENY:
-		record_event(t, tc, ev, v, target, bt, RES_ERR);
+		if (record_event(t, tc, ev, v, target, bt, RES_ERR) < 0)
+			return; /* killed (evq_failed): it goes no further */
 		t->res->denials++;
 		note_denial(t, ev, v, target);
 		if (skip_syscall(tc->tid, v->err) < 0) {

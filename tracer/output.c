@@ -4,11 +4,13 @@
  *
  * It never calls ptrace (ptrace belongs to the main thread). It reads the
  * pipes as data comes, timestamps each chunk, records it, passes it through
- * live, keeps a copy for --json, enforces the output cap, commits the
- * audit batch every 200 ms (and, in a run's first second, whenever the
- * code has made no trapped call and printed nothing for 5 ms: the record
- * of an interpreter's start is then written beside it, on this thread's
- * CPU, not after the code's end, when ward's exit waits for it), and
+ * live (once queued for the record: a chunk whose record failed is not
+ * passed on, nor anything after it), keeps a copy for --json, enforces
+ * the output cap, commits the audit batch every 200 ms (and, in a run's
+ * first second, whenever the code has made no trapped call and printed
+ * nothing for 5 ms: the record of an interpreter's start is then written
+ * beside it, on this thread's CPU, not after the code's end, when ward's
+ * exit waits for it), and
  * turns a wall timeout or SIGINT/TERM/HUP into a stop request (which
  * kills every tracee; the main thread then sees them go). It ends when
  * the main thread says the tracees are gone and both pipes are drained to
@@ -86,6 +88,11 @@ static void on_chunk(struct tracer *t, int s, const char *p, size_t n,
 			keep = room;
 	}
 	bool past = t->o->passthrough && t->o->pass_past_limit;
+	/* Once the record failed, nothing more is passed on (or kept): the
+	 * code is being stopped, and what the user sees stays within what
+	 * was queued for the record (docs/security.md, "The record"). */
+	if (evq_record_failed(t))
+		return;
 	if (keep < n && !r->truncated[s]) {
 		r->truncated[s] = true;
 		if (t->o->passthrough)
@@ -103,10 +110,8 @@ static void on_chunk(struct tracer *t, int s, const char *p, size_t n,
 		    audit_output(t->audit, tracer_now_ns(),
 				 s == 1 ? AUDIT_STDOUT : AUDIT_STDERR, p,
 				 keep) < 0) {
-			if (!t->audit_err)
-				t->audit_err = -EIO;
-			tracer_stop(t, STOP_AUDIT,
-				    "the audit database could not be written");
+			evq_failed(t);
+			return;
 		}
 		if (t->o->capture)
 			capture(t, s, p, keep);
@@ -186,8 +191,11 @@ static bool copy_side(struct tracer *t, char *buf, bool *pass_ok)
 	/* and the record before it: the reader of side_out finds the
 	 * cell's events (would-be denials are queued, evq.c) committed */
 	retbpf_drain(t); /* the cell's calls returned: their results */
-	if (evq_drain(t) == 0 && t->audit)
-		audit_flush(t->audit);
+	if (evq_drain(t) == 0 && t->audit && !evq_record_failed(t) &&
+	    audit_flush(t->audit) < 0)
+		evq_failed(t);
+	if (evq_record_failed(t))
+		return true; /* no result of a cell not recorded */
 	write_all(t->o->side_out, p, (size_t)n, &ok);
 	return true;
 }
@@ -323,8 +331,10 @@ static void *io_main(void *arg)
 			if (t->audit && pause)
 				debug("the record so far committed, while the "
 				      "code runs");
-			if (t->audit)
-				audit_flush(t->audit);
+			/* after a failure, only the run's end tries again */
+			if (t->audit && !evq_record_failed(t) &&
+			    audit_flush(t->audit) < 0)
+				evq_failed(t);
 			last_flush = now;
 			dirty = false;
 		}

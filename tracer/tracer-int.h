@@ -436,7 +436,7 @@ struct tracer {
 	/* stop requests from the output thread (timeout, signal) or from
 	 * the main thread (policy kill, limit, audit failure): first wins */
 	_Atomic int stop_reason; /* enum stop_reason */
-	char stop_cause[256];
+	char stop_cause[512];
 
 	/* output thread */
 	pthread_t io_thread;
@@ -500,7 +500,10 @@ struct tracer {
 	long long pin_begin_ns, pin_end_ns;
 	const char *unpin_why;
 
-	int audit_err; /* first audit error (-errno) */
+	_Atomic int audit_err; /* first audit error (-errno) */
+	/* the record could not be written (evq_failed): nothing more of the
+	 * code's output is passed on, and the run is stopped */
+	atomic_bool rec_failed;
 	/* the run's record: o->audit, or what o->record returned (set on the
 	 * record thread under w_lock; NULL until then, or if it failed) */
 	struct audit *audit;
@@ -611,8 +614,11 @@ int evq_process_exit(struct tracer *t, int serial, long long ts_ns,
 int evq_drain(struct tracer *t);
 /* How many records wait in the queue. */
 size_t evq_len(struct tracer *t);
-/* The record cannot be written: stop the run (nothing runs unrecorded). */
+/* The record cannot be written: stop the run (nothing runs unrecorded),
+ * with the database's error as the cause. Any thread. */
 void evq_failed(struct tracer *t);
+/* evq_failed() was called. */
+bool evq_record_failed(struct tracer *t);
 
 /* Memory and pids cgroups (cgroup.c). setup: 0 when a slot for either is
  * held for this run (else -errno: the rlimit and ward's count are used);

@@ -145,7 +145,7 @@ struct tracer_result {
 	int signal;	    /* signal that ended the first process, or 0 */
 	int ward_signal;    /* SIGINT/TERM/HUP that aborted the run */
 	const char *status; /* ok|error|timeout|killed|aborted|limit */
-	char cause[256];    /* why, when not ok/error; else "" */
+	char cause[512];    /* why, when not ok/error; else "" */
 	long long duration_ms;
 	long long out_bytes[3]; /* [1] stdout, [2] stderr: totals written */
 	bool truncated[3];	/* more was written than recorded */
