@@ -17,8 +17,9 @@ printed on stdout and stderr together (a shown line matches a whole line;
 `...` alone skips any lines, `…` or `...` within a line matches any text;
 runs of blanks match any blanks).
 
-Also here: every block of README.md and docs/*.md carries a language tag
-and only `sh` blocks show `$ ` prompts; every relative link of README.md
+Also here: every block of README.md carries a language tag and only `sh`
+blocks show `$ ` prompts; the quick start's test command is the one
+.ci/run runs; every relative link of README.md
 and docs/*.md points to a file that exists and, with `#anchor`, to one of
 its headings; the README stays under 450 lines (long text goes to docs/,
 benchmark history to bench/results/).
@@ -168,6 +169,9 @@ def _workdir(ctx):
     os.symlink(os.path.abspath(wardtest.ward_bin()), os.path.join(bindir, "ward"))
     env = {"HOME": home, "PATH": f"{bindir}:/usr/bin:/bin", "LANG": "C.UTF-8",
            "TERM": "dumb"}
+    for name in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):  # make asan
+        if name in os.environ:
+            env[name] = os.environ[name]
     return work, env
 
 
@@ -221,6 +225,18 @@ def test_readme_blocks_marked(ctx):
     assert runs >= 20, runs
     for r in skipped:  # the reasons say why, in a few words
         assert len(r) > 10, r
+
+
+def test_quick_start_is_ci(ctx):
+    """The quick start's two commands: the demo, and the test command that
+    .ci/run runs."""
+    quick = [b for b in examples() if b[3] and "make demo" in "\n".join(b[2])]
+    assert len(quick) == 1, "README.md: no quick start block with `make demo`"
+    cmds = [l.split("#")[0].strip() for l in quick[0][2] if l.strip()]
+    assert cmds == ["tools/install-deps && make demo", "make test"], cmds
+    with open(os.path.join(ROOT, ".ci", "run")) as f:
+        ci = [l.strip() for l in f if l.strip() and not l.startswith("#")]
+    assert "tools/install-deps" in ci and "make test" in ci, ci
 
 
 # ---------------------------------------------------------------- links
