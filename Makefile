@@ -47,13 +47,15 @@ COMMON_SRC := $(wildcard common/*.c)
 POLICY_SRC := $(wildcard policy/*.c)
 AUDIT_SRC  := $(wildcard audit/*.c)
 TRACER_SRC := $(wildcard tracer/*.c)
-TOOLS_SRC  := $(filter-out tools/embed.c tools/gen-filters.c,$(wildcard tools/*.c))
+# tools/: ward.c (the dispatcher) and one folder per job (tools/README);
+# tools/gen/ holds the build-time generators, not linked into ward.
+TOOLS_SRC  := $(wildcard tools/*.c tools/run/*.c tools/agent/*.c tools/review/*.c)
 # tools/ code the unit tests link too (ward links every tools/ object)
-TOOLS_LIB_SRC := tools/symbolize.c tools/rundiff.c
+TOOLS_LIB_SRC := tools/review/symbolize.c tools/review/rundiff.c
 UNIT_SRC   := $(wildcard tests/unit/test-*.c)
 HELPER_SRC := $(wildcard tests/helpers/*.c)
 PROFILES   := $(sort $(wildcard profiles/*.json))
-DRIVERS    := $(sort $(wildcard tools/drivers/*))
+DRIVERS    := $(sort $(wildcard tools/agent/drivers/*))
 
 obj = $(patsubst %.c,$(O)/%.o,$(1))
 
@@ -86,7 +88,7 @@ $(O)/faults/%.o: %.c
 	$(QCC)$(CC) $(ALL_CFLAGS) -DWARD_FAULTS -c $< -o $@
 
 # Profiles are embedded in the binary so ward runs from anywhere.
-$(O)/embed: tools/embed.c
+$(O)/embed: tools/gen/embed.c
 	@mkdir -p $(dir $@)
 	$(QLD)$(CC) -std=gnu11 -O1 -o $@ $<
 $(O)/gen/profiles.c: $(O)/embed $(PROFILES)
@@ -94,7 +96,7 @@ $(O)/gen/profiles.c: $(O)/embed $(PROFILES)
 	$(O)/embed $(PROFILES) > $@.tmp && mv $@.tmp $@
 $(O)/gen/profiles.o: $(O)/gen/profiles.c
 	$(QCC)$(CC) $(ALL_CFLAGS) -c $< -o $@
-# The session drivers (tools/session.c), embedded the same way.
+# The session drivers (tools/agent/session.c), embedded the same way.
 $(O)/gen/drivers.c: $(O)/embed $(DRIVERS)
 	@mkdir -p $(dir $@)
 	$(O)/embed -t ward_drivers $(DRIVERS) > $@.tmp && mv $@.tmp $@
@@ -103,7 +105,7 @@ $(O)/gen/drivers.o: $(O)/gen/drivers.c
 
 # The main seccomp programs for policies without raw syscall rules,
 # compiled once here instead of at every run (tracer/filter.c).
-$(O)/gen-filters: $(O)/tools/gen-filters.o $(MODULE_LIBS)
+$(O)/gen-filters: $(O)/tools/gen/gen-filters.o $(MODULE_LIBS)
 	$(QLD)$(CC) $(ALL_LDFLAGS) -o $@ $< $(MODULE_LIBS) $(LIBS)
 $(O)/gen/filters.c: $(O)/gen-filters
 	@mkdir -p $(dir $@)
@@ -175,7 +177,7 @@ bench: all
 	/usr/bin/python3 bench/sessions.py --build $(O)
 
 check-style:
-	clang-format --dry-run --Werror common/*.[ch] policy/*.[ch] audit/*.[ch] tracer/*.[ch] tools/*.[ch] tests/unit/*.[ch] tests/escapes/*.[ch] bench/*.c
+	clang-format --dry-run --Werror common/*.[ch] policy/*.[ch] audit/*.[ch] tracer/*.[ch] tools/*.[ch] tools/*/*.[ch] tests/unit/*.[ch] tests/escapes/*.[ch] bench/*.c
 
 clean:
 	rm -rf build build-asan

@@ -3,7 +3,7 @@
  *
  * The transport is newline-delimited JSON-RPC 2.0 (one message per line, no
  * embedded newline); the tools are thin wrappers around ws_call()
- * (tools/session.h), which owns sessions, runs and the record. This file
+ * (tools/agent/session.h), which owns sessions, runs and the record. This file
  * only speaks the protocol: the lifecycle (initialize, version negotiation,
  * ping), tools/list, tools/call, and turning a run's result object into
  * content blocks a model can read.
@@ -29,7 +29,7 @@
  * its cell interrupted (ws_server_cancel); neither is answered, as the
  * specification asks.
  */
-#include "cmds.h"
+#include "tools/cmds.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,10 +47,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../common/json.h"
-#include "../common/log.h"
-#include "../common/utf8.h"
-#include "session.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/utf8.h"
+#include "tools/agent/session.h"
 
 #define DEFAULT_MAX_REQUEST (64u << 20) /* bytes in one request line */
 #define SUMMARY_STREAM_MAX  4096	/* bytes of stdout/stderr in the text */

@@ -1,5 +1,5 @@
 /*
- * cmd_serve.c - `ward serve`: sessions (tools/session.h) over JSON lines
+ * cmd_serve.c - `ward serve`: sessions (tools/agent/session.h) over JSON lines
  * on stdin and stdout. One request per line, one response per line:
  *   {"id": ID, "method": M, "params": {...}}
  *   -> {"id": ID, "result": {...}} | {"id": ID, "error": {code, message}}
@@ -8,10 +8,10 @@
  * UTF-8). Bad requests get an error and the server
  * goes on; EOF on stdin closes every session and exits 0.
  */
-#include "cmds.h"
-#include "session.h"
-#include "session-int.h"
-#include "runrec.h"
+#include "tools/cmds.h"
+#include "tools/agent/session.h"
+#include "tools/agent/session-int.h"
+#include "tools/run/runrec.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/log.h"
+#include "common/log.h"
 
 #define MAX_LINE (16 << 20)
 

@@ -1,12 +1,12 @@
 /*
  * session-worker.c - one session's supervisor process (session-int.h says
  * why it is a process and which fds it gets). It loads the policy, records
- * the run, and runs the language's driver (tools/drivers/) under
+ * the run, and runs the language's driver (tools/agent/drivers/) under
  * tracer_run until the driver ends: the cell socket closed (the session
  * was closed), the code ended it, or a limit did (the session's lifetime
  * is the run's wall-time limit).
  */
-#include "session-int.h"
+#include "tools/agent/session-int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,14 +21,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../audit/audit.h"
-#include "../common/log.h"
-#include "../common/sha256.h"
-#include "../policy/policy.h"
-#include "../policy/profiles.h"
-#include "../tracer/tracer.h"
-#include "recguard.h"
-#include "runrec.h"
+#include "audit/audit.h"
+#include "common/log.h"
+#include "common/sha256.h"
+#include "policy/policy.h"
+#include "policy/profiles.h"
+#include "tracer/tracer.h"
+#include "tools/run/recguard.h"
+#include "tools/run/runrec.h"
 
 extern const struct ward_profile ward_drivers[];
 

@@ -1,6 +1,6 @@
 /*
  * session.c - sessions and one-shot runs behind ward serve and ward mcp
- * (the contract is tools/session.h).
+ * (the contract is tools/agent/session.h).
  *
  * One process per session. tracer_run blocks until the last tracee is
  * gone, reaps with waitpid(-1) and ptrace belongs to the thread that
@@ -8,7 +8,7 @@
  * ward itself exec'd as a worker (session-worker.c; session-int.h lists
  * its fds): a fresh process that inherits nothing of the server's other
  * sessions or database handle, and whose death (EXITKILL) takes its code
- * with it. The server talks to the session's driver (tools/drivers/)
+ * with it. The server talks to the session's driver (tools/agent/drivers/)
  * directly over the cell socket and reads results from the pipe the
  * worker's tracer copies them to, after the output written before them:
  * when a result arrives, the cell's output is all there.
@@ -19,8 +19,8 @@
  * with the cell. One caller thread; the sessions run concurrently in
  * their own processes.
  */
-#include "session.h"
-#include "session-int.h"
+#include "tools/agent/session.h"
+#include "tools/agent/session-int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -41,14 +41,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../audit/audit.h"
-#include "../common/log.h"
-#include "../common/errnames.h"
-#include "../common/json.h"
-#include "../common/sha256.h"
-#include "runrec.h"
-#include "view.h"
-#include "workfiles.h"
+#include "audit/audit.h"
+#include "common/log.h"
+#include "common/errnames.h"
+#include "common/json.h"
+#include "common/sha256.h"
+#include "tools/run/runrec.h"
+#include "tools/review/view.h"
+#include "tools/run/workfiles.h"
 
 enum {
 	OUT_HEAD = 32 << 10, /* bytes of each stream returned from the start */
@@ -1213,7 +1213,7 @@ static int interrupt_code(struct sess *x)
 
 /* node: the cancel as a line on the cells' channel too. The SIGINT stops
  * a running script; a cell that waits for its promise is ended by this
- * line (tools/drivers/node.js says why). Never blocks: the driver has
+ * line (tools/agent/drivers/node.js says why). Never blocks: the driver has
  * read the cell, so the channel has room, and if it had none the SIGINT
  * and the grace still hold. */
 static void cancel_line(struct sess *x, const struct cell *c)

@@ -1,4 +1,4 @@
-/* tools/session.h - sessions and one-shot runs behind ward serve and ward mcp. */
+/* tools/agent/session.h - sessions and one-shot runs behind ward serve and ward mcp. */
 #ifndef WARD_TOOLS_SESSION_H
 #define WARD_TOOLS_SESSION_H
 

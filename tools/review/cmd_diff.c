@@ -2,7 +2,7 @@
  * cmd_diff.c - `ward diff RUN1 RUN2`: do two recorded runs do the same
  * things? (rundiff.h says how they are compared.)
  */
-#include "cmds.h"
+#include "tools/cmds.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/log.h"
-#include "rundiff.h"
-#include "view.h"
+#include "common/log.h"
+#include "tools/review/rundiff.h"
+#include "tools/review/view.h"
 
 static void usage(FILE *f)
 {

@@ -4,7 +4,7 @@
  * each row becomes one object written at once; nothing of a run is held
  * in memory, whatever its size. The formats are in docs/export.md.
  */
-#include "cmds.h"
+#include "tools/cmds.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,11 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../audit/rows.h"
-#include "../common/errnames.h"
-#include "../common/json.h"
-#include "../common/log.h"
-#include "view.h"
+#include "audit/rows.h"
+#include "common/errnames.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "tools/review/view.h"
 
 #define OCSF_VERSION "1.1.0"
 

@@ -9,7 +9,7 @@
  * run again under the written policy (ward rerun, recorded as a new run),
  * and its denials are reported; they make the exit status 1.
  */
-#include "cmds.h"
+#include "tools/cmds.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,13 +24,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../audit/audit.h"
-#include "../common/errnames.h"
-#include "../common/log.h"
-#include "../policy/event-json.h"
-#include "../policy/learn.h"
-#include "../policy/policy.h"
-#include "view.h"
+#include "audit/audit.h"
+#include "common/errnames.h"
+#include "common/log.h"
+#include "policy/event-json.h"
+#include "policy/learn.h"
+#include "policy/policy.h"
+#include "tools/review/view.h"
 
 #define DEFAULT_THRESHOLD 8
 

@@ -8,7 +8,7 @@
  * are streamed through one prepared statement (audit/scan.c); per run only
  * the groups of changes are kept.
  */
-#include "cmds.h"
+#include "tools/cmds.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -18,12 +18,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "../audit/audit.h"
-#include "../common/errnames.h"
-#include "../common/log.h"
-#include "../policy/event-json.h"
-#include "../policy/policy.h"
-#include "view.h"
+#include "audit/audit.h"
+#include "common/errnames.h"
+#include "common/log.h"
+#include "policy/event-json.h"
+#include "policy/policy.h"
+#include "tools/review/view.h"
 
 #define EXAMPLES 3
 

@@ -3,7 +3,7 @@
  * again, byte for byte and with their original timing, optionally with
  * ward's decisions interleaved where they happened. Reads the record only.
  */
-#include "cmds.h"
+#include "tools/cmds.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,10 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../audit/audit.h"
-#include "../common/errnames.h"
-#include "../common/log.h"
-#include "view.h"
+#include "audit/audit.h"
+#include "common/errnames.h"
+#include "common/log.h"
+#include "tools/review/view.h"
 
 static void usage(FILE *f)
 {

@@ -8,7 +8,7 @@
  * string from the record is untrusted (the sandboxed code chose it):
  * view_html() / view_text() escape each one where it is written.
  */
-#include "cmds.h"
+#include "tools/cmds.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,13 +22,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../audit/audit.h"
-#include "../common/errnames.h"
-#include "../common/json.h"
-#include "../common/log.h"
-#include "../common/sha256.h"
-#include "symbolize.h"
-#include "view.h"
+#include "audit/audit.h"
+#include "common/errnames.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/sha256.h"
+#include "tools/review/symbolize.h"
+#include "tools/review/view.h"
 
 /* Bounds: a huge run gives a page of bounded size. */
 enum {

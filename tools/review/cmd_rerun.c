@@ -8,7 +8,7 @@
  * everything from a private staging directory, with --rerun-of RUN so its
  * record says what it re-runs; its run id comes back in its --json result.
  */
-#include "cmds.h"
+#include "tools/cmds.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,12 +23,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../common/log.h"
-#include "../common/sha256.h"
-#include "rundiff.h"
-#include "runrec.h"
-#include "view.h"
-#include "workfiles.h"
+#include "common/log.h"
+#include "common/sha256.h"
+#include "tools/review/rundiff.h"
+#include "tools/run/runrec.h"
+#include "tools/review/view.h"
+#include "tools/run/workfiles.h"
 
 static void usage(FILE *f)
 {
@@ -427,7 +427,7 @@ static void argf(struct argv_b *b, const char *fmt, ...)
 	arg(b, buf);
 }
 
-/* ward run's options that take a separate value (tools/cmd_run.c). */
+/* ward run's options that take a separate value (tools/run/cmd_run.c). */
 static bool takes_value(const char *opt)
 {
 	static const char *const with_value[] = {

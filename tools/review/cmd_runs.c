@@ -1,7 +1,7 @@
 /*
  * cmd_runs.c - `ward runs`: the recorded runs, most recent first.
  */
-#include "cmds.h"
+#include "tools/cmds.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -12,9 +12,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "../audit/audit.h"
-#include "../common/log.h"
-#include "view.h"
+#include "audit/audit.h"
+#include "common/log.h"
+#include "tools/review/view.h"
 
 #define DEFAULT_LIMIT 20
 #define CODE_COLUMN   60 /* bytes of code shown */

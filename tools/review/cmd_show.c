@@ -2,7 +2,7 @@
  * cmd_show.c - `ward show RUN`: one run, its header and its timeline, as
  * text or as one JSON object.
  */
-#include "cmds.h"
+#include "tools/cmds.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -14,13 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../audit/audit.h"
-#include "../common/errnames.h"
-#include "../common/json.h"
-#include "../common/log.h"
-#include "show-filter.h"
-#include "symbolize.h"
-#include "view.h"
+#include "audit/audit.h"
+#include "common/errnames.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "tools/review/show-filter.h"
+#include "tools/review/symbolize.h"
+#include "tools/review/view.h"
 
 static void usage(FILE *f)
 {

@@ -2,7 +2,7 @@
  * cmd_verify.c - `ward verify`: recompute the hash chains of recorded runs
  * and check them against each run's seal (audit/chain.c).
  */
-#include "cmds.h"
+#include "tools/cmds.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../audit/audit.h"
-#include "../common/log.h"
-#include "view.h"
+#include "audit/audit.h"
+#include "common/log.h"
+#include "tools/review/view.h"
 
 #define MAX_SHOWN 200 /* problems printed per run (all are counted) */
 

@@ -2,7 +2,7 @@
  * rundiff.c - loading two recorded runs, normalizing what they did and
  * comparing it (rundiff.h says what is masked and why).
  */
-#include "rundiff.h"
+#include "tools/review/rundiff.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/errnames.h"
+#include "common/errnames.h"
 
 /* ------------------------------ masks ------------------------------ */
 

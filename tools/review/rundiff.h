@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "../audit/audit.h"
+#include "audit/audit.h"
 
 struct rd_event {
 	long long seq; /* in its run, for reference */

@@ -1,17 +1,17 @@
 /*
  * show-filter.c - see show-filter.h.
  */
-#include "show-filter.h"
+#include "tools/review/show-filter.h"
 
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/errnames.h"
-#include "../common/json.h"
-#include "../common/log.h"
-#include "view.h"
+#include "common/errnames.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "tools/review/view.h"
 
 /* ------------------------------ limits ------------------------------ */
 

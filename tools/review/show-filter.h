@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "../audit/audit.h"
+#include "audit/audit.h"
 
 struct show_procs;
 

@@ -6,7 +6,7 @@
  * one symbol table (its function symbols are kept, sorted by address) and
  * its string table. Each read is checked against the file's size first.
  */
-#include "symbolize.h"
+#include "tools/review/symbolize.h"
 
 #include <elf.h>
 #include <endian.h>

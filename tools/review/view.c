@@ -1,7 +1,7 @@
 /*
  * view.c - see view.h.
  */
-#include "view.h"
+#include "tools/review/view.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -11,9 +11,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "../common/json.h"
-#include "../common/log.h"
-#include "../common/utf8.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/utf8.h"
 
 struct audit *view_open_db(const char *db_opt, char *path, size_t n)
 {

@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "../audit/audit.h"
-#include "../common/json.h"
+#include "audit/audit.h"
+#include "common/json.h"
 
 /*
  * Opens the audit database read-only: db_opt (--db) if given, else the

@@ -2,7 +2,7 @@
  * cmd_run.c - `ward run`: load the policy, open the record, prepare the
  * workdir and environment, supervise the code, report.
  */
-#include "cmds.h"
+#include "tools/cmds.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -22,15 +22,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../audit/audit.h"
-#include "../common/errnames.h"
-#include "../common/log.h"
-#include "../common/sha256.h"
-#include "../policy/policy.h"
-#include "../tracer/tracer.h"
-#include "recguard.h"
-#include "runrec.h"
-#include "workfiles.h"
+#include "audit/audit.h"
+#include "common/errnames.h"
+#include "common/log.h"
+#include "common/sha256.h"
+#include "policy/policy.h"
+#include "tracer/tracer.h"
+#include "tools/run/recguard.h"
+#include "tools/run/runrec.h"
+#include "tools/run/workfiles.h"
 
 #define SANDBOX_UID 65534 /* nobody */
 #define SANDBOX_GID 65534 /* nogroup */
@@ -1132,7 +1132,7 @@ int ward_cmd_run(int argc, char **argv)
 	struct audit *au = NULL;
 	if (!have_db)
 		die("no audit database path: set HOME, WARD_DB or pass --db");
-	/* The record out of the code's reach (tools/recguard.c). */
+	/* The record out of the code's reach (tools/run/recguard.c). */
 	if (ward_guard_record(pol, db, workdir, errbuf, sizeof(errbuf)) < 0)
 		die("%s", errbuf);
 

@@ -2,7 +2,7 @@
  * recguard.c - the audit database stays outside anything the code can
  * write (docs/security.md, "The record").
  */
-#include "recguard.h"
+#include "tools/run/recguard.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../policy/policy.h"
+#include "policy/policy.h"
 
 /* path is dir or below it. */
 static int inside(const char *path, const char *dir)

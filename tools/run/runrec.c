@@ -1,5 +1,5 @@
 /* runrec.c - see runrec.h. */
-#include "runrec.h"
+#include "tools/run/runrec.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -18,9 +18,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/log.h"
-#include "../common/thread.h"
-#include "view.h"
+#include "common/log.h"
+#include "common/thread.h"
+#include "tools/review/view.h"
 
 json_t *ward_json_text(const char *s, size_t len)
 {

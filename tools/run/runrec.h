@@ -10,8 +10,8 @@
 #include <pthread.h>
 #include <stdbool.h>
 
-#include "../audit/audit.h"
-#include "../tracer/tracer.h"
+#include "audit/audit.h"
+#include "tracer/tracer.h"
 
 /* Fills *re from r (pointers borrowed from r and layers_json, which may be
  * NULL); end_ns is the run's end (CLOCK_REALTIME). */

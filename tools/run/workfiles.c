@@ -2,7 +2,7 @@
  * workfiles.c - snapshots of a workdir and hashes of its files
  * (workfiles.h).
  */
-#include "workfiles.h"
+#include "tools/run/workfiles.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "../common/sha256.h"
+#include "common/sha256.h"
 
 /* Writes all len bytes to fd (retrying short writes). 0, or -1 with
  * errno set. */

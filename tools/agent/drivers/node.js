@@ -1,4 +1,4 @@
-// ward session driver for Node (embedded in ward; see tools/session.c).
+// ward session driver for Node (embedded in ward; see tools/agent/session.c).
 // Cells arrive on fd 5 as a JSON header line {n, nonce, timeout_s, len}
 // and len bytes of code; each result leaves on fd 6 as one JSON line with
 // the cell's nonce. The cells run in Node's own global context, one after

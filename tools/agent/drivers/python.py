@@ -1,4 +1,4 @@
-# ward session driver for Python (embedded in ward; see tools/session.c).
+# ward session driver for Python (embedded in ward; see tools/agent/session.c).
 # Cells arrive on fd 5 as a JSON header line {"n", "nonce", "timeout_s",
 # "len"} and len bytes of code; each result leaves on fd 6 as one JSON line
 # carrying the cell's nonce. Both fds are made close-on-exec at once, so
@@ -50,7 +50,7 @@ def _read_line():
 
 
 def _head(line):
-    # The frame header ward writes (tools/session.c send_cell), a flat
+    # The frame header ward writes (tools/agent/session.c send_cell), a flat
     # object: {"n":N,"nonce":"HEX","timeout_s":G,"len":N}.
     h = {}
     for part in line.decode().strip().strip("{}").split(","):

@@ -1,9 +1,9 @@
-# ward session driver for sh (embedded in ward; see tools/session.c).
+# ward session driver for sh (embedded in ward; see tools/agent/session.c).
 # One shell for the whole session: cd, variables and functions persist.
 # A cell arrives on fd 5 as a header line "NONCE N TIMEOUT_S NLINES" and
 # NLINES lines of code; the cell runs with fds 5 and 6 closed (neither it
 # nor what it starts can touch the channel), then one JSON line with the
-# nonce and $? leaves on fd 6. The time limit is ward's (tools/session.c):
+# nonce and $? leaves on fd 6. The time limit is ward's (tools/agent/session.c):
 # at the cell's timeout it sends SIGINT to the shell's process group, as a
 # terminal's Ctrl-C would: a running command is interrupted; a loop of
 # builtins is not, and ward then ends the session. (A watchdog subshell
