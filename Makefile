@@ -71,21 +71,32 @@ MODULE_LIBS := $(LIB_TRACER) $(LIB_AUDIT) $(LIB_POLICY) $(LIB_COMMON)
 LIB_AUDIT_FAULTS := $(O)/libaudit-faults.a
 FAULT_LIBS := $(LIB_TRACER) $(LIB_AUDIT_FAULTS) $(LIB_POLICY) $(LIB_COMMON)
 
+# The test-hooks build: tracer/ compiled again with -DWARD_TEST_HOOKS
+# (switches only ward's own tests use, e.g. WARD_TEST_SUPERVISOR_FS_OFF in
+# tracer/landlock.c), linked into build/ward-test-hooks; build/ward itself
+# never has them.
+LIB_TRACER_HOOKS := $(O)/libtracer-hooks.a
+HOOK_LIBS := $(LIB_TRACER_HOOKS) $(LIB_AUDIT) $(LIB_POLICY) $(LIB_COMMON)
+
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRC))
 HELPER_BINS := $(patsubst tests/helpers/%.c,$(O)/helpers/%,$(HELPER_SRC))
 
 .PHONY: all test test-full check asan deps bench clean demo check-style
-all: $(O)/ward $(O)/ward-faults $(UNIT_BINS) $(HELPER_BINS)
+all: $(O)/ward $(O)/ward-faults $(O)/ward-test-hooks $(UNIT_BINS) $(HELPER_BINS)
 
 $(O)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(QCC)$(CC) $(ALL_CFLAGS) -DWARD_VERSION='"$(VERSION)"' -c $< -o $@
 
-$(O)/tracer/uwhelper.o: ALL_CFLAGS += $(UNWIND_SOS)
+$(O)/tracer/uwhelper.o $(O)/hooks/tracer/uwhelper.o: ALL_CFLAGS += $(UNWIND_SOS)
 
 $(O)/faults/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(QCC)$(CC) $(ALL_CFLAGS) -DWARD_FAULTS -c $< -o $@
+
+$(O)/hooks/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(QCC)$(CC) $(ALL_CFLAGS) -DWARD_VERSION='"$(VERSION)"' -DWARD_TEST_HOOKS -c $< -o $@
 
 # Profiles are embedded in the binary so ward runs from anywhere.
 $(O)/embed: tools/gen/embed.c
@@ -123,6 +134,8 @@ $(LIB_AUDIT_FAULTS): $(patsubst %.c,$(O)/faults/%.o,$(AUDIT_SRC))
 	@rm -f $@; ar rcs $@ $^
 $(LIB_TRACER): $(call obj,$(TRACER_SRC))
 	@rm -f $@; ar rcs $@ $^
+$(LIB_TRACER_HOOKS): $(patsubst %.c,$(O)/hooks/%.o,$(TRACER_SRC))
+	@rm -f $@; ar rcs $@ $^
 $(LIB_TOOLS): $(call obj,$(TOOLS_LIB_SRC))
 	@rm -f $@; ar rcs $@ $^
 
@@ -132,6 +145,10 @@ $(O)/ward: $(call obj,$(TOOLS_SRC)) $(O)/gen/drivers.o $(O)/gen/filters.o $(MODU
 # ward with the fault-injection VFS (audit/faults.c), for the tests.
 $(O)/ward-faults: $(call obj,$(TOOLS_SRC)) $(O)/gen/drivers.o $(O)/gen/filters.o $(FAULT_LIBS)
 	$(QLD)$(CC) $(ALL_LDFLAGS) -o $@ $(call obj,$(TOOLS_SRC)) $(O)/gen/drivers.o $(O)/gen/filters.o $(FAULT_LIBS) $(LIBS)
+
+# ward with the test-only switches (-DWARD_TEST_HOOKS), for the tests.
+$(O)/ward-test-hooks: $(call obj,$(TOOLS_SRC)) $(O)/gen/drivers.o $(O)/gen/filters.o $(HOOK_LIBS)
+	$(QLD)$(CC) $(ALL_LDFLAGS) -o $@ $(call obj,$(TOOLS_SRC)) $(O)/gen/drivers.o $(O)/gen/filters.o $(HOOK_LIBS) $(LIBS)
 
 $(O)/tests/test-faults: $(O)/tests/unit/test-faults.o $(LIB_TOOLS) $(O)/gen/filters.o $(FAULT_LIBS)
 	@mkdir -p $(dir $@)

@@ -719,7 +719,9 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 		deny_with(&v, -rc, "decode", why);
 	} else {
 		policy_check(t->o->policy, ev, &v);
-		tracer_landlock_test_fs_off(t, ev, &v); /* TEST ONLY */
+#ifdef WARD_TEST_HOOKS
+		tracer_landlock_test_fs_off(t, ev, &v);
+#endif
 	}
 	/* The record's own bound. Every decision is a row of the database,
 	 * outside every limit of the code's: a loop of trapped calls would
