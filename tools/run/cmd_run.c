@@ -1010,6 +1010,121 @@ static int record_artifact(const char *path, long long size, const char *sha256,
 	return 0;
 }
 
+/* The interpreter: --interpreter, else the policy's for lang, else the
+ * system's; dies unless it is an absolute path ward can execute. */
+static const char *pick_interpreter(const struct run_args *a,
+				    const struct policy *pol, const char *lang)
+{
+	const char *interp = a->interp ? a->interp
+				       : policy_interpreter(pol, lang);
+	if (!interp)
+		interp = !strcmp(lang, "node") ? "/usr/bin/node"
+			 : !strcmp(lang, "sh") ? "/bin/sh"
+					       : "/usr/bin/python3";
+	if (interp[0] != '/')
+		die("--interpreter %s: give an absolute path", interp);
+	if (access(interp, X_OK) < 0)
+		die_errno("interpreter %s", interp);
+	return interp;
+}
+
+/* The code (-c, stdin or the file; the caller frees it), its length and
+ * its name in the record ("-c", "-" or the file); dies if unreadable. */
+static char *read_code(const struct run_args *a, size_t *code_len,
+		       const char **code_name)
+{
+	char *code;
+
+	if (a->code_arg) {
+		code = strdup(a->code_arg);
+		*code_len = strlen(a->code_arg);
+		*code_name = "-c";
+	} else if (!strcmp(a->file, "-")) {
+		code = read_all(0, code_len);
+		*code_name = "-";
+	} else {
+		int fd = open(a->file, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			die_errno("cannot read %s", a->file);
+		code = read_all(fd, code_len);
+		close(fd);
+		*code_name = a->file;
+	}
+	if (!code)
+		die_errno("cannot read the code");
+	return code;
+}
+
+/* The interpreter's argv (NULL-terminated; the caller frees the array,
+ * not its strings): -c/-e CODE, or the script written into the workdir
+ * under its own name (main.py etc. for stdin) unless it is there already,
+ * then the script's arguments. */
+static char **interpreter_argv(const struct run_args *a, const char *lang,
+			       const char *interp, char *code, size_t code_len,
+			       const char *workdir, bool drop)
+{
+	char **iargv = calloc((size_t)a->n_script_args + 6, sizeof(char *));
+	int n = 0;
+	if (!iargv)
+		die("out of memory");
+	iargv[n++] = (char *)interp;
+	if (a->code_arg) {
+		iargv[n++] = (char *)(!strcmp(lang, "node") ? "-e" : "-c");
+		iargv[n++] = code;
+		if (!strcmp(lang, "sh"))
+			iargv[n++] = (char *)"sh";
+	} else {
+		const char *base = strcmp(a->file, "-") ? strrchr(a->file, '/')
+							: NULL;
+		char *dst;
+		base = base ? base + 1 : strcmp(a->file, "-") ? a->file : NULL;
+		if (!base)
+			base = !strcmp(lang, "node") ? "main.js"
+			       : !strcmp(lang, "sh") ? "main.sh"
+						     : "main.py";
+		if (asprintf(&dst, "%s/%s", workdir, base) < 0)
+			die("out of memory");
+		char *src_real = strcmp(a->file, "-") ? realpath(a->file, NULL)
+						      : NULL;
+		if (!src_real || strcmp(src_real, dst))
+			write_file(dst, code, code_len, drop);
+		free(src_real);
+		free(dst);
+		iargv[n++] = (char *)base;
+	}
+	for (int i = 0; i < a->n_script_args; i++)
+		iargv[n++] = a->script_args[i];
+	return iargv;
+}
+
+/* One line on stderr when the run did not end as the code chose: the
+ * sandbox not set up, the run stopped by ward, or (without --json) a
+ * status other than ok or error. */
+static void warn_outcome(const struct run_args *a,
+			 const struct tracer_result *r, int rc,
+			 const char *run_id)
+{
+	if (r->setup_error[0])
+		warn("the sandbox could not be set up: %s", r->setup_error);
+	else if (rc < 0 && rc != -ECHILD)
+		warn("the run was stopped: %s",
+		     r->cause[0] ? r->cause : strerror(-rc));
+	else if (strcmp(r->status, "ok") && strcmp(r->status, "error") &&
+		 !a->json)
+		warn("run %s: %s: %s", run_id, r->status, r->cause);
+}
+
+/* ward's own threads, not the code's processes (the sum is exact, the
+ * user/system split is sampled). */
+static void debug_own_cpu(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	debug("database closed; ward's own CPU time %.2f ms",
+	      (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+		      (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3);
+}
+
 int ward_cmd_run(int argc, char **argv)
 {
 	struct run_args a;
@@ -1034,38 +1149,10 @@ int ward_cmd_run(int argc, char **argv)
 	 * failure tracer_run compiles it. */
 	struct tracer_prepared *prep = NULL;
 	tracer_prepare(pol, &prep);
-	const char *interp = a.interp ? a.interp
-				      : policy_interpreter(pol, lang);
-	if (!interp)
-		interp = !strcmp(lang, "node") ? "/usr/bin/node"
-			 : !strcmp(lang, "sh") ? "/bin/sh"
-					       : "/usr/bin/python3";
-	if (interp[0] != '/')
-		die("--interpreter %s: give an absolute path", interp);
-	if (access(interp, X_OK) < 0)
-		die_errno("interpreter %s", interp);
-
-	/* The code. */
+	const char *interp = pick_interpreter(&a, pol, lang);
 	size_t code_len = 0;
-	char *code;
 	const char *code_name;
-	if (a.code_arg) {
-		code = strdup(a.code_arg);
-		code_len = strlen(a.code_arg);
-		code_name = "-c";
-	} else if (!strcmp(a.file, "-")) {
-		code = read_all(0, &code_len);
-		code_name = "-";
-	} else {
-		int fd = open(a.file, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			die_errno("cannot read %s", a.file);
-		code = read_all(fd, &code_len);
-		close(fd);
-		code_name = a.file;
-	}
-	if (!code)
-		die_errno("cannot read the code");
+	char *code = read_code(&a, &code_len, &code_name);
 
 	struct ward_limits lim;
 	merge_limits(&lim, &a.lim, pol);
@@ -1093,38 +1180,8 @@ int ward_cmd_run(int argc, char **argv)
 		die("cannot bind $WORKDIR to %s", home);
 	debug("workdir %s ready, seen at %s", workdir, home);
 
-	/* The interpreter's argv. */
-	char **iargv = calloc((size_t)a.n_script_args + 6, sizeof(char *));
-	int n = 0;
-	if (!iargv)
-		die("out of memory");
-	iargv[n++] = (char *)interp;
-	if (a.code_arg) {
-		iargv[n++] = (char *)(!strcmp(lang, "node") ? "-e" : "-c");
-		iargv[n++] = code;
-		if (!strcmp(lang, "sh"))
-			iargv[n++] = (char *)"sh";
-	} else {
-		const char *base = strcmp(a.file, "-") ? strrchr(a.file, '/')
-						       : NULL;
-		char *dst;
-		base = base ? base + 1 : strcmp(a.file, "-") ? a.file : NULL;
-		if (!base)
-			base = !strcmp(lang, "node") ? "main.js"
-			       : !strcmp(lang, "sh") ? "main.sh"
-						     : "main.py";
-		if (asprintf(&dst, "%s/%s", workdir, base) < 0)
-			die("out of memory");
-		char *src_real = strcmp(a.file, "-") ? realpath(a.file, NULL)
-						     : NULL;
-		if (!src_real || strcmp(src_real, dst))
-			write_file(dst, code, code_len, drop);
-		free(src_real);
-		free(dst);
-		iargv[n++] = (char *)base;
-	}
-	for (int i = 0; i < a.n_script_args; i++)
-		iargv[n++] = a.script_args[i];
+	char **iargv = interpreter_argv(&a, lang, interp, code, code_len,
+					workdir, drop);
 	char **env = build_env(&a, home);
 	copy_inputs(&a, workdir, drop);
 
@@ -1237,13 +1294,7 @@ int ward_cmd_run(int argc, char **argv)
 
 	if (a.json)
 		print_json(&r, run_id, db, status, audit_run_chain(au));
-	if (r.setup_error[0])
-		warn("the sandbox could not be set up: %s", r.setup_error);
-	else if (rc < 0 && rc != -ECHILD)
-		warn("the run was stopped: %s",
-		     r.cause[0] ? r.cause : strerror(-rc));
-	else if (strcmp(r.status, "ok") && strcmp(r.status, "error") && !a.json)
-		warn("run %s: %s: %s", run_id, r.status, r.cause);
+	warn_outcome(&a, &r, rc, run_id);
 	if (arc < 0) {
 		warn("audit database %s: the run's record failed: %s", db,
 		     audit_errmsg(au));
@@ -1272,16 +1323,8 @@ int ward_cmd_run(int argc, char **argv)
 	tracer_result_free(&r);
 	tracer_prepared_free(prep);
 	audit_close(au);
-	if (ward_verbose > 0) {
-		/* ward's own threads, not the code's processes (the sum is
-		 * exact, the user/system split is sampled) */
-		struct rusage ru;
-		getrusage(RUSAGE_SELF, &ru);
-		debug("database closed; ward's own CPU time %.2f ms",
-		      (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
-			      (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) /
-				      1e3);
-	}
+	if (ward_verbose > 0)
+		debug_own_cpu();
 	policy_free(pol);
 	for (char **e = env; *e; e++)
 		free(*e);
