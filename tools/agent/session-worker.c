@@ -178,6 +178,94 @@ static int ws_begin_record(void *arg, struct audit **out, char *err, size_t n)
 	return 0;
 }
 
+/* The session's policy: the policy file, else the profile, else the
+ * language's default profile. 0, or fail()'s status. */
+static int load_policy(const char *lang, const char *profile, const char *pfile,
+		       struct policy **pol)
+{
+	struct policy_error perr;
+	char msg[1024];
+
+	memset(&perr, 0, sizeof(perr));
+	int rc = pfile ? policy_load_file(pfile, pol, &perr)
+		       : policy_load_profile(profile ? profile
+					     : !strcmp(lang, "python")
+						     ? "default"
+						     : lang,
+					     pol, &perr);
+	if (rc < 0) {
+		policy_error_format(&perr, msg, sizeof(msg));
+		return fail("bad policy: %s", msg);
+	}
+	return 0;
+}
+
+/* The session's limits: the policy's, else session_limits; its life for
+ * the wall and CPU time; memory_mb (when > 0) for the memory. */
+static void limits_of(const struct policy *pol, double life_s,
+		      json_int_t memory_mb, struct ward_limits *lim)
+{
+	struct ward_limits pl;
+
+	policy_limits(pol, &pl);
+#define PICK(f) lim->f = pl.f ? pl.f : session_limits.f
+	PICK(memory_bytes);
+	PICK(procs);
+	PICK(fsize_bytes);
+	PICK(nofile);
+	PICK(output_bytes);
+	PICK(events);
+	PICK(disk_bytes);
+#undef PICK
+	lim->wall_ms = (long long)(life_s * 1000);
+	lim->cpu_s = (long long)life_s + 1;
+	if (memory_mb > 0)
+		lim->memory_bytes = (long long)memory_mb << 20;
+}
+
+/* The workdir's size: a tmpfs on it, in this worker's own mount namespace
+ * (the server reaches it through /proc/PID/root: session.c; it made the
+ * workdir with tmp/ inside, which the mount hides: made again). *quota:
+ * whether it is mounted; detail: the layer's record. 0, or fail()'s
+ * status. */
+static int workdir_quota(const char *workdir, long long disk_bytes, bool drop,
+			 char *detail, size_t n, bool *quota)
+{
+	*quota = ward_workdir_quota(workdir, disk_bytes,
+				    drop ? WS_SANDBOX_UID : getuid(),
+				    drop ? WS_SANDBOX_GID : getgid(), detail,
+				    n) == 0;
+	if (*quota) {
+		char sub[PATH_MAX];
+		snprintf(sub, sizeof(sub), "%s/tmp", workdir);
+		if (mkdir(sub, 0700) < 0 ||
+		    (drop && chown(sub, WS_SANDBOX_UID, WS_SANDBOX_GID) < 0))
+			return fail("cannot create %s: %s", sub,
+				    strerror(errno));
+	}
+	return 0;
+}
+
+/* The run's end row written and said to the server ({"end": ...} on the
+ * control socket). -EIO when the seal log failed, else 0. */
+static int end_run(struct audit *au, const struct tracer_result *r)
+{
+	char *layers = json_layers(r);
+	struct audit_run_end re;
+	ward_run_end_of(r, layers, realtime_ns(), &re);
+	if (r->setup_error[0])
+		re.cause = r->setup_error;
+	int arc = audit_run_end(au, &re);
+	const char *slog = audit_seal_log_error(au);
+	reply(json_pack("{s:{s:s, s:s, s:i, s:i, s:b, s:o}}", "end", "status",
+			r->status, "cause", re.cause ? re.cause : "",
+			"exit_code", r->exit_code, "signal", r->signal,
+			"recorded", arc == 0, "seal_log_error",
+			slog ? json_string(slog) : json_null()));
+	free(layers);
+	return slog ? -EIO : 0;
+}
+
 int ws_worker_main(void)
 {
 	json_t *cfg = read_config();
@@ -186,7 +274,6 @@ int ws_worker_main(void)
 	double life_s = 3600;
 	json_t *env_obj = NULL;
 	struct policy *pol = NULL;
-	struct policy_error perr;
 	char msg[1024];
 
 	if (!cfg ||
@@ -200,17 +287,9 @@ int ws_worker_main(void)
 	ward_record_preopen(&rec);
 	profile = json_string_value(json_object_get(cfg, "profile"));
 	pfile = json_string_value(json_object_get(cfg, "policy"));
-	memset(&perr, 0, sizeof(perr));
-	int rc = pfile ? policy_load_file(pfile, &pol, &perr)
-		       : policy_load_profile(profile ? profile
-					     : !strcmp(lang, "python")
-						     ? "default"
-						     : lang,
-					     &pol, &perr);
-	if (rc < 0) {
-		policy_error_format(&perr, msg, sizeof(msg));
-		return fail("bad policy: %s", msg);
-	}
+	int rc = load_policy(lang, profile, pfile, &pol);
+	if (rc)
+		return rc;
 	/* Where the code sees its workdir (as ward run: tracer/view.c) */
 	const char *home = tracer_view_possible() ? TRACER_HOME : workdir;
 	if (policy_set_workdir(pol, home) < 0)
@@ -229,21 +308,8 @@ int ws_worker_main(void)
 	if (!drv)
 		return fail("no session driver for %s", lang);
 
-	struct ward_limits lim, pl;
-	policy_limits(pol, &pl);
-#define PICK(f) lim.f = pl.f ? pl.f : session_limits.f
-	PICK(memory_bytes);
-	PICK(procs);
-	PICK(fsize_bytes);
-	PICK(nofile);
-	PICK(output_bytes);
-	PICK(events);
-	PICK(disk_bytes);
-#undef PICK
-	lim.wall_ms = (long long)(life_s * 1000);
-	lim.cpu_s = (long long)life_s + 1;
-	if (memory_mb > 0)
-		lim.memory_bytes = (long long)memory_mb << 20;
+	struct ward_limits lim;
+	limits_of(pol, life_s, memory_mb, &lim);
 
 	char *argv[5] = { (char *)interp,
 			  (char *)(!strcmp(lang, "node") ? "-e" : "-c"),
@@ -265,24 +331,12 @@ int ws_worker_main(void)
 	ward_host_kernel(host, sizeof(host), kernel, sizeof(kernel));
 	ward_limits_json(&lim, ljs, sizeof(ljs));
 	bool drop = geteuid() == 0;
-	/* The workdir's size: a tmpfs on it, in this worker's own mount
-	 * namespace (the server reaches it through /proc/PID/root: session.c;
-	 * it made the workdir with tmp/ inside, which the mount hides: made
-	 * again). */
 	char quota_detail[160];
-	bool quota = ward_workdir_quota(workdir, lim.disk_bytes,
-					drop ? WS_SANDBOX_UID : getuid(),
-					drop ? WS_SANDBOX_GID : getgid(),
-					quota_detail,
-					sizeof(quota_detail)) == 0;
-	if (quota) {
-		char sub[PATH_MAX];
-		snprintf(sub, sizeof(sub), "%s/tmp", workdir);
-		if (mkdir(sub, 0700) < 0 ||
-		    (drop && chown(sub, WS_SANDBOX_UID, WS_SANDBOX_GID) < 0))
-			return fail("cannot create %s: %s", sub,
-				    strerror(errno));
-	}
+	bool quota;
+	rc = workdir_quota(workdir, lim.disk_bytes, drop, quota_detail,
+			   sizeof(quota_detail), &quota);
+	if (rc)
+		return rc;
 	struct audit_run_info ri = {
 		.argv_json = "[\"ward\",\"serve\"]",
 		.language = lang,
@@ -351,21 +405,8 @@ int ws_worker_main(void)
 		return fail("%s", rec.err);
 	}
 	au = rec.au;
-	char *layers = json_layers(&r);
-	struct audit_run_end re;
-	ward_run_end_of(&r, layers, realtime_ns(), &re);
-	if (r.setup_error[0])
-		re.cause = r.setup_error;
-	int arc = audit_run_end(au, &re);
-	const char *slog = audit_seal_log_error(au);
-	reply(json_pack("{s:{s:s, s:s, s:i, s:i, s:b, s:o}}", "end", "status",
-			r.status, "cause", re.cause ? re.cause : "",
-			"exit_code", r.exit_code, "signal", r.signal,
-			"recorded", arc == 0, "seal_log_error",
-			slog ? json_string(slog) : json_null()));
-	if (slog)
+	if (end_run(au, &r) < 0)
 		rc = -EIO;
-	free(layers);
 	tracer_result_free(&r);
 	tracer_prepared_free(prep);
 	audit_close(au);
