@@ -673,6 +673,106 @@ static json_t *result_object(struct ws_server *s, struct cell *c,
 	return o;
 }
 
+/* How a cell ended: its status, whether its time ran out or it was
+ * interrupted, and its error object (a new reference, or NULL). */
+struct cell_end {
+	const char *status;
+	bool timed_out, interrupted;
+	json_t *error;
+};
+
+/* The driver answered: the frame's error and flags, the node timeout
+ * said as vm's own timeout says it, a cancelled cell as cancelled. */
+static void end_by_result(struct cell *c, double timeout, struct cell_end *ce)
+{
+	json_t *f = c->frame, *e = json_object_get(f, "error");
+	ce->interrupted = json_is_true(json_object_get(f, "interrupted"));
+	if (c->overdue && !c->cancelled &&
+	    json_is_true(json_object_get(f, "sigint")) && json_is_object(e)) {
+		/* node: the SIGINT at its timeout stopped the script;
+		 * said as vm's own timeout says it */
+		char v[96];
+		const char *tb =
+			json_string_value(json_object_get(e, "traceback"));
+		const char *rest = tb ? strchr(tb, '\n') : NULL;
+		snprintf(v, sizeof(v),
+			 "Script execution timed out after %lldms",
+			 (long long)(timeout * 1000 + 0.5));
+		ce->interrupted = true;
+		ce->error = json_pack("{s:s, s:s, s:s++}", "name", "Error",
+				      "value", v, "traceback", "Error: ", v,
+				      rest ? rest : "");
+	}
+	ce->timed_out = ce->interrupted;
+	if (!ce->error && json_is_object(e))
+		ce->error = json_incref(e);
+	if (c->cancelled &&
+	    (ce->error || ce->interrupted ||
+	     json_integer_value(json_object_get(f, "exit_code")))) {
+		ce->status = "cancelled"; /* it stopped when interrupted */
+		ce->timed_out = false;
+		ce->interrupted = true;
+		if (!ce->error) /* sh: only an exit status */
+			ce->error = json_pack(
+				"{s:s, s:s, s:s}", "name", "Cancelled", "value",
+				"the cell was interrupted when its "
+				"request was cancelled",
+				"traceback", "");
+	} else if (ce->timed_out)
+		ce->status = "timeout";
+	else if (ce->error ||
+		 json_integer_value(json_object_get(f, "exit_code")))
+		ce->status = "error";
+}
+
+/* No result within the timeout and the grace: the session ended (no
+ * point waiting for a driver that is stuck in the cell). */
+static void end_stuck(struct sess *x, struct cell *c, struct cell_end *ce)
+{
+	ce->timed_out = !c->cancelled;
+	ce->status = c->cancelled ? "cancelled" : "timeout";
+	if (x->worker > 0)
+		kill(x->worker, SIGTERM);
+	ws_sess_stop(x);
+	ce->error = json_pack("{s:s, s:s, s:s}", "name",
+			      c->cancelled ? "Cancelled" : "Timeout", "value",
+			      "the cell did not stop when interrupted; "
+			      "the session was ended",
+			      "traceback", "");
+}
+
+/* The code ended the session (exit, a crash): an error with the
+ * interpreter's own exit status; a limit or a kill keeps its own status.
+ * The session is closed (not restarted: its state is gone, and the caller
+ * should know). */
+static void end_by_code(struct sess *x, struct cell *c, struct cell_end *ce)
+{
+	bool own = x->end_status[0] && strcmp(x->end_status, "ok") &&
+		   strcmp(x->end_status, "error");
+	char what[600];
+	int sig = x->end_signal;
+	ce->status = c->cancelled ? "cancelled" : own ? x->end_status : "error";
+	if (x->end_known && sig > 0)
+		snprintf(what, sizeof(what),
+			 "the interpreter was killed by signal %d "
+			 "(SIG%s); the session is closed",
+			 sig, sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+	else if (x->end_known)
+		snprintf(what, sizeof(what),
+			 "the interpreter exited with status %d; the "
+			 "session is closed",
+			 x->end_exit);
+	else
+		snprintf(what, sizeof(what),
+			 "the interpreter ended the session");
+	if (x->end_cause[0]) {
+		size_t l = strlen(what);
+		snprintf(what + l, sizeof(what) - l, " (%s)", x->end_cause);
+	}
+	ce->error = json_pack("{s:s, s:s, s:s}", "name", "SessionEnded",
+			      "value", what, "traceback", "");
+}
+
 /* Runs one cell in x; *result on success. */
 int ws_run_cell(struct ws_server *s, struct sess *x, const char *code,
 		size_t len, const struct cell_limits *cl, ws_stream_fn fn,
@@ -682,9 +782,7 @@ int ws_run_cell(struct ws_server *s, struct sess *x, const char *code,
 	struct cell *c = calloc(1, sizeof(*c));
 	double timeout = cl->timeout_s;
 	struct wf_snap before;
-	bool timed_out = false, interrupted = false;
-	const char *status = "ok";
-	json_t *error = NULL;
+	struct cell_end ce = { "ok", false, false, NULL };
 
 	if (!c)
 		return ws_fail(err, WS_E_INTERNAL, "out of memory");
@@ -719,101 +817,19 @@ int ws_run_cell(struct ws_server *s, struct sess *x, const char *code,
 				 strerror(-rc));
 	}
 
-	if (got) {
-		json_t *f = c->frame, *e = json_object_get(f, "error");
-		interrupted = json_is_true(json_object_get(f, "interrupted"));
-		if (c->overdue && !c->cancelled &&
-		    json_is_true(json_object_get(f, "sigint")) &&
-		    json_is_object(e)) {
-			/* node: the SIGINT at its timeout stopped the script;
-			 * said as vm's own timeout says it */
-			char v[96];
-			const char *tb = json_string_value(
-				json_object_get(e, "traceback"));
-			const char *rest = tb ? strchr(tb, '\n') : NULL;
-			snprintf(v, sizeof(v),
-				 "Script execution timed out after %lldms",
-				 (long long)(timeout * 1000 + 0.5));
-			interrupted = true;
-			error = json_pack("{s:s, s:s, s:s++}", "name", "Error",
-					  "value", v, "traceback", "Error: ", v,
-					  rest ? rest : "");
-		}
-		timed_out = interrupted;
-		if (!error && json_is_object(e))
-			error = json_incref(e);
-		if (c->cancelled &&
-		    (error || interrupted ||
-		     json_integer_value(json_object_get(f, "exit_code")))) {
-			status = "cancelled"; /* it stopped when interrupted */
-			timed_out = false;
-			interrupted = true;
-			if (!error) /* sh: only an exit status */
-				error = json_pack(
-					"{s:s, s:s, s:s}", "name", "Cancelled",
-					"value",
-					"the cell was interrupted when its "
-					"request was cancelled",
-					"traceback", "");
-		} else if (timed_out)
-			status = "timeout";
-		else if (error ||
-			 json_integer_value(json_object_get(f, "exit_code")))
-			status = "error";
-	} else if (!x->dead) {
-		/* no result within the timeout and the grace: end it (no
-		 * point waiting for a driver that is stuck in the cell) */
-		timed_out = !c->cancelled;
-		status = c->cancelled ? "cancelled" : "timeout";
-		if (x->worker > 0)
-			kill(x->worker, SIGTERM);
-		ws_sess_stop(x);
-		error = json_pack("{s:s, s:s, s:s}", "name",
-				  c->cancelled ? "Cancelled" : "Timeout",
-				  "value",
-				  "the cell did not stop when interrupted; "
-				  "the session was ended",
-				  "traceback", "");
-	} else {
-		/* the code ended it (exit, a crash): an error with the
-		 * interpreter's own exit status; a limit or a kill keeps its
-		 * own status. The session is closed (not restarted: its
-		 * state is gone, and the caller should know). */
-		bool own = x->end_status[0] && strcmp(x->end_status, "ok") &&
-			   strcmp(x->end_status, "error");
-		char what[600];
-		int sig = x->end_signal;
-		status = c->cancelled ? "cancelled"
-			 : own	      ? x->end_status
-				      : "error";
-		if (x->end_known && sig > 0)
-			snprintf(what, sizeof(what),
-				 "the interpreter was killed by signal %d "
-				 "(SIG%s); the session is closed",
-				 sig,
-				 sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
-		else if (x->end_known)
-			snprintf(what, sizeof(what),
-				 "the interpreter exited with status %d; the "
-				 "session is closed",
-				 x->end_exit);
-		else
-			snprintf(what, sizeof(what),
-				 "the interpreter ended the session");
-		if (x->end_cause[0]) {
-			size_t l = strlen(what);
-			snprintf(what + l, sizeof(what) - l, " (%s)",
-				 x->end_cause);
-		}
-		error = json_pack("{s:s, s:s, s:s}", "name", "SessionEnded",
-				  "value", what, "traceback", "");
-	}
+	if (got)
+		end_by_result(c, timeout, &ce);
+	else if (!x->dead)
+		end_stuck(x, c, &ce);
+	else
+		end_by_code(x, c, &ce);
 	snprintf(x->last_nonce, sizeof(x->last_nonce), "%s", c->nonce);
 	long long end_ns = ws_realtime_ns();
 	json_t *arts = artifacts(s, x, &before, c->n);
 	wf_snap_free(&before);
-	json_t *o = result_object(s, c, status, timed_out, interrupted, error,
-				  t0, start_ns, end_ns, arts, one_shot, cl);
+	json_t *o = result_object(s, c, ce.status, ce.timed_out, ce.interrupted,
+				  ce.error, t0, start_ns, end_ns, arts,
+				  one_shot, cl);
 	char *rj = json_dumps(o, JSON_COMPACT);
 	struct audit_cell ac = {
 		.run_id = x->run_id,
@@ -822,7 +838,7 @@ int ws_run_cell(struct ws_server *s, struct sess *x, const char *code,
 		.code_len = len,
 		.started_ns = start_ns,
 		.ended_ns = end_ns,
-		.status = status,
+		.status = ce.status,
 		.result_json = rj ? rj : "{}",
 	};
 	int arc = audit_cell(s->au, &ac);
