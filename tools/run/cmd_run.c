@@ -1125,6 +1125,44 @@ static void debug_own_cpu(void)
 		      (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3);
 }
 
+/* The run's workdir: on the host (path; temporary unless --workdir),
+ * where the code sees it (home), its quota and its claim. */
+struct run_workdir {
+	char *path;
+	const char *home;
+	bool temp, quota;
+	int lock; /* ward_workdir_lock's, or -1 */
+	char quota_detail[160];
+};
+
+/* Makes the workdir, claims a temporary one (and removes it at exit unless
+ * --keep), and binds the policy's $WORKDIR to where the code sees it. */
+static void setup_workdir(const struct run_args *a, struct policy *pol,
+			  long long disk_bytes, bool drop,
+			  struct run_workdir *w)
+{
+	w->path = make_workdir(a, drop, disk_bytes, &w->temp, &w->quota,
+			       w->quota_detail, sizeof(w->quota_detail));
+	/* claimed while ward lives: if it is killed, the next ward's sweep
+	 * removes what it leaves (without the lock, nothing sweeps it) */
+	w->lock = w->temp ? ward_workdir_lock(w->path) : -1;
+	if (w->temp && w->lock < 0)
+		warn("workdir %s: no lock (%s): if ward is killed, nothing "
+		     "will remove it",
+		     w->path, strerror(-w->lock));
+	if (w->temp && !a->keep) {
+		temp_workdir = w->path;
+		atexit(remove_temp_workdir);
+	}
+	/* Where the code sees it: the run's own file tree shows it at
+	 * TRACER_HOME (tracer/view.c); there the policy's $WORKDIR and HOME
+	 * point, and no host path of it reaches the code. */
+	w->home = tracer_view_possible() ? TRACER_HOME : w->path;
+	if (policy_set_workdir(pol, w->home) < 0)
+		die("cannot bind $WORKDIR to %s", w->home);
+	debug("workdir %s ready, seen at %s", w->path, w->home);
+}
+
 int ward_cmd_run(int argc, char **argv)
 {
 	struct run_args a;
@@ -1157,40 +1195,20 @@ int ward_cmd_run(int argc, char **argv)
 	struct ward_limits lim;
 	merge_limits(&lim, &a.lim, pol);
 	bool drop = geteuid() == 0;
-	bool temp, quota;
-	char quota_detail[160];
-	char *workdir = make_workdir(&a, drop, lim.disk_bytes, &temp, &quota,
-				     quota_detail, sizeof(quota_detail));
-	/* claimed while ward lives: if it is killed, the next ward's sweep
-	 * removes what it leaves (without the lock, nothing sweeps it) */
-	int wd_lock = temp ? ward_workdir_lock(workdir) : -1;
-	if (temp && wd_lock < 0)
-		warn("workdir %s: no lock (%s): if ward is killed, nothing "
-		     "will remove it",
-		     workdir, strerror(-wd_lock));
-	if (temp && !a.keep) {
-		temp_workdir = workdir;
-		atexit(remove_temp_workdir);
-	}
-	/* Where the code sees it: the run's own file tree shows it at
-	 * TRACER_HOME (tracer/view.c); there the policy's $WORKDIR and HOME
-	 * point, and no host path of it reaches the code. */
-	const char *home = tracer_view_possible() ? TRACER_HOME : workdir;
-	if (policy_set_workdir(pol, home) < 0)
-		die("cannot bind $WORKDIR to %s", home);
-	debug("workdir %s ready, seen at %s", workdir, home);
+	struct run_workdir wd;
+	setup_workdir(&a, pol, lim.disk_bytes, drop, &wd);
 
 	char **iargv = interpreter_argv(&a, lang, interp, code, code_len,
-					workdir, drop);
-	char **env = build_env(&a, home);
-	copy_inputs(&a, workdir, drop);
+					wd.path, drop);
+	char **env = build_env(&a, wd.home);
+	copy_inputs(&a, wd.path, drop);
 
 	/* The record: nothing runs unless it can be written. */
 	struct audit *au = NULL;
 	if (!have_db)
 		die("no audit database path: set HOME, WARD_DB or pass --db");
 	/* The record out of the code's reach (tools/run/recguard.c). */
-	if (ward_guard_record(pol, db, workdir, errbuf, sizeof(errbuf)) < 0)
+	if (ward_guard_record(pol, db, wd.path, errbuf, sizeof(errbuf)) < 0)
 		die("%s", errbuf);
 
 	char code_sha[WARD_SHA256_HEX_LEN + 1],
@@ -1214,7 +1232,8 @@ int ward_cmd_run(int argc, char **argv)
 		.policy_name = policy_name(pol),
 		.policy_json = policy_text(pol),
 		.policy_sha256 = pol_sha,
-		.workdir = home, /* as the code saw it: what its rules mean */
+		/* as the code saw it: what its rules mean */
+		.workdir = wd.home,
 		.limits_json = ljs,
 		.host = host,
 		.kernel = kernel,
@@ -1229,8 +1248,8 @@ int ward_cmd_run(int argc, char **argv)
 		.interpreter = interp,
 		.argv = iargv,
 		.envp = env,
-		.workdir = workdir,
-		.home = home,
+		.workdir = wd.path,
+		.home = wd.home,
 		.drop_user = drop,
 		.uid = SANDBOX_UID,
 		.gid = SANDBOX_GID,
@@ -1254,11 +1273,11 @@ int ward_cmd_run(int argc, char **argv)
 	};
 	struct tracer_result r;
 	struct wf_snap before;
-	wf_snap_take(workdir, &before);
+	wf_snap_take(wd.path, &before);
 	debug("starting the code");
 	int rc = tracer_run(&to, &r);
-	tracer_layer_add(&r, "workdir-quota", quota, quota_detail);
-	ward_workdir_layer(&r, workdir, home);
+	tracer_layer_add(&r, "workdir-quota", wd.quota, wd.quota_detail);
+	ward_workdir_layer(&r, wd.path, wd.home);
 	if (!rec.rec.ran) /* tracer_run failed before it could record it */
 		begin_record(&rec.rec, &au, errbuf, sizeof(errbuf));
 	if (!rec.rec.au)
@@ -1276,12 +1295,12 @@ int ward_cmd_run(int argc, char **argv)
 	if (!layers)
 		die("out of memory");
 	struct run_art ra = { au, run_id };
-	wf_each_changed(workdir, &before, record_artifact, &ra);
+	wf_each_changed(wd.path, &before, record_artifact, &ra);
 	wf_snap_free(&before);
 	struct audit_run_end re;
 	ward_run_end_of(&r, layers, realtime_ns(), &re);
 	pthread_t rm_thread;
-	bool rm_async = temp && !a.keep && temp_workdir &&
+	bool rm_async = wd.temp && !a.keep && temp_workdir &&
 			pthread_create(&rm_thread, NULL, rm_workdir_thread,
 				       (void *)temp_workdir) == 0;
 	int arc = audit_run_end(au, &re);
@@ -1310,12 +1329,12 @@ int ward_cmd_run(int argc, char **argv)
 			"%lld syscalls decided, %lld denied; audit: %s\n",
 			run_id, r.status, status, r.duration_ms, r.processes,
 			r.events, r.denials, db);
-	if (temp && !a.keep)
+	if (wd.temp && !a.keep)
 		remove_temp_workdir();
-	else if (temp)
-		ward_workdir_keep(workdir, wd_lock);
-	if (temp && a.keep && !a.json)
-		fprintf(stderr, "ward: workdir kept: %s\n", workdir);
+	else if (wd.temp)
+		ward_workdir_keep(wd.path, wd.lock);
+	if (wd.temp && a.keep && !a.json)
+		fprintf(stderr, "ward: workdir kept: %s\n", wd.path);
 	if (!rm_async)
 		ward_sweep_workdirs();
 
@@ -1332,7 +1351,7 @@ int ward_cmd_run(int argc, char **argv)
 	free(iargv);
 	free(wargv);
 	free(envj);
-	free(workdir);
+	free(wd.path);
 	free(code);
 	free(a.envs);
 	free_inputs(&a);
