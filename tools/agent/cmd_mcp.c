@@ -185,7 +185,8 @@ static json_t *tool_failure(const char *tool, const struct ws_error *e)
 {
 	char text[1024];
 
-	/* the message is cut to fit; mcp_text_block() repairs a cut character */
+	/* the message is cut to fit; mcp_text_block() repairs a cut
+	 * character */
 	snprintf(text, sizeof(text), "%s failed: %s (ward error %d)", tool,
 		 e->message[0] ? e->message : "no message", e->code);
 	return json_pack("{s:[o], s:b}", "content", mcp_text_block(text),

@@ -1,4 +1,5 @@
-/* tools/agent/session.h - sessions and one-shot runs behind ward serve and ward mcp. */
+/* tools/agent/session.h - sessions and one-shot runs behind ward serve and
+ * ward mcp. */
 #ifndef WARD_TOOLS_SESSION_H
 #define WARD_TOOLS_SESSION_H
 
