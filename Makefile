@@ -47,13 +47,15 @@ COMMON_SRC := $(wildcard common/*.c)
 POLICY_SRC := $(wildcard policy/*.c)
 AUDIT_SRC  := $(wildcard audit/*.c)
 TRACER_SRC := $(wildcard tracer/*.c)
-TOOLS_SRC  := $(filter-out tools/embed.c tools/gen-filters.c,$(wildcard tools/*.c))
+# tools/: ward.c (the dispatcher) and one folder per job (tools/README);
+# tools/gen/ holds the build-time generators, not linked into ward.
+TOOLS_SRC  := $(wildcard tools/*.c tools/run/*.c tools/agent/*.c tools/review/*.c)
 # tools/ code the unit tests link too (ward links every tools/ object)
-TOOLS_LIB_SRC := tools/symbolize.c tools/rundiff.c
+TOOLS_LIB_SRC := tools/review/symbolize.c tools/review/rundiff.c
 UNIT_SRC   := $(wildcard tests/unit/test-*.c)
 HELPER_SRC := $(wildcard tests/helpers/*.c)
 PROFILES   := $(sort $(wildcard profiles/*.json))
-DRIVERS    := $(sort $(wildcard tools/drivers/*))
+DRIVERS    := $(sort $(wildcard tools/agent/drivers/*))
 
 obj = $(patsubst %.c,$(O)/%.o,$(1))
 
@@ -69,24 +71,35 @@ MODULE_LIBS := $(LIB_TRACER) $(LIB_AUDIT) $(LIB_POLICY) $(LIB_COMMON)
 LIB_AUDIT_FAULTS := $(O)/libaudit-faults.a
 FAULT_LIBS := $(LIB_TRACER) $(LIB_AUDIT_FAULTS) $(LIB_POLICY) $(LIB_COMMON)
 
+# The test-hooks build: tracer/ compiled again with -DWARD_TEST_HOOKS
+# (switches only ward's own tests use, e.g. WARD_TEST_SUPERVISOR_FS_OFF in
+# tracer/landlock.c), linked into build/ward-test-hooks; build/ward itself
+# never has them.
+LIB_TRACER_HOOKS := $(O)/libtracer-hooks.a
+HOOK_LIBS := $(LIB_TRACER_HOOKS) $(LIB_AUDIT) $(LIB_POLICY) $(LIB_COMMON)
+
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRC))
 HELPER_BINS := $(patsubst tests/helpers/%.c,$(O)/helpers/%,$(HELPER_SRC))
 
 .PHONY: all test test-full check asan deps bench clean demo check-style
-all: $(O)/ward $(O)/ward-faults $(UNIT_BINS) $(HELPER_BINS)
+all: $(O)/ward $(O)/ward-faults $(O)/ward-test-hooks $(UNIT_BINS) $(HELPER_BINS)
 
 $(O)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(QCC)$(CC) $(ALL_CFLAGS) -DWARD_VERSION='"$(VERSION)"' -c $< -o $@
 
-$(O)/tracer/uwhelper.o: ALL_CFLAGS += $(UNWIND_SOS)
+$(O)/tracer/uwhelper.o $(O)/hooks/tracer/uwhelper.o: ALL_CFLAGS += $(UNWIND_SOS)
 
 $(O)/faults/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(QCC)$(CC) $(ALL_CFLAGS) -DWARD_FAULTS -c $< -o $@
 
+$(O)/hooks/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(QCC)$(CC) $(ALL_CFLAGS) -DWARD_VERSION='"$(VERSION)"' -DWARD_TEST_HOOKS -c $< -o $@
+
 # Profiles are embedded in the binary so ward runs from anywhere.
-$(O)/embed: tools/embed.c
+$(O)/embed: tools/gen/embed.c
 	@mkdir -p $(dir $@)
 	$(QLD)$(CC) -std=gnu11 -O1 -o $@ $<
 $(O)/gen/profiles.c: $(O)/embed $(PROFILES)
@@ -94,7 +107,7 @@ $(O)/gen/profiles.c: $(O)/embed $(PROFILES)
 	$(O)/embed $(PROFILES) > $@.tmp && mv $@.tmp $@
 $(O)/gen/profiles.o: $(O)/gen/profiles.c
 	$(QCC)$(CC) $(ALL_CFLAGS) -c $< -o $@
-# The session drivers (tools/session.c), embedded the same way.
+# The session drivers (tools/agent/session.c), embedded the same way.
 $(O)/gen/drivers.c: $(O)/embed $(DRIVERS)
 	@mkdir -p $(dir $@)
 	$(O)/embed -t ward_drivers $(DRIVERS) > $@.tmp && mv $@.tmp $@
@@ -103,7 +116,7 @@ $(O)/gen/drivers.o: $(O)/gen/drivers.c
 
 # The main seccomp programs for policies without raw syscall rules,
 # compiled once here instead of at every run (tracer/filter.c).
-$(O)/gen-filters: $(O)/tools/gen-filters.o $(MODULE_LIBS)
+$(O)/gen-filters: $(O)/tools/gen/gen-filters.o $(MODULE_LIBS)
 	$(QLD)$(CC) $(ALL_LDFLAGS) -o $@ $< $(MODULE_LIBS) $(LIBS)
 $(O)/gen/filters.c: $(O)/gen-filters
 	@mkdir -p $(dir $@)
@@ -121,6 +134,8 @@ $(LIB_AUDIT_FAULTS): $(patsubst %.c,$(O)/faults/%.o,$(AUDIT_SRC))
 	@rm -f $@; ar rcs $@ $^
 $(LIB_TRACER): $(call obj,$(TRACER_SRC))
 	@rm -f $@; ar rcs $@ $^
+$(LIB_TRACER_HOOKS): $(patsubst %.c,$(O)/hooks/%.o,$(TRACER_SRC))
+	@rm -f $@; ar rcs $@ $^
 $(LIB_TOOLS): $(call obj,$(TOOLS_LIB_SRC))
 	@rm -f $@; ar rcs $@ $^
 
@@ -130,6 +145,10 @@ $(O)/ward: $(call obj,$(TOOLS_SRC)) $(O)/gen/drivers.o $(O)/gen/filters.o $(MODU
 # ward with the fault-injection VFS (audit/faults.c), for the tests.
 $(O)/ward-faults: $(call obj,$(TOOLS_SRC)) $(O)/gen/drivers.o $(O)/gen/filters.o $(FAULT_LIBS)
 	$(QLD)$(CC) $(ALL_LDFLAGS) -o $@ $(call obj,$(TOOLS_SRC)) $(O)/gen/drivers.o $(O)/gen/filters.o $(FAULT_LIBS) $(LIBS)
+
+# ward with the test-only switches (-DWARD_TEST_HOOKS), for the tests.
+$(O)/ward-test-hooks: $(call obj,$(TOOLS_SRC)) $(O)/gen/drivers.o $(O)/gen/filters.o $(HOOK_LIBS)
+	$(QLD)$(CC) $(ALL_LDFLAGS) -o $@ $(call obj,$(TOOLS_SRC)) $(O)/gen/drivers.o $(O)/gen/filters.o $(HOOK_LIBS) $(LIBS)
 
 $(O)/tests/test-faults: $(O)/tests/unit/test-faults.o $(LIB_TOOLS) $(O)/gen/filters.o $(FAULT_LIBS)
 	@mkdir -p $(dir $@)
@@ -175,7 +194,7 @@ bench: all
 	/usr/bin/python3 bench/sessions.py --build $(O)
 
 check-style:
-	clang-format --dry-run --Werror common/*.[ch] policy/*.[ch] audit/*.[ch] tracer/*.[ch] tools/*.[ch] tests/unit/*.[ch] tests/escapes/*.[ch] bench/*.c
+	clang-format --dry-run --Werror common/*.[ch] policy/*.[ch] audit/*.[ch] tracer/*.[ch] tools/*.[ch] tools/*/*.[ch] tests/unit/*.[ch] tests/escapes/*.[ch] bench/*.c
 
 clean:
 	rm -rf build build-asan

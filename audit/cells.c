@@ -3,7 +3,7 @@
  * changed (tables cells and artifacts, schema version 3).
  *
  * Unlike the rest of the writer these rows name their run explicitly: the
- * server that runs the cells (tools/session.c) is not the process that
+ * server that runs the cells (tools/agent/session.c) is not the process that
  * writes the run (each session's worker is). Each row is committed at
  * once: a cell is rare next to events, and a reviewer wants every cell
  * that ran, even if ward serve is killed right after.

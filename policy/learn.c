@@ -16,7 +16,7 @@
 #define WHY_RUNS 4
 #define WD	 "$WORKDIR"
 /* The code's TMPDIR: ward runs every code with TMPDIR=$WORKDIR/tmp
- * (tools/cmd_run.c), so tempfile's names land there. */
+ * (tools/run/cmd_run.c), so tempfile's names land there. */
 #define WD_TMP WD "/tmp"
 
 /* Which runs and events needed a rule. */

@@ -1,5 +1,6 @@
 /* profiles.h - the policies shipped inside ward (generated from
- * profiles/NAME.json by tools/embed.c at build time). Private to policy/. */
+ * profiles/NAME.json by tools/gen/embed.c at build time). Private to
+ * policy/. */
 #ifndef WARD_POLICY_PROFILES_H
 #define WARD_POLICY_PROFILES_H
 

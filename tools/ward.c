@@ -1,7 +1,7 @@
 /*
  * ward.c - the `ward` command: dispatch to subcommands.
  */
-#include "cmds.h"
+#include "tools/cmds.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../common/log.h"
-#include "../policy/policy.h"
-#include "../tracer/tracer.h"
+#include "common/log.h"
+#include "policy/policy.h"
+#include "tracer/tracer.h"
 
 void ward_seal_log_arg(const char *opt, const char *path)
 {

@@ -332,7 +332,7 @@ static void ruled_of(const struct policy *p, bool ruled[1024])
 
 /*
  * The programs built into ward (gen/filters.c, written at build time by
- * tools/gen-filters.c with tracer_filter_compile and the same libseccomp):
+ * tools/gen/gen-filters.c with tracer_filter_compile and the same libseccomp):
  * for a policy without raw syscall rules the program depends only on
  * whether stat is trapped, so a run need not compile it (~0.7 ms of CPU
  * before the code can start). A program linked without them (the

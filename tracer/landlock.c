@@ -414,6 +414,7 @@ SPAWN_SIDE int tracer_landlock_build(const struct tracer_landlock *ll,
 
 /* ------------------------------ in ward ------------------------------ */
 
+#ifdef WARD_TEST_HOOKS
 /* TEST ONLY: see tracer_landlock_test_fs_off. Said on stderr and in the
  * ptrace layer's record, so that no run hides it. */
 static void test_switch(struct tracer *t)
@@ -446,6 +447,7 @@ void tracer_landlock_test_fs_off(const struct tracer *t,
 	v->err = 0;
 	v->rule = "test.fs-off";
 }
+#endif /* WARD_TEST_HOOKS */
 
 int tracer_landlock_setup(struct tracer *t)
 {
@@ -460,7 +462,9 @@ int tracer_landlock_setup(struct tracer *t)
 		return rc;
 	}
 	tracer_layer_add(t->res, "landlock", ll->active, ll->detail);
+#ifdef WARD_TEST_HOOKS
 	test_switch(t);
+#endif
 	/* One line, unless the run is about to be refused for it. */
 	if (!ll->active && !ll->bound.unbounded[0] && !required)
 		warn("landlock %s; the supervisor still decides every file "

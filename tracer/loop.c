@@ -719,7 +719,9 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 		deny_with(&v, -rc, "decode", why);
 	} else {
 		policy_check(t->o->policy, ev, &v);
-		tracer_landlock_test_fs_off(t, ev, &v); /* TEST ONLY */
+#ifdef WARD_TEST_HOOKS
+		tracer_landlock_test_fs_off(t, ev, &v);
+#endif
 	}
 	/* The record's own bound. Every decision is a row of the database,
 	 * outside every limit of the code's: a loop of trapped calls would
@@ -1483,27 +1485,11 @@ static struct tracer *tracer_alloc(void)
 	return m == MAP_FAILED ? NULL : m;
 }
 
-int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
+/* The tracer's state for a run of o into res, before anything is made:
+ * every fd -1, the locks, what this kernel and CPU set offer. */
+static void tracer_init(struct tracer *t, const struct tracer_opts *o,
+			struct tracer_result *res)
 {
-	struct tracer *t = tracer_alloc();
-	struct spawn_fds f = { .out_w = -1,
-			       .err_w = -1,
-			       .sync_r = -1,
-			       .err_pipe_w = -1,
-			       .cg_self = { -1, -1 },
-			       .cg_ack_w = -1,
-			       .view_r = -1 };
-	struct sock_fprog filter = { 0, NULL };
-	sigset_t sigs, old;
-	int sync_w = -1, rc, status;
-	long long t0 = mono_ms();
-	pid_t pid;
-
-	memset(res, 0, sizeof(*res));
-	res->status = "error";
-	res->memory_by = "none";
-	if (!t)
-		return -ENOMEM;
 	t->o = o;
 	t->res = res;
 	t->self_pid = getpid();
@@ -1530,6 +1516,114 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_mutex_init(&t->q_lock, NULL);
 	pthread_mutex_init(&t->w_lock, NULL);
+}
+
+/* The record is begun on a thread of its own from here, in parallel with
+ * the sandbox's set-up (it opens the database and writes the run's row: a
+ * few ms), not on the output thread, which can only start after the
+ * clone. The child is cloned while it runs: the child's side (spawn.c,
+ * ns.c) takes no lock another thread may hold (no allocation, no stdio).
+ * 0, or -errno with setup_error set. */
+static int record_start(struct tracer *t)
+{
+	const struct tracer_opts *o = t->o;
+	int rc = 0;
+
+	if (o->record) {
+		/* on the caller's thread when it has one (a thread made here
+		 * costs ward ~0.2 ms of this set-up on a VM like ours) */
+		t->rec_on_caller =
+			o->record_run_on && o->record_join &&
+			o->record_run_on(o->record_arg, rec_main, t) == 0;
+		rc = t->rec_on_caller
+			     ? 0
+			     : tracer_thread_start(t, &t->rec_thread, rec_main);
+		t->rec_started = rc == 0;
+		if (rc < 0) {
+			snprintf(t->res->setup_error,
+				 sizeof(t->res->setup_error),
+				 "pthread_create: %s", strerror(-rc));
+			return rc;
+		}
+	} else {
+		t->rec_state = 1; /* o->audit, begun by the caller */
+	}
+	return 0;
+}
+
+/* Stops, one at a time, until the last tracee is gone (ECHILD). */
+static void event_loop(struct tracer *t)
+{
+	int status;
+
+	for (;;) {
+		pid_t w = next_stop(t, &status);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			break; /* ECHILD: the last tracee is gone */
+		}
+		handle_status(t, w, status);
+	}
+}
+
+/* After the run: every fd of t and f and *sync_w closed, the tracee
+ * table and the locks freed (every thread is joined). */
+static void tracer_release(struct tracer *t, struct spawn_fds *f, int *sync_w)
+{
+	for (int s = 1; s <= 2; s++)
+		close_fd(&t->out_fd[s]);
+	close_fd(&t->err_fd);
+	close_fd(&t->wake_fd);
+	close_fd(&t->sig_fd);
+	close_fd(&t->timer_fd);
+	close_fd(&t->kick_fd);
+	close_fd(&t->ns.init_fd); /* every thread that could stop is joined */
+	close_fd(&f->out_w);
+	close_fd(&f->err_w);
+	close_fd(&f->sync_r);
+	close_fd(&f->err_pipe_w);
+	close_fd(&f->cg_self[0]);
+	close_fd(&f->cg_self[1]);
+	close_fd(&f->cg_ack_w);
+	close_fd(&f->view_r);
+	close_fd(&t->view_w);
+	close_fd(sync_w);
+	for (int b = 0; b < TRACEE_BUCKETS; b++) {
+		while (t->tab[b]) {
+			struct tracee *x = t->tab[b];
+			t->tab[b] = x->next;
+			tracee_free(x);
+		}
+	}
+	pthread_mutex_destroy(&t->lock);
+	pthread_mutex_destroy(&t->q_lock);
+	pthread_mutex_destroy(&t->w_lock);
+	pthread_mutex_destroy(&t->go_lock);
+}
+
+int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
+{
+	struct tracer *t = tracer_alloc();
+	struct spawn_fds f = { .out_w = -1,
+			       .err_w = -1,
+			       .sync_r = -1,
+			       .err_pipe_w = -1,
+			       .cg_self = { -1, -1 },
+			       .cg_ack_w = -1,
+			       .view_r = -1 };
+	struct sock_fprog filter = { 0, NULL };
+	sigset_t sigs, old;
+	int sync_w = -1, rc;
+	long long t0 = mono_ms();
+	pid_t pid;
+
+	memset(res, 0, sizeof(*res));
+	res->status = "error";
+	res->memory_by = "none";
+	if (!t)
+		return -ENOMEM;
+	tracer_init(t, o, res);
 
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
@@ -1553,30 +1647,10 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 			 "pinning to CPU %d: %s", t->pin_cpu, strerror(-rc));
 		goto out;
 	}
-	/* The record is begun on a thread of its own from here, in parallel
-	 * with the sandbox's set-up (it opens the database and writes the
-	 * run's row: a few ms), not on the output thread, which can only
-	 * start after the clone. The child is cloned while it runs: the
-	 * child's side (spawn.c, ns.c) takes no lock another thread may hold
-	 * (no allocation, no stdio). */
-	if (o->record) {
-		/* on the caller's thread when it has one (a thread made here
-		 * costs ward ~0.2 ms of this set-up on a VM like ours) */
-		t->rec_on_caller =
-			o->record_run_on && o->record_join &&
-			o->record_run_on(o->record_arg, rec_main, t) == 0;
-		rc = t->rec_on_caller
-			     ? 0
-			     : tracer_thread_start(t, &t->rec_thread, rec_main);
-		t->rec_started = rc == 0;
-		if (rc < 0) {
-			snprintf(res->setup_error, sizeof(res->setup_error),
-				 "pthread_create: %s", strerror(-rc));
-			goto out;
-		}
-	} else {
-		t->rec_state = 1; /* o->audit, begun by the caller */
-	}
+	/* The record, begun while the sandbox is set up (record_start). */
+	rc = record_start(t);
+	if (rc < 0)
+		goto out;
 	tracer_dircache_init(o->policy);
 	tracer_cgroup_setup(t); /* else the rlimit */
 	tracer_cgroup_self(t, f.cg_self, &f.cg_ack_w);
@@ -1618,15 +1692,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	if (!t->ns.init)
 		tracee_add(t, pid, NULL); /* else its child, at its fork */
 
-	for (;;) {
-		pid_t w = next_stop(t, &status);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			break; /* ECHILD: the last tracee is gone */
-		}
-		handle_status(t, w, status);
-	}
+	event_loop(t);
 	debug("last tracee gone");
 	copies_layer(t);
 	retbpf_drain(t);
@@ -1659,36 +1725,8 @@ out:
 			 "sandbox set-up failed: %s", res->setup_error);
 	if (res->setup_error[0] && rc == 0)
 		rc = -ECHILD;
-	for (int s = 1; s <= 2; s++)
-		close_fd(&t->out_fd[s]);
-	close_fd(&t->err_fd);
-	close_fd(&t->wake_fd);
-	close_fd(&t->sig_fd);
-	close_fd(&t->timer_fd);
-	close_fd(&t->kick_fd);
-	close_fd(&t->ns.init_fd); /* every thread that could stop is joined */
-	close_fd(&f.out_w);
-	close_fd(&f.err_w);
-	close_fd(&f.sync_r);
-	close_fd(&f.err_pipe_w);
-	close_fd(&f.cg_self[0]);
-	close_fd(&f.cg_self[1]);
-	close_fd(&f.cg_ack_w);
-	close_fd(&f.view_r);
-	close_fd(&t->view_w);
-	close_fd(&sync_w);
+	tracer_release(t, &f, &sync_w);
 	free(filter.filter);
-	for (int b = 0; b < TRACEE_BUCKETS; b++) {
-		while (t->tab[b]) {
-			struct tracee *x = t->tab[b];
-			t->tab[b] = x->next;
-			tracee_free(x);
-		}
-	}
-	pthread_mutex_destroy(&t->lock);
-	pthread_mutex_destroy(&t->q_lock);
-	pthread_mutex_destroy(&t->w_lock);
-	pthread_mutex_destroy(&t->go_lock);
 	munmap(t, sizeof(*t));
 	/* Drop signals that arrived after the run, then restore the mask. */
 	struct timespec zero = { 0, 0 };

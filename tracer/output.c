@@ -175,9 +175,9 @@ static bool copy_side(struct tracer *t, char *buf, bool *pass_ok)
 	char *p = buf;
 	if (!t->side_seen) {
 		/* The interpreter is up: a session is pinned for its start
-		 * only, its cells get every CPU (tools/session-worker.c). The
-		 * driver's ready line (one write, less than PIPE_BUF: whole
-		 * in the first read) is not a result: not passed on. */
+		 * only, its cells get every CPU (tools/agent/session-worker.c).
+		 * The driver's ready line (one write, less than PIPE_BUF:
+		 * whole in the first read) is not a result: not passed on. */
 		size_t rn = sizeof(SIDE_READY) - 1;
 		t->side_seen = true;
 		tracer_unpin(t, "the session's interpreter was up");

@@ -323,7 +323,9 @@ struct tracer_landlock {
 	char ld_so[256];   /* the interpreter's dynamic loader, or "" */
 	char missing[160]; /* what this ABI lacks that the policy would use */
 	char detail[200];  /* the layer record */
-	bool test_fs_off;  /* TEST ONLY: tracer_landlock_test_fs_off */
+#ifdef WARD_TEST_HOOKS
+	bool test_fs_off; /* TEST ONLY: tracer_landlock_test_fs_off */
+#endif
 };
 
 /* ---- the run's file tree (view.c) ---- */
@@ -659,8 +661,11 @@ int tracer_landlock_build(const struct tracer_landlock *ll, const char **what);
 /* Plan Landlock for the run and record the layer (warns once on stderr
  * when it is missing or partial). 0, or -errno with setup_error set. */
 int tracer_landlock_setup(struct tracer *t);
+#ifdef WARD_TEST_HOOKS
 /*
- * TEST ONLY. With WARD_TEST_SUPERVISOR_FS_OFF=1 in ward's environment and
+ * TEST ONLY, in the test-hooks build (-DWARD_TEST_HOOKS,
+ * build/ward-test-hooks; build/ward has none of it). With
+ * WARD_TEST_SUPERVISOR_FS_OFF=1 in ward's environment and
  * Landlock active, a file access no policy rule names (rule "default") is
  * allowed by the supervisor (rule "test.fs-off"), so that tests can show
  * what the Landlock floor stops on its own. Floors and deny rules still
@@ -669,6 +674,7 @@ int tracer_landlock_setup(struct tracer *t);
 void tracer_landlock_test_fs_off(const struct tracer *t,
 				 const struct ward_event *ev,
 				 struct policy_verdict *v);
+#endif
 
 /* Layers (layers.c): does the run require this layer? Are all required
  * layers recorded active? (0, or -ENOTSUP with res->setup_error set.) */

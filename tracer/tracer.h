@@ -79,8 +79,8 @@ struct tracer_opts {
 	 * on live, only no longer recorded (ward run: the user sees every
 	 * byte the code wrote; sessions: the caller gets each cell's head
 	 * and tail with exact counts for the session's whole life;
-	 * tools/session.c). Without it, what is not kept is not passed on
-	 * either. */
+	 * tools/agent/session.c). Without it, what is not kept is not passed
+	 * on either. */
 	bool pass_past_limit;
 	bool print_denials; /* one line per denial on ward's stderr */
 	/* keep in memory what the record keeps (for --json): res.out is
@@ -100,8 +100,8 @@ struct tracer_opts {
 	/* bit i: the layer policy_layer_name(i) must be active, else the
 	 * run fails with a set-up error before the code runs */
 	unsigned long long require_layers;
-	/* Sessions (tools/session.c). code_fds[0..n_code_fds-1] are handed
-	 * to the code as fds 5, 6, ... (inheritable: the interpreter's
+	/* Sessions (tools/agent/session.c). code_fds[0..n_code_fds-1] are
+	 * handed to the code as fds 5, 6, ... (inheritable: the interpreter's
 	 * driver finds them after execve). When side_in > 0, what arrives
 	 * on side_in is copied to side_out after all the stdout and stderr
 	 * the code wrote before it (a result never overtakes its output).

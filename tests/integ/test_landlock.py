@@ -6,13 +6,14 @@ recorded and, with --require or the policy's "require", fatal.
 Two test-only switches of ward are used (tracer/landlock.c):
 WARD_TEST_LANDLOCK_ABI=N acts as if the kernel offered at most ABI N (0: no
 Landlock), and WARD_TEST_SUPERVISOR_FS_OFF=1 makes the supervisor allow
-file accesses no rule names, so that only Landlock stands in the way."""
+file accesses no rule names, so that only Landlock stands in the way (only
+in the test-hooks build, build/ward-test-hooks; build/ward ignores it)."""
 import json
 import os
 import shutil
 import tempfile
 
-from wardtest import PYTHON, host_view_policy
+from wardtest import PYTHON, host_view_policy, hooks_bin, ward_bin
 
 
 def layer(layers, name):
@@ -59,6 +60,17 @@ print(open("mine.txt").read())
 """
 
 
+def assert_supervisor_denies(ctx, s, policy, binary, **env_kw):
+    """READ_SECRET on s under policy, run by binary: the supervisor denies
+    both accesses by the default rule, and nothing TEST ONLY is said."""
+    r, j = ctx.run_json(READ_SECRET % (s.path, s.dir), "--policy", policy,
+                        binary=binary, env=env(**env_kw))
+    assert j["stdout"] == "read errno 13\nlist errno 13\nin the workdir\n", j
+    assert "TEST ONLY" not in r.stderr, r
+    d = [e for e in ctx.denials(j["run_id"]) if e["target"] == s.path]
+    assert d and d[0]["rule"] == "default", ctx.denials(j["run_id"])
+
+
 def test_landlock_active_by_default(ctx):
     r, j = ctx.run_json("print('hi')", env=env())
     assert r.code == 0 and j["stdout"] == "hi\n", r
@@ -78,7 +90,7 @@ def test_landlock_refuses_what_no_rule_allows(ctx):
         # the host's view: the secret exists inside (the default view
         # would not show it at all: ENOENT, whatever else holds)
         hv = host_view_policy(ctx)
-        r, j = ctx.run_json(code, "--policy", hv,
+        r, j = ctx.run_json(code, "--policy", hv, binary=hooks_bin(),
                             env=env(WARD_TEST_SUPERVISOR_FS_OFF=1))
         assert r.code == 0, r
         # the supervisor let both through (test switch); the kernel did not
@@ -93,15 +105,26 @@ def test_landlock_refuses_what_no_rule_allows(ctx):
 
         # the same run without Landlock: the switch is ignored, the
         # supervisor denies as always (never a run with neither)
-        r, j = ctx.run_json(code, "--policy", hv,
-                            env=env(WARD_TEST_SUPERVISOR_FS_OFF=1,
-                                    WARD_TEST_LANDLOCK_ABI=0))
-        assert j["stdout"] == "read errno 13\nlist errno 13\nin the workdir\n", j
-        assert "TEST ONLY" not in r.stderr, r
-        d = [e for e in ctx.denials(j["run_id"]) if e["target"] == s.path]
-        assert d and d[0]["rule"] == "default", ctx.denials(j["run_id"])
+        assert_supervisor_denies(ctx, s, hv, hooks_bin(),
+                                 WARD_TEST_SUPERVISOR_FS_OFF=1,
+                                 WARD_TEST_LANDLOCK_ABI=0)
     finally:
         s.close()
+
+
+def test_supervisor_fs_off_is_only_in_the_test_hooks_build(ctx):
+    # build/ward has no trace of the switch: the supervisor denies as
+    # always, nothing is said, and the name is not in the binary
+    s = Secret()
+    try:
+        assert_supervisor_denies(ctx, s, host_view_policy(ctx), ward_bin(),
+                                 WARD_TEST_SUPERVISOR_FS_OFF=1)
+    finally:
+        s.close()
+    with open(ward_bin(), "rb") as f:
+        assert b"WARD_TEST_SUPERVISOR_FS_OFF" not in f.read()
+    with open(hooks_bin(), "rb") as f:
+        assert b"WARD_TEST_SUPERVISOR_FS_OFF" in f.read()
 
 
 def test_landlock_missing_is_said_once_recorded_and_the_run_goes_on(ctx):

@@ -222,7 +222,7 @@ def test_many_denials_all_recorded_few_printed(ctx):
 
 def test_the_database_is_opened_ahead_and_a_refused_run_touches_none(ctx):
     """ward opens an existing database on a thread of its own from its
-    start (tools/runrec.h, ward_record_preopen), while it loads the policy
+    start (tools/run/runrec.h, ward_record_preopen), while it loads the policy
     and sets the sandbox up; the run row is still written before the code
     may start. A run refused before its record creates no database, and
     leaves an existing one as it was."""

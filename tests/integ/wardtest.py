@@ -29,6 +29,15 @@ def ward_bin():
         os.path.dirname(__file__), "..", "..", "build", "ward")
 
 
+def hooks_bin():
+    """build/ward-test-hooks: ward with the switches only its tests use
+    (-DWARD_TEST_HOOKS, e.g. WARD_TEST_SUPERVISOR_FS_OFF); build/ward has
+    none of them."""
+    p = os.path.join(os.path.dirname(ward_bin()), "ward-test-hooks")
+    assert os.access(p, os.X_OK), f"{p}: no test-hooks build (make builds it)"
+    return p
+
+
 def native_env(workdir):
     """The environment ward gives the code, for native comparison runs."""
     return {"HOME": workdir, "TMPDIR": os.path.join(workdir, "tmp"),
@@ -63,9 +72,11 @@ class Ctx:
         os.chmod(p, mode)
         return p
 
-    def ward(self, *args, stdin=None, timeout=120, env=None, db=True, text=True):
-        """Run `ward ARGS` (with --db for run/runs/show unless db=False)."""
-        argv = [ward_bin()] + list(args)
+    def ward(self, *args, stdin=None, timeout=120, env=None, db=True, text=True,
+             binary=None):
+        """Run `ward ARGS` (with --db for run/runs/show unless db=False),
+        or binary ARGS (another build of ward)."""
+        argv = [binary or ward_bin()] + list(args)
         if db and len(args) > 0 and args[0] in ("run", "runs", "show"):
             argv[2:2] = ["--db", self.db]
         e = dict(os.environ) if env is None else env

@@ -1,8 +1,8 @@
 /*
- * test-rundiff.c - tools/rundiff: the normalizer (masks of workdirs, fds,
- * pids, addresses, temporary names), the digits heuristic, and the
- * comparison of two runs loaded from a real database written here with
- * the audit writer (processes by order of appearance, the first
+ * test-rundiff.c - tools/review/rundiff: the normalizer (masks of
+ * workdirs, fds, pids, addresses, temporary names), the digits heuristic,
+ * and the comparison of two runs loaded from a real database written
+ * here with the audit writer (processes by order of appearance, the first
  * divergence, exits, outputs, hints).
  */
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tools/rundiff.h"
+#include "tools/review/rundiff.h"
 #include "tests/unit/tap.h"
 
 static void mask_is(const char *in, const char *wd, const char *want)

@@ -1,8 +1,9 @@
 /*
- * test-symbolize.c - tools/symbolize: names for file offsets in this test
- * binary and in libc (found through /proc/self/maps), in ELF files built
- * here with known symbols, and errors for garbage, truncated, missing and
- * special files (never a crash: run under ASan by `make asan`).
+ * test-symbolize.c - tools/review/symbolize: names for file offsets in
+ * this test binary and in libc (found through /proc/self/maps), in ELF
+ * files built here with known symbols, and errors for garbage,
+ * truncated, missing and special files (never a crash: run under ASan by
+ * `make asan`).
  */
 #include <elf.h>
 #include <errno.h>
@@ -19,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tools/symbolize.h"
+#include "tools/review/symbolize.h"
 #include "tests/unit/tap.h"
 
 static char tmpdir[] = "/tmp/ward-symtest-XXXXXX";

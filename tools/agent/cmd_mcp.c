@@ -1,0 +1,930 @@
+/*
+ * cmd_mcp.c - `ward mcp`: a Model Context Protocol server over stdio.
+ *
+ * The transport is newline-delimited JSON-RPC 2.0 (one message per line, no
+ * embedded newline); the tools are thin wrappers around ws_call()
+ * (tools/agent/session.h), which owns sessions, runs and the record. This file
+ * only speaks the protocol: the lifecycle (initialize, version negotiation,
+ * ping), tools/list, tools/call, and turning a run's result object into
+ * content blocks a model can read (the tools and their content are
+ * mcp-tools.c; what both files share is mcp.h).
+ *
+ * Error split, as the specification (2025-11-25, SEP-1303) draws it:
+ * malformed messages, unknown methods, unknown tools and a tools/call that
+ * is not shaped like one are JSON-RPC errors; anything about a tool's
+ * arguments or its execution (a bad argument, an unknown session, a file
+ * that is not there, the code's exception or timeout) is a tool result with
+ * isError, so the model sees the message and can correct itself.
+ *
+ * What the model may choose is deliberately narrow: the tools pass on only
+ * the arguments their schemas name, never a policy file or a profile, so
+ * the operator's --profile/--policy bound every session (and
+ * --max-timeout its time).
+ *
+ * Two threads. The main thread reads requests and answers at once what
+ * needs no session (initialize, ping, tools/list, errors) and
+ * notifications/cancelled; tools/call requests (and batches) queue for the
+ * call thread, which runs them one at a time through ws_call (the session
+ * server has one caller thread) and expires idle sessions between them. A
+ * cancelled call that is still queued is dropped; one that is running has
+ * its cell interrupted (ws_server_cancel); neither is answered, as the
+ * specification asks.
+ */
+#include "tools/cmds.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/json.h"
+#include "common/log.h"
+#include "common/utf8.h"
+#include "tools/agent/session.h"
+#include "tools/agent/mcp.h"
+
+#define DEFAULT_MAX_REQUEST (64u << 20) /* bytes in one request line */
+#define PROGRESS_CHUNK_MAX  1000 /* bytes of output per progress message */
+#define TICK_MS		    1000 /* session expiry checks while idle */
+#define MAX_QUEUED	    256	 /* tools/call requests waiting their turn */
+
+/* A tools/call request (or a batch) for the call thread. */
+struct job {
+	struct job *next;
+	json_t *msg;
+	json_t *id; /* the request's id (in msg); NULL for a batch */
+	bool cancelled;
+};
+
+/* Newest first; the first is what a client with an unknown version gets. */
+static const char *const protocol_versions[] = {
+	"2025-11-25",
+	"2025-06-18",
+	"2025-03-26",
+	"2024-11-05",
+};
+
+/* ---- output ---- */
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* One message, one line. jansson escapes every newline inside strings, so
+ * the line cannot be split. Takes the reference to msg. */
+static void send_msg(struct mcp *m, json_t *msg)
+{
+	char *text;
+	size_t len;
+
+	if (!msg)
+		return;
+	text = json_dumps(msg, JSON_COMPACT);
+	json_decref(msg);
+	if (!text) {
+		warn("mcp: cannot serialise a response (out of memory)");
+		return;
+	}
+	len = strlen(text);
+	text[len] = '\n'; /* replaces the NUL; written by length */
+	pthread_mutex_lock(&m->out_lock);
+	if (!m->out_broken && write_all(m->out_fd, text, len + 1) < 0) {
+		warn_errno("mcp: writing to stdout");
+		m->out_broken = true;
+	}
+	pthread_mutex_unlock(&m->out_lock);
+	free(text);
+}
+
+static bool out_is_broken(struct mcp *m)
+{
+	pthread_mutex_lock(&m->out_lock);
+	bool b = m->out_broken;
+	pthread_mutex_unlock(&m->out_lock);
+	return b;
+}
+
+/* ---- JSON-RPC responses ---- */
+
+__attribute__((format(printf, 3, 4))) static json_t *
+rpc_error(json_t *id, int code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return json_pack("{s:s, s:O, s:{s:i, s:o}}", "jsonrpc", "2.0", "id",
+			 id ? id : json_null(), "error", "code", code,
+			 "message", ws_json_text(msg, strlen(msg)));
+}
+
+/* Takes the reference to result; a request always gets an answer, so a
+ * result that could not be built becomes an internal error. */
+static json_t *rpc_result(json_t *id, json_t *result)
+{
+	json_t *r;
+
+	if (!result)
+		return rpc_error(
+			id, WS_E_INTERNAL,
+			"internal error: cannot build the result (out of memory)");
+	r = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id",
+		      id ? id : json_null(), "result", result);
+	return r ? r : rpc_error(id, WS_E_INTERNAL, "out of memory");
+}
+
+/* ---- tools/call ---- */
+
+static void on_stream(void *arg, const char *stream, const char *data,
+		      size_t len, long long ts_ns)
+{
+	struct mcp *m = arg;
+	struct ward_strbuf sb = WARD_STRBUF_INIT;
+	json_t *params;
+
+	(void)ts_ns;
+	if (!m->progress_token)
+		return;
+	ward_strbuf_appendf(&sb, "%s: ", stream);
+	mcp_append_head_tail(&sb, data, len, PROGRESS_CHUNK_MAX);
+	params = json_pack("{s:O, s:I, s:s}", "progressToken",
+			   m->progress_token, "progress",
+			   (json_int_t)++m->progress, "message",
+			   ward_strbuf_str(&sb));
+	ward_strbuf_free(&sb);
+	send_msg(m, json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
+			      "notifications/progress", "params", params));
+}
+
+/* A tool result that reports a failure in text (and the ws error code). */
+static json_t *tool_failure(const char *tool, const struct ws_error *e)
+{
+	char text[1024];
+
+	/* the message is cut to fit; mcp_text_block() repairs a cut
+	 * character */
+	snprintf(text, sizeof(text), "%s failed: %s (ward error %d)", tool,
+		 e->message[0] ? e->message : "no message", e->code);
+	return json_pack("{s:[o], s:b}", "content", mcp_text_block(text),
+			 "isError", true);
+}
+
+/* Copies the arguments the tool passes on; anything else is the model's
+ * mistake and comes back as a tool error naming what is allowed. */
+static int tool_params(const struct tool *t, json_t *args, json_t **out,
+		       struct ws_error *e)
+{
+	const char *key;
+	json_t *v;
+
+	*out = json_object();
+	json_object_foreach(args, key, v)
+	{
+		bool known = false;
+
+		for (const char *const *a = t->args; *a; a++)
+			known = known || !strcmp(*a, key);
+		if (!known) {
+			struct ward_strbuf sb = WARD_STRBUF_INIT;
+
+			for (const char *const *a = t->args; *a; a++)
+				ward_strbuf_appendf(&sb, "%s%s",
+						    a == t->args ? "" : ", ",
+						    *a);
+			e->code = WS_E_PARAMS;
+			snprintf(e->message, sizeof(e->message),
+				 "unknown argument '%s' (%s takes: %s)", key,
+				 t->name,
+				 sb.len ? ward_strbuf_str(&sb) : "nothing");
+			ward_strbuf_free(&sb);
+			json_decref(*out);
+			*out = NULL;
+			return -1;
+		}
+		json_object_set(*out, key, v);
+	}
+	return 0;
+}
+
+static json_t *tools_call(struct mcp *m, json_t *id, json_t *params)
+{
+	json_t *name = json_object_get(params, "name");
+	json_t *args = json_object_get(params, "arguments");
+	json_t *token = json_object_get(json_object_get(params, "_meta"),
+					"progressToken");
+	const struct tool *t;
+	struct ws_error e = { 0 };
+	json_t *wparams, *result = NULL, *content, *out;
+	bool is_error;
+	int rc;
+
+	if (!json_is_string(name))
+		return rpc_error(
+			id, WS_E_PARAMS,
+			"tools/call: params.name must be the tool's name (a string)");
+	t = mcp_find_tool(json_string_value(name));
+	if (!t)
+		return rpc_error(id, WS_E_PARAMS,
+				 "Unknown tool: %s (tools/list has them)",
+				 json_string_value(name));
+	if (args && !json_is_object(args) && !json_is_null(args))
+		return rpc_error(
+			id, WS_E_PARAMS,
+			"tools/call: params.arguments must be an object");
+	if (tool_params(t, json_is_object(args) ? args : NULL, &wparams, &e))
+		return rpc_result(id, tool_failure(t->name, &e));
+	if (!strcmp(t->method, "run") &&
+	    (json_is_string(token) || json_is_integer(token))) {
+		json_object_set_new(wparams, "stream", json_true());
+		m->progress_token = token;
+		m->progress = 0;
+	}
+	rc = ws_call(m->ws, t->method, wparams, on_stream, m, &result, &e);
+	m->progress_token = NULL;
+	json_decref(wparams);
+	if (rc < 0 || !result) {
+		if (e.code == WS_E_INTERNAL || !e.code)
+			return rpc_error(id, WS_E_INTERNAL, "%s: %s", t->name,
+					 e.message[0] ? e.message
+						      : "internal error");
+		return rpc_result(id, tool_failure(t->name, &e));
+	}
+	content = t->content(m, result, &is_error);
+	out = json_pack("{s:o}", "content", content);
+	if (mcp_structured_ok(m))
+		json_object_set(out, "structuredContent", result);
+	if (is_error)
+		json_object_set_new(out, "isError", json_true());
+	json_decref(result);
+	return rpc_result(id, out);
+}
+
+/* ---- the lifecycle ---- */
+
+static json_t *initialize(struct mcp *m, json_t *id, json_t *params)
+{
+	const char *asked = mcp_str_at(params, "protocolVersion");
+
+	if (m->version)
+		return rpc_error(
+			id, WS_E_INVALID,
+			"initialize: already initialized (protocol %s); one per connection",
+			m->version);
+	if (!asked)
+		return rpc_error(
+			id, WS_E_PARAMS,
+			"initialize: params.protocolVersion must be a string such as \"%s\"",
+			protocol_versions[0]);
+	/* The client's version when we speak it, else our newest: the client
+   * then decides whether it can go on. */
+	m->version = protocol_versions[0];
+	for (size_t i = 0;
+	     i < sizeof(protocol_versions) / sizeof(*protocol_versions); i++)
+		if (!strcmp(asked, protocol_versions[i]))
+			m->version = protocol_versions[i];
+	json_decref(m->tools);
+	m->tools = mcp_tool_list(m);
+	return rpc_result(
+		id,
+		json_pack(
+			"{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}",
+			"protocolVersion", m->version, "capabilities", "tools",
+			"listChanged", false, "serverInfo", "name", "ward",
+			"title", "ward code interpreter", "version",
+			WARD_VERSION, "instructions",
+			"ward runs code (python, node, sh) under a supervisor "
+			"that decides every sensitive syscall by a policy and "
+			"records everything. Use run_code for one-off code, "
+			"or create_session once and pass its session_id to "
+			"run_code to keep state between cells, like a "
+			"notebook. Denied syscalls fail with an honest errno "
+			"(e.g. EACCES) and are listed in the result."));
+}
+
+static bool valid_id(json_t *id)
+{
+	return json_is_string(id) || json_is_integer(id);
+}
+
+/* ---- the call thread's queue ---- */
+
+static void job_free(struct job *j)
+{
+	json_decref(j->msg);
+	free(j);
+}
+
+/* Queues msg (a tools/call request or a batch) for the call thread;
+ * returns an error response when the queue is full, else NULL. */
+static json_t *enqueue(struct mcp *m, json_t *msg, json_t *id)
+{
+	struct job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return rpc_error(id, WS_E_INTERNAL, "out of memory");
+	pthread_mutex_lock(&m->lock);
+	if (m->queued >= MAX_QUEUED) {
+		pthread_mutex_unlock(&m->lock);
+		free(j);
+		return rpc_error(id, WS_E_LIMIT,
+				 "%d tool calls are waiting already; wait for "
+				 "their results",
+				 MAX_QUEUED);
+	}
+	j->msg = json_incref(msg);
+	j->id = id;
+	if (m->tail)
+		m->tail->next = j;
+	else
+		m->head = j;
+	m->tail = j;
+	m->queued++;
+	pthread_cond_signal(&m->cond);
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
+}
+
+/* notifications/cancelled {requestId, reason?}: a queued call is dropped,
+ * a running one has its cell interrupted; neither gets a response. An
+ * unknown or finished request is ignored, as the specification says. */
+static void cancel_request(struct mcp *m, json_t *params)
+{
+	json_t *rid = json_object_get(params, "requestId");
+
+	if (!valid_id(rid))
+		return;
+	pthread_mutex_lock(&m->lock);
+	if (m->running && m->running->id && json_equal(m->running->id, rid)) {
+		if (!m->running->cancelled)
+			ws_server_cancel(m->ws);
+		m->running->cancelled = true;
+	} else {
+		for (struct job **pp = &m->head; *pp; pp = &(*pp)->next) {
+			struct job *j = *pp;
+
+			if (!j->id || !json_equal(j->id, rid))
+				continue;
+			*pp = j->next;
+			if (m->tail == j) {
+				m->tail = NULL;
+				for (struct job *t = m->head; t; t = t->next)
+					m->tail = t;
+			}
+			m->queued--;
+			job_free(j);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+static json_t *handle(struct mcp *m, json_t *msg, bool direct);
+static json_t *handle_batch(struct mcp *m, json_t *batch);
+
+/* The call thread: runs queued calls in order; between them, expires idle
+ * sessions every TICK_MS. */
+static void *call_main(void *arg)
+{
+	struct mcp *m = arg;
+
+	pthread_mutex_lock(&m->lock);
+	for (;;) {
+		while (!m->head && !m->eof) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_sec += TICK_MS / 1000;
+			if (pthread_cond_timedwait(&m->cond, &m->lock, &ts) ==
+			    ETIMEDOUT) {
+				pthread_mutex_unlock(&m->lock);
+				ws_server_tick(m->ws);
+				pthread_mutex_lock(&m->lock);
+			}
+		}
+		struct job *j = m->head;
+		if (!j)
+			break; /* end of input, nothing left */
+		m->head = j->next;
+		if (!m->head)
+			m->tail = NULL;
+		m->queued--;
+		m->running = j;
+		pthread_mutex_unlock(&m->lock);
+
+		json_t *resp = json_is_array(j->msg) ? handle_batch(m, j->msg)
+						     : handle(m, j->msg, true);
+
+		pthread_mutex_lock(&m->lock);
+		m->running = NULL;
+		ws_server_cancel_clear(m->ws); /* a cancel that came late */
+		bool drop = j->cancelled;
+		pthread_mutex_unlock(&m->lock);
+		if (drop)
+			json_decref(resp);
+		else
+			send_msg(m, resp);
+		job_free(j);
+		pthread_mutex_lock(&m->lock);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
+}
+
+/* One JSON-RPC message; returns the response, or NULL for none
+ * (notifications, responses to requests we never send, and tools/call
+ * requests queued for the call thread unless direct: the call thread). */
+static json_t *handle(struct mcp *m, json_t *msg, bool direct)
+{
+	json_t *id = json_object_get(msg, "id");
+	json_t *params = json_object_get(msg, "params");
+	const char *method = mcp_str_at(msg, "method");
+	const char *jsonrpc = mcp_str_at(msg, "jsonrpc");
+
+	if (!json_is_object(msg))
+		return rpc_error(NULL, WS_E_INVALID,
+				 "Invalid Request: a message is a JSON object");
+	if (!jsonrpc || strcmp(jsonrpc, "2.0"))
+		return rpc_error(
+			valid_id(id) ? id : NULL, WS_E_INVALID,
+			"Invalid Request: \"jsonrpc\" must be \"2.0\"");
+	if (!json_object_get(msg, "method") &&
+	    (json_object_get(msg, "result") || json_object_get(msg, "error")))
+		return NULL; /* a response: ward sends no requests */
+	if (!method)
+		return rpc_error(
+			valid_id(id) ? id : NULL, WS_E_INVALID,
+			"Invalid Request: \"method\" must be a string");
+	if (!id) {
+		if (!strcmp(method, "notifications/cancelled") &&
+		    json_is_object(params))
+			cancel_request(m, params);
+		return NULL; /* notifications: initialized, cancelled, ... */
+	}
+	if (!valid_id(id))
+		return rpc_error(
+			NULL, WS_E_INVALID,
+			"Invalid Request: \"id\" must be a string or an integer");
+	if (params && !json_is_object(params))
+		return rpc_error(id, WS_E_PARAMS,
+				 "%s: params must be an object", method);
+	if (!strcmp(method, "initialize"))
+		return initialize(m, id, params);
+	if (!strcmp(method, "ping"))
+		return rpc_result(id, json_object());
+	if (!m->version)
+		return rpc_error(
+			id, WS_E_INVALID,
+			"%s: not initialized yet (send initialize first)",
+			method);
+	if (!strcmp(method, "tools/list")) {
+		if (json_object_get(params, "cursor"))
+			return rpc_error(
+				id, WS_E_PARAMS,
+				"tools/list: unknown cursor (every tool comes in one page)");
+		return rpc_result(id, json_pack("{s:O}", "tools", m->tools));
+	}
+	if (!strcmp(method, "tools/call"))
+		return direct ? tools_call(m, id, params) : enqueue(m, msg, id);
+	return rpc_error(
+		id, WS_E_METHOD,
+		"Method not found: %s (ward mcp serves initialize, ping, "
+		"tools/list, tools/call)",
+		method);
+}
+
+/* A batch (protocol 2025-03-26 allows them) gets an array of the
+ * responses, or nothing when all were notifications. */
+static json_t *handle_batch(struct mcp *m, json_t *batch)
+{
+	json_t *out, *msg;
+	size_t i;
+
+	if (!json_array_size(batch))
+		return rpc_error(NULL, WS_E_INVALID,
+				 "Invalid Request: an empty batch");
+	out = json_array();
+	json_array_foreach(batch, i, msg)
+	{
+		json_t *r;
+
+		if (json_is_object(msg) && mcp_str_at(msg, "method") &&
+		    !strcmp(mcp_str_at(msg, "method"), "initialize"))
+			r = rpc_error(json_object_get(msg, "id"), WS_E_INVALID,
+				      "initialize must not be part of a batch");
+		else
+			r = handle(m, msg, true);
+		if (r)
+			json_array_append_new(out, r);
+	}
+	if (!json_array_size(out)) {
+		json_decref(out);
+		return NULL;
+	}
+	return out;
+}
+
+static bool has_call(json_t *batch)
+{
+	json_t *msg;
+	size_t i;
+
+	json_array_foreach(batch, i, msg)
+	{
+		const char *method = mcp_str_at(msg, "method");
+
+		if (method && !strcmp(method, "tools/call"))
+			return true;
+	}
+	return false;
+}
+
+static void handle_line(struct mcp *m, const char *line, size_t len)
+{
+	json_error_t jerr;
+	json_t *msg;
+
+	while (len && (line[len - 1] == '\r' || line[len - 1] == ' ' ||
+		       line[len - 1] == '\t'))
+		len--;
+	if (!len)
+		return;
+	msg = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
+			 &jerr);
+	if (!msg) {
+		send_msg(
+			m,
+			rpc_error(
+				NULL, WS_E_PARSE,
+				"Parse error: %s at column %d (one JSON-RPC message per line)",
+				jerr.text, jerr.column));
+		return;
+	}
+	/* a batch with a tools/call waits its turn whole: its answer is
+	 * one array */
+	if (json_is_array(msg) && has_call(msg))
+		send_msg(m, enqueue(m, msg, NULL));
+	else
+		send_msg(m, json_is_array(msg) ? handle_batch(m, msg)
+					       : handle(m, msg, false));
+	json_decref(msg);
+}
+
+/* ---- input: lines of at most max_request bytes ---- */
+
+struct reader {
+	int fd;
+	char *buf;
+	size_t len, cap, scanned;
+	size_t consumed; /* bytes of the line last returned, dropped next */
+	bool skipping;	 /* inside a line that was too long */
+};
+
+/* 1: a line (without its newline) in *line and *n, valid until the next call;
+ * 0: end of input; -E2BIG: a line longer than max was skipped whole;
+ * -errno: a read error. */
+static int next_line(struct reader *r, size_t max, char **line, size_t *n)
+{
+	if (r->consumed) {
+		memmove(r->buf, r->buf + r->consumed, r->len - r->consumed);
+		r->len -= r->consumed;
+		r->scanned = 0;
+		r->consumed = 0;
+	}
+	for (;;) {
+		char *nl = r->len > r->scanned
+				   ? memchr(r->buf + r->scanned, '\n',
+					    r->len - r->scanned)
+				   : NULL;
+		ssize_t got;
+
+		if (nl) {
+			size_t l = (size_t)(nl - r->buf);
+
+			r->consumed = l + 1;
+			if (r->skipping || l > max) {
+				r->skipping = false;
+				return -E2BIG;
+			}
+			*line = r->buf;
+			*n = l;
+			return 1;
+		}
+		r->scanned = r->len;
+		if (r->len > max) {
+			r->skipping = true; /* keep nothing of it */
+			r->len = r->scanned = 0;
+		}
+		if (r->len == r->cap) {
+			size_t cap = r->cap ? r->cap * 2 : 65536;
+			char *nb = realloc(r->buf, cap);
+
+			if (!nb)
+				return -ENOMEM;
+			r->buf = nb;
+			r->cap = cap;
+		}
+		got = read(r->fd, r->buf + r->len, r->cap - r->len);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return -errno;
+		if (got == 0) {
+			if (r->skipping) {
+				r->skipping = false;
+				return -E2BIG;
+			}
+			if (!r->len)
+				return 0;
+			/* a last line without its newline */
+			r->consumed = r->len;
+			if (r->len > max)
+				return -E2BIG;
+			*line = r->buf;
+			*n = r->len;
+			return 1;
+		}
+		r->len += (size_t)got;
+	}
+}
+
+/* ---- the command ---- */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ward mcp [options]\n"
+		"\n"
+		"A Model Context Protocol server on stdin/stdout (JSON-RPC 2.0, one "
+		"message\n"
+		"per line; protocol revisions 2025-11-25, 2025-06-18, 2025-03-26, "
+		"2024-11-05).\n"
+		"An MCP client (an agent) starts it and calls its tools:\n"
+		"  run_code        {code, language?, session_id?, timeout_s?}\n"
+		"  create_session  {language?, env?, timeout_s?}   list_sessions {}\n"
+		"  close_session   {session_id}\n"
+		"  write_file      {session_id, path, text? | base64?}\n"
+		"  read_file       {session_id, path}              list_files "
+		"{session_id}\n"
+		"Each run_code result is a text summary (output head and tail, the "
+		"error,\n"
+		"the denied syscalls), an image per chart, and the full result object "
+		"as\n"
+		"structuredContent; isError is set for exceptions, non-zero exits,\n"
+		"timeouts, limits and policy kills. Everything is recorded as by ward "
+		"run.\n"
+		"Register it with an agent as {\"command\": \"ward\", \"args\": "
+		"[\"mcp\"]}.\n"
+		"\n"
+		"options (they bound every session; the model cannot change them):\n"
+		"  --db PATH            audit database (default as for ward run)\n"
+		"  --seal-log FILE      append each session's seal to FILE (as ward run\n"
+		"                       --seal-log; default: $WARD_SEAL_LOG)\n"
+		"  --seal-syslog        and to the system log (as ward run --seal-syslog)\n"
+		"  --profile NAME       policy profile of new sessions (default: by "
+		"language)\n"
+		"  --policy FILE        a policy file instead\n"
+		"  --timeout SECONDS    default per-cell time limit (30)\n"
+		"  --idle SECONDS       close a session unused this long (600)\n"
+		"  --max-life SECONDS   close a session this old (3600)\n"
+		"  --max-sessions N     sessions open at once (16)\n"
+		"  --max-request BYTES  longest request line (%u)\n"
+		"  --max-timeout SEC    cap on the timeout_s a model asks for (none): a\n"
+		"                       larger one is capped, and the result says so\n"
+		"  -v                   ward's own milestones on stderr\n"
+		"  -h, --help           this text\n"
+		"\n"
+		"stdout carries protocol messages only; ward's messages go to stderr.\n"
+		"exit status: 0 at the end of input, 125 when ward cannot start.\n",
+		DEFAULT_MAX_REQUEST);
+}
+
+static double parse_seconds(const char *opt, const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v > 0))
+		die("mcp: %s: '%s' is not a positive number of seconds", opt,
+		    s);
+	return v;
+}
+
+static long parse_count(const char *opt, const char *s, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < 1 || v > max)
+		die("mcp: %s: '%s' is not a count from 1 to %ld", opt, s, max);
+	return v;
+}
+
+static void parse_args(int argc, char **argv, struct ws_config *cfg,
+		       size_t *max_request)
+{
+	enum {
+		O_DB = 256,
+		O_PROFILE,
+		O_POLICY,
+		O_TIMEOUT,
+		O_IDLE,
+		O_LIFE,
+		O_MAX,
+		O_REQ,
+		O_MAXT,
+		O_SEAL_LOG,
+		O_SEAL_SYSLOG
+	};
+	static const struct option opts[] = {
+		{ "db", required_argument, 0, O_DB },
+		{ "seal-log", required_argument, 0, O_SEAL_LOG },
+		{ "seal-syslog", no_argument, 0, O_SEAL_SYSLOG },
+		{ "profile", required_argument, 0, O_PROFILE },
+		{ "policy", required_argument, 0, O_POLICY },
+		{ "timeout", required_argument, 0, O_TIMEOUT },
+		{ "idle", required_argument, 0, O_IDLE },
+		{ "max-life", required_argument, 0, O_LIFE },
+		{ "max-sessions", required_argument, 0, O_MAX },
+		{ "max-request", required_argument, 0, O_REQ },
+		{ "max-timeout", required_argument, 0, O_MAXT },
+		{ "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 },
+	};
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'v': ward_verbose++; break;
+		case 'h': usage(stdout); exit(0);
+		case O_DB: cfg->db = optarg; break;
+		case O_SEAL_LOG: ward_seal_log_arg("--seal-log", optarg); break;
+		case O_SEAL_SYSLOG: ward_seal_syslog_arg(); break;
+		case O_PROFILE: cfg->profile = optarg; break;
+		case O_POLICY: cfg->policy = optarg; break;
+		case O_TIMEOUT:
+			cfg->cell_timeout_s =
+				parse_seconds("--timeout", optarg);
+			break;
+		case O_IDLE:
+			cfg->idle_s = parse_seconds("--idle", optarg);
+			break;
+		case O_LIFE:
+			cfg->max_life_s = parse_seconds("--max-life", optarg);
+			break;
+		case O_MAX:
+			cfg->max_sessions = (int)parse_count("--max-sessions",
+							     optarg, 1024);
+			break;
+		case O_REQ:
+			*max_request = (size_t)parse_count("--max-request",
+							   optarg, 1L << 30);
+			break;
+		case O_MAXT:
+			cfg->max_timeout_s =
+				parse_seconds("--max-timeout", optarg);
+			break;
+		case ':':
+			die("mcp: %s needs a value (see `ward mcp --help`)",
+			    argv[optind - 1]);
+		default:
+			die("mcp: unknown option %s (see `ward mcp --help`)",
+			    argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		die("mcp: unexpected argument '%s' (see `ward mcp --help`)",
+		    argv[optind]);
+	if (cfg->max_timeout_s > 0 && cfg->cell_timeout_s > cfg->max_timeout_s)
+		die("mcp: --timeout %g is above --max-timeout %g; give a "
+		    "default within the cap",
+		    cfg->cell_timeout_s, cfg->max_timeout_s);
+}
+
+/* The protocol gets private descriptors; fd 0 becomes /dev/null and fd 1 a
+ * copy of stderr, so nothing else in the process (a library, a child that
+ * inherits them) can read requests or write into the protocol stream. */
+static void take_stdio(struct mcp *m)
+{
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	m->in_fd = fcntl(0, F_DUPFD_CLOEXEC, 3);
+	m->out_fd = fcntl(1, F_DUPFD_CLOEXEC, 3);
+	if (m->in_fd < 0 || m->out_fd < 0 || null < 0)
+		die_errno("mcp: duplicating stdin/stdout");
+	if (dup2(null, 0) < 0 || dup2(2, 1) < 0)
+		die_errno("mcp: redirecting stdin/stdout");
+	close(null);
+}
+
+int ward_cmd_mcp(int argc, char **argv)
+{
+	struct ws_config cfg = {
+		.profile = NULL,
+		.cell_timeout_s = 0, /* 30, or --max-timeout when lower */
+		.idle_s = 600,
+		.max_life_s = 3600,
+		.max_sessions = 16,
+	};
+	struct mcp m = { .max_request = DEFAULT_MAX_REQUEST };
+	struct reader r = { 0 };
+	int rc;
+
+	parse_args(argc, argv, &cfg, &m.max_request);
+	/* A client that goes away must not kill ward before it has ended
+   * the sessions (children reset their signals before exec). */
+	signal(SIGPIPE, SIG_IGN);
+	take_stdio(&m);
+	rc = ws_server_new(&cfg, &m.ws);
+	if (rc < 0) {
+		errno = -rc;
+		die_errno("mcp: cannot start");
+	}
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&m.cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&m.lock, NULL);
+	pthread_mutex_init(&m.out_lock, NULL);
+	rc = pthread_create(&m.caller, NULL, call_main, &m);
+	if (rc) {
+		errno = rc;
+		die_errno("mcp: cannot start the call thread");
+	}
+	r.fd = m.in_fd;
+	for (;;) {
+		char *line = NULL;
+		size_t n = 0;
+
+		rc = next_line(&r, m.max_request, &line, &n);
+		if (rc == 0)
+			break;
+		if (rc == -E2BIG) {
+			send_msg(
+				&m,
+				rpc_error(
+					NULL, WS_E_INVALID,
+					"Invalid Request: a line longer than %zu bytes "
+					"(ward mcp --max-request)",
+					m.max_request));
+			continue;
+		}
+		if (rc < 0) {
+			errno = -rc;
+			warn_errno("mcp: reading stdin");
+			break;
+		}
+		handle_line(&m, line, n);
+		if (out_is_broken(&m))
+			break;
+	}
+	/* The calls read before the end of input are answered; with stdout
+	 * gone there is no one to answer. */
+	pthread_mutex_lock(&m.lock);
+	m.eof = true;
+	if (out_is_broken(&m))
+		while (m.head) {
+			struct job *j = m.head;
+			m.head = j->next;
+			job_free(j);
+		}
+	pthread_cond_signal(&m.cond);
+	pthread_mutex_unlock(&m.lock);
+	pthread_join(m.caller, NULL);
+	ws_server_free(m.ws);
+	json_decref(m.tools);
+	free(r.buf);
+	close(m.in_fd);
+	close(m.out_fd);
+	return 0;
+}

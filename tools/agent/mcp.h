@@ -1,0 +1,72 @@
+/*
+ * mcp.h - what the two halves of `ward mcp` share: the server (cmd_mcp.c:
+ * the protocol, its threads and its lifecycle) and the tools (mcp-tools.c:
+ * the tool table, its schemas, and a result turned into content blocks).
+ * Private to them.
+ */
+#ifndef WARD_TOOLS_MCP_H
+#define WARD_TOOLS_MCP_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/json.h"
+#include "tools/agent/session.h"
+
+#define SUMMARY_STREAM_MAX 4096 /* bytes of stdout/stderr in the text */
+#define SUMMARY_TB_MAX	   3000 /* bytes of traceback in the text */
+#define SUMMARY_DENIALS	   5	/* denials listed in the text */
+
+/* The revision that brought structuredContent, outputSchema and titles. */
+#define VERSION_STRUCTURED "2025-06-18"
+
+struct job; /* a queued tools/call (cmd_mcp.c) */
+
+/* The server's state (cmd_mcp.c); the tools read only version. */
+struct mcp {
+	struct ws_server *ws;
+	int in_fd, out_fd; /* private copies of stdin/stdout, O_CLOEXEC */
+	size_t max_request;
+	const char *version; /* negotiated; NULL until initialize */
+	json_t *tools;	     /* the tools/list array, built once */
+	/* while a tools/call that asked for progress runs */
+	json_t *progress_token;
+	long long progress;
+	bool out_broken;
+	pthread_mutex_t out_lock; /* one message at a time on out_fd */
+	/* the call thread's queue; lock guards it, running and eof */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct job *head, *tail, *running;
+	size_t queued;
+	bool eof;
+	pthread_t caller;
+};
+
+typedef json_t *(*content_fn)(struct mcp *m, json_t *result, bool *is_error);
+
+struct tool {
+	const char *name, *title, *method, *description;
+	const char *const *args; /* the arguments passed on to ws_call */
+	const char *input_schema, *output_schema; /* JSON text */
+	bool read_only;
+	content_fn content;
+};
+
+/* The tool named name, or NULL. */
+const struct tool *mcp_find_tool(const char *name);
+/* The tools/list array for the version m negotiated (new reference). */
+json_t *mcp_tool_list(const struct mcp *m);
+/* Did m negotiate a version with structuredContent and outputSchema? */
+bool mcp_structured_ok(const struct mcp *m);
+/* A text content block of text (bytes that are not UTF-8 become U+FFFD). */
+json_t *mcp_text_block(const char *text);
+/* Appends s, or its head and tail around a note of what was left out. */
+void mcp_append_head_tail(struct ward_strbuf *sb, const char *s, size_t len,
+			  size_t max);
+/* o's member key if it is a string, else NULL (o may be anything). */
+const char *mcp_str_at(json_t *o, const char *key);
+
+#endif

@@ -1,0 +1,107 @@
+/*
+ * session-server.h - the session server's own parts, shared by session.c
+ * (sessions, methods, the API of session.h) and session-cell.c (running a
+ * cell: framing, output capture, the result object). Private to them.
+ */
+#ifndef WARD_TOOLS_SESSION_SERVER_H
+#define WARD_TOOLS_SESSION_SERVER_H
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "audit/audit.h"
+#include "tools/agent/session.h"
+
+enum {
+	OUT_HEAD = 32 << 10, /* bytes of each stream returned from the start */
+	OUT_TAIL = 32 << 10, /* ... and from the end */
+	GRACE_MS = 2000,     /* after the timeout, for the interrupt to work */
+	CLOSE_MS = 3000,     /* for a closed session's worker to finish */
+	START_MS = 30000,    /* for a worker to record its run */
+	MAX_READ = 64 << 20, /* files.read, files.write */
+	MAX_FRAME = 256 << 20, /* a result frame (PNGs are in it) */
+};
+
+struct sess {
+	struct sess *next;
+	char id[24];
+	char lang[8];
+	char run_id[AUDIT_RUN_ID_LEN + 1];
+	char *workdir;
+	/* The workdir as the session sees it, held open: the worker mounts
+	 * its quota in a mount namespace of its own (session-worker.c), so
+	 * the server reaches the files through /proc/WORKER/root, and this fd
+	 * keeps them reachable after the worker is gone; view names it. */
+	int wd_fd;
+	int wd_lock; /* its claim (ward_workdir_lock): a sweep spares it */
+	char view[48];
+	pid_t worker;
+	int ctl, cells, res, out[3];
+	long long created_ns, created_ms, last_ms;
+	long long count;
+	double timeout_s;
+	char last_nonce[40];
+	char ctlbuf[4096];
+	size_t ctl_len;
+	char *resbuf;
+	size_t res_len, res_cap;
+	bool res_skip;		/* inside a frame that was too long */
+	json_t *pending_errors; /* channel errors seen between cells */
+	bool dead;
+	char end_status[16];
+	char end_cause[300];
+	bool end_known; /* the worker said how the interpreter ended: */
+	int end_exit;	/* its exit status, 128+N for signal N */
+	int end_signal;
+	pid_t code_pid; /* the interpreter as this server sees it (0: not
+			 * found yet) */
+	bool retired;	/* a one-shot's: its driver has EOF and its worker
+			 * ends on its own (its record too); expire() reaps
+			 * it. Not listed, not found, not counted. */
+};
+
+struct ws_server {
+	struct ws_config cfg;
+	char db[PATH_MAX];
+	struct audit *au;
+	struct sess *list;
+	int n;
+	bool drop;
+	int cancel[2]; /* ws_server_cancel: a byte interrupts the cell */
+};
+
+/* A cell's time limit: what was asked, and what the operator's cap
+ * (ws_config.max_timeout_s) made of it. */
+struct cell_limits {
+	double timeout_s, asked_s;
+	bool capped;
+};
+
+/* Small helpers (session.c; their contracts are at their definitions). */
+long long ws_mono_ms(void);
+long long ws_realtime_ns(void);
+void ws_close_fd(int *fd);
+int ws_random_hex(char *out, size_t bytes);
+int ws_write_all(int fd, const void *p, size_t n);
+__attribute__((format(printf, 3, 4))) int
+ws_fail(struct ws_error *err, int code, const char *fmt, ...);
+
+/* The sessions (session.c): x's workdir as the server reaches it, the
+ * worker's control lines read, the session's worker stopped. */
+const char *ws_wd(const struct sess *x);
+void ws_read_ctl(struct sess *x);
+void ws_sess_stop(struct sess *x);
+
+/* Cells (session-cell.c): the time limit a cell gets, idle sessions'
+ * output read, and one cell run in x (*result on success). */
+struct cell_limits ws_cell_limits_of(const struct ws_server *s, double asked);
+void ws_pump_idle(struct ws_server *s);
+int ws_run_cell(struct ws_server *s, struct sess *x, const char *code,
+		size_t len, const struct cell_limits *cl, ws_stream_fn fn,
+		void *fn_arg, bool one_shot, json_t **result,
+		struct ws_error *err);
+
+#endif

@@ -1,0 +1,421 @@
+/*
+ * session-worker.c - one session's supervisor process (session-int.h says
+ * why it is a process and which fds it gets). It loads the policy, records
+ * the run, and runs the language's driver (tools/agent/drivers/) under
+ * tracer_run until the driver ends: the cell socket closed (the session
+ * was closed), the code ended it, or a limit did (the session's lifetime
+ * is the run's wall-time limit).
+ */
+#include "tools/agent/session-int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "audit/audit.h"
+#include "common/log.h"
+#include "common/sha256.h"
+#include "policy/policy.h"
+#include "policy/profiles.h"
+#include "tracer/tracer.h"
+#include "tools/run/recguard.h"
+#include "tools/run/runrec.h"
+
+extern const struct ward_profile ward_drivers[];
+
+/* The same defaults as ward run, except time: a session lives. Its wall
+ * and CPU limits are its lifetime (a profile's limits are for one run;
+ * each cell has its own timeout). */
+static const struct ward_limits session_limits = {
+	.memory_bytes = 4096LL << 20,
+	.procs = 256,
+	.fsize_bytes = 1024LL << 20,
+	.nofile = 1024,
+	.output_bytes = 16LL << 20,
+	.events = 1000000,
+	.disk_bytes = 1024LL << 20,
+};
+
+static long long realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void reply(json_t *msg)
+{
+	char *s = json_dumps(msg, JSON_COMPACT);
+
+	json_decref(msg);
+	if (!s)
+		return;
+	size_t n = strlen(s);
+	s[n] = '\n'; /* over the NUL: one line, sent without it */
+	if (send(WS_FD_CTL, s, n + 1, MSG_NOSIGNAL) < 0)
+		warn_errno("session worker: control socket");
+	free(s);
+}
+
+__attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	reply(json_pack("{s:s}", "error", msg));
+	return WARD_EXIT_INTERNAL;
+}
+
+static json_t *read_config(void)
+{
+	static char buf[1 << 20];
+	size_t n = 0;
+
+	while (n < sizeof(buf) - 1) {
+		ssize_t r = read(WS_FD_CTL, buf + n, sizeof(buf) - 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return NULL;
+		n += (size_t)r;
+		if (memchr(buf, '\n', n))
+			break;
+	}
+	buf[n] = '\0';
+	return json_loads(buf, JSON_DISABLE_EOF_CHECK, NULL);
+}
+
+static const char *driver(const char *lang)
+{
+	const char *name = !strcmp(lang, "node") ? "node"
+			   : !strcmp(lang, "sh") ? "sh"
+						 : "python";
+
+	for (const struct ward_profile *d = ward_drivers; d->name; d++)
+		if (!strcmp(d->name, name))
+			return d->text;
+	return NULL;
+}
+
+/* "NAME=value" with suffix appended to the value, or NULL. */
+static char *env_entry(const char *name, const char *value, const char *suffix)
+{
+	char *s;
+
+	return asprintf(&s, "%s=%s%s", name, value, suffix) < 0 ? NULL : s;
+}
+
+static char **build_env(const char *workdir, json_t *extra)
+{
+	size_t n = 0, cap = 8 + json_object_size(extra);
+	char **env = calloc(cap, sizeof(char *));
+	const char *k;
+	json_t *v;
+
+	if (!env)
+		return NULL;
+	env[n++] = env_entry("HOME", workdir, "");
+	env[n++] = env_entry("TMPDIR", workdir, "/tmp");
+	env[n++] = strdup("PATH=/usr/local/bin:/usr/bin:/bin");
+	env[n++] = strdup("LANG=C.UTF-8");
+	env[n++] = strdup("MPLBACKEND=Agg");
+	json_object_foreach(extra, k, v)
+	{
+		env[n++] = env_entry(k, json_string_value(v), "");
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!env[i]) {
+			for (size_t j = 0; j < n; j++)
+				free(env[j]);
+			free(env);
+			return NULL;
+		}
+	return env;
+}
+
+static char *json_layers(const struct tracer_result *r)
+{
+	json_t *arr = json_array();
+	char *s;
+
+	for (size_t i = 0; i < r->n_layers; i++)
+		json_array_append_new(arr,
+				      json_pack("{s:s, s:b, s:s}", "name",
+						r->layers[i].name, "active",
+						r->layers[i].active, "detail",
+						r->layers[i].detail));
+	s = json_dumps(arr, JSON_COMPACT);
+	json_decref(arr);
+	return s;
+}
+
+/* The session's run, recorded (tracer_opts.record, arg: a ward_record):
+ * the database opened, the run row written, and its id sent to the
+ * server. */
+static int ws_begin_record(void *arg, struct audit **out, char *err, size_t n)
+{
+	struct ward_record *r = arg;
+
+	if (ward_record_begin(r) < 0) {
+		snprintf(err, n, "%s", r->err);
+		return -EIO;
+	}
+	*out = r->au;
+	reply(json_pack("{s:s}", "run_id", r->run_id));
+	return 0;
+}
+
+/* The session's policy: the policy file, else the profile, else the
+ * language's default profile. 0, or fail()'s status. */
+static int load_policy(const char *lang, const char *profile, const char *pfile,
+		       struct policy **pol)
+{
+	struct policy_error perr;
+	char msg[1024];
+
+	memset(&perr, 0, sizeof(perr));
+	int rc = pfile ? policy_load_file(pfile, pol, &perr)
+		       : policy_load_profile(profile ? profile
+					     : !strcmp(lang, "python")
+						     ? "default"
+						     : lang,
+					     pol, &perr);
+	if (rc < 0) {
+		policy_error_format(&perr, msg, sizeof(msg));
+		return fail("bad policy: %s", msg);
+	}
+	return 0;
+}
+
+/* The session's limits: the policy's, else session_limits; its life for
+ * the wall and CPU time; memory_mb (when > 0) for the memory. */
+static void limits_of(const struct policy *pol, double life_s,
+		      json_int_t memory_mb, struct ward_limits *lim)
+{
+	struct ward_limits pl;
+
+	policy_limits(pol, &pl);
+#define PICK(f) lim->f = pl.f ? pl.f : session_limits.f
+	PICK(memory_bytes);
+	PICK(procs);
+	PICK(fsize_bytes);
+	PICK(nofile);
+	PICK(output_bytes);
+	PICK(events);
+	PICK(disk_bytes);
+#undef PICK
+	lim->wall_ms = (long long)(life_s * 1000);
+	lim->cpu_s = (long long)life_s + 1;
+	if (memory_mb > 0)
+		lim->memory_bytes = (long long)memory_mb << 20;
+}
+
+/* The workdir's size: a tmpfs on it, in this worker's own mount namespace
+ * (the server reaches it through /proc/PID/root: session.c; it made the
+ * workdir with tmp/ inside, which the mount hides: made again). *quota:
+ * whether it is mounted; detail: the layer's record. 0, or fail()'s
+ * status. */
+static int workdir_quota(const char *workdir, long long disk_bytes, bool drop,
+			 char *detail, size_t n, bool *quota)
+{
+	*quota = ward_workdir_quota(workdir, disk_bytes,
+				    drop ? WS_SANDBOX_UID : getuid(),
+				    drop ? WS_SANDBOX_GID : getgid(), detail,
+				    n) == 0;
+	if (*quota) {
+		char sub[PATH_MAX];
+		snprintf(sub, sizeof(sub), "%s/tmp", workdir);
+		if (mkdir(sub, 0700) < 0 ||
+		    (drop && chown(sub, WS_SANDBOX_UID, WS_SANDBOX_GID) < 0))
+			return fail("cannot create %s: %s", sub,
+				    strerror(errno));
+	}
+	return 0;
+}
+
+/* The run's end row written and said to the server ({"end": ...} on the
+ * control socket). -EIO when the seal log failed, else 0. */
+static int end_run(struct audit *au, const struct tracer_result *r)
+{
+	char *layers = json_layers(r);
+	struct audit_run_end re;
+	ward_run_end_of(r, layers, realtime_ns(), &re);
+	if (r->setup_error[0])
+		re.cause = r->setup_error;
+	int arc = audit_run_end(au, &re);
+	const char *slog = audit_seal_log_error(au);
+	reply(json_pack("{s:{s:s, s:s, s:i, s:i, s:b, s:o}}", "end", "status",
+			r->status, "cause", re.cause ? re.cause : "",
+			"exit_code", r->exit_code, "signal", r->signal,
+			"recorded", arc == 0, "seal_log_error",
+			slog ? json_string(slog) : json_null()));
+	free(layers);
+	return slog ? -EIO : 0;
+}
+
+int ws_worker_main(void)
+{
+	json_t *cfg = read_config();
+	const char *lang, *profile, *pfile, *db, *workdir;
+	json_int_t memory_mb = 0;
+	double life_s = 3600;
+	json_t *env_obj = NULL;
+	struct policy *pol = NULL;
+	char msg[1024];
+
+	if (!cfg ||
+	    json_unpack(cfg, "{s:s, s?s, s?s, s:s, s:s, s?I, s?F, s?o}",
+			"language", &lang, "profile", &profile, "policy",
+			&pfile, "db", &db, "workdir", &workdir, "memory_mb",
+			&memory_mb, "max_life_s", &life_s, "env", &env_obj) < 0)
+		return fail("session worker: bad configuration");
+	/* The database opened while the rest is set up (runrec.h). */
+	struct ward_record rec = { .db = db };
+	ward_record_preopen(&rec);
+	profile = json_string_value(json_object_get(cfg, "profile"));
+	pfile = json_string_value(json_object_get(cfg, "policy"));
+	int rc = load_policy(lang, profile, pfile, &pol);
+	if (rc)
+		return rc;
+	/* Where the code sees its workdir (as ward run: tracer/view.c) */
+	const char *home = tracer_view_possible() ? TRACER_HOME : workdir;
+	if (policy_set_workdir(pol, home) < 0)
+		return fail("cannot bind $WORKDIR to %s", home);
+	/* The filter compiles while the run is recorded (as ward run). */
+	struct tracer_prepared *prep = NULL;
+	tracer_prepare(pol, &prep);
+	const char *interp = policy_interpreter(pol, lang);
+	if (!interp)
+		interp = !strcmp(lang, "node") ? "/usr/bin/node"
+			 : !strcmp(lang, "sh") ? "/bin/sh"
+					       : "/usr/bin/python3";
+	if (access(interp, X_OK) < 0)
+		return fail("interpreter %s: not executable", interp);
+	const char *drv = driver(lang);
+	if (!drv)
+		return fail("no session driver for %s", lang);
+
+	struct ward_limits lim;
+	limits_of(pol, life_s, memory_mb, &lim);
+
+	char *argv[5] = { (char *)interp,
+			  (char *)(!strcmp(lang, "node") ? "-e" : "-c"),
+			  (char *)drv, NULL, NULL };
+	if (!strcmp(lang, "sh"))
+		argv[3] = (char *)"sh";
+	char **env = build_env(home, env_obj);
+	if (!env)
+		return fail("out of memory");
+
+	struct audit *au = NULL;
+	if (ward_guard_record(pol, db, workdir, msg, sizeof(msg)) < 0)
+		return fail("%s", msg);
+	char pol_sha[WARD_SHA256_HEX_LEN + 1],
+		code_sha[WARD_SHA256_HEX_LEN + 1];
+	ward_sha256_hex(policy_text(pol), strlen(policy_text(pol)), pol_sha);
+	ward_sha256_hex("", 0, code_sha);
+	char ljs[512], kernel[400], host[256];
+	ward_host_kernel(host, sizeof(host), kernel, sizeof(kernel));
+	ward_limits_json(&lim, ljs, sizeof(ljs));
+	bool drop = geteuid() == 0;
+	char quota_detail[160];
+	bool quota;
+	rc = workdir_quota(workdir, lim.disk_bytes, drop, quota_detail,
+			   sizeof(quota_detail), &quota);
+	if (rc)
+		return rc;
+	struct audit_run_info ri = {
+		.argv_json = "[\"ward\",\"serve\"]",
+		.language = lang,
+		.interpreter = interp,
+		.code = "",
+		.code_len = 0,
+		.code_sha256 = code_sha,
+		.code_name = "session", /* the code is in the cells table */
+		.policy_name = policy_name(pol),
+		.policy_json = policy_text(pol),
+		.policy_sha256 = pol_sha,
+		.workdir = home, /* as the code saw it: what its rules mean */
+		.limits_json = ljs,
+		.host = host,
+		.kernel = kernel,
+		.ward_version = WARD_VERSION,
+		.uid = drop ? WS_SANDBOX_UID : getuid(),
+	};
+	/* Recorded on a thread of tracer_run's while the sandbox is set up
+	 * (as ward run); the interpreter's execve waits for it. */
+	rec.ri = &ri;
+
+	int side[2];
+	if (pipe2(side, O_CLOEXEC) < 0)
+		return fail("pipe: %s", strerror(errno));
+	struct tracer_opts to = {
+		.interpreter = interp,
+		.argv = argv,
+		.envp = env,
+		.workdir = workdir,
+		.home = home,
+		.drop_user = drop,
+		.uid = WS_SANDBOX_UID,
+		.gid = WS_SANDBOX_GID,
+		.limits = lim,
+		.policy = pol,
+		.record = ws_begin_record,
+		.record_arg = &rec,
+		.record_run_on = ward_record_run_on,
+		.record_join = ward_record_join,
+		.passthrough = true,
+		.pass_past_limit = true, /* the caller's head and tail */
+		/* pinned while the interpreter starts, the way ward run is
+		 * (~2 ms less on a Python start here): the driver's ready
+		 * line unpins it before the first cell (tracer/output.c) */
+		.pin_cpu = TRACER_PIN_AUTO,
+		.require_layers = policy_required_layers(pol),
+		.code_fds = { WS_FD_CELLS, side[1] },
+		.n_code_fds = 2,
+		.side_in = side[0],
+		.side_out = WS_FD_RESULT,
+		.end_with_root = true,
+		.prepared = prep,
+	};
+	struct tracer_result r;
+	rc = tracer_run(&to, &r);
+	tracer_layer_add(&r, "workdir-quota", quota, quota_detail);
+	ward_workdir_layer(&r, workdir, home);
+	if (!rec.ran) /* tracer_run failed before it could record the run */
+		ws_begin_record(&rec, &au, msg, sizeof(msg));
+	if (!rec.au) {
+		tracer_result_free(&r);
+		tracer_prepared_free(prep);
+		close(side[0]);
+		close(side[1]);
+		return fail("%s", rec.err);
+	}
+	au = rec.au;
+	if (end_run(au, &r) < 0)
+		rc = -EIO;
+	tracer_result_free(&r);
+	tracer_prepared_free(prep);
+	audit_close(au);
+	close(side[0]);
+	close(side[1]);
+	for (char **e = env; *e; e++)
+		free(*e);
+	free(env);
+	policy_free(pol);
+	json_decref(cfg);
+	return rc < 0 && rc != -ECHILD ? WARD_EXIT_INTERNAL : 0;
+}
