@@ -159,7 +159,10 @@ def test_both_ways_of_reading_results_agree(ctx):
     r, run, rows = _run(ctx)
     assert r.code == 0, r
     l = _layer(run["layers"], "results")
-    assert l and "sys_exit" in l[0]["detail"], run["layers"]
+    assert l, run["layers"]
+    if "cannot be used" in l[0]["detail"]:
+        raise wardtest.Skip("the kernel's sys_exit is not usable here: " + l[0]["detail"])
+    assert "sys_exit" in l[0]["detail"], l
     nobody = 65534
     home = ctx.path("nobody")
     os.mkdir(home)
