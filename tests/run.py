@@ -4,11 +4,13 @@
 Usage: tests/run.py [--build DIR] [-k SUBSTRING] [--unit-only | --integ-only]
 
 Unit tests are build/tests/test-* programs printing TAP ("ok N - what",
-"not ok N - what", "# SKIP"). Integration tests are the test_* functions of
+"not ok N - what", "# SKIP"), run side by side (they share nothing). Integration tests are the test_* functions of
 tests/integ/test_*.py; each gets a fresh temporary directory (removed after)
-and may raise wardtest.Skip. The last line is "N passed, N failed, N skipped".
+and may raise wardtest.Skip. They run one after the other: they share
+the host's cgroup slots, its /tmp/ward-* workdirs (swept by every ward),
+CPU pinning and timing, so side by side they would measure each other. The last line is "N passed, N failed, N skipped".
 """
-import argparse, importlib.util, inspect, os, re, shutil, signal, subprocess, sys, tempfile, time, traceback
+import argparse, concurrent.futures, importlib.util, inspect, os, re, shutil, signal, subprocess, sys, tempfile, time, traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -30,13 +32,20 @@ def record(kind, name, detail=""):
 TAP = re.compile(r"^(not ok|ok)\b\s*\d*\s*-?\s*(.*)$")
 
 
-def run_unit(path, keyword):
-    name = os.path.basename(path)
-    if keyword and keyword not in name:
-        return
+def exec_unit(path):
+    """Runs one unit test binary: its CompletedProcess, or None when it
+    timed out. Unit tests share nothing (each has its own temporary
+    directory), so main() runs them side by side."""
     try:
-        p = subprocess.run([path], capture_output=True, text=True, errors="replace", timeout=300, cwd=ROOT)
+        return subprocess.run([path], capture_output=True, text=True, errors="replace",
+                              timeout=300, cwd=ROOT)
     except subprocess.TimeoutExpired:
+        return None
+
+
+def report_unit(path, p):
+    name = os.path.basename(path)
+    if p is None:
         record("failed", f"{name}: timed out")
         return
     seen = 0
@@ -122,10 +131,14 @@ def main():
     os.environ["WARD_BIN"] = os.path.abspath(a.ward) if a.ward else os.path.join(build, "ward")
     if not a.integ_only:
         udir = os.path.join(build, "tests")
-        for f in sorted(os.listdir(udir)) if os.path.isdir(udir) else []:
-            p = os.path.join(udir, f)
-            if f.startswith("test-") and os.access(p, os.X_OK) and not f.endswith((".o", ".d")) and os.path.isfile(p):
-                run_unit(p, a.keyword)
+        units = [os.path.join(udir, f) for f in sorted(os.listdir(udir))
+                 if os.path.isdir(udir) and f.startswith("test-") and (not a.keyword or a.keyword in f)
+                 and not f.endswith((".o", ".d")) and os.access(os.path.join(udir, f), os.X_OK)
+                 and os.path.isfile(os.path.join(udir, f))] if os.path.isdir(udir) else []
+        # side by side (they share nothing), reported in order
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            for path, p in zip(units, pool.map(exec_unit, units)):
+                report_unit(path, p)
     if not a.unit_only:
         idir = os.path.join(HERE, "integ")
         for f in sorted(os.listdir(idir)):
