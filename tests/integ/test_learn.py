@@ -5,7 +5,9 @@ program not seen) being denied; its refusals and errors (exit 125)."""
 import json
 import os
 import socket
+import shutil
 import sqlite3
+import tempfile
 
 import wardtest
 
@@ -306,3 +308,45 @@ def test_learn_self_check_needs_the_code_and_inputs_in_the_record(ctx):
     assert r.code == 0, r
     assert f"run {run_id} cannot be re-run from the record (its input 'big.csv'" in r.stderr, r
     assert len(ctx.sql("select id from runs")) == n, "nothing was re-run"
+
+
+def test_learn_follows_a_chain_of_links_to_what_was_read(ctx):
+    """A library reached through a chain of symlinks whose middle is in a
+    directory the code never named (Debian's /etc/alternatives): the
+    learned policy shows each link, so the self-check's re-run finds the
+    same file by the same name (no denial)."""
+    base = tempfile.mkdtemp(prefix="ward-learn-links-", dir="/var/tmp")
+    # the middle of the chain elsewhere: a directory no rule names
+    alt = tempfile.mkdtemp(prefix="ward-learn-alt-", dir="/var/tmp")
+    try:
+        for d in ("lib", "real"):
+            os.mkdir(os.path.join(base, d))
+        os.symlink(alt, os.path.join(base, "alternatives"))
+        with open(os.path.join(base, "real", "libx.so.1.2"), "w") as f:
+            f.write("the library\n")
+        os.symlink("libx.so.1.2", os.path.join(base, "real", "libx.so.1"))
+        os.symlink(os.path.join(base, "real", "libx.so.1"), os.path.join(alt, "libx.so.1"))
+        os.symlink(os.path.join(alt, "libx.so.1"), os.path.join(base, "lib", "libx.so.1"))
+        # enough other files that lib/ is learned as one rule (folded)
+        for i in range(12):
+            with open(os.path.join(base, "lib", f"f{i}.so"), "w") as f:
+                f.write("x\n")
+            os.chmod(os.path.join(base, "lib", f"f{i}.so"), 0o644)
+        for top in (base, alt):
+            for root, dirs, files in os.walk(top):
+                os.chmod(root, 0o755)
+        lib = os.path.join(base, "lib")
+        code = (f"import os\nfor n in sorted(os.listdir({lib!r})):\n"
+                f"    open(os.path.join({lib!r}, n)).read()\n"
+                f"print(open({os.path.join(lib, 'libx.so.1')!r}).read(), end='')")
+        r = ctx.run(code, "--profile", "audit")
+        assert r.code == 0 and r.stdout == "the library\n", r
+        run_id = ctx.last_run()["id"]
+        out = ctx.path("learned.json")
+        r = ctx.ward("learn", run_id, "--db", ctx.db, "-o", out)
+        assert r.code == 0 and "0 denials" in r.stderr, r
+        paths = {rule["path"] for rule in json.load(open(out))["fs"]}
+        assert os.path.join(alt, "libx.so.1") in paths, paths
+    finally:
+        shutil.rmtree(base)
+        shutil.rmtree(alt)

@@ -360,6 +360,74 @@ struct pass {
 	char first[512]; /* the first of them, in words */
 };
 
+/*
+ * The symlinks a name the code read by passes through as its last
+ * component, one after the other, as they are on this host now
+ * (/usr/lib/x86_64-linux-gnu/libblas.so.3 -> /etc/alternatives/... ->
+ * the library): each is learned for reading too, so that the run's file
+ * tree shows it (tracer/view.c makes the links a shown path passes
+ * through) and the same name reaches the same file when the code runs
+ * under the learned policy. Rules match resolved paths: they grant nothing
+ * more. Directories along the way are the view's (their links are made
+ * for any shown path). At most 40 hops, as the kernel.
+ */
+static int learn_link_chain(struct pass *ps, const struct learn_src *src)
+{
+	const struct ward_event *ev = &ps->ev;
+	char cur[PATH_MAX], full[PATH_MAX], dir[PATH_MAX], target[PATH_MAX];
+	struct ward_event *link;
+	int rc = 0;
+
+	if (ev->cls != WARD_CLASS_FS || ev->raw[0] != '/' ||
+	    !strcmp(ev->raw, ev->path) ||
+	    !(ev->access & (WARD_FS_READ | WARD_FS_EXEC)) ||
+	    !strncmp(ev->raw, "/proc/", 6) ||
+	    (size_t)snprintf(cur, sizeof(cur), "%s", ev->raw) >= sizeof(cur))
+		return 0;
+	link = malloc(sizeof(*link));
+	if (!link)
+		return -ENOMEM;
+	for (int hops = 0; !rc && hops < 40; hops++) {
+		char *slash = strrchr(cur, '/'), *real;
+		struct stat st;
+		ssize_t n;
+
+		if (!slash || !slash[1])
+			break;
+		*slash = '\0';
+		real = realpath(cur[0] ? cur : "/", NULL);
+		*slash = '/';
+		if (!real)
+			break;
+		snprintf(dir, sizeof(dir), "%s", real);
+		free(real);
+		if ((size_t)snprintf(full, sizeof(full), "%s%s",
+				     strcmp(dir, "/") ? dir : "",
+				     slash) >= sizeof(full) ||
+		    lstat(full, &st) < 0 || !S_ISLNK(st.st_mode))
+			break;
+		if (strcmp(full, ev->raw) && strcmp(full, ev->path)) {
+			*link = *ev;
+			snprintf(link->raw, sizeof(link->raw), "%s", full);
+			snprintf(link->path, sizeof(link->path), "%s", full);
+			link->access = WARD_FS_READ;
+			link->has_path2 = false;
+			rc = learn_event(ps->l, link, ps->run->workdir, src);
+		}
+		n = readlink(full, target, sizeof(target) - 1);
+		if (n <= 0)
+			break;
+		target[n] = '\0';
+		if ((size_t)(target[0] == '/'
+				     ? snprintf(cur, sizeof(cur), "%s", target)
+				     : snprintf(cur, sizeof(cur), "%s/%s", dir,
+						target)) >= sizeof(cur))
+			break;
+	}
+	free(link);
+	return rc;
+}
+
 static int row_cb(const struct audit_event_row *row, void *arg)
 {
 	struct pass *ps = arg;
@@ -395,8 +463,10 @@ static int row_cb(const struct audit_event_row *row, void *arg)
 				 e->target ? e->target : "-", why);
 		return 0;
 	}
-	if (ps->l)
-		return learn_event(ps->l, &ps->ev, ps->run->workdir, &src);
+	if (ps->l) {
+		int rc = learn_event(ps->l, &ps->ev, ps->run->workdir, &src);
+		return rc ? rc : learn_link_chain(ps, &src);
+	}
 	policy_check(ps->check, &ps->ev, &v);
 	if (v.action != POLICY_ALLOW && !ps->bad++)
 		snprintf(ps->first, sizeof(ps->first),
