@@ -24,20 +24,6 @@ static int inside(const char *path, const char *dir)
 	       (path[n] == '/' || path[n] == '\0' || n == 1);
 }
 
-static int protect_all(struct policy *pol, const char *db)
-{
-	static const char *const suffix[] = { "",	  "-wal", "-shm",
-					      "-journal", ".key", ".key.*" };
-	char path[PATH_MAX + 16];
-	int r = 0;
-
-	for (size_t i = 0; !r && i < sizeof(suffix) / sizeof(suffix[0]); i++) {
-		snprintf(path, sizeof(path), "%s%s", db, suffix[i]);
-		r = policy_protect(pol, path);
-	}
-	return r;
-}
-
 /* The real path of path, which may not exist yet: the longest existing
  * leading part resolved, the rest appended. NULL when nothing resolves. */
 static char *resolve_far(const char *path)
@@ -66,31 +52,40 @@ static char *resolve_far(const char *path)
 	}
 }
 
-/* The seal log ($WARD_SEAL_LOG, absolute: ward_seal_log_arg) is ward's
- * too: outside the workdir, and neither readable nor writable by the
- * code (a line appended by the code would be a forged anchor). */
-static int guard_seal_log(struct policy *pol, const char *workdir, char *msg,
-			  size_t n)
-{
-	const char *log = getenv("WARD_SEAL_LOG");
-	char *real;
-	int r;
+/* The files ward keeps for itself: the database's, or the seal log. */
+static const char *const db_files[] = { "",	"-wal",	  "-shm", "-journal",
+					".key", ".key.*", NULL };
+static const char *const one_file[] = { "", NULL };
 
-	if (!log || !log[0])
-		return 0;
-	real = resolve_far(log);
-	if (inside(log, workdir) || (real && inside(real, workdir))) {
+/*
+ * One of ward's own files (abs; named name to the user): refused inside
+ * the workdir (what it is, and the option that moves it, say so), else
+ * each of abs + suffix, by the path given and by its real path, in the
+ * policy's floor.
+ */
+static int guard_file(struct policy *pol, const char *abs, const char *name,
+		      const char *workdir, const char *what, const char *how,
+		      const char *const *suffix, char *msg, size_t n)
+{
+	char *real = resolve_far(abs), path[PATH_MAX + 16];
+	int r = 0;
+
+	if (inside(abs, workdir) || (real && inside(real, workdir))) {
 		snprintf(msg, n,
-			 "seal log %s is inside the workdir %s, where the "
-			 "code could write it: choose a seal log outside the "
-			 "workdir (--seal-log, $WARD_SEAL_LOG)",
-			 log, workdir);
+			 "%s %s is inside the workdir %s, where the code "
+			 "could write it: choose a %s outside the workdir (%s)",
+			 what, name, workdir,
+			 strcmp(what, "audit database") ? what : "database",
+			 how);
 		free(real);
 		return -EPERM;
 	}
-	r = policy_protect(pol, log);
-	if (!r && real && strcmp(real, log))
-		r = policy_protect(pol, real);
+	for (const char *base = abs; !r && base;
+	     base = base == abs && real && strcmp(real, abs) ? real : NULL)
+		for (size_t i = 0; !r && suffix[i]; i++) {
+			snprintf(path, sizeof(path), "%s%s", base, suffix[i]);
+			r = policy_protect(pol, path);
+		}
 	free(real);
 	if (r)
 		snprintf(msg, n, "out of memory");
@@ -101,8 +96,8 @@ int ward_guard_record(struct policy *pol, const char *db, const char *workdir,
 		      char *msg, size_t n)
 {
 	char abs[PATH_MAX], cwd[PATH_MAX];
-	char *real;
-	int r = 0;
+	const char *log;
+	int r;
 
 	if (db[0] == '/')
 		snprintf(abs, sizeof(abs), "%s", db);
@@ -112,23 +107,13 @@ int ward_guard_record(struct policy *pol, const char *db, const char *workdir,
 		snprintf(msg, n, "%s: cannot resolve the database's path", db);
 		return -EINVAL;
 	}
-	real = resolve_far(abs);
-	if (inside(abs, workdir) || (real && inside(real, workdir))) {
-		snprintf(msg, n,
-			 "audit database %s is inside the workdir %s, where "
-			 "the code could write it: choose a database outside "
-			 "the workdir (--db, $WARD_DB)",
-			 db, workdir);
-		free(real);
-		return -EPERM;
-	}
-	r = protect_all(pol, abs);
-	if (!r && real && strcmp(real, abs))
-		r = protect_all(pol, real);
-	free(real);
-	if (r) {
-		snprintf(msg, n, "out of memory");
-		return r;
-	}
-	return guard_seal_log(pol, workdir, msg, n);
+	r = guard_file(pol, abs, db, workdir, "audit database",
+		       "--db, $WARD_DB", db_files, msg, n);
+	/* the seal log ($WARD_SEAL_LOG, absolute: ward_seal_log_arg): a
+	 * line the code appended would be a forged anchor */
+	log = getenv("WARD_SEAL_LOG");
+	if (!r && log && log[0])
+		r = guard_file(pol, log, log, workdir, "seal log",
+			       "--seal-log, $WARD_SEAL_LOG", one_file, msg, n);
+	return r;
 }
