@@ -662,8 +662,10 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 	int rc;
 
 	clone_done(t, tc); /* a clone that failed: its next syscall */
-	/* its last call returned: its result, before this call's row */
-	if (evq_held(t, tc->tid))
+	/* its last call returned: its result, before this call's row (the
+	 * ring is read without a lock on the held rows: every trapped call
+	 * passes here) */
+	if (t->rb && atomic_load(&t->n_held))
 		retbpf_drain(t);
 	memset(&si, 0, sizeof(si));
 	if (ptrace(PTRACE_GET_SYSCALL_INFO, tc->tid, sizeof(si), &si) < 0) {
