@@ -132,6 +132,13 @@ int audit_run_begin(struct audit *a, const struct audit_run_info *ri,
  */
 int audit_reap_stale(struct audit *a, int *reaped);
 
+/* For readers, at once: 1 when r is still 'running' but its ward is gone
+ * (this host, and another boot, no such process, or its pid reused), as
+ * audit_reap_stale() judges; 0 otherwise (ended, alive, another host,
+ * cannot tell). Reads /proc only, never the database. */
+struct audit_run;
+int audit_run_ward_gone(const struct audit_run *r);
+
 struct audit_run_end {
 	long long end_ns;
 	long long duration_ms;

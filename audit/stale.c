@@ -43,18 +43,23 @@ static ssize_t read_small(const char *path, char *buf, size_t n)
 	return got;
 }
 
-/* Field 22 (starttime) of /proc/PID/stat, or 0 if it cannot be read. The
+/* Field 22 (starttime) of /proc/PID/stat, or 0 if it cannot be read; its
+ * state (field 3) into *state when state is not NULL ('?' if unread). The
  * command name (field 2) may hold spaces and parentheses: fields are
  * counted after its last ')'. */
-static long long start_ticks_of(const char *stat_path)
+static long long start_ticks_of(const char *stat_path, char *state)
 {
 	char buf[1024];
 	const char *p;
 	long long ticks = 0;
 
+	if (state)
+		*state = '?';
 	if (read_small(stat_path, buf, sizeof(buf)) <= 0 ||
-	    !(p = strrchr(buf, ')')))
+	    !(p = strrchr(buf, ')')) || !p[1] || !p[2])
 		return 0;
+	if (state)
+		*state = p[2];
 	/* p + 2 is field 3 (state); starttime is the 20th field from it */
 	if (sscanf(p + 2,
 		   "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
@@ -71,7 +76,7 @@ void audit_self_get(struct audit_self *s)
 
 	memset(s, 0, sizeof(*s));
 	s->pid = getpid();
-	s->start_ticks = start_ticks_of("/proc/self/stat");
+	s->start_ticks = start_ticks_of("/proc/self/stat", NULL);
 	if (read_small("/proc/sys/kernel/random/boot_id", s->boot_id,
 		       sizeof(s->boot_id)) > 0 &&
 	    (nl = strchr(s->boot_id, '\n')))
@@ -82,13 +87,13 @@ void audit_self_get(struct audit_self *s)
 
 /*
  * Whether the ward recorded as (pid, ticks) on this boot may still run.
- * Gone: no such process, or a process with another start time (the pid was
- * reused). A process ward may not signal (EPERM) or whose start time it
+ * Gone: no such process, a process with another start time (the pid was
+ * reused), or that ward dead and not reaped yet (a zombie). A process ward may not signal (EPERM) or whose start time it
  * cannot read counts as alive: never close a live run.
  */
 static bool ward_alive(long long pid, long long ticks)
 {
-	char path[64];
+	char path[64], state;
 	long long now;
 
 	if (pid <= 0 || pid > INT32_MAX)
@@ -96,8 +101,34 @@ static bool ward_alive(long long pid, long long ticks)
 	if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
 		return false;
 	snprintf(path, sizeof(path), "/proc/%lld/stat", pid);
-	now = start_ticks_of(path);
+	now = start_ticks_of(path, &state);
+	if (ticks > 0 && now == ticks && (state == 'Z' || state == 'X'))
+		return false; /* that ward, dead and not yet reaped */
 	return !(ticks > 0 && now > 0 && now != ticks);
+}
+
+/* Whether the ward recorded (on this host) with boot id boot, pid and
+ * start ticks is gone: an earlier boot, or ward_alive() says so. A pid not
+ * recorded (< 0) cannot tell: not gone. */
+static bool ward_gone(const struct audit_self *me, const char *boot,
+		      long long pid, long long ticks)
+{
+	if (strcmp(boot, me->boot_id))
+		return true; /* an earlier boot: its ward is gone */
+	return pid >= 0 && !ward_alive(pid, ticks);
+}
+
+int audit_run_ward_gone(const struct audit_run *r)
+{
+	struct audit_self me;
+
+	if (!r->status || strcmp(r->status, "running") || !r->host ||
+	    !r->boot_id)
+		return 0;
+	audit_self_get(&me);
+	if (strcmp(r->host, me.host))
+		return 0; /* another host's pid means nothing here */
+	return ward_gone(&me, r->boot_id, r->ward_pid, r->ward_start_ticks);
 }
 
 int audit_idlist_add(struct audit_idlist *l, const char *id)
@@ -134,17 +165,14 @@ static int find_stale(struct audit *a, const struct audit_self *me,
 	while (!r && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *id = (const char *)sqlite3_column_text(st, 0);
 		const char *boot = (const char *)sqlite3_column_text(st, 1);
-		bool gone;
+		long long pid = sqlite3_column_type(st, 2) == SQLITE_NULL
+					? -1
+					: sqlite3_column_int64(st, 2);
 
 		if (!id || !boot || strlen(id) != AUDIT_RUN_ID_LEN)
 			continue; /* not written by audit_run_begin() */
-		if (strcmp(boot, me->boot_id))
-			gone = true; /* an earlier boot: its ward is gone */
-		else
-			gone = sqlite3_column_type(st, 2) != SQLITE_NULL &&
-			       !ward_alive(sqlite3_column_int64(st, 2),
-					   sqlite3_column_int64(st, 3));
-		if (gone && audit_idlist_add(l, id))
+		if (ward_gone(me, boot, pid, sqlite3_column_int64(st, 3)) &&
+		    audit_idlist_add(l, id))
 			r = audit_fail(a, -ENOMEM, "out of memory");
 	}
 	if (!r && rc != SQLITE_ROW && rc != SQLITE_DONE)

@@ -327,10 +327,17 @@ def test_show_backtrace_symbols(ctx):
 
 
 def test_dead_ward_run_is_aborted_by_the_next_run(ctx):
+    """A ward SIGKILLed mid-run: at once, every reader says its ward died
+    and shows what was decided and printed; the next ward run closes it."""
     marker = f"reap-{os.getpid()}-{time.monotonic_ns()}"
     p = wardtest.spawn([wardtest.ward_bin(), "run", "--db", ctx.db, "-c",
-                        f"import time  # {marker}\ntime.sleep(60)\n"],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ctx.tmp)
+                        f"import time  # {marker}\nprint('said before', flush=True)\n"
+                        "time.sleep(0.3)\n"
+                        "try:\n open('/etc/shadow')\nexcept OSError as e:\n print(e.errno, flush=True)\n"
+                        "time.sleep(60)\n"],
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ctx.tmp)
+    assert p.stdout.readline() == b"said before\n"
+    assert p.stdout.readline() == b"13\n"
 
     def started():
         try:
@@ -343,12 +350,30 @@ def test_dead_ward_run_is_aborted_by_the_next_run(ctx):
     with open("/proc/sys/kernel/random/boot_id") as f:
         assert run["boot_id"] == f.read().strip()
     assert run["host"] == os.uname().nodename
+    # alive: running, not died
+    r = ctx.ward("show", run["id"], "--summary")
+    assert "status    running; 1 denied (no end recorded" in r.stdout, r
+    assert ctx.ward("runs", "--json").json()[0]["ward_died"] is False
     os.kill(p.pid, signal.SIGKILL)
     p.wait(10)
+    p.stdout.close()
     assert wardtest.wait_until(lambda: not wardtest.pids_matching(marker), 10), \
         "the code dies with its ward"
+    # at once, before any other ward runs: every reader says so, and the
+    # record keeps the denial and the output from before the kill
     r = ctx.ward("show", run["id"])
-    assert "status    running (no end recorded" in r.stdout, r
+    assert f"status    running, ward died; 1 denied (its ward, pid {p.pid}, is gone" \
+        in r.stdout, r
+    assert "said before" in r.stdout and "/etc/shadow" in r.stdout, r
+    j = ctx.ward("show", run["id"], "--json").json()
+    assert j["run"]["ward_died"] is True and j["run"]["status"] == "running", j["run"]
+    assert any(e["decision"] == "deny" and e["target"] == "/etc/shadow" for e in j["events"])
+    row = [l for l in ctx.ward("runs").stdout.splitlines() if l.startswith(run["id"])]
+    assert row and " died " in row[0], row
+    assert ctx.ward("runs", "--json").json()[0]["ward_died"] is True
+    r = ctx.ward("report", run["id"], "--db", ctx.db, "--format", "text")
+    assert "running, ward died" in r.stdout, r.stdout[:2000]
+    assert ctx.sql("select status from runs where id=?", run["id"])[0]["status"] == "running"
 
     assert ctx.run("print(1)").code == 0
     dead = ctx.sql("select * from runs where id=?", run["id"])[0]
@@ -369,7 +394,7 @@ def test_dead_ward_run_is_aborted_by_the_next_run(ctx):
     row = [l for l in r.stdout.splitlines() if l.startswith(run["id"])]
     assert row and " aborted " in row[0], r
     r = ctx.ward("show", run["id"], "--summary")
-    assert r.code == 0 and "status    aborted\ncause     ward stopped before the run ended" in r.stdout, r
+    assert r.code == 0 and "status    aborted; 1 denied\ncause     ward stopped before the run ended" in r.stdout, r
 
 
 def _local_ns(s):

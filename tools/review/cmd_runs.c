@@ -51,7 +51,8 @@ static void usage(FILE *f)
 		"columns:\n"
 		"  ID       the run id; `ward show` takes it, any unique prefix, or `last`\n"
 		"  STARTED  when the run started, local time\n"
-		"  STATUS   running (still running, or ward died), ok (exit 0), error (exit\n"
+		"  STATUS   running, died (the record says running but its ward is\n"
+		"           gone: killed or crashed), ok (exit 0), error (exit\n"
 		"           status not 0), timeout, killed (by a signal or the policy),\n"
 		"           limit (a resource limit), aborted (ward gave up, or died: the\n"
 		"           next `ward run` on this host marks a dead ward's run aborted)\n"
@@ -263,7 +264,10 @@ static int print_row(const struct audit_run *r, void *arg)
 	view_exit(ex, sizeof(ex), r->has_exit, r->exit_code, r->signal);
 	snprintf(den, sizeof(den), r->denials < 0 ? "-" : "%lld", r->denials);
 	printf("%-16s  %-19s  %-8s %7s %7s  %-7s %6s  ", r->id, start,
-	       r->status ? r->status : "?", ex, dur,
+	       view_run_status(r) != r->status ? "died"
+	       : r->status		       ? r->status
+					       : "?",
+	       ex, dur,
 	       r->language ? r->language : "-", den);
 	if (!inline_code(r)) {
 		view_str(stdout, r->code_name);
@@ -293,6 +297,8 @@ static int append_json(const struct audit_run *r, void *arg)
 	json_object_set_new(o, "ended_ns", nullable_int(r->ended_ns));
 	json_object_set_new(o, "duration_ms", nullable_int(r->duration_ms));
 	json_object_set_new(o, "status", view_json_str(r->status));
+	json_object_set_new(o, "ward_died",
+			    json_boolean(view_run_status(r) != r->status));
 	json_object_set_new(o, "cause", view_json_str(r->cause));
 	json_object_set_new(o, "exit_code",
 			    r->has_exit ? json_integer(r->exit_code)

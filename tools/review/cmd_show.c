@@ -278,10 +278,18 @@ static void print_status(const struct audit_run *r,
 			 view_signame(r->signal, sig, sizeof(sig)));
 	else if (r->has_exit)
 		snprintf(ended, sizeof(ended), "exit %d", r->exit_code);
-	view_verdict(v, sizeof(v), r->status, r->has_exit ? ended : NULL, d);
+	const char *st = view_run_status(r);
+
+	view_verdict(v, sizeof(v), st, r->has_exit ? ended : NULL, d);
 	field("status");
 	view_str(stdout, v);
-	if (r->status && !strcmp(r->status, "running"))
+	if (st != r->status)
+		printf(" (its ward, pid %lld, is gone: killed or crashed before "
+		       "the run's end was recorded; the record holds what was "
+		       "written until then, and the next `ward run` on this "
+		       "database closes it as aborted)",
+		       r->ward_pid);
+	else if (r->status && !strcmp(r->status, "running"))
 		fputs(" (no end recorded: still running, or ward died and no "
 		      "`ward run` has closed it since)",
 		      stdout);
@@ -883,6 +891,8 @@ static int run_json(const struct audit_run *r, void *arg)
 	I("ended_ns", r->ended_ns);
 	I("duration_ms", r->duration_ms);
 	S("status", r->status);
+	json_object_set_new(o, "ward_died",
+			    json_boolean(view_run_status(r) != r->status));
 	S("cause", r->cause);
 	json_object_set_new(o, "exit_code",
 			    r->has_exit ? json_integer(r->exit_code)

@@ -54,7 +54,7 @@ static int got_run(const struct audit_run *run, void *arg)
 	struct report *r = arg;
 
 	memcpy(r->id, run->id, sizeof(r->id));
-	SET(status, run->status);
+	SET(status, view_run_status(run));
 	SET(cause, run->cause);
 	SET(argv_json, run->argv_json);
 	SET(language, run->language);

@@ -255,6 +255,11 @@ enum view_tone view_verdict(char *buf, size_t n, const char *status,
 	return tone;
 }
 
+const char *view_run_status(const struct audit_run *r)
+{
+	return audit_run_ward_gone(r) == 1 ? VIEW_WARD_DIED : r->status;
+}
+
 void view_exit(char *buf, size_t n, bool has_exit, int code, int sig)
 {
 	if (!has_exit)

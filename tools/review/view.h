@@ -89,6 +89,11 @@ enum view_tone { VIEW_OK, VIEW_WARN, VIEW_BAD };
  */
 enum view_tone view_verdict(char *buf, size_t n, const char *status,
 			    const char *ended, const struct view_decisions *d);
+/* r's status as a reader must see it at once: a run still "running" whose
+ * ward is gone (audit_run_ward_gone: killed or crashed, no end recorded)
+ * is VIEW_WARD_DIED; any other, its recorded status. */
+#define VIEW_WARD_DIED "running, ward died"
+const char *view_run_status(const struct audit_run *r);
 /* "SIGKILL" style name, or "signal N". */
 const char *view_signame(int sig, char *buf, size_t n);
 /* argv (JSON array text) as a shell-like line (words quoted where needed
