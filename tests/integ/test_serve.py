@@ -3,7 +3,6 @@ files, artifacts, timeouts, isolation, concurrency, and every error path
 (each answered with a stable code while the server keeps serving)."""
 import base64
 import hashlib
-import glob
 import json
 import os
 import re
@@ -773,10 +772,10 @@ def test_session_workdir_quota(ctx):
         raise wardtest.Skip("the workdir quota is a tmpfs ward mounts: root only")
     path = wardtest.profile_with(ctx, "default", disk_mb=16)
     s = serve(ctx)
-    before = _workdirs()
+    before = _workdirs(s)
     r = s.ok("session.create", {"policy": path})
     sid, run_id = r["session_id"], r["run_id"]
-    (wd,) = _workdirs() - before
+    (wd,) = _workdirs(s) - before
     s.ok("files.write", {"session_id": sid, "path": "in.txt", "text": "from the caller"})
     r = s.run(sid, "import os, tempfile\nst = os.statvfs('.')\n"
                    "(st.f_blocks * st.f_frsize >> 20, open('in.txt').read(), "
@@ -804,9 +803,9 @@ def test_session_quota_gone_with_a_killed_server(ctx):
     if os.geteuid() != 0:
         raise wardtest.Skip("the workdir quota is a tmpfs ward mounts: root only")
     s = serve(ctx)
-    before = _workdirs()
+    before = _workdirs(s)
     r = s.ok("session.create", {"language": "sh"})
-    (wd,) = _workdirs() - before
+    (wd,) = _workdirs(s) - before
     assert _stdout(s.run(r["session_id"], "head -c 4000000 /dev/zero > big; echo ok")) == "ok\n"
     assert wardtest.quota_holders(wd)
     s.p.kill()
@@ -821,15 +820,27 @@ def test_session_quota_gone_with_a_killed_server(ctx):
     shutil.rmtree(wd, ignore_errors=True)  # the workdir itself stays, as before
 
 
-def _workdirs():
-    return {d for d in glob.glob("/tmp/ward-*") if not d.endswith(".lock")}
+def _workdirs(s):
+    """The host workdirs of s's sessions: the server holds each open
+    (O_PATH, struct sess's wd_fd). Not a glob of /tmp/ward-*: other wards
+    on the machine make theirs there too."""
+    fds = f"/proc/{s.p.pid}/fd"
+    out = set()
+    for fd in os.listdir(fds):
+        try:
+            t = os.readlink(os.path.join(fds, fd))
+        except OSError:
+            continue
+        if re.fullmatch(r"/tmp/ward-[^/]+", t) and not t.endswith(".lock"):
+            out.add(t)
+    return out
 
 
 def test_sessions_are_isolated(ctx):
     s = serve(ctx)
-    before = _workdirs()
+    before = _workdirs(s)
     a = s.create()
-    (wa,) = _workdirs() - before  # a's workdir on the host
+    (wa,) = _workdirs(s) - before  # a's workdir on the host
     b = s.create()
     s.ok("files.write", {"session_id": a, "path": "mine.txt", "text": "secret of a"})
     r = s.run(a, "import os\nos.getcwd()")
