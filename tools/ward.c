@@ -61,6 +61,7 @@ static void usage(FILE *f)
 		"\n"
 		"commands:\n"
 		"  run      run code under supervision        ward run [options] FILE|-c CODE|-\n"
+		"  batch    many samples, one sandbox each    ward batch [options] SAMPLES...\n"
 		"  runs     list recorded runs                ward runs [--limit N] [--json]\n"
 		"  show     one run: timeline or summary      ward show RUN|last [--summary]\n"
 		"  report   one run as an HTML page or text   ward report RUN [-o FILE.html]\n"
@@ -103,6 +104,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "run"))
 		return ward_cmd_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "batch"))
+		return ward_cmd_batch(argc - 1, argv + 1);
 	if (!strcmp(cmd, "runs"))
 		return ward_cmd_runs(argc - 1, argv + 1);
 	if (!strcmp(cmd, "show"))

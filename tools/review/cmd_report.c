@@ -1193,27 +1193,12 @@ static void limits_section(struct out *o, const struct report *r)
 	section_end(o);
 }
 
-/* The CSP source for the stylesheet: 'sha256-BASE64'. */
-static void css_hash(char *buf, size_t n)
-{
-	uint8_t dig[WARD_SHA256_LEN];
-	struct ward_sha256 c;
-	json_t *b64;
-
-	ward_sha256_init(&c);
-	ward_sha256_update(&c, css, strlen(css));
-	ward_sha256_final(&c, dig);
-	b64 = view_json_base64(dig, sizeof(dig));
-	snprintf(buf, n, "'sha256-%s'", json_string_value(b64));
-	json_decref(b64);
-}
-
 static void render(struct out *o, const struct report *r)
 {
 	if (o->html) {
 		char h[96];
 
-		css_hash(h, sizeof(h));
+		view_css_hash(css, h, sizeof(h));
 		say(o,
 		    "<!DOCTYPE html>\n<html lang=\"en\"><head>"
 		    "<meta charset=\"utf-8\">\n"

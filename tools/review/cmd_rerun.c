@@ -435,7 +435,7 @@ static bool takes_value(const char *opt)
 		"--workdir", "--env",	    "--timeout",     "--cpu",
 		"--memory",  "--max-procs", "--max-output",  "--interpreter",
 		"--input",   "--spin-us",   "--keep-inputs", "--rerun-of",
-		"-c",
+		"--stdin",   "--tag",	    "-c",
 	};
 
 	for (size_t i = 0; i < sizeof(with_value) / sizeof(*with_value); i++)

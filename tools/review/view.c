@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "common/json.h"
+#include "common/sha256.h"
 #include "common/log.h"
 #include "common/utf8.h"
 
@@ -528,4 +529,18 @@ json_t *view_json_base64(const void *s, size_t len)
 	j = json_stringn(out, olen);
 	free(out);
 	return j;
+}
+
+void view_css_hash(const char *css, char *buf, size_t n)
+{
+	uint8_t dig[WARD_SHA256_LEN];
+	struct ward_sha256 c;
+	json_t *b64;
+
+	ward_sha256_init(&c);
+	ward_sha256_update(&c, css, strlen(css));
+	ward_sha256_final(&c, dig);
+	b64 = view_json_base64(dig, sizeof(dig));
+	snprintf(buf, n, "'sha256-%s'", b64 ? json_string_value(b64) : "");
+	json_decref(b64);
 }

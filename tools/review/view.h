@@ -124,5 +124,8 @@ json_t *view_json_str(const char *s);
 json_t *view_json_parsed(const char *s);
 /* Standard base64 of len bytes, as a JSON string. */
 json_t *view_json_base64(const void *s, size_t len);
+/* The Content-Security-Policy source allowing exactly this stylesheet
+ * (an inline <style>): 'sha256-BASE64', into buf (96 bytes suffice). */
+void view_css_hash(const char *css, char *buf, size_t n);
 
 #endif
