@@ -79,8 +79,7 @@ static void head(FILE *f, const struct batch_samples *s, const char *db)
 		"the audit record in ",
 		h, WARD_VERSION, css, s->n);
 	view_html_str(f, db);
-	fputs("; each run links to its own report.</p></header>\n<main>\n",
-	      f);
+	fputs("; each run links to its own report.</p></header>\n<main>\n", f);
 }
 
 static void outcomes(FILE *f, const struct batch_samples *s)
@@ -94,16 +93,17 @@ static void outcomes(FILE *f, const struct batch_samples *s)
 					 ? s->v[i].status ?: "failed"
 					 : "not run";
 
-		json_object_set_new(counts, st,
-				    json_integer(json_integer_value(
-							 json_object_get(counts,
-									 st)) +
-						 1));
+		json_object_set_new(
+			counts, st,
+			json_integer(json_integer_value(
+					     json_object_get(counts, st)) +
+				     1));
 	}
 	fputs("<h2 id=\"outcomes\">Outcomes</h2>\n<table><tr><th>status</th>"
 	      "<th>samples</th><th>share</th></tr>\n",
 	      f);
-	json_object_foreach(counts, k, v) {
+	json_object_foreach(counts, k, v)
+	{
 		fputs("<tr><td>", f);
 		view_html_str(f, k);
 		fprintf(f,
@@ -116,8 +116,7 @@ static void outcomes(FILE *f, const struct batch_samples *s)
 	json_decref(counts);
 }
 
-static void categories(FILE *f, const struct batch_samples *s,
-		       const char *dir)
+static void categories(FILE *f, const struct batch_samples *s, const char *dir)
 {
 	fputs("<h2 id=\"categories\">Behaviour categories</h2>\n"
 	      "<p class=\"note\">What the record shows each sample tried or "
@@ -128,8 +127,8 @@ static void categories(FILE *f, const struct batch_samples *s,
 
 		for (size_t i = 0; i < s->n; i++)
 			n += !!(s->v[i].cats & 1u << c);
-		fprintf(f, "<h3 id=\"cat-%s\">%s: %zu</h3>\n", batch_cat_name[c],
-			batch_cat_name[c], n);
+		fprintf(f, "<h3 id=\"cat-%s\">%s: %zu</h3>\n",
+			batch_cat_name[c], batch_cat_name[c], n);
 		if (!n)
 			continue;
 		fputs("<ul>\n", f);
@@ -163,10 +162,12 @@ static void sample_row(FILE *f, const struct batch_sample *b, const char *dir)
 	if (b->state == SAMPLE_DONE && b->duration_ms >= 0)
 		fprintf(f, "%lld ms", b->duration_ms);
 	fprintf(f, "</td><td%s>%s</td><td>",
-		b->pass == 1	? " class=\"pass\""
-		: b->pass == 0	? " class=\"fail\""
-				: "",
-		b->pass == 1 ? "pass" : b->pass == 0 ? "fail" : "");
+		b->pass == 1   ? " class=\"pass\""
+		: b->pass == 0 ? " class=\"fail\""
+			       : "",
+		b->pass == 1   ? "pass"
+		: b->pass == 0 ? "fail"
+			       : "");
 	for (int c = 0; c < CAT_N; c++)
 		if (b->cats & 1u << c)
 			fprintf(f, "%s%s", first ? "" : ", ",
@@ -174,7 +175,8 @@ static void sample_row(FILE *f, const struct batch_sample *b, const char *dir)
 				first = false;
 	fputs("</td><td>", f);
 	first = true;
-	json_object_foreach(d, k, v) {
+	json_object_foreach(d, k, v)
+	{
 		fputs(first ? "" : ", ", f);
 		view_html_str(f, k);
 		fprintf(f, " &times;%lld", (long long)json_integer_value(v));

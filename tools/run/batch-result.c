@@ -51,9 +51,9 @@ static bool changes_files(json_t *args)
 /* The categories one denied, killed or would-be-denied call shows. */
 static unsigned event_cats(const struct audit_event *e)
 {
-	static const char *const net[] = { "socket",  "connect",  "bind",
-					   "listen",  "accept",	  "accept4",
-					   "sendto",  "sendmsg",  "sendmmsg",
+	static const char *const net[] = { "socket", "connect", "bind",
+					   "listen", "accept",	"accept4",
+					   "sendto", "sendmsg", "sendmmsg",
 					   NULL };
 	static const char *const exec[] = { "execve", "execveat", NULL };
 	static const char *const sig[] = { "kill",
@@ -123,9 +123,8 @@ static int run_row(const struct audit_run *r, void *arg)
 		s->cats |= 1u << CAT_TIMEOUT;
 	/* a signal ward or the kernel's floor sent is not a crash */
 	if (r->has_exit && crash_signal(r->signal) &&
-	    !in(s->status,
-		(const char *const[]){ "killed", "limit", "timeout", "aborted",
-				       NULL }))
+	    !in(s->status, (const char *const[]){ "killed", "limit", "timeout",
+						  "aborted", NULL }))
 		s->cats |= 1u << CAT_CRASH;
 	return 0;
 }
@@ -184,7 +183,7 @@ struct tagged {
 	struct {
 		size_t sample;
 		char id[AUDIT_RUN_ID_LEN + 1];
-	} *hit;
+	} * hit;
 	size_t n_hit;
 };
 
@@ -231,8 +230,7 @@ static int tagged_run(const struct audit_run *r, void *arg)
 	return 0;
 }
 
-int batch_resume_record(struct audit *a, struct batch_samples *s,
-			size_t *found)
+int batch_resume_record(struct audit *a, struct batch_samples *s, size_t *found)
 {
 	struct tagged t = { .s = s };
 	int rc;
@@ -262,7 +260,8 @@ static json_t *cats_json(unsigned cats)
 
 	for (int i = 0; v && i < CAT_N; i++)
 		if (cats & 1u << i)
-			json_array_append_new(v, json_string(batch_cat_name[i]));
+			json_array_append_new(v,
+					      json_string(batch_cat_name[i]));
 	return v;
 }
 
@@ -290,12 +289,12 @@ char *batch_result_line(const struct batch_sample *s)
 			    s->run_id[0] ? json_string(s->run_id)
 					 : json_null());
 	json_object_set_new(o, "status", json_string(s->status ?: "failed"));
-	json_object_set_new(o, "exit_code", s->has_exit
-						    ? json_integer(s->exit_code)
-						    : json_null());
-	json_object_set_new(o, "signal", s->has_exit && s->signal
-						 ? json_integer(s->signal)
-						 : json_null());
+	json_object_set_new(o, "exit_code",
+			    s->has_exit ? json_integer(s->exit_code)
+					: json_null());
+	json_object_set_new(o, "signal",
+			    s->has_exit && s->signal ? json_integer(s->signal)
+						     : json_null());
 	json_object_set_new(o, "duration_ms",
 			    s->duration_ms >= 0 ? json_integer(s->duration_ms)
 						: json_null());
@@ -303,8 +302,9 @@ char *batch_result_line(const struct batch_sample *s)
 			    s->pass < 0 ? json_null() : json_boolean(s->pass));
 	if (s->pass == 0)
 		json_object_set_new(o, "expect_failed", expect_failed(s));
-	json_object_set_new(o, "denials", s->denials ? json_incref(s->denials)
-						     : json_object());
+	json_object_set_new(o, "denials",
+			    s->denials ? json_incref(s->denials)
+				       : json_object());
 	json_object_set_new(o, "categories", cats_json(s->cats));
 	if (s->error)
 		json_object_set_new(o, "error", json_string(s->error));

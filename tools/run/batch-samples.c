@@ -73,8 +73,9 @@ static int file_sample(struct batch_samples *s, const char *path, char *err,
 			   strerror(errno));
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return bad(err, n, "%s: not a regular file (a sample is a "
-				   "script or a .jsonl file)",
+		return bad(err, n,
+			   "%s: not a regular file (a sample is a "
+			   "script or a .jsonl file)",
 			   path);
 	}
 	close(fd);
@@ -100,18 +101,21 @@ static int take_files(struct batch_sample *b, json_t *v, const char *where,
 	json_t *data;
 
 	if (!json_is_object(v))
-		return bad(err, n, "%s: \"files\" must be an object of name: "
-				   "text",
+		return bad(err, n,
+			   "%s: \"files\" must be an object of name: "
+			   "text",
 			   where);
 	b->files = calloc(json_object_size(v) + 1, sizeof(*b->files));
 	if (!b->files)
 		return -ENOMEM;
-	json_object_foreach(v, name, data) {
+	json_object_foreach(v, name, data)
+	{
 		struct batch_file *f = &b->files[b->n_files];
 
 		if (!plain_name(name))
-			return bad(err, n, "%s: files: \"%s\" is not a plain "
-					   "file name (no '/', not . or ..)",
+			return bad(err, n,
+				   "%s: files: \"%s\" is not a plain "
+				   "file name (no '/', not . or ..)",
 				   where, name);
 		if (!json_is_string(data))
 			return bad(err, n, "%s: files.%s must be a string",
@@ -138,11 +142,13 @@ static int take_args(struct batch_sample *b, json_t *v, const char *where,
 	b->args = calloc(json_array_size(v) + 1, sizeof(char *));
 	if (!b->args)
 		return -ENOMEM;
-	json_array_foreach(v, i, a) {
+	json_array_foreach(v, i, a)
+	{
 		if (!json_is_string(a) ||
 		    strlen(json_string_value(a)) != json_string_length(a))
-			return bad(err, n, "%s: args[%zu] must be a string "
-					   "without NUL",
+			return bad(err, n,
+				   "%s: args[%zu] must be a string "
+				   "without NUL",
 				   where, i);
 		b->args[b->n_args] = strdup(json_string_value(a));
 		if (!b->args[b->n_args++])
@@ -174,8 +180,9 @@ static int take_id(struct batch_sample *b, json_t *v, const char *where,
 		   strlen(json_string_value(v)) == json_string_length(v)) {
 		b->id = strdup(json_string_value(v));
 	} else {
-		return bad(err, n, "%s: \"id\" must be a non-empty string or "
-				   "an integer",
+		return bad(err, n,
+			   "%s: \"id\" must be a non-empty string or "
+			   "an integer",
 			   where);
 	}
 	return b->id ? 0 : -ENOMEM;
@@ -189,7 +196,8 @@ static int line_fields(struct batch_sample *b, json_t *o, const char *where,
 	size_t len;
 	int rc = 0;
 
-	json_object_foreach(o, key, v) {
+	json_object_foreach(o, key, v)
+	{
 		if (!strcmp(key, "id")) {
 			rc = take_id(b, v, where, err, n);
 		} else if (!strcmp(key, "code")) {
@@ -199,8 +207,9 @@ static int line_fields(struct batch_sample *b, json_t *o, const char *where,
 			rc = take_text(v, key, &b->lang, &len, where, err, n);
 			if (!rc && strcmp(b->lang, "python") &&
 			    strcmp(b->lang, "node") && strcmp(b->lang, "sh"))
-				rc = bad(err, n, "%s: language \"%s\" is not "
-						 "one of python, node, sh",
+				rc = bad(err, n,
+					 "%s: language \"%s\" is not "
+					 "one of python, node, sh",
 					 where, b->lang);
 		} else if (!strcmp(key, "stdin")) {
 			rc = take_text(v, key, &b->stdin_data, &b->stdin_len,
@@ -217,16 +226,18 @@ static int line_fields(struct batch_sample *b, json_t *o, const char *where,
 		} else if (!strcmp(key, "expect_exit")) {
 			if (!json_is_integer(v) || json_integer_value(v) < 0 ||
 			    json_integer_value(v) > 255)
-				return bad(err, n, "%s: \"expect_exit\" must "
-						   "be an integer 0..255",
+				return bad(err, n,
+					   "%s: \"expect_exit\" must "
+					   "be an integer 0..255",
 					   where);
 			b->expect_exit = (int)json_integer_value(v);
 			b->has_expect_exit = true;
 		} else {
-			return bad(err, n, "%s: unknown key \"%s\" (a sample "
-					   "has id, code, language, stdin, "
-					   "args, files, expect_stdout, "
-					   "expect_exit)",
+			return bad(err, n,
+				   "%s: unknown key \"%s\" (a sample "
+				   "has id, code, language, stdin, "
+				   "args, files, expect_stdout, "
+				   "expect_exit)",
 				   where, key);
 		}
 		if (rc)
@@ -249,8 +260,7 @@ static int jsonl_line(struct batch_samples *s, const char *path, size_t lineno,
 	int rc;
 
 	snprintf(where, sizeof(where), "%s:%zu", path, lineno);
-	o = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
-		       &je);
+	o = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
 	if (!o)
 		return bad(err, n, "%s:%d: not JSON: %s", where, je.column,
 			   je.text);
@@ -300,9 +310,10 @@ static int no_duplicates(struct batch_samples *s, char *err, size_t n)
 	for (size_t i = 0; i < s->n; i++)
 		for (size_t j = 0; j < i; j++)
 			if (!strcmp(s->v[i].id, s->v[j].id))
-				return bad(err, n, "%s: sample id \"%s\" was "
-						   "already used at %s: give "
-						   "each sample its own id",
+				return bad(err, n,
+					   "%s: sample id \"%s\" was "
+					   "already used at %s: give "
+					   "each sample its own id",
 					   s->v[i].where, s->v[i].id,
 					   s->v[j].where);
 	return 0;
@@ -415,15 +426,15 @@ static void line_done(struct batch_samples *s, json_t *o, int *done)
 	b->signal = (int)json_integer_value(json_object_get(o, "signal"));
 	b->duration_ms = json_integer_value(json_object_get(o, "duration_ms"));
 	b->denials = json_incref(json_object_get(o, "denials"));
-	json_array_foreach(json_object_get(o, "categories"), i, c)
-		for (int k = 0; k < CAT_N; k++)
-			if (!strcmp(json_string_value(c) ?: "",
-				    batch_cat_name[k]))
-				b->cats |= 1u << k;
+	json_array_foreach(json_object_get(o, "categories"), i,
+			   c) for (int k = 0; k < CAT_N;
+				   k++) if (!strcmp(json_string_value(c) ?: "",
+						    batch_cat_name[k]))
+		b->cats |= 1u << k;
 }
 
-int batch_resume_lines(struct batch_samples *s, const char *out_path,
-		       char *err, size_t errn)
+int batch_resume_lines(struct batch_samples *s, const char *out_path, char *err,
+		       size_t errn)
 {
 	int fd = open(out_path, O_RDWR | O_CLOEXEC | O_NOCTTY);
 	FILE *f;
@@ -453,8 +464,9 @@ int batch_resume_lines(struct batch_samples *s, const char *out_path,
 		if (!o) {
 			free(line);
 			fclose(f);
-			return bad(err, errn, "--resume: %s:%zu is not a "
-					      "result line of ward batch",
+			return bad(err, errn,
+				   "--resume: %s:%zu is not a "
+				   "result line of ward batch",
 				   out_path, lineno);
 		}
 		line_done(s, o, &done);

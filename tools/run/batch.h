@@ -77,9 +77,9 @@ struct batch_sample {
 	bool has_exit;
 	int exit_code, signal;
 	long long duration_ms;
-	int pass; /* -1 no expectation, 0 fail, 1 pass */
-	bool stdout_ok; /* the recorded stdout is expect_stdout */
-	unsigned cats; /* bit per enum batch_cat */
+	int pass;	 /* -1 no expectation, 0 fail, 1 pass */
+	bool stdout_ok;	 /* the recorded stdout is expect_stdout */
+	unsigned cats;	 /* bit per enum batch_cat */
 	json_t *denials; /* {rule: count} */
 };
 
@@ -102,8 +102,8 @@ void batch_shard(struct batch_samples *s, unsigned i, unsigned n);
  * out_path (a torn last line is cut off the file); returns how many. 0 or
  * more, -errno on a read error (err says why).
  */
-int batch_resume_lines(struct batch_samples *s, const char *out_path,
-		       char *err, size_t errn);
+int batch_resume_lines(struct batch_samples *s, const char *out_path, char *err,
+		       size_t errn);
 
 /* Fills s's outcome from its recorded run (s->run_id set). 0 or -errno. */
 int batch_outcome(struct audit *a, struct batch_sample *s);

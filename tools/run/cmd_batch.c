@@ -142,8 +142,7 @@ static void parse_shard(struct batch_opts *o, const char *v)
 	v = end + 1;
 	n = strtoul(v, &end, 10);
 	if (end == v || *end || !n || n > 1000000 || !i || i > n)
-		die("--shard: '%s' is not I/N with 1 <= I <= N (e.g. 2/4)",
-		    v);
+		die("--shard: '%s' is not I/N with 1 <= I <= N (e.g. 2/4)", v);
 	o->shard_i = (unsigned)i;
 	o->shard_n = (unsigned)n;
 }
@@ -159,8 +158,18 @@ static int cpu_count(void)
 
 static int parse_args(int argc, char **argv, struct batch_opts *o)
 {
-	enum { O_DB = 256, O_JOBS, O_OUT, O_REPORT, O_PROGRESS, O_RESUME,
-	       O_SHARD, O_NOPIN, O_PASS, O_PASS_FLAG };
+	enum {
+		O_DB = 256,
+		O_JOBS,
+		O_OUT,
+		O_REPORT,
+		O_PROGRESS,
+		O_RESUME,
+		O_SHARD,
+		O_NOPIN,
+		O_PASS,
+		O_PASS_FLAG
+	};
 	static const struct option opts[] = {
 		{ "db", required_argument, 0, O_DB },
 		{ "jobs", required_argument, 0, O_JOBS },
@@ -226,7 +235,8 @@ static int parse_args(int argc, char **argv, struct batch_opts *o)
 			if (o->n_pass + 2 > PASS_MAX)
 				die("batch: too many options for ward run");
 			/* getopt_long gives the option's index: its name */
-			o->pass[o->n_pass++] = argv[optind - (c == O_PASS ? 2 : 1)];
+			o->pass[o->n_pass++] =
+				argv[optind - (c == O_PASS ? 2 : 1)];
 			if (c == O_PASS)
 				o->pass[o->n_pass++] = optarg;
 			break;
@@ -403,8 +413,8 @@ static int code_fd(const struct batch_sample *s)
 	return fd;
 }
 
-static void child_exec(struct batch *bt, char **argv, int in, int out,
-		       int err, pid_t parent)
+static void child_exec(struct batch *bt, char **argv, int in, int out, int err,
+		       pid_t parent)
 {
 	sigset_t none;
 
@@ -622,9 +632,8 @@ static void counts_text(struct batch *bt, struct ward_strbuf *sb)
 	const char *k;
 	json_t *v;
 
-	json_object_foreach(bt->counts, k, v)
-		ward_strbuf_appendf(sb, " %s %lld", k,
-				    (long long)json_integer_value(v));
+	json_object_foreach(bt->counts, k, v) ward_strbuf_appendf(
+		sb, " %s %lld", k, (long long)json_integer_value(v));
 }
 
 static void progress(struct batch *bt, const struct batch_sample *last)
@@ -634,10 +643,10 @@ static void progress(struct batch *bt, const struct batch_sample *last)
 	double eta = rate > 0 ? (double)(bt->total - bt->done) / rate : -1;
 
 	if (bt->o.progress == PROG_JSONL && last) {
-		json_t *o = json_pack("{sIsIsfsOss}", "done", (json_int_t)bt->done,
-				      "total", (json_int_t)bt->total, "rate",
-				      rate, "counts", bt->counts, "id",
-				      last->id);
+		json_t *o = json_pack("{sIsIsfsOss}", "done",
+				      (json_int_t)bt->done, "total",
+				      (json_int_t)bt->total, "rate", rate,
+				      "counts", bt->counts, "id", last->id);
 		char *t;
 
 		json_object_set_new(o, "eta_s",
@@ -652,9 +661,9 @@ static void progress(struct batch *bt, const struct batch_sample *last)
 		json_decref(o);
 	} else if (bt->o.progress == PROG_BAR) {
 		struct ward_strbuf sb = WARD_STRBUF_INIT;
-		int width = 24, full = bt->total
-					       ? (int)(width * bt->done / bt->total)
-					       : width;
+		int width = 24,
+		    full = bt->total ? (int)(width * bt->done / bt->total)
+				     : width;
 
 		ward_strbuf_puts(&sb, "\r\033[K[");
 		for (int i = 0; i < width; i++)
@@ -662,8 +671,8 @@ static void progress(struct batch *bt, const struct batch_sample *last)
 		ward_strbuf_appendf(&sb, "] %zu/%zu %.1f/s", bt->done,
 				    bt->total, rate);
 		if (eta >= 0)
-			ward_strbuf_appendf(&sb, " ETA %dm%02ds",
-					    (int)eta / 60, (int)eta % 60);
+			ward_strbuf_appendf(&sb, " ETA %dm%02ds", (int)eta / 60,
+					    (int)eta % 60);
 		counts_text(bt, &sb);
 		fputs(ward_strbuf_str(&sb), stderr);
 		fflush(stderr);
@@ -690,7 +699,8 @@ static void summary(struct batch *bt)
 		fail += s->state == SAMPLE_DONE && s->pass == 0;
 	}
 	printf("ward batch: %zu of %zu samples done in %.1fs (%.1f/s)",
-	       bt->done, bt->total, secs, secs > 0 ? (double)bt->ran / secs : 0);
+	       bt->done, bt->total, secs,
+	       secs > 0 ? (double)bt->ran / secs : 0);
 	if (bt->cancelled)
 		printf(", %zu cancelled", bt->cancelled);
 	printf("\n\n  %-24s %8s\n", "outcome", "samples");
