@@ -431,11 +431,13 @@ static void argf(struct argv_b *b, const char *fmt, ...)
 static bool takes_value(const char *opt)
 {
 	static const char *const with_value[] = {
-		"--lang",    "--profile",   "--policy",	     "--db",
-		"--workdir", "--env",	    "--timeout",     "--cpu",
-		"--memory",  "--max-procs", "--max-output",  "--interpreter",
-		"--input",   "--spin-us",   "--keep-inputs", "--rerun-of",
-		"--stdin",   "--tag",	    "-c",
+		"--lang",      "--profile",    "--policy",
+		"--db",	       "--workdir",    "--env",
+		"--timeout",   "--cpu",	       "--memory",
+		"--max-procs", "--max-output", "--interpreter",
+		"--input",     "--spin-us",    "--keep-inputs",
+		"--rerun-of",  "--stdin",      "--tag",
+		"-c",
 	};
 
 	for (size_t i = 0; i < sizeof(with_value) / sizeof(*with_value); i++)
