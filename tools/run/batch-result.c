@@ -290,8 +290,10 @@ char *batch_result_line(const struct batch_sample *s)
 					 : json_null());
 	json_object_set_new(o, "status", json_string(s->status ?: "failed"));
 	json_object_set_new(o, "exit_code",
-			    s->has_exit ? json_integer(s->exit_code)
-					: json_null());
+			    /* -1: killed by a signal, which "signal" says */
+			    s->has_exit && s->exit_code >= 0
+				    ? json_integer(s->exit_code)
+				    : json_null());
 	json_object_set_new(o, "signal",
 			    s->has_exit && s->signal ? json_integer(s->signal)
 						     : json_null());

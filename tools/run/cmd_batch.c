@@ -61,6 +61,7 @@ struct batch {
 	int out_fd;
 	int *cpus, n_cpus;
 	size_t done, total, ran, cancelled, failed;
+	size_t resumed; /* done before this batch began (--resume) */
 	json_t *counts; /* status -> samples */
 	long long t0_ns;
 	int last_bar_len;
@@ -134,14 +135,13 @@ static void usage(FILE *f)
 
 static void parse_shard(struct batch_opts *o, const char *v)
 {
-	char *end;
+	char *end, *end2;
 	unsigned long i = strtoul(v, &end, 10), n;
 
 	if (end == v || *end != '/')
 		die("--shard: '%s' is not I/N (e.g. 2/4)", v);
-	v = end + 1;
-	n = strtoul(v, &end, 10);
-	if (end == v || *end || !n || n > 1000000 || !i || i > n)
+	n = strtoul(end + 1, &end2, 10);
+	if (end2 == end + 1 || *end2 || !n || n > 1000000 || !i || i > n)
 		die("--shard: '%s' is not I/N with 1 <= I <= N (e.g. 2/4)", v);
 	o->shard_i = (unsigned)i;
 	o->shard_n = (unsigned)n;
@@ -639,7 +639,8 @@ static void counts_text(struct batch *bt, struct ward_strbuf *sb)
 static void progress(struct batch *bt, const struct batch_sample *last)
 {
 	double secs = (double)(now_ns() - bt->t0_ns) / 1e9;
-	double rate = secs > 0 ? (double)(bt->done) / secs : 0;
+	/* samples done by an earlier batch (--resume) took no time here */
+	double rate = secs > 0 ? (double)(bt->done - bt->resumed) / secs : 0;
 	double eta = rate > 0 ? (double)(bt->total - bt->done) / rate : -1;
 
 	if (bt->o.progress == PROG_JSONL && last) {
@@ -698,11 +699,16 @@ static void summary(struct batch *bt)
 		pass += s->state == SAMPLE_DONE && s->pass == 1;
 		fail += s->state == SAMPLE_DONE && s->pass == 0;
 	}
-	printf("ward batch: %zu of %zu samples done in %.1fs (%.1f/s)",
-	       bt->done, bt->total, secs,
-	       secs > 0 ? (double)bt->ran / secs : 0);
+	printf("ward batch: %zu samples: %zu ran in %.1fs (%.1f/s)", bt->total,
+	       bt->ran, secs, secs > 0 ? (double)bt->ran / secs : 0);
+	if (bt->resumed)
+		printf(", %zu done before (--resume)", bt->resumed);
 	if (bt->cancelled)
 		printf(", %zu cancelled", bt->cancelled);
+	if (bt->failed)
+		printf(", %zu could not run", bt->failed);
+	if (bt->total > bt->done)
+		printf(", %zu not started", bt->total - bt->done);
 	printf("\n\n  %-24s %8s\n", "outcome", "samples");
 	json_object_foreach(bt->counts, k, v)
 		printf("  %-24s %8lld\n", k, (long long)json_integer_value(v));
@@ -940,6 +946,7 @@ static void resume_lines(struct batch *bt)
 	for (size_t i = 0; i < bt->s.n; i++)
 		if (bt->s.v[i].state == SAMPLE_DONE)
 			count(bt, &bt->s.v[i]);
+	bt->resumed = bt->done;
 }
 
 /* --resume: a run that ended but whose line was never written (the batch
@@ -960,6 +967,7 @@ static void resume_record(struct batch *bt)
 		if (was[i] && bt->s.v[i].state == SAMPLE_DONE) {
 			write_line(bt, &bt->s.v[i]);
 			count(bt, &bt->s.v[i]);
+			bt->resumed++;
 		}
 	free(was);
 }
