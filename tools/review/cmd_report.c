@@ -1196,21 +1196,12 @@ static void limits_section(struct out *o, const struct report *r)
 static void render(struct out *o, const struct report *r)
 {
 	if (o->html) {
-		char h[96];
+		char title[64];
 
-		view_css_hash(css, h, sizeof(h));
+		snprintf(title, sizeof(title), "ward report %s", r->id);
+		view_html_head(o->f, css, title);
 		say(o,
-		    "<!DOCTYPE html>\n<html lang=\"en\"><head>"
-		    "<meta charset=\"utf-8\">\n"
-		    "<meta http-equiv=\"Content-Security-Policy\" "
-		    "content=\"default-src 'none'; style-src %s; "
-		    "base-uri 'none'; form-action 'none'\">\n"
-		    "<meta name=\"referrer\" content=\"no-referrer\">\n"
-		    "<meta name=\"viewport\" content=\"width=device-width, "
-		    "initial-scale=1\">\n"
-		    "<meta name=\"generator\" content=\"ward %s\">\n"
-		    "<title>ward report %s</title>\n<style>%s</style>\n"
-		    "</head><body>\n<header><h1>ward report: run %s</h1>\n"
+		    "<header><h1>ward report: run %s</h1>\n"
 		    "<nav><a href=\"#verdict\">verdict</a>"
 		    "<a href=\"#denials\">denials</a>"
 		    "<a href=\"#code\">code</a>"
@@ -1222,7 +1213,7 @@ static void render(struct out *o, const struct report *r)
 		    "<p class=\"note\">Everything below comes from the audit "
 		    "record; text the run produced is shown escaped.</p>"
 		    "</header>\n<main>\n",
-		    h, WARD_VERSION, r->id, css, r->id);
+		    r->id);
 	} else {
 		color(o, "1");
 		say(o, "ward report: run %s", r->id);

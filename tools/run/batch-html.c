@@ -62,22 +62,12 @@ static void run_link(FILE *f, const char *dir, const struct batch_sample *s)
 
 static void head(FILE *f, const struct batch_samples *s, const char *db)
 {
-	char h[128];
-
-	view_css_hash(css, h, sizeof(h));
+	view_html_head(f, css, "ward batch report");
 	fprintf(f,
-		"<!DOCTYPE html>\n<html lang=\"en\"><head>"
-		"<meta charset=\"utf-8\">\n"
-		"<meta http-equiv=\"Content-Security-Policy\" "
-		"content=\"default-src 'none'; style-src %s; "
-		"base-uri 'none'; form-action 'none'\">\n"
-		"<meta name=\"referrer\" content=\"no-referrer\">\n"
-		"<meta name=\"generator\" content=\"ward %s\">\n"
-		"<title>ward batch report</title>\n<style>%s</style>\n"
-		"</head><body>\n<header><h1>ward batch: %zu samples</h1>\n"
+		"<header><h1>ward batch: %zu samples</h1>\n"
 		"<p class=\"note\">Every outcome and category below comes from "
 		"the audit record in ",
-		h, WARD_VERSION, css, s->n);
+		s->n);
 	view_html_str(f, db);
 	fputs("; each run links to its own report.</p></header>\n<main>\n", f);
 }
