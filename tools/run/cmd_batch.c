@@ -37,7 +37,7 @@ struct batch_opts {
 	bool resume;
 	enum { PROG_AUTO, PROG_BAR, PROG_JSONL, PROG_NONE } progress;
 	bool no_pin;
-	const char *pass[PASS_MAX]; /* options for every ward run */
+	char *pass[PASS_MAX]; /* options for every ward run (owned) */
 	int n_pass;
 };
 
@@ -234,11 +234,13 @@ static int parse_args(int argc, char **argv, struct batch_opts *o)
 		case O_PASS_FLAG:
 			if (o->n_pass + 2 > PASS_MAX)
 				die("batch: too many options for ward run");
-			/* getopt_long gives the option's index: its name */
-			o->pass[o->n_pass++] =
-				argv[optind - (c == O_PASS ? 2 : 1)];
-			if (c == O_PASS)
-				o->pass[o->n_pass++] = optarg;
+			/* by its name: --opt=value is one word */
+			if (asprintf(&o->pass[o->n_pass++], "--%s",
+				     opts[idx].name) < 0)
+				die("out of memory");
+			if (c == O_PASS &&
+			    !(o->pass[o->n_pass++] = strdup(optarg)))
+				die("out of memory");
 			break;
 		case ':':
 			die("batch: %s needs a value (see `ward batch --help`)",
@@ -1032,5 +1034,7 @@ int ward_cmd_batch(int argc, char **argv)
 	batch_samples_free(&bt.s);
 	json_decref(bt.counts);
 	free(bt.cpus);
+	for (int i = 0; i < bt.o.n_pass; i++)
+		free(bt.o.pass[i]);
 	return status;
 }
