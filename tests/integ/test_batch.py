@@ -41,7 +41,7 @@ def _tagged_runs(ctx):
         if "--tag" in argv:
             tag = argv[argv.index("--tag") + 1]
             assert tag.startswith("ward-batch:"), tag
-            runs.setdefault(tag[len("ward-batch:"):], []).append(r)
+            runs.setdefault(tag.split(":", 2)[2], []).append(r)
     return runs
 
 
@@ -237,6 +237,34 @@ def test_kill9_then_resume_runs_each_sample_once(ctx):
         assert len(done) == 1 and done[0]["id"] == after[i]["run_id"], (i, runs)
         assert all(r["status"] == "aborted" for r in runs if r not in done), runs
     assert "done before (--resume)" in r.stdout, r.stdout
+
+
+def test_resume_never_takes_another_batchs_runs(ctx):
+    s = _slow_samples(ctx, 4, 0.5)
+    first = ctx.path("first.jsonl")
+    assert _batch(ctx, "--out", first, "--jobs", "2", s).code == 0
+    # the same samples again into the same database, killed early
+    out = ctx.path("second.jsonl")
+    p = wardtest.spawn([wardtest.ward_bin(), "batch", "--db", ctx.db, "--out", out,
+                        "--jobs", "1", s], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    assert wardtest.wait_until(
+        lambda: os.path.exists(out) and len(open(out).read().splitlines()) >= 1, 60)
+    p.kill()
+    p.wait(10)
+    _no_ward_left(ctx.db)
+    r = _batch(ctx, "--out", out, "--resume", s)
+    assert r.code == 0, r
+    a, b = _by_id(first), _by_id(out)
+    assert sorted(b) == sorted(a), b
+    assert all(l["batch"] == b["s0"]["batch"] != a["s0"]["batch"] for l in b.values()), b
+    # every sample of the second batch ran in the second batch
+    assert not {l["run_id"] for l in a.values()} & {l["run_id"] for l in b.values()}
+    assert open(out + ".batch").read() == '{"ward_batch":"%s"}\n' % b["s0"]["batch"]
+    # without its id file, --resume refuses
+    os.unlink(out + ".batch")
+    r = _batch(ctx, "--out", out, "--resume", s)
+    assert r.code == 125 and "second.jsonl.batch" in r.stderr, r
 
 
 def test_resume_takes_a_finished_run_whose_line_was_lost(ctx):

@@ -187,20 +187,23 @@ struct tagged {
 	size_t n_hit;
 };
 
-/* The id a run's recorded command line tags it with, or NULL. */
-static const char *tag_of(json_t *argv)
+/* The sample id a run's recorded command line tags it with in this
+ * batch, or NULL. */
+static const char *tag_of(json_t *argv, const char *batch_id)
 {
-	size_t n = json_array_size(argv);
+	size_t n = json_array_size(argv), pre = strlen(BATCH_TAG_PREFIX);
 
 	for (size_t i = 0; i + 1 < n; i++) {
 		const char *a = json_string_value(json_array_get(argv, i));
 		const char *v = json_string_value(json_array_get(argv, i + 1));
 
-		if (a && v && !strcmp(a, "--tag") &&
-		    !strncmp(v, BATCH_TAG_PREFIX, strlen(BATCH_TAG_PREFIX)))
-			return v + strlen(BATCH_TAG_PREFIX);
 		if (a && !strcmp(a, "--"))
 			break;
+		if (a && v && !strcmp(a, "--tag") &&
+		    !strncmp(v, BATCH_TAG_PREFIX, pre) &&
+		    !strncmp(v + pre, batch_id, BATCH_ID_LEN) &&
+		    v[pre + BATCH_ID_LEN] == ':')
+			return v + pre + BATCH_ID_LEN + 1;
 	}
 	return NULL;
 }
@@ -209,16 +212,13 @@ static int tagged_run(const struct audit_run *r, void *arg)
 {
 	struct tagged *t = arg;
 	json_t *argv = r->argv_json ? json_loads(r->argv_json, 0, NULL) : NULL;
-	const char *tag = tag_of(argv);
-	size_t i;
+	const char *tag = tag_of(argv, t->s->batch_id);
+	struct batch_sample *b = tag ? batch_find(t->s, tag) : NULL;
+	size_t i = b ? (size_t)(b - t->s->v) : 0;
 
-	for (i = 0; tag && i < t->s->n; i++)
-		if (t->s->v[i].state == SAMPLE_PENDING &&
-		    !strcmp(t->s->v[i].id, tag))
-			break;
 	/* runs come newest first: a sample's first tagged run is its
 	 * latest; an interrupted latest run means the sample runs again */
-	if (tag && i < t->s->n && !t->seen[i]) {
+	if (b && b->state == SAMPLE_PENDING && !t->seen[i]) {
 		t->seen[i] = true;
 		if (strcmp(r->status, "running") &&
 		    strcmp(r->status, "aborted")) {
@@ -277,7 +277,7 @@ static json_t *expect_failed(const struct batch_sample *s)
 	return v;
 }
 
-char *batch_result_line(const struct batch_sample *s)
+char *batch_result_line(const struct batch_sample *s, const char *batch_id)
 {
 	json_t *o = json_object();
 	char *line;
@@ -285,6 +285,7 @@ char *batch_result_line(const struct batch_sample *s)
 	if (!o)
 		return NULL;
 	json_object_set_new(o, "id", json_string(s->id));
+	json_object_set_new(o, "batch", json_string(batch_id));
 	json_object_set_new(o, "run_id",
 			    s->run_id[0] ? json_string(s->run_id)
 					 : json_null());

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -303,19 +304,57 @@ static int jsonl_file(struct batch_samples *s, const char *path, char *err,
 	return rc;
 }
 
+static int by_id_cmp(const void *a, const void *b)
+{
+	const struct batch_sample *x = *(struct batch_sample *const *)a;
+	const struct batch_sample *y = *(struct batch_sample *const *)b;
+
+	return strcmp(x->id, y->id);
+}
+
+int batch_index(struct batch_samples *s)
+{
+	free(s->sorted);
+	s->sorted = calloc(s->n + 1, sizeof(*s->sorted));
+	if (!s->sorted)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->n; i++)
+		s->sorted[i] = &s->v[i];
+	qsort(s->sorted, s->n, sizeof(*s->sorted), by_id_cmp);
+	return 0;
+}
+
+struct batch_sample *batch_find(const struct batch_samples *s, const char *id)
+{
+	struct batch_sample key = { .id = (char *)id }, *k = &key, **hit;
+
+	hit = bsearch(&k, s->sorted, s->n, sizeof(*s->sorted), by_id_cmp);
+	return hit ? *hit : NULL;
+}
+
 static int no_duplicates(struct batch_samples *s, char *err, size_t n)
 {
+	if (batch_index(s))
+		return -ENOMEM;
 	/* a sample's id names its result line and its run's tag: two
 	 * samples with one id could not be told apart on --resume */
-	for (size_t i = 0; i < s->n; i++)
-		for (size_t j = 0; j < i; j++)
-			if (!strcmp(s->v[i].id, s->v[j].id))
-				return bad(err, n,
-					   "%s: sample id \"%s\" was "
-					   "already used at %s: give "
-					   "each sample its own id",
-					   s->v[i].where, s->v[i].id,
-					   s->v[j].where);
+	for (size_t i = 1; i < s->n; i++) {
+		const struct batch_sample *a = s->sorted[i - 1],
+					  *b = s->sorted[i];
+
+		if (strcmp(a->id, b->id))
+			continue;
+		if (a > b) {
+			const struct batch_sample *t = a;
+
+			a = b;
+			b = t;
+		}
+		return bad(err, n,
+			   "%s: sample id \"%s\" was already used "
+			   "at %s: give each sample its own id",
+			   b->where, b->id, a->where);
+	}
 	return 0;
 }
 
@@ -360,6 +399,7 @@ void batch_samples_free(struct batch_samples *s)
 	for (size_t i = 0; i < s->n; i++)
 		sample_free(&s->v[i]);
 	free(s->v);
+	free(s->sorted);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -390,14 +430,7 @@ void batch_shard(struct batch_samples *s, unsigned i, unsigned n)
 			sample_free(&s->v[j]);
 	}
 	s->n = k;
-}
-
-static struct batch_sample *by_id(struct batch_samples *s, const char *id)
-{
-	for (size_t i = 0; i < s->n; i++)
-		if (!strcmp(s->v[i].id, id))
-			return &s->v[i];
-	return NULL;
+	batch_index(s); /* smaller: cannot fail to fit where it was */
 }
 
 /* A finished line names its sample and a final status. */
@@ -405,14 +438,16 @@ static void line_done(struct batch_samples *s, json_t *o, int *done)
 {
 	const char *id = json_string_value(json_object_get(o, "id"));
 	const char *st = json_string_value(json_object_get(o, "status"));
-	struct batch_sample *b = id ? by_id(s, id) : NULL;
+	struct batch_sample *b = id ? batch_find(s, id) : NULL;
 
 	const char *run = json_string_value(json_object_get(o, "run_id"));
 	json_t *pass = json_object_get(o, "pass"), *c;
 	size_t i;
 
+	const char *batch = json_string_value(json_object_get(o, "batch"));
+
 	if (!b || !st || !strcmp(st, "cancelled") || !strcmp(st, "failed") ||
-	    b->state == SAMPLE_DONE)
+	    b->state == SAMPLE_DONE || !batch || strcmp(batch, s->batch_id))
 		return;
 	b->state = SAMPLE_DONE;
 	(*done)++;
@@ -483,4 +518,77 @@ int batch_resume_lines(struct batch_samples *s, const char *out_path, char *err,
 	}
 	fclose(f);
 	return done;
+}
+
+/* ---------------------------- the batch's id ---------------------------- */
+
+static char *id_path(const char *out)
+{
+	char *p;
+
+	return asprintf(&p, "%s.batch", out) < 0 ? NULL : p;
+}
+
+int batch_id_new(struct batch_samples *s, const char *out, char *err,
+		 size_t errn)
+{
+	uint8_t r[BATCH_ID_LEN / 2];
+	char *path, *tmp = NULL, line[64];
+	int fd = -1, rc = 0;
+
+	if (getrandom(r, sizeof(r), 0) != sizeof(r))
+		return bad(err, errn, "no random bytes for the batch's id: %s",
+			   strerror(errno));
+	for (size_t i = 0; i < sizeof(r); i++)
+		snprintf(s->batch_id + 2 * i, 3, "%02x", r[i]);
+	if (!out)
+		return 0;
+	/* written whole (a temporary file renamed) and synced before any
+	 * sample runs: --resume always finds it */
+	path = id_path(out);
+	if (!path || asprintf(&tmp, "%s.tmp", path) < 0) {
+		free(path);
+		return -ENOMEM;
+	}
+	snprintf(line, sizeof(line), "{\"ward_batch\":\"%s\"}\n", s->batch_id);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, line, strlen(line)) != (ssize_t)strlen(line) ||
+	    fsync(fd) || rename(tmp, path))
+		rc = bad(err, errn, "--out: cannot write %s: %s", path,
+			 strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	if (rc)
+		unlink(tmp);
+	free(tmp);
+	free(path);
+	return rc;
+}
+
+int batch_id_read(struct batch_samples *s, const char *out, char *err,
+		  size_t errn)
+{
+	char *path = id_path(out);
+	json_t *o;
+	const char *id;
+	int rc = 0;
+
+	if (!path)
+		return -ENOMEM;
+	o = json_load_file(path, 0, NULL);
+	id = json_string_value(json_object_get(o, "ward_batch"));
+	if (!o && access(path, F_OK))
+		rc = bad(err, errn,
+			 "--resume: %s: %s (it holds the batch's id; "
+			 "start the batch without --resume)",
+			 path, strerror(errno));
+	else if (!id || strlen(id) != BATCH_ID_LEN ||
+		 strspn(id, "0123456789abcdef") != BATCH_ID_LEN)
+		rc = bad(err, errn, "--resume: %s is not a ward batch id file",
+			 path);
+	else
+		memcpy(s->batch_id, id, BATCH_ID_LEN + 1);
+	json_decref(o);
+	free(path);
+	return rc;
 }

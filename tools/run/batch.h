@@ -23,9 +23,11 @@
 #include "common/json.h"
 
 /* The tag a sample's run carries in its recorded command line (`ward run
- * --tag ward-batch:ID`, in runs.argv): how --resume finds a run whose
- * result line was never written. */
+ * --tag ward-batch:BATCH:ID`, in runs.argv; BATCH the batch's own id,
+ * ID the sample's): how --resume finds a run whose result line was never
+ * written, and only among this batch's runs. */
 #define BATCH_TAG_PREFIX "ward-batch:"
+#define BATCH_ID_LEN	 16 /* hex digits */
 
 /* Behaviour categories, derived from the record (docs/batch.md). */
 enum batch_cat {
@@ -86,6 +88,8 @@ struct batch_sample {
 struct batch_samples {
 	struct batch_sample *v;
 	size_t n, cap;
+	struct batch_sample **sorted; /* by id (batch_index) */
+	char batch_id[BATCH_ID_LEN + 1];
 };
 
 /* Loads every SAMPLES argument: a file (its own sample, id = the path as
@@ -96,6 +100,20 @@ int batch_load(struct batch_samples *s, char **paths, int n, char *err,
 void batch_samples_free(struct batch_samples *s);
 /* Keeps only shard i (1-based) of n, chosen by a hash of each id. */
 void batch_shard(struct batch_samples *s, unsigned i, unsigned n);
+/* Sorts the samples' index by id (after batch_load and batch_shard);
+ * batch_find() then finds one, or NULL. 0 or -ENOMEM. */
+int batch_index(struct batch_samples *s);
+struct batch_sample *batch_find(const struct batch_samples *s, const char *id);
+
+/*
+ * The batch's id. A new batch makes one and, with --out FILE, writes it
+ * to FILE.batch (synced, before any sample runs); --resume reads it from
+ * there. 0, or -errno with err saying why.
+ */
+int batch_id_new(struct batch_samples *s, const char *out, char *err,
+		 size_t errn);
+int batch_id_read(struct batch_samples *s, const char *out, char *err,
+		  size_t errn);
 
 /*
  * --resume: marks done every sample that has a whole result line in
@@ -116,7 +134,7 @@ int batch_outcome(struct audit *a, struct batch_sample *s);
 int batch_resume_record(struct audit *a, struct batch_samples *s,
 			size_t *found);
 /* The sample's result line (JSON, no newline); caller frees. */
-char *batch_result_line(const struct batch_sample *s);
+char *batch_result_line(const struct batch_sample *s, const char *batch_id);
 
 /* The HTML page of the batch (--report). 0 or -errno. */
 int batch_html(const char *path, const char *runs_dir,

@@ -351,7 +351,7 @@ static void build_argv(struct batch *bt, struct child *c, int slot,
 		       struct argvb *b)
 {
 	const struct batch_sample *s = c->s;
-	char buf[64];
+	char buf[64], *tag;
 
 	arg(b, "ward");
 	arg(b, "run");
@@ -360,15 +360,11 @@ static void build_argv(struct batch *bt, struct child *c, int slot,
 	arg(b, "--json");
 	arg(b, "--quiet");
 	arg(b, "--tag");
-	snprintf(buf, sizeof(buf), "%s", BATCH_TAG_PREFIX);
-	{
-		char *t;
-
-		if (asprintf(&t, "%s%s", buf, s->id) < 0)
-			die("out of memory");
-		arg(b, t);
-		free(t);
-	}
+	if (asprintf(&tag, "%s%s:%s", BATCH_TAG_PREFIX, bt->s.batch_id, s->id) <
+	    0)
+		die("out of memory");
+	arg(b, tag);
+	free(tag);
 	for (int i = 0; i < bt->o.n_pass; i++)
 		arg(b, bt->o.pass[i]);
 	/* runs side by side each get a CPU of their own (ward run pins to
@@ -555,7 +551,7 @@ static void run_id_of(struct child *c)
 
 static void write_line(struct batch *bt, const struct batch_sample *s)
 {
-	char *line = batch_result_line(s);
+	char *line = batch_result_line(s, bt->s.batch_id);
 	size_t len;
 
 	if (!line)
@@ -1006,6 +1002,9 @@ int ward_cmd_batch(int argc, char **argv)
 	setup(&bt);
 	bt.t0_ns = now_ns();
 	bt.total = bt.s.n;
+	if ((bt.o.resume ? batch_id_read : batch_id_new)(&bt.s, bt.o.out, err,
+							 sizeof(err)))
+		die("%s", err);
 	if (bt.o.resume)
 		resume_lines(&bt);
 	if (bt.o.out) {
