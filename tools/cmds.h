@@ -35,5 +35,6 @@ void ward_seal_syslog_arg(void);
 int ward_cmd_recheck(int argc, char **argv);
 int ward_cmd_learn(int argc, char **argv);
 int ward_cmd_batch(int argc, char **argv);
+int ward_cmd_merge(int argc, char **argv);
 
 #endif

@@ -74,6 +74,7 @@ static void usage(FILE *f)
 		"  recheck  judge runs again under a policy   ward recheck RUN|--all --policy F\n"
 		"  learn    a policy from audit-mode runs     ward learn RUN... -o FILE\n"
 		"  verify   check records for tampering       ward verify RUN...|--all [--json]\n"
+		"  merge    runs of databases in one          ward merge DB... -o OUT.db\n"
 		"  profiles list the policies shipped with ward\n"
 		"  version  print ward's version\n"
 		"\n"
@@ -128,6 +129,8 @@ int main(int argc, char **argv)
 		return ward_cmd_recheck(argc - 1, argv + 1);
 	if (!strcmp(cmd, "learn"))
 		return ward_cmd_learn(argc - 1, argv + 1);
+	if (!strcmp(cmd, "merge"))
+		return ward_cmd_merge(argc - 1, argv + 1);
 	if (!strcmp(cmd, "verify"))
 		return ward_cmd_verify(argc - 1, argv + 1);
 	if (!strcmp(cmd, "profiles")) {
