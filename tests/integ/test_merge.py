@@ -189,3 +189,24 @@ def test_duplicates_and_bad_input_refused(ctx):
     for args in ([a], ["-o", out], [ctx.path("none.db"), "-o", out]):
         r = ctx.ward("merge", *args)
         assert r.code == 125, (args, r)
+
+
+def test_batch_shards_merged_into_one_record(ctx):
+    samples = ctx.write("s.jsonl", "".join(
+        json.dumps({"id": f"x{i}", "language": "sh", "code": f"echo {i}"}) + "\n"
+        for i in range(6)))
+    dbs = []
+    for i in (1, 2):
+        db = ctx.path(f"shard{i}.db")
+        r = ctx.ward("batch", "--db", db, "--out", ctx.path(f"r{i}.jsonl"),
+                     "--shard", f"{i}/2", samples)
+        assert r.code == 0, r
+        dbs.append(db)
+    out = ctx.path("ALL.db")
+    r = ctx.ward("merge", *dbs, "-o", out)
+    assert r.code == 0, r
+    tags = sorted(json.loads(a[0])[json.loads(a[0]).index("--tag") + 1].split(":", 2)[2]
+                  for a in _rows(out, "select argv from runs"))
+    assert tags == [f"x{i}" for i in range(6)], tags
+    v = _verify(ctx, out)
+    assert v.code == 0 and json.loads(v.stdout)["runs_checked"] == 6, v
