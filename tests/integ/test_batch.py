@@ -210,17 +210,23 @@ def test_sigint_cancels_running_samples(ctx):
     _no_ward_left(ctx.db)
 
 
-def test_kill9_then_resume_runs_each_sample_once(ctx):
-    s = _slow_samples(ctx, 8, 0.8)
-    out = ctx.path("r.jsonl")
+def _kill9_after(ctx, out, lines, samples, jobs):
+    """Starts a batch and kills it (SIGKILL) once out has this many lines;
+    waits until none of its ward runs is left."""
     p = wardtest.spawn([wardtest.ward_bin(), "batch", "--db", ctx.db, "--out", out,
-                        "--jobs", "2", s], stdout=subprocess.DEVNULL,
+                        "--jobs", str(jobs), samples], stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
     assert wardtest.wait_until(
-        lambda: os.path.exists(out) and len(open(out).read().splitlines()) >= 3, 60)
+        lambda: os.path.exists(out) and len(open(out).read().splitlines()) >= lines, 60)
     p.kill()
     p.wait(10)
     _no_ward_left(ctx.db)
+
+
+def test_kill9_then_resume_runs_each_sample_once(ctx):
+    s = _slow_samples(ctx, 8, 0.8)
+    out = ctx.path("r.jsonl")
+    _kill9_after(ctx, out, 3, s, 2)
     before = _by_id(out)
     assert 3 <= len(before) < 8, before
     r = _batch(ctx, "--out", out, "--jobs", "2", "--resume", s)
@@ -245,14 +251,7 @@ def test_resume_never_takes_another_batchs_runs(ctx):
     assert _batch(ctx, "--out", first, "--jobs", "2", s).code == 0
     # the same samples again into the same database, killed early
     out = ctx.path("second.jsonl")
-    p = wardtest.spawn([wardtest.ward_bin(), "batch", "--db", ctx.db, "--out", out,
-                        "--jobs", "1", s], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
-    assert wardtest.wait_until(
-        lambda: os.path.exists(out) and len(open(out).read().splitlines()) >= 1, 60)
-    p.kill()
-    p.wait(10)
-    _no_ward_left(ctx.db)
+    _kill9_after(ctx, out, 1, s, 1)
     r = _batch(ctx, "--out", out, "--resume", s)
     assert r.code == 0, r
     a, b = _by_id(first), _by_id(out)
