@@ -181,8 +181,15 @@ def test_progress_jsonl_and_bar(ctx):
 
 def _slow_samples(ctx, n, secs):
     return _jsonl(ctx, "slow.jsonl", [
-        {"id": f"s{i}", "code": f"import time\nprint({i}, flush=True)\ntime.sleep({secs})"}
+        {"id": f"s{i}", "code": f"import time\nprint({i}, flush=True)\ntime.sleep({secs})",
+         "files": {"f.txt": str(i)}}
         for i in range(n)])
+
+
+def _staged():
+    """The sample files' directories ward batch staged in /tmp."""
+    return {d for d in os.listdir("/tmp")
+            if d.startswith("ward-batch-") and os.path.isdir("/tmp/" + d)}
 
 
 def test_sigint_cancels_running_samples(ctx):
@@ -226,6 +233,7 @@ def _kill9_after(ctx, out, lines, samples, jobs):
 def test_kill9_then_resume_runs_each_sample_once(ctx):
     s = _slow_samples(ctx, 8, 0.8)
     out = ctx.path("r.jsonl")
+    staged = _staged()
     _kill9_after(ctx, out, 3, s, 2)
     before = _by_id(out)
     assert 3 <= len(before) < 8, before
@@ -243,6 +251,8 @@ def test_kill9_then_resume_runs_each_sample_once(ctx):
         assert len(done) == 1 and done[0]["id"] == after[i]["run_id"], (i, runs)
         assert all(r["status"] == "aborted" for r in runs if r not in done), runs
     assert "done before (--resume)" in r.stdout, r.stdout
+    # what the killed batch staged (its samples' files) was swept
+    assert not _staged() - staged, _staged() - staged
 
 
 def test_resume_never_takes_another_batchs_runs(ctx):

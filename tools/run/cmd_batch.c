@@ -50,6 +50,7 @@ struct child {
 	bool exited, signalled;
 	int wstatus;
 	char tmp[64]; /* the sample's files, or "" */
+	int lock_fd;  /* tmp's lock, or -1 */
 };
 
 struct batch {
@@ -327,6 +328,11 @@ static int stage_files(struct child *c, struct argvb *b)
 		c->tmp[0] = 0;
 		return -errno;
 	}
+	/* claimed like a workdir: a batch killed outright leaves it to the
+	 * next sweep (ward_sweep_workdirs) */
+	c->lock_fd = ward_workdir_lock(c->tmp);
+	if (c->lock_fd < 0)
+		return c->lock_fd;
 	for (size_t i = 0; i < s->n_files; i++) {
 		snprintf(path, sizeof(path), "%s/%s", c->tmp, s->files[i].name);
 		rc = write_file(path, s->files[i].data, s->files[i].len);
@@ -345,6 +351,17 @@ static int stage_files(struct child *c, struct argvb *b)
 		arg(b, path);
 	}
 	return 0;
+}
+
+/* The sample's files gone, its slot free. */
+static void unstage(struct child *c)
+{
+	if (c->tmp[0])
+		ward_rm_workdir(c->tmp);
+	if (c->lock_fd >= 0)
+		close(c->lock_fd);
+	memset(c, 0, sizeof(*c));
+	c->lock_fd = -1;
 }
 
 static void build_argv(struct batch *bt, struct child *c, int slot,
@@ -618,9 +635,7 @@ static void sample_end(struct batch *bt, struct child *c)
 	progress(bt, s);
 	ward_strbuf_free(&c->out);
 	ward_strbuf_free(&c->err);
-	if (c->tmp[0])
-		ward_rm_workdir(c->tmp);
-	memset(c, 0, sizeof(*c));
+	unstage(c);
 }
 
 /* ---------------------------- progress ---------------------------- */
@@ -764,6 +779,8 @@ static void run_all(struct batch *bt)
 
 	if (!ch || !pf)
 		die("out of memory");
+	for (int i = 0; i < n; i++)
+		ch[i].lock_fd = -1;
 	sigemptyset(&none);
 	for (;;) {
 		if (stop_signal)
@@ -779,9 +796,7 @@ static void run_all(struct batch *bt)
 				write_line(bt, ch[i].s);
 				count(bt, ch[i].s);
 				progress(bt, ch[i].s);
-				if (ch[i].tmp[0])
-					ward_rm_workdir(ch[i].tmp);
-				memset(&ch[i], 0, sizeof(ch[i]));
+				unstage(&ch[i]);
 				continue;
 			}
 			running++;
@@ -1017,6 +1032,8 @@ int ward_cmd_batch(int argc, char **argv)
 	}
 	if (bt.o.resume)
 		resume_record(&bt);
+	/* the sample files a batch killed outright left behind */
+	ward_sweep_workdirs();
 	signals();
 	run_all(&bt);
 	if (bt.o.report)
