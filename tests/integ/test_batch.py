@@ -381,3 +381,15 @@ def test_bad_input_exits_125(ctx):
         assert r.code == 125, (args, r)
         assert msg in r.stderr, (args, msg, r.stderr)
     assert not os.path.exists(ctx.db) or not ctx.sql("select id from runs")
+
+
+def test_a_sample_ward_run_refuses_is_failed(ctx):
+    s = _jsonl(ctx, "f.jsonl", [{"id": "a", "code": "print(1)"}, {"id": "b", "code": "print(2)"}])
+    out = ctx.path("r.jsonl")
+    r = _batch(ctx, "--out", out, "--policy", ctx.path("no-such-policy.json"), s)
+    assert r.code == 1, r
+    res = _by_id(out)
+    for l in res.values():
+        assert l["status"] == "failed" and l["run_id"] is None, l
+        assert "no-such-policy.json" in l["error"], l
+    assert "2 could not run" in r.stdout, r.stdout
