@@ -466,7 +466,14 @@ static int batch_sample_start(struct batch *bt, struct child *c, int slot)
 	rc = stage_files(c, &b);
 	if (!rc) {
 		if (s->path) {
-			arg(&b, s->path);
+			char *p = NULL;
+
+			/* a name ward run would take for an option */
+			if (asprintf(&p, "%s%s", s->path[0] == '-' ? "./" : "",
+				     s->path) < 0)
+				die("out of memory");
+			arg(&b, p);
+			free(p);
 			in = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		} else {
 			arg(&b, "-");
