@@ -5,6 +5,7 @@ import json
 import os
 import pty
 import signal
+import sqlite3
 import subprocess
 import time
 
@@ -199,9 +200,12 @@ def test_sigint_cancels_running_samples(ctx):
                         "--jobs", "2", s], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True)
     # both running samples have their output recorded: their code runs
-    assert wardtest.wait_until(
-        lambda: os.path.exists(ctx.db) and len(ctx.sql(
-            "select 1 from outputs")) == 2, 30), "the samples did not start"
+    def printed():
+        try:
+            return len(ctx.sql("select 1 from outputs")) == 2
+        except sqlite3.OperationalError:  # not made yet
+            return False
+    assert wardtest.wait_until(printed, 30), "the samples did not start"
     p.send_signal(signal.SIGINT)
     stdout, stderr = p.communicate(timeout=60)
     assert p.returncode == 130, (p.returncode, stdout, stderr)

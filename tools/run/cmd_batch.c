@@ -203,7 +203,7 @@ static int parse_args(int argc, char **argv, struct batch_opts *o)
 	o->jobs = cpu_count();
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:h", opts, &idx)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, &idx)) != -1) {
 		switch (c) {
 		case 'h': usage(stdout); exit(0);
 		case O_DB: o->db = optarg; break;
