@@ -468,6 +468,7 @@ struct link_entry {
 	char prev_run[AUDIT_RUN_ID_LEN + 1];
 	char prev_seal[2 * WARD_SHA256_LEN + 1];
 	char key_id[17];
+	int group; /* 0: this database's own chain; i + 1: merged chain i */
 	bool logged;
 	char cells_seal[2 * WARD_SHA256_LEN + 1];   /* in the database */
 	char cells_logged[2 * WARD_SHA256_LEN + 1]; /* the last logged */
@@ -475,7 +476,18 @@ struct link_entry {
 	char cells_when[48];
 };
 
+/* A chain merged in (ward merge): its key id and its head as its database
+ * had it, in ward_meta as IMPORTED_KEY || key id. */
+struct merged_chain {
+	char key_id[17];
+	struct audit_run_link head;
+	bool head_ok;
+	bool keyed; /* its key is in the keyring */
+};
+
 struct lctx {
+	struct merged_chain *merged;
+	size_t n_merged;
 	struct audit_links *out;
 	int (*fn)(const struct audit_problem *, void *);
 	void *arg;
@@ -538,6 +550,54 @@ static int entry_add(struct lctx *c, const char *id, json_t *o)
 	return 0;
 }
 
+/* The chains merged in, and each run's group: the merged chain whose key
+ * sealed it, else the database's own (0). */
+static int read_merged(struct audit *a, struct lctx *c, int *rc)
+{
+	sqlite3_stmt *st = NULL;
+	size_t pre = strlen(AUDIT_MERGED_KEY);
+
+	*rc = sqlite3_prepare_v2(a->db,
+				 "SELECT key, value FROM ward_meta WHERE"
+				 " substr(key, 1, ?1) = ?2 ORDER BY key",
+				 -1, &st, NULL);
+	if (*rc == SQLITE_OK) {
+		sqlite3_bind_int(st, 1, (int)pre);
+		sqlite3_bind_text(st, 2, AUDIT_MERGED_KEY, -1, SQLITE_STATIC);
+	}
+	while (*rc == SQLITE_OK && (*rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *k = (const char *)sqlite3_column_text(st, 0);
+		const char *v = (const char *)sqlite3_column_text(st, 1);
+		json_t *o = v ? json_loads(v, 0, NULL) : NULL;
+		const char *head =
+			json_string_value(json_object_get(o, "head"));
+		struct merged_chain *m = realloc(
+			c->merged, (c->n_merged + 1) * sizeof(*c->merged));
+
+		if (!m) {
+			json_decref(o);
+			sqlite3_finalize(st);
+			return -ENOMEM;
+		}
+		c->merged = m;
+		m = &c->merged[c->n_merged++];
+		memset(m, 0, sizeof(*m));
+		snprintf(m->key_id, sizeof(m->key_id), "%s", k + pre);
+		m->head_ok = head && !head_parse(head, &m->head);
+		m->keyed = audit_keyring_find(a, m->key_id) != NULL;
+		json_decref(o);
+		*rc = SQLITE_OK;
+	}
+	if (*rc == SQLITE_DONE)
+		*rc = SQLITE_OK;
+	sqlite3_finalize(st);
+	for (size_t i = 0; i < c->n; i++)
+		for (size_t j = 0; j < c->n_merged; j++)
+			if (!strcmp(c->e[i].key_id, c->merged[j].key_id))
+				c->e[i].group = (int)j + 1;
+	return 0;
+}
+
 /* Every chained run and the head, in one read transaction (a ward sealing
  * meanwhile moves both at once). */
 static int read_links(struct audit *a, struct lctx *c, bool chain,
@@ -586,6 +646,8 @@ static int read_links(struct audit *a, struct lctx *c, bool chain,
 		rc = SQLITE_OK;
 	}
 	sqlite3_finalize(st);
+	if (rc == SQLITE_OK && !r)
+		r = read_merged(a, c, &rc);
 	if (!sqlite3_get_autocommit(a->db))
 		sqlite3_exec(a->db, "COMMIT", NULL, NULL, NULL);
 	if (r)
@@ -597,6 +659,8 @@ static int by_n(const void *x, const void *y)
 {
 	const struct link_entry *a = x, *b = y;
 
+	if (a->group != b->group)
+		return a->group < b->group ? -1 : 1;
 	if (a->n != b->n)
 		return a->n < b->n ? -1 : 1;
 	return strcmp(a->id, b->id);
@@ -636,14 +700,17 @@ static void missing(struct lctx *c, long long expect,
 			 expect, x->n - 1, x->prev_run, x->id);
 }
 
-static void check_chain(struct lctx *c, const struct audit_run_link *head,
-			bool has_head)
+/* One chain: the runs e[0..n-1] (by place) and its head, named hname in
+ * messages. own: the database's own chain (out->head_n, head_run). */
+static void check_group(struct lctx *c, const struct link_entry *e, size_t n,
+			const struct audit_run_link *head, bool has_head,
+			const char *hname, bool own)
 {
-	long long expect = 1;
+	long long expect = 1, head_n;
 	const struct link_entry *last = NULL;
 
-	for (size_t i = 0; i < c->n; i++) {
-		const struct link_entry *x = &c->e[i];
+	for (size_t i = 0; i < n; i++) {
+		const struct link_entry *x = &e[i];
 
 		if (last && x->n == last->n) {
 			lproblem(c, CHAIN, x->n,
@@ -668,27 +735,28 @@ static void check_chain(struct lctx *c, const struct audit_run_link *head,
 		expect = x->n + 1;
 		last = x;
 	}
-	c->out->linked = (long long)c->n;
 	if (!has_head) {
-		if (c->n)
+		if (n)
 			lproblem(c, CHAIN, 0,
-				 "ward_meta's %s is gone, but %zu run(s) are "
-				 "chained: removed",
-				 HEAD_KEY, c->n);
+				 "%s is gone, but %zu run(s) are chained: "
+				 "removed",
+				 hname, n);
 		return;
 	}
 	if (head->n < 2) {
-		lproblem(c, CHAIN, 0, "ward_meta's %s is not ward's: edited",
-			 HEAD_KEY);
+		lproblem(c, CHAIN, 0, "%s is not ward's: edited", hname);
 		return;
 	}
-	c->out->head_n = head->n - 1;
-	snprintf(c->out->head_run, sizeof(c->out->head_run), "%s",
-		 head->prev_run);
-	if (!last || c->out->head_n > last->n) {
+	head_n = head->n - 1;
+	if (own) {
+		c->out->head_n = head_n;
+		snprintf(c->out->head_run, sizeof(c->out->head_run), "%s",
+			 head->prev_run);
+	}
+	if (!last || head_n > last->n) {
 		long long from = last ? last->n + 1 : 1;
 
-		if (from == c->out->head_n)
+		if (from == head_n)
 			lproblem(c, CHAIN, from,
 				 "run %s (sealed #%lld, the newest seal) is "
 				 "missing: deleted",
@@ -697,23 +765,60 @@ static void check_chain(struct lctx *c, const struct audit_run_link *head,
 			lproblem(c, CHAIN, from,
 				 "runs #%lld to #%lld, the newest seals, are "
 				 "missing: deleted (the newest was run %s)",
-				 from, c->out->head_n, head->prev_run);
-	} else if (c->out->head_n < last->n) {
-		lproblem(c, CHAIN, c->out->head_n,
-			 "ward_meta's head names #%lld (run %s) but run %s is "
-			 "#%lld: the head was set back",
-			 c->out->head_n, head->prev_run, last->id, last->n);
+				 from, head_n, head->prev_run);
+	} else if (head_n < last->n) {
+		lproblem(c, CHAIN, head_n,
+			 "%s names #%lld (run %s) but run %s is #%lld: the "
+			 "head was set back",
+			 hname, head_n, head->prev_run, last->id, last->n);
 	} else {
 		char hx[2 * WARD_SHA256_LEN + 1];
 
 		audit_hex(head->prev_seal, WARD_SHA256_LEN, hx);
 		if (strcmp(head->prev_run, last->id) || strcmp(hx, last->seal))
 			lproblem(c, CHAIN, last->n,
-				 "ward_meta's head names run %s (seal "
-				 "%.16s...) at #%lld, but that is run %s (seal "
-				 "%.16s...): replaced or sealed again",
-				 head->prev_run, hx, last->n, last->id,
+				 "%s names run %s (seal %.16s...) at #%lld, "
+				 "but that is run %s (seal %.16s...): "
+				 "replaced or sealed again",
+				 hname, head->prev_run, hx, last->n, last->id,
 				 last->seal);
+	}
+}
+
+/* The database's own chain, then each chain merged in (ward merge), each
+ * against its own head: runs of a merged chain keep the places their
+ * database gave them. */
+static void check_chain(struct lctx *c, const struct audit_run_link *head,
+			bool has_head)
+{
+	size_t i = 0, j;
+	char hname[96];
+
+	c->out->linked = (long long)c->n;
+	for (j = 0; j < c->n && c->e[j].group == 0; j++)
+		;
+	check_group(c, c->e, j, head, has_head, "ward_meta's " HEAD_KEY, true);
+	for (size_t g = 0; g < c->n_merged; g++) {
+		const struct merged_chain *m = &c->merged[g];
+
+		for (i = j; j < c->n && c->e[j].group == (int)g + 1; j++)
+			;
+		snprintf(hname, sizeof(hname),
+			 "the head of the merged chain %s (ward_meta's %s%s)",
+			 m->key_id, AUDIT_MERGED_KEY, m->key_id);
+		/* its runs' tags and seals are checked with its key only */
+		if (!m->keyed)
+			lproblem(c, CHAIN, 0,
+				 "the key of the merged chain %s (%zu run(s)) "
+				 "is not in the database's keyring (DB.keys): "
+				 "their keyed tags and seals cannot be checked",
+				 m->key_id, j - i);
+		if (!m->head_ok)
+			lproblem(c, CHAIN, 0, "%s is not ward's: edited",
+				 hname);
+		else
+			check_group(c, c->e + i, j - i, &m->head, true, hname,
+				    false);
 	}
 }
 
@@ -835,8 +940,8 @@ static int check_log(struct audit *a, struct lctx *c, const char *path)
 				  strerror(errno));
 	if (a->key.loaded)
 		snprintf(db_key, sizeof(db_key), "%s", a->key.id);
-	else if (c->n)
-		snprintf(db_key, sizeof(db_key), "%s", c->e[c->n - 1].key_id);
+	else if (c->n && !c->e[0].group)
+		snprintf(db_key, sizeof(db_key), "%s", c->e[0].key_id);
 	c->out->log_checked = true;
 	while ((len = getline(&line, &cap, f)) >= 0) {
 		lineno++;
@@ -858,6 +963,8 @@ static int check_log(struct audit *a, struct lctx *c, const char *path)
 	for (size_t i = 0; i < c->n; i++) {
 		const struct link_entry *x = &c->e[i];
 
+		if (x->group)
+			continue; /* merged in: sealed in another database */
 		if (!first || x->n < first) {
 			c->out->log_before++;
 			continue;
@@ -1030,7 +1137,11 @@ int audit_verify_links(struct audit *a, bool chain, const char *seal_log,
 	memset(out, 0, sizeof(*out));
 	chain = chain || seal_log;
 	pthread_mutex_lock(&a->lock);
-	r = a->v4_cols ? read_links(a, &c, chain, &head, &has_head) : 0;
+	r = audit_keyring_load(a);
+	if (r > 0)
+		r = 0;
+	if (!r)
+		r = a->v4_cols ? read_links(a, &c, chain, &head, &has_head) : 0;
 	if (!r && c.n) {
 		qsort(c.e, c.n, sizeof(*c.e), by_n);
 		c.by_id = malloc(c.n * sizeof(*c.by_id));
@@ -1049,6 +1160,7 @@ int audit_verify_links(struct audit *a, bool chain, const char *seal_log,
 		r = check_wal(a, &c);
 	free(c.by_id);
 	free(c.e);
+	free(c.merged);
 	pthread_mutex_unlock(&a->lock);
 	return r ? r : c.stop;
 }

@@ -132,6 +132,10 @@ struct audit {
 	bool seal_stored;  /* ... over its rows as stored (writer.c) */
 	struct audit_chain_state chain[AUDIT_CHAIN__COUNT];
 	struct audit_chain_key key;
+	/* the keys of the chains merged in (ward merge: DB.keys), by id;
+	 * verifying picks a run's key by the key id its seal names */
+	struct audit_chain_key *keyring;
+	size_t n_keyring;
 	char *last_chain; /* runs.chain of the last run sealed */
 	/* the seal's statements (chain.c), prepared once per handle */
 	sqlite3_stmt *seal_st[AUDIT_SEAL_ST_COUNT];
@@ -160,6 +164,12 @@ __attribute__((format(printf, 3, 4))) int audit_fail(struct audit *a, int err,
  * "what: <sqlite message>". */
 int audit_sqlfail(struct audit *a, int rc, const char *what);
 int audit_errno_of(int rc);
+/* ward merge (chain.c): appends k to DB.keys (made mode 0600), synced. 0 or
+ * -errno with the message. The key of the chain key_id, loaded by
+ * audit_keyring_load(), or NULL. */
+int audit_keyring_add(struct audit *a, const struct audit_chain_key *k);
+const struct audit_chain_key *audit_keyring_find(const struct audit *a,
+						 const char *key_id);
 
 /* Creates the schema in an empty database, or checks an existing one:
  * 0, -EPROTO (foreign or newer), -EIO (not a database / SQLite error). */

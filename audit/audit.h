@@ -390,6 +390,25 @@ const struct audit_wal *audit_wal_state(const struct audit *a);
 /* Load DB.key for verifying (never creates it). 0 or -errno with
  * audit_errmsg() saying why it is not at hand. */
 int audit_verify_key(struct audit *a);
+/*
+ * Merged chains (ward merge, merge.c). ward_meta's AUDIT_MERGED_KEY || ID
+ * holds the head of a chain merged in from another database (ID its key
+ * id; JSON {head, source, runs, merged_ns}), DB.keys its key (lines "ID
+ * HEX", mode 0600). audit_keyring_load() loads DB.keys (none: 0); then
+ * audit_verify_run() checks each run with the key its seal names and
+ * audit_verify_links() each merged chain against its own head. It
+ * returns the keys loaded (0: none), or -errno with audit_errmsg().
+ */
+#define AUDIT_MERGED_KEY "merged_chain:"
+int audit_keyring_load(struct audit *a);
+/* Copies every run of src (opened read-only) into a, rows, hashes and
+ * seals as they are, with src's chain (and those merged into src before):
+ * one transaction. Refused (-EEXIST) when a holds one of its runs or one
+ * of its chains already; -EBUSY when src has a run still running; -EPROTO
+ * for another schema version; src's key must be at hand (src path +
+ * .key). src_abs: src's absolute path, recorded. *runs: runs copied. */
+int audit_merge(struct audit *a, struct audit *src, const char *src_abs,
+		long long *runs);
 /* Why the seal log ($WARD_SEAL_LOG) could not be written after a seal
  * committed (the run is recorded and sealed; its line is missing), or
  * NULL. Sticky for the handle. */

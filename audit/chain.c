@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,6 +230,24 @@ static int key_create(struct audit *a, const char *path)
 	return 0;
 }
 
+/* k from 64 hex digits at text: the key, its HMAC states and its id.
+ * 0, or -EINVAL when they are not hex. */
+static int key_set(struct audit_chain_key *k, const char *text)
+{
+	struct ward_sha256 c;
+	uint8_t d[WARD_SHA256_LEN];
+
+	if (from_hex(text, 32, k->key))
+		return -EINVAL;
+	hmac_init(k);
+	ward_sha256_init(&c);
+	ward_sha256_update(&c, "ward-key-id-v1", 14);
+	ward_sha256_update(&c, k->key, sizeof(k->key));
+	ward_sha256_final(&c, d);
+	to_hex(d, 8, k->id);
+	return 0;
+}
+
 static int key_read(struct audit *a, const char *path, bool create)
 {
 	struct audit_chain_key *k = &a->key;
@@ -262,7 +281,7 @@ static int key_read(struct audit *a, const char *path, bool create)
 	}
 	n = read(fd, text, sizeof(text) - 1);
 	close(fd);
-	if (n < 64 || from_hex(text, 32, k->key) ||
+	if (n < 64 || key_set(k, text) ||
 	    (n > 64 && !(n == 65 && text[64] == '\n'))) {
 		explicit_bzero(text, sizeof(text));
 		return audit_fail(a, -EINVAL,
@@ -273,17 +292,6 @@ static int key_read(struct audit *a, const char *path, bool create)
 	explicit_bzero(text, sizeof(text));
 	k->since_ns = (long long)st.st_mtim.tv_sec * 1000000000LL +
 		      st.st_mtim.tv_nsec;
-	hmac_init(k);
-	{
-		struct ward_sha256 c;
-		uint8_t d[WARD_SHA256_LEN];
-
-		ward_sha256_init(&c);
-		ward_sha256_update(&c, "ward-key-id-v1", 14);
-		ward_sha256_update(&c, k->key, sizeof(k->key));
-		ward_sha256_final(&c, d);
-		to_hex(d, 8, k->id);
-	}
 	k->loaded = true;
 	return 0;
 }
@@ -306,6 +314,149 @@ int audit_chain_key_file(struct audit *a, const char *path)
 {
 	a->key.loaded = false;
 	return key_read(a, path, false);
+}
+
+/* ------------------------- the merged chains' keys ------------------------- */
+
+#define KEYRING_MAX (1 << 20) /* bytes: 12,000 keys */
+
+static int keyring_path(const struct audit *a, char *buf, size_t n)
+{
+	int len = snprintf(buf, n, "%s.keys", a->path);
+
+	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
+}
+
+/* One line "ID HEX" into the keyring; the id must be the key's. */
+static int keyring_line(struct audit *a, const char *path, size_t lineno,
+			const char *line, size_t len)
+{
+	struct audit_chain_key k = { 0 }, *v;
+
+	if (len != 16 + 1 + 64 || line[16] != ' ' || key_set(&k, line + 17) ||
+	    memcmp(k.id, line, 16))
+		return audit_fail(a, -EINVAL,
+				  "%s:%zu: not a key of a merged chain (its "
+				  "id, a space, 64 hex digits of the key; the "
+				  "id the key's own)",
+				  path, lineno);
+	v = realloc(a->keyring, (a->n_keyring + 1) * sizeof(*v));
+	if (!v) {
+		explicit_bzero(&k, sizeof(k));
+		return audit_fail(a, -ENOMEM, "out of memory");
+	}
+	a->keyring = v;
+	k.loaded = true;
+	k.since_ns = LLONG_MAX; /* only for runs sealed with it */
+	a->keyring[a->n_keyring++] = k;
+	explicit_bzero(&k, sizeof(k));
+	return 0;
+}
+
+int audit_keyring_load(struct audit *a)
+{
+	char path[4200], *text;
+	struct stat st;
+	ssize_t n;
+	size_t lineno = 0;
+	int r = keyring_path(a, path, sizeof(path)), fd;
+
+	if (r || a->n_keyring)
+		return r ? r : (int)a->n_keyring;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	if (fd < 0)
+		return errno == ENOENT ? 0
+				       : audit_fail(a, -errno, "%s: %s", path,
+						    strerror(errno));
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_mode & 077 ||
+	    st.st_size > KEYRING_MAX) {
+		close(fd);
+		return audit_fail(a, -EPERM,
+				  "%s: not a regular file of mode 0600 under "
+				  "1 MiB (chmod 600 it, and check who had it)",
+				  path);
+	}
+	text = malloc((size_t)st.st_size + 1);
+	n = text ? read(fd, text, (size_t)st.st_size) : -1;
+	close(fd);
+	if (n != st.st_size) {
+		free(text);
+		return audit_fail(a, -EIO, "%s: cannot read it", path);
+	}
+	text[n] = 0;
+	for (char *p = text, *nl; !r && *p; p = nl + 1) {
+		nl = strchr(p, '\n');
+		if (!nl) {
+			r = audit_fail(a, -EINVAL, "%s: its last line is cut",
+				       path);
+			break;
+		}
+		r = keyring_line(a, path, ++lineno, p, (size_t)(nl - p));
+	}
+	explicit_bzero(text, (size_t)n);
+	free(text);
+	return r ? r : (int)a->n_keyring;
+}
+
+int audit_keyring_add(struct audit *a, const struct audit_chain_key *k)
+{
+	char path[4200], line[16 + 1 + 64 + 2];
+	int r = keyring_path(a, path, sizeof(path)), fd;
+
+	if (r)
+		return audit_fail(a, r, "%s: path too long", a->path);
+	memcpy(line, k->id, 16);
+	line[16] = ' ';
+	to_hex(k->key, sizeof(k->key), line + 17);
+	line[81] = '\n';
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+		  0600);
+	if (fd < 0 || write(fd, line, 82) != 82 || fsync(fd))
+		r = -errno ?: -EIO;
+	if (fd >= 0)
+		close(fd);
+	explicit_bzero(line, sizeof(line));
+	return r ? audit_fail(a, r, "%s: cannot write it: %s", path,
+			      strerror(-r))
+		 : 0;
+}
+
+const struct audit_chain_key *audit_keyring_find(const struct audit *a,
+						 const char *id)
+{
+	for (size_t i = 0; id && i < a->n_keyring; i++)
+		if (!strcmp(a->keyring[i].id, id))
+			return &a->keyring[i];
+	return NULL;
+}
+
+/* The key to check a run with: the one its seal names, when at hand (the
+ * database's own, or a merged chain's); else the database's, if loaded
+ * (a mismatch is then said), else none. */
+static const struct audit_chain_key *run_key(struct audit *a,
+					     const char *run_id)
+{
+	const struct audit_chain_key *k = a->key.loaded ? &a->key : NULL;
+	sqlite3_stmt *st = NULL;
+
+	if (!a->n_keyring ||
+	    sqlite3_prepare_v2(a->db, "SELECT chain FROM runs WHERE id = ?1",
+			       -1, &st, NULL) != SQLITE_OK)
+		return k;
+	sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+		json_t *o = json_loads((const char *)sqlite3_column_text(st, 0),
+				       0, NULL);
+		const char *kid =
+			json_string_value(json_object_get(o, "key_id"));
+
+		if (kid && !(k && !strcmp(k->id, kid)) &&
+		    audit_keyring_find(a, kid))
+			k = audit_keyring_find(a, kid);
+		json_decref(o);
+	}
+	sqlite3_finalize(st);
+	return k;
 }
 
 /* ------------------------------ links ------------------------------ */
@@ -1344,7 +1495,7 @@ int audit_verify_run(struct audit *a, const char *run_id,
 	struct vctx v = {
 		.a = a, .run_id = run_id, .out = out, .fn = fn, .arg = arg
 	};
-	const struct audit_chain_key *k = a->key.loaded ? &a->key : NULL;
+	const struct audit_chain_key *k;
 	struct sealed s = { 0 };
 	struct chain_rec c = { 0 };
 	struct heads h = { 0 };
@@ -1360,6 +1511,7 @@ int audit_verify_run(struct audit *a, const char *run_id,
 		pthread_mutex_unlock(&a->lock);
 		return r;
 	}
+	k = run_key(a, run_id);
 	r = read_sealed(a, k, run_id, &s);
 	if (!r && !s.has_run)
 		r = audit_fail(a, -ENOENT, "%s: no run %s", a->path, run_id);

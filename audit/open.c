@@ -562,6 +562,9 @@ void audit_close(struct audit *a)
 	 * database file (audit_checkpoint()). */
 	sqlite3_close_v2(a->db);
 	pthread_mutex_destroy(&a->lock);
+	if (a->keyring)
+		explicit_bzero(a->keyring, a->n_keyring * sizeof(*a->keyring));
+	free(a->keyring);
 	free(a->path);
 	free(a);
 }

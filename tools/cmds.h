@@ -34,5 +34,7 @@ void ward_seal_log_arg(const char *opt, const char *path);
 void ward_seal_syslog_arg(void);
 int ward_cmd_recheck(int argc, char **argv);
 int ward_cmd_learn(int argc, char **argv);
+int ward_cmd_batch(int argc, char **argv);
+int ward_cmd_merge(int argc, char **argv);
 
 #endif

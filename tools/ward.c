@@ -61,6 +61,7 @@ static void usage(FILE *f)
 		"\n"
 		"commands:\n"
 		"  run      run code under supervision        ward run [options] FILE|-c CODE|-\n"
+		"  batch    many samples, one sandbox each    ward batch [options] SAMPLES...\n"
 		"  runs     list recorded runs                ward runs [--limit N] [--json]\n"
 		"  show     one run: timeline or summary      ward show RUN|last [--summary]\n"
 		"  report   one run as an HTML page or text   ward report RUN [-o FILE.html]\n"
@@ -73,6 +74,7 @@ static void usage(FILE *f)
 		"  recheck  judge runs again under a policy   ward recheck RUN|--all --policy F\n"
 		"  learn    a policy from audit-mode runs     ward learn RUN... -o FILE\n"
 		"  verify   check records for tampering       ward verify RUN...|--all [--json]\n"
+		"  merge    runs of databases in one          ward merge DB... -o OUT.db\n"
 		"  profiles list the policies shipped with ward\n"
 		"  version  print ward's version\n"
 		"\n"
@@ -103,6 +105,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "run"))
 		return ward_cmd_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "batch"))
+		return ward_cmd_batch(argc - 1, argv + 1);
 	if (!strcmp(cmd, "runs"))
 		return ward_cmd_runs(argc - 1, argv + 1);
 	if (!strcmp(cmd, "show"))
@@ -125,6 +129,8 @@ int main(int argc, char **argv)
 		return ward_cmd_recheck(argc - 1, argv + 1);
 	if (!strcmp(cmd, "learn"))
 		return ward_cmd_learn(argc - 1, argv + 1);
+	if (!strcmp(cmd, "merge"))
+		return ward_cmd_merge(argc - 1, argv + 1);
 	if (!strcmp(cmd, "verify"))
 		return ward_cmd_verify(argc - 1, argv + 1);
 	if (!strcmp(cmd, "profiles")) {

@@ -170,7 +170,8 @@ SPAWN_SIDE void spawn_child(struct spawn_ctx *c)
 	int sync = fcntl(f->sync_r, F_DUPFD_CLOEXEC, 10);
 	int ep = fcntl(f->err_pipe_w, F_DUPFD_CLOEXEC, 10);
 	int vr = f->view_r >= 0 ? fcntl(f->view_r, F_DUPFD_CLOEXEC, 10) : -1;
-	null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	null = o->has_stdin ? fcntl(o->stdin_fd, F_DUPFD_CLOEXEC, 10)
+			    : open("/dev/null", O_RDONLY | O_CLOEXEC);
 	int code[2] = { -1, -1 };
 	int ncode = o->n_code_fds > 2 ? 2 : o->n_code_fds;
 	for (int i = 0; i < ncode; i++) {

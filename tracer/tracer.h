@@ -116,6 +116,10 @@ struct tracer_opts {
 	 * instead of the run waiting for them; the run's status is still
 	 * the interpreter's exit (res.cause says what was ended). */
 	bool end_with_root;
+	/* The code's stdin: stdin_fd (borrowed, open for reading) when
+	 * has_stdin, else /dev/null. */
+	bool has_stdin;
+	int stdin_fd;
 };
 
 /* A denial as reported to callers (--json). */

@@ -392,14 +392,15 @@ def _png_pixels(data):
     return w, h, bpp, rows
 
 
-def test_chromium_loads_the_page_offline_without_errors(ctx):
+def load_in_chromium(ctx, page, expressions):
+    """Loads the file page in headless Chromium, offline (any request past
+    the page would fail), and evaluates each JavaScript expression there.
+    Returns (errors, requests, {expression: value}, screenshot PNG bytes,
+    screenshot path). Skips when Chromium is not installed; no browser
+    process is left."""
     if not os.path.exists(CHROMIUM):
         raise wardtest.Skip("chromium is not installed (Debian: apt-get install chromium, "
                             "or tools/install-deps)")
-    run_id = _nasty_run(ctx)
-    page = ctx.path("report.html")
-    r = _report(ctx, run_id, "-o", page)
-    assert r.code == 0, r
     url = "file://" + page
     profile = ctx.path("chromium-profile")
     argv = [CHROMIUM, "--headless=new", "--remote-debugging-pipe",
@@ -415,6 +416,7 @@ def test_chromium_loads_the_page_offline_without_errors(ctx):
     shot = ctx.path("report.png")
     log = open(ctx.path("chromium.log"), "wb")
     dt = DevTools(argv, log)
+    values = {}
     try:
         try:
             targets = dt.call("Target.getTargets")["targetInfos"]
@@ -432,11 +434,9 @@ def test_chromium_loads_the_page_offline_without_errors(ctx):
                 dt.call("Page.captureScreenshot", sid, format="png")["data"])
             with open(shot, "wb") as f:
                 f.write(png)
-            title = dt.call("Runtime.evaluate", sid, expression="document.title")
-            scripts = dt.call("Runtime.evaluate", sid,
-                              expression="document.scripts.length + document.images.length")
-            sections = dt.call("Runtime.evaluate", sid,
-                               expression="document.querySelectorAll('section').length")
+            for e in expressions:
+                r = dt.call("Runtime.evaluate", sid, expression=e, returnByValue=True)
+                values[e] = r["result"].get("value")
         except Exception:
             log.flush()
             print("chromium log:", ctx.path("chromium.log"))
@@ -453,16 +453,30 @@ def test_chromium_loads_the_page_offline_without_errors(ctx):
                 errors.append(p["entry"].get("text"))
             elif meth == "Network.requestWillBeSent":
                 requests.append(p["request"]["url"])
-        assert not errors, f"console errors: {errors} (screenshot {shot})"
-        assert requests == [url], f"requests: {requests} (screenshot {shot})"
-        assert title["result"]["value"] == f"ward report {run_id}", title
-        assert scripts["result"]["value"] == 0, "a script or image in the page"
-        assert sections["result"]["value"] == 8, sections
     finally:
         dt.close()
         log.close()
         assert wardtest.wait_until(lambda: not wardtest.pids_matching(profile), 10), \
             f"chromium processes left: {wardtest.pids_matching(profile)}"
+    return errors, requests, values, png, shot
+
+
+def test_chromium_loads_the_page_offline_without_errors(ctx):
+    run_id = _nasty_run(ctx)
+    page = ctx.path("report.html")
+    r = _report(ctx, run_id, "-o", page)
+    assert r.code == 0, r
+    url = "file://" + page
+    title_e = "document.title"
+    scripts_e = "document.scripts.length + document.images.length"
+    sections_e = "document.querySelectorAll('section').length"
+    errors, requests, v, png, shot = load_in_chromium(ctx, page,
+                                                      [title_e, scripts_e, sections_e])
+    assert not errors, f"console errors: {errors} (screenshot {shot})"
+    assert requests == [url], f"requests: {requests} (screenshot {shot})"
+    assert v[title_e] == f"ward report {run_id}", v
+    assert v[scripts_e] == 0, "a script or image in the page"
+    assert v[sections_e] == 8, v
     # a real screenshot of the page: a PNG of the window's size, not blank
     try:
         w, h, bpp, rows = _png_pixels(png)

@@ -388,3 +388,22 @@ def test_recorded_stderr_is_only_the_codes_bytes(ctx):
     run = ctx.last_run()
     assert _recorded(ctx, run["id"], "stderr") == want[:20], run
     assert run["stderr_bytes"] == len(want) and run["stderr_truncated"] == 1, run
+
+
+def test_stdin_file_and_tag(ctx):
+    data = ctx.write("in.txt", "line one\nline two\n")
+    r = ctx.run("import sys; print(sys.stdin.read().upper(), end='')",
+                "--stdin", data, "--tag", "mine:1")
+    assert r.code == 0 and r.stdout == "LINE ONE\nLINE TWO\n", r
+    argv = json.loads(ctx.last_run()["argv"])
+    assert argv[argv.index("--tag") + 1] == "mine:1", argv
+    # without --stdin the code reads nothing
+    r = ctx.run("import sys; print(repr(sys.stdin.read()))")
+    assert r.code == 0 and r.stdout == "''\n", r
+    # the code cannot reach the file by its name through /dev/stdin
+    r = ctx.run("print(open('/dev/stdin').read())", "--stdin", data)
+    assert r.code == 1 and "line one" not in r.stdout, r
+    runs = len(ctx.sql("select id from runs"))
+    r = ctx.run("print(1)", "--stdin", ctx.path("missing.txt"))
+    assert r.code == 125 and "--stdin" in r.stderr and "missing.txt" in r.stderr, r
+    assert len(ctx.sql("select id from runs")) == runs

@@ -1193,39 +1193,15 @@ static void limits_section(struct out *o, const struct report *r)
 	section_end(o);
 }
 
-/* The CSP source for the stylesheet: 'sha256-BASE64'. */
-static void css_hash(char *buf, size_t n)
-{
-	uint8_t dig[WARD_SHA256_LEN];
-	struct ward_sha256 c;
-	json_t *b64;
-
-	ward_sha256_init(&c);
-	ward_sha256_update(&c, css, strlen(css));
-	ward_sha256_final(&c, dig);
-	b64 = view_json_base64(dig, sizeof(dig));
-	snprintf(buf, n, "'sha256-%s'", json_string_value(b64));
-	json_decref(b64);
-}
-
 static void render(struct out *o, const struct report *r)
 {
 	if (o->html) {
-		char h[96];
+		char title[64];
 
-		css_hash(h, sizeof(h));
+		snprintf(title, sizeof(title), "ward report %s", r->id);
+		view_html_head(o->f, css, title);
 		say(o,
-		    "<!DOCTYPE html>\n<html lang=\"en\"><head>"
-		    "<meta charset=\"utf-8\">\n"
-		    "<meta http-equiv=\"Content-Security-Policy\" "
-		    "content=\"default-src 'none'; style-src %s; "
-		    "base-uri 'none'; form-action 'none'\">\n"
-		    "<meta name=\"referrer\" content=\"no-referrer\">\n"
-		    "<meta name=\"viewport\" content=\"width=device-width, "
-		    "initial-scale=1\">\n"
-		    "<meta name=\"generator\" content=\"ward %s\">\n"
-		    "<title>ward report %s</title>\n<style>%s</style>\n"
-		    "</head><body>\n<header><h1>ward report: run %s</h1>\n"
+		    "<header><h1>ward report: run %s</h1>\n"
 		    "<nav><a href=\"#verdict\">verdict</a>"
 		    "<a href=\"#denials\">denials</a>"
 		    "<a href=\"#code\">code</a>"
@@ -1237,7 +1213,7 @@ static void render(struct out *o, const struct report *r)
 		    "<p class=\"note\">Everything below comes from the audit "
 		    "record; text the run produced is shown escaped.</p>"
 		    "</header>\n<main>\n",
-		    h, WARD_VERSION, r->id, css, r->id);
+		    r->id);
 	} else {
 		color(o, "1");
 		say(o, "ward report: run %s", r->id);

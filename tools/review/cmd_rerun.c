@@ -431,10 +431,12 @@ static void argf(struct argv_b *b, const char *fmt, ...)
 static bool takes_value(const char *opt)
 {
 	static const char *const with_value[] = {
-		"--lang",    "--profile",   "--policy",	     "--db",
-		"--workdir", "--env",	    "--timeout",     "--cpu",
-		"--memory",  "--max-procs", "--max-output",  "--interpreter",
-		"--input",   "--spin-us",   "--keep-inputs", "--rerun-of",
+		"--lang",      "--profile",    "--policy",
+		"--db",	       "--workdir",    "--env",
+		"--timeout",   "--cpu",	       "--memory",
+		"--max-procs", "--max-output", "--interpreter",
+		"--input",     "--spin-us",    "--keep-inputs",
+		"--rerun-of",  "--stdin",      "--tag",
 		"-c",
 	};
 

@@ -386,6 +386,14 @@ int ward_cmd_verify(int argc, char **argv)
 	} else if (r) {
 		die("verify: %s", audit_errmsg(au));
 	}
+	/* the keys of the chains merged in (ward merge), if any */
+	r = audit_keyring_load(au);
+	if (r < 0)
+		die("verify: %s", audit_errmsg(au));
+	if (r > 0 && key_note[0] && !o.json)
+		warn("verify: the runs merged in from other databases are "
+		     "checked with their own keys (%d in %s.keys)",
+		     r, db);
 
 	if (o.all) {
 		r = audit_runs_each(au, 0, collect, &ids);
@@ -413,7 +421,7 @@ int ward_cmd_verify(int argc, char **argv)
 		if (r)
 			die("verify: run %s in %s: %s", ids.id[i], db,
 			    audit_errmsg(au));
-		if (!v.key_note[0] && key_note[0] && v.sealed)
+		if (!v.key_note[0] && key_note[0] && v.sealed && !v.key_checked)
 			snprintf(v.key_note, sizeof(v.key_note), "%s",
 				 key_note);
 		if (o.seal && v.sealed && strcasecmp(o.seal, v.seal)) {

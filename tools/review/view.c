@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "common/json.h"
+#include "common/sha256.h"
 #include "common/log.h"
 #include "common/utf8.h"
 
@@ -528,4 +529,40 @@ json_t *view_json_base64(const void *s, size_t len)
 	j = json_stringn(out, olen);
 	free(out);
 	return j;
+}
+
+/* The CSP source allowing exactly this stylesheet: 'sha256-BASE64'. */
+static void css_hash(const char *css, char *buf, size_t n)
+{
+	uint8_t dig[WARD_SHA256_LEN];
+	struct ward_sha256 c;
+	json_t *b64;
+
+	ward_sha256_init(&c);
+	ward_sha256_update(&c, css, strlen(css));
+	ward_sha256_final(&c, dig);
+	b64 = view_json_base64(dig, sizeof(dig));
+	snprintf(buf, n, "'sha256-%s'", b64 ? json_string_value(b64) : "");
+	json_decref(b64);
+}
+
+void view_html_head(FILE *f, const char *css, const char *title)
+{
+	char h[96];
+
+	css_hash(css, h, sizeof(h));
+	fprintf(f,
+		"<!DOCTYPE html>\n<html lang=\"en\"><head>"
+		"<meta charset=\"utf-8\">\n"
+		"<meta http-equiv=\"Content-Security-Policy\" "
+		"content=\"default-src 'none'; style-src %s; "
+		"base-uri 'none'; form-action 'none'\">\n"
+		"<meta name=\"referrer\" content=\"no-referrer\">\n"
+		"<meta name=\"viewport\" content=\"width=device-width, "
+		"initial-scale=1\">\n"
+		"<meta name=\"generator\" content=\"ward %s\">\n"
+		"<title>",
+		h, WARD_VERSION);
+	view_html_str(f, title);
+	fprintf(f, "</title>\n<style>%s</style>\n</head><body>\n", css);
 }

@@ -124,5 +124,9 @@ json_t *view_json_str(const char *s);
 json_t *view_json_parsed(const char *s);
 /* Standard base64 of len bytes, as a JSON string. */
 json_t *view_json_base64(const void *s, size_t len);
+/* An HTML page's start, up to and with <body>: UTF-8, the title (escaped),
+ * css inline, and a Content-Security-Policy that allows that stylesheet
+ * (by its hash) and nothing else: no script, no request. */
+void view_html_head(FILE *f, const char *css, const char *title);
 
 #endif

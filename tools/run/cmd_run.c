@@ -74,6 +74,7 @@ struct run_args {
 	struct input_rec *in_recs; /* what copy_inputs() copied, recorded */
 	long long keep_inputs;	   /* --keep-inputs: bytes of inputs kept */
 	const char *rerun_of;	   /* --rerun-of RUN (recorded in argv) */
+	const char *stdin_file;	   /* --stdin FILE, or NULL: /dev/null */
 	char **script_args;
 	int n_script_args;
 };
@@ -91,7 +92,7 @@ static void usage(FILE *f)
 		"  FILE              a script; copied into the workdir and run from there\n"
 		"  -c CODE           code given on the command line\n"
 		"  -                 code read from standard input (the code's own stdin is\n"
-		"                    always /dev/null)\n"
+		"                    /dev/null unless --stdin)\n"
 		"\n"
 		"options:\n"
 		"  --lang L          python, node or sh (default: from FILE's extension\n"
@@ -128,6 +129,10 @@ static void usage(FILE *f)
 		"                    recorded command line anyway), NAME alone (taken\n"
 		"                    from ward's environment) by name only, never its\n"
 		"                    value: pass secrets that way\n"
+		"  --stdin FILE      the code's standard input reads FILE (opened by ward,\n"
+		"                    read-only) instead of /dev/null\n"
+		"  --tag TEXT        a label kept in the recorded command line (runs.argv)\n"
+		"                    and nowhere else; ward batch tags each sample's run\n"
 		"  --rerun-of RUN    mark this run as a re-run of RUN in the record (its\n"
 		"                    argv); `ward rerun` passes it\n"
 		"  --timeout SEC     wall-clock limit (default: the policy's, else 60)\n"
@@ -348,7 +353,9 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		O_SPIN,
 		O_REQUIRE,
 		O_KEEP_INPUTS,
-		O_RERUN_OF
+		O_RERUN_OF,
+		O_STDIN,
+		O_TAG
 	};
 	static const struct option opts[] = {
 		{ "lang", required_argument, 0, O_LANG },
@@ -380,6 +387,8 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		{ "require", required_argument, 0, O_REQUIRE },
 		{ "keep-inputs", required_argument, 0, O_KEEP_INPUTS },
 		{ "rerun-of", required_argument, 0, O_RERUN_OF },
+		{ "stdin", required_argument, 0, O_STDIN },
+		{ "tag", required_argument, 0, O_TAG },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -448,6 +457,8 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 			a->keep_inputs = parse_size("--keep-inputs", optarg);
 			break;
 		case O_RERUN_OF: a->rerun_of = optarg; break;
+		case O_STDIN: a->stdin_file = optarg; break;
+		case O_TAG: break; /* only in the recorded argv */
 		case O_PIN:
 			a->pin_cpu = optarg ? parse_cpu(optarg)
 					    : sched_getcpu();
@@ -488,6 +499,23 @@ int ward_run_args_start(int argc, char **argv, size_t *n_inputs, size_t *n_envs)
 	*n_inputs = a.n_inputs;
 	*n_envs = a.n_envs;
 	return argc - a.n_script_args;
+}
+
+/* --stdin FILE, opened before anything runs: a missing file is said
+ * before the record begins. -1 without --stdin. */
+static int open_stdin(const struct run_args *a)
+{
+	struct stat st;
+	int fd;
+
+	if (!a->stdin_file)
+		return -1;
+	fd = open(a->stdin_file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		die("--stdin %s: %s", a->stdin_file, strerror(errno));
+	if (fstat(fd, &st) || S_ISDIR(st.st_mode))
+		die("--stdin %s: a directory is not an input", a->stdin_file);
+	return fd;
 }
 
 static const char *lang_from_name(const char *file)
@@ -1191,6 +1219,7 @@ int ward_cmd_run(int argc, char **argv)
 	size_t code_len = 0;
 	const char *code_name;
 	char *code = read_code(&a, &code_len, &code_name);
+	int stdin_fd = open_stdin(&a);
 
 	struct ward_limits lim;
 	merge_limits(&lim, &a.lim, pol);
@@ -1270,6 +1299,8 @@ int ward_cmd_run(int argc, char **argv)
 		.no_cgroup = a.no_cgroup,
 		.require_layers = a.require | policy_required_layers(pol),
 		.prepared = prep,
+		.has_stdin = a.stdin_file != NULL,
+		.stdin_fd = stdin_fd,
 	};
 	struct tracer_result r;
 	struct wf_snap before;

@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+"""ward batch against a shell loop of ward run over the same samples
+(issue 26, section 2): N small Python samples (or pandas ones with
+--pandas), each round runs `for f in ...; do ward run --json ...; done` in
+/bin/sh and `ward batch --jobs J` over the same files, in alternating
+order, each into a fresh database; medians of wall time, their ratio, and
+a check that both gave every sample the same stdout, status and exit code.
+Standard library only.
+
+usage: bench/batch.py [--build DIR] [-n SAMPLES] [--jobs J] [--rounds R]
+                      [--pandas] [--out FILE.json]
+"""
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import statistics as st
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+SMALL = "import sys\nn = {i}\nprint(n, sum(range(n * 1000)), sys.argv[0][-10:])\n"
+PANDAS = ("import pandas as pd\n"
+          "df = pd.DataFrame({{'a': range({i} * 10), 'b': range({i} * 10)}})\n"
+          "print({i}, df['a'].median(), len(df))\n")
+
+
+def samples(d, n, pandas):
+    os.makedirs(d)
+    paths = []
+    for i in range(n):
+        p = os.path.join(d, f"s{i:03d}.py")
+        with open(p, "w") as f:
+            f.write((PANDAS if pandas else SMALL).format(i=i + 1))
+        paths.append(p)
+    return paths
+
+
+def outcomes(db):
+    """{code_name: (stdout, status, exit_code)} from a database."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        out = {}
+        for rid, name, status, code in con.execute(
+                "select id, code_name, status, exit_code from runs"):
+            data = b"".join(bytes(r[0]) for r in con.execute(
+                "select data from outputs where run_id = ? and stream = 'stdout' "
+                "order by seq", (rid,)))
+            out[os.path.basename(name)] = (data, status, code)
+        return out
+    finally:
+        con.close()
+
+
+def timed(argv, env, cwd):
+    t = time.monotonic()
+    p = subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True)
+    if p.returncode not in (0,):
+        sys.exit(f"{argv[:3]}... exited {p.returncode}: {p.stderr[-2000:]}")
+    return time.monotonic() - t
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("-n", type=int, default=50, help="samples")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--pandas", action="store_true", help="pandas samples")
+    ap.add_argument("--out", help="write the results here (JSON)")
+    a = ap.parse_args()
+    ward = os.path.join(ROOT, a.build, "ward")
+    tmp = tempfile.mkdtemp(prefix="ward-bench-batch-", dir="/dev/shm")
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": tmp}
+    print(f"load average before: {os.getloadavg()}")
+    try:
+        files = samples(os.path.join(tmp, "samples"), a.n, a.pandas)
+        times = {"loop": [], "batch": []}
+        same = True
+        for r in range(a.rounds):
+            order = ["loop", "batch"] if r % 2 == 0 else ["batch", "loop"]
+            dbs = {}
+            for v in order:
+                db = os.path.join(tmp, f"{v}-{r}.db")
+                dbs[v] = db
+                if v == "loop":
+                    script = (f'for f in "$@"; do "{ward}" run --db "{db}" --json "$f"'
+                              ' > /dev/null || exit 1; done')
+                    argv = ["/bin/sh", "-c", script, "sh"] + files
+                else:
+                    argv = [ward, "batch", "--db", db, "--jobs", str(a.jobs),
+                            "--progress", "none", "--out",
+                            os.path.join(tmp, f"r-{r}.jsonl")] + files
+                times[v].append(timed(argv, env, tmp))
+            lo, ba = outcomes(dbs["loop"]), outcomes(dbs["batch"])
+            same = same and lo == ba and len(lo) == a.n
+            print(f"round {r + 1}: loop {times['loop'][-1]:.2f}s, "
+                  f"batch --jobs {a.jobs} {times['batch'][-1]:.2f}s, "
+                  f"same outputs and verdicts: {lo == ba and len(lo) == a.n}", flush=True)
+        res = {"loadavg_after": os.getloadavg(), "samples": a.n, "jobs": a.jobs, "rounds": a.rounds,
+               "workload": "pandas" if a.pandas else "small",
+               "cpus": len(os.sched_getaffinity(0)),
+               "loop_s": st.median(times["loop"]), "batch_s": st.median(times["batch"]),
+               "all_loop_s": times["loop"], "all_batch_s": times["batch"],
+               "identical": same}
+        res["speedup"] = res["loop_s"] / res["batch_s"]
+        print(f"median: loop {res['loop_s']:.2f}s, batch {res['batch_s']:.2f}s: "
+              f"{res['speedup']:.2f}x; identical outputs and verdicts: {same}")
+        if a.out:
+            with open(a.out, "w") as f:
+                json.dump(res, f, indent=1)
+        return 0 if same else 1
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
