@@ -89,6 +89,12 @@ def _stdout(r):
     return "".join(r["logs"]["stdout"])
 
 
+def _files(s, sid):
+    """The regular files of a session's workdir, but its tmp/ and dotfiles."""
+    return sorted(f["path"] for f in s.ok("files.list", {"session_id": sid, "depth": 8})["files"]
+                  if f["type"] == "file" and not f["path"].startswith(("tmp/", ".")))
+
+
 def _main(r):
     mains = [x for x in r["results"] if x["is_main_result"]]
     return mains[0]["text"] if mains else None
@@ -207,7 +213,7 @@ def test_files_in_out_and_artifacts(ctx):
     assert rd["size"] == 8 and rd["sha256"] == hashlib.sha256(b"A,B\n1,2\n").hexdigest()
     rd = s.ok("files.read", {"session_id": sid, "path": "blob.bin"})
     assert base64.b64decode(rd["base64"]) == blob and "text" not in rd, rd
-    files = sorted(f["path"] for f in s.ok("files.list", {"session_id": sid})["files"])
+    files = _files(s, sid)
     assert files == ["blob.bin", "in.csv", "out/r.txt"], files
     # a cell that changes nothing reports nothing
     assert s.run(sid, "1")["artifacts"] == []
@@ -235,7 +241,7 @@ def test_file_paths_stay_inside_the_workdir(ctx):
     assert open(secret).read() == "top secret\n"
     assert not os.path.exists("/tmp/pwned")
     s.err("files.read", {"session_id": sid, "path": "missing.txt"}, FILE)
-    s.err("files.write", {"session_id": sid, "path": "nodir/x", "text": "x"}, FILE)
+    s.err("files.write", {"session_id": sid, "path": "link/x", "text": "x"}, FILE)
     s.err("files.write", {"session_id": sid, "path": "x", "text": "a", "base64": "YQ=="}, PARAMS)
     s.err("files.write", {"session_id": sid, "path": "x"}, PARAMS)
     s.err("files.write", {"session_id": sid, "path": "x", "base64": "!!"}, PARAMS)
@@ -494,7 +500,7 @@ def test_node_and_sh_files_streaming_output_and_denials(ctx):
             (lang, pol)
         rd = s.ok("files.read", {"session_id": sid, "path": "out/r.txt"})
         assert rd["text"] == "HELLO\n", (lang, rd)
-        files = sorted(f["path"] for f in s.ok("files.list", {"session_id": sid})["files"])
+        files = _files(s, sid)
         assert files == ["in.txt", "out/r.txt"], (lang, files)
         # more than a pipe holds, three times: Node queues what the pipe
         # cannot take; the result must still come after all of it
