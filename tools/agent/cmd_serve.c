@@ -58,6 +58,7 @@ static void usage(FILE *f)
 		"  session.close  {session_id}  (a running cell is interrupted)\n"
 		"  run            {code, session_id?, language?, timeout_s?, stream?}\n"
 		"                 (no session_id: a one-shot run in a fresh interpreter)\n"
+		"  ping           {}  -> {}\n"
 		"  cancel         {id}  (the request with that id: its cell is interrupted\n"
 		"                 and it answers status \"cancelled\")\n"
 		"  files.write    {session_id, path, text | base64}  (parents made)\n"
@@ -339,6 +340,8 @@ static void handle(struct srv *v, const char *line, size_t len)
 			   "params: must be an object");
 	else if (!strcmp(method, "cancel"))
 		cancel_method(v, id, params);
+	else if (!strcmp(method, "ping"))
+		emit(v, json_pack("{s:O, s:{}}", "id", id, "result"));
 	else
 		start(v, req, id, method, params);
 	json_decref(req);

@@ -900,9 +900,11 @@ static void expire(struct ws_server *s)
 	}
 }
 
-static long long wall_ms_of(long long mono_ms)
+/* When x's lifetime ends, on the wall clock (ms since the epoch): from its
+ * start on both clocks, so that every answer says the same. */
+static long long expires_wall_ms(const struct sess *x, long long expires_ms)
 {
-	return ws_realtime_ns() / 1000000 + (mono_ms - ws_mono_ms());
+	return x->created_ns / 1000000 + (expires_ms - x->created_ms);
 }
 
 static int m_create(struct ws_server *s, json_t *p, json_t **res,
@@ -921,7 +923,8 @@ static int m_create(struct ws_server *s, json_t *p, json_t **res,
 	life_ms(s, life, &capped);
 	*res = json_pack("{s:s, s:s, s:s, s:I}", "session_id", x->id,
 			 "language", x->lang, "run_id", x->run_id,
-			 "expires_ms", (json_int_t)wall_ms_of(x->expires_ms));
+			 "expires_ms",
+			 (json_int_t)expires_wall_ms(x, x->expires_ms));
 	if (*res && capped)
 		json_object_set_new(*res, "life_capped_from", json_real(life));
 	ws_sess_put(s, x);
@@ -952,8 +955,7 @@ static int m_list(struct ws_server *s, json_t *p, json_t **res,
 			"created", (double)x->created_ns / 1e9, "last_used",
 			last, "started_ms",
 			(json_int_t)(x->created_ns / 1000000), "expires_ms",
-			(json_int_t)(now_ns / 1000000 +
-				     (x->expires_ms - now_ms)),
+			(json_int_t)expires_wall_ms(x, x->expires_ms),
 			"running", x->busy);
 		if (e)
 			json_object_set_new(e, "metadata",
@@ -992,7 +994,7 @@ static int m_update(struct ws_server *s, json_t *p, json_t **res,
 	long long at = x->expires_ms;
 	pthread_mutex_unlock(&s->lock);
 	*res = json_pack("{s:s, s:I}", "session_id", x->id, "expires_ms",
-			 (json_int_t)wall_ms_of(at));
+			 (json_int_t)expires_wall_ms(x, at));
 	if (*res && want > cap)
 		json_object_set_new(*res, "life_capped_from", json_real(life));
 	ws_sess_put(s, x);
