@@ -77,6 +77,8 @@ struct job {
 	json_t *id; /* the request's id (in msg); NULL for a batch */
 	struct ws_cancel *cancel; /* fired by notifications/cancelled */
 	bool cancelled;		  /* m->lock */
+	unsigned long long seq;	  /* requests read */
+	char sid[32]; /* a run_code's session_id, or "" */
 	/* while a tools/call that asked for progress runs */
 	json_t *progress_token;
 	long long progress;
@@ -407,10 +409,29 @@ static json_t *handle_batch(struct mcp *m, json_t *batch, struct job *j);
 
 /* A call's thread: the call, its answer (none when it was cancelled), and
  * its place in flight given up. */
+/* Lock held: is a run_code on j's session that came before j still in
+ * flight? Runs on one session go in the order they came: a thread that
+ * started later may reach the session first. */
+static bool run_before(const struct mcp *m, const struct job *j)
+{
+	for (const struct job *o = m->jobs; o; o = o->next)
+		if (o->seq < j->seq && !strcmp(o->sid, j->sid))
+			return true;
+	return false;
+}
+
 static void *job_main(void *arg)
 {
 	struct job *j = arg;
 	struct mcp *m = j->m;
+
+	pthread_mutex_lock(&m->lock);
+	while (j->sid[0] && !j->cancelled && run_before(m, j)) {
+		struct timespec ts;
+		ws_time_in(&ts, CLOCK_MONOTONIC, 100);
+		pthread_cond_timedwait(&m->cond, &m->lock, &ts);
+	}
+	pthread_mutex_unlock(&m->lock);
 	json_t *resp = json_is_array(j->msg) ? handle_batch(m, j->msg, j)
 					     : handle(m, j->msg, j);
 
@@ -446,7 +467,15 @@ static json_t *enqueue(struct mcp *m, json_t *msg, json_t *id)
 	j->m = m;
 	j->msg = json_incref(msg);
 	j->id = id;
+	json_t *params = json_object_get(msg, "params");
+	const char *sid = mcp_str_at(json_object_get(params, "arguments"),
+				     "session_id");
+	const char *tool = mcp_str_at(params, "name");
+	if (tool && !strcmp(tool, "run_code") && sid &&
+	    strlen(sid) < sizeof(j->sid))
+		strcpy(j->sid, sid);
 	pthread_mutex_lock(&m->lock);
+	j->seq = ++m->seq;
 	if (m->n_jobs >= MAX_INFLIGHT) {
 		pthread_mutex_unlock(&m->lock);
 		job_free(j);
@@ -488,6 +517,7 @@ static void cancel_request(struct mcp *m, json_t *params)
 			j->cancelled = true;
 			ws_cancel_fire(j->cancel);
 		}
+	pthread_cond_broadcast(&m->cond);
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -500,6 +530,7 @@ static void cancel_all(struct mcp *m)
 		j->cancelled = true;
 		ws_cancel_fire(j->cancel);
 	}
+	pthread_cond_broadcast(&m->cond);
 	pthread_mutex_unlock(&m->lock);
 }
 
