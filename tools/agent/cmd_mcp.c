@@ -539,15 +539,17 @@ static void *tick_main(void *arg)
 {
 	struct mcp *m = arg;
 
+	struct timespec next;
+
+	ws_time_in(&next, CLOCK_MONOTONIC, TICK_MS);
 	pthread_mutex_lock(&m->lock);
 	while (!m->eof) {
-		struct timespec ts;
-
-		ws_time_in(&ts, CLOCK_MONOTONIC, TICK_MS);
-		if (pthread_cond_timedwait(&m->cond, &m->lock, &ts) ==
+		/* woken often (calls end): the tick keeps its own time */
+		if (pthread_cond_timedwait(&m->cond, &m->lock, &next) ==
 		    ETIMEDOUT) {
 			pthread_mutex_unlock(&m->lock);
 			ws_server_tick(m->ws);
+			ws_time_in(&next, CLOCK_MONOTONIC, TICK_MS);
 			pthread_mutex_lock(&m->lock);
 		}
 	}

@@ -679,6 +679,8 @@ static int sess_start(struct ws_server *s, json_t *p,
 		s->list = x;
 		s->n++;
 		x->refs = 2; /* the list's and the caller's */
+		debug("session %s started: %s, run %s, %d open", x->id,
+		      x->lang, x->run_id, s->n);
 	}
 	pthread_mutex_unlock(&s->lock);
 	*out = x;
@@ -906,8 +908,10 @@ static void unlink_sess(struct ws_server *s, struct sess *x, const char *why)
 			break;
 		}
 	x->gone = true;
-	if (why && !x->oneshot)
+	if (why && !x->oneshot) {
 		bury(s, x, why);
+		debug("session %s (run %s) %s", x->id, x->run_id, why);
+	}
 	if (x->running)
 		ws_cancel_fire(x->running);
 	x->refs--;
@@ -1343,6 +1347,9 @@ void ws_server_free(struct ws_server *s)
 	pthread_mutex_lock(&s->lock);
 	while ((x = s->list)) {
 		x->refs++;
+		if (!x->retired)
+			debug("session %s (run %s) closed: the server ends",
+			      x->id, x->run_id);
 		unlink_sess(s, x, NULL);
 		x->reap_next = all;
 		all = x;
