@@ -557,10 +557,11 @@ static void *tick_main(void *arg)
 	return NULL;
 }
 
-/* SIGTERM, SIGINT, SIGHUP (blocked in every thread): the calls are
+/* SIGTERM, SIGINT, SIGHUP (blocked in every other thread): the calls are
  * cancelled and the reader stops as at the end of input, so that the
  * sessions are closed as the client's (ward would otherwise die with
- * them running). */
+ * them running). A second signal is delivered to this thread, unblocked
+ * now, and ends ward as it would have without this. */
 static void *signal_main(void *arg)
 {
 	struct mcp *m = arg;
@@ -575,6 +576,12 @@ static void *signal_main(void *arg)
 		return NULL;
 	debug("mcp: SIG%s: cancelling the calls, closing the sessions",
 	      sigabbrev_np(sig));
+	/* a second one while that goes on: ward stops at once */
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigaction(SIGTERM, &dfl, NULL);
+	sigaction(SIGINT, &dfl, NULL);
+	sigaction(SIGHUP, &dfl, NULL);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	pthread_mutex_lock(&m->lock);
 	m->stopping = true;
 	pthread_mutex_unlock(&m->lock);
@@ -582,6 +589,8 @@ static void *signal_main(void *arg)
 	char b = 's';
 	ssize_t w = write(m->wake[1], &b, 1);
 	(void)w;
+	for (;;)
+		pause(); /* alive, to take the second signal */
 	return NULL;
 }
 
