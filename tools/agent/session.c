@@ -19,8 +19,16 @@
  * A cell is framed with a fresh random nonce; the driver echoes it. A
  * frame that does not parse, names another cell, or answers a cell a
  * second time is rejected and reported (channel_errors) and recorded
- * with the cell. One caller thread; the sessions run concurrently in
- * their own processes.
+ * with the cell.
+ *
+ * Threads: any number of callers (session.h says what waits for what).
+ * The server's lock guards the list of sessions and each session's turn
+ * (session-server.h); it is never held while a cell runs or a worker
+ * starts or ends. A run takes its session's turn (busy), owns the
+ * session's fds while it runs, and gives the turn to the next run in
+ * line; a session is freed by whoever drops its last reference (a
+ * closing call waits for the calls that hold it). Workers are forked by
+ * one thread of the server's own (spawner_main).
  */
 #include "tools/agent/session.h"
 #include "tools/agent/session-int.h"
