@@ -1087,6 +1087,8 @@ def test_too_long_request_line_is_answered_with_its_id(ctx):
     m = s.read()
     assert m["id"] == 77 and m["error"]["code"] == TOO_LARGE, m
     assert s.ok("session.list", {}) == {"sessions": []}
+    msg = s.err("nope", {}, METHOD)  # the methods this interface has
+    assert "files.rename" in msg and msg.endswith("cancel, ping"), msg
     assert s.close() == 0
 
 

@@ -259,8 +259,14 @@ static void *req_main(void *arg)
 
 	await_order(v, r);
 	if (ws_call_c(v->ws, r->method, r->params, on_stream, &sa, r->cancel,
-		      &result, &err) < 0)
+		      &result, &err) < 0) {
+		if (err.code == WS_E_METHOD) {
+			size_t l = strlen(err.message);
+			snprintf(err.message + l, sizeof(err.message) - l,
+				 ", cancel, ping");
+		}
 		emit_error(v, r->id, err.code, err.message);
+	}
 	else
 		emit(v, json_pack("{s:O, s:o}", "id", r->id, "result", result));
 	pthread_mutex_lock(&v->lock);
