@@ -57,6 +57,9 @@ struct sess {
 	struct ws_cancel *running; /* [s] the running cell's cancel */
 	pthread_cond_t turn; /* [s] busy, wq, refs or gone changed */
 	long long expires_ms; /* [s] monotonic: closed for its lifetime */
+	/* [s] count and last_ms as of its last cell's end (a running cell
+	 * changes those two unlocked) */
+	long long shown_count, shown_last_ms;
 	json_t *metadata; /* the creator's, as given (or NULL) */
 	struct sess *reap_next; /* expire()'s list of sessions to close */
 	char id[24];

@@ -808,7 +808,7 @@ static int sess_spawn(struct ws_server *s, const struct start *st,
 	ws_random_hex(x->id + 2, 8);
 	memcpy(x->id, "s-", 2);
 	x->created_ns = ws_realtime_ns();
-	x->created_ms = x->last_ms = ws_mono_ms();
+	x->created_ms = x->last_ms = x->shown_last_ms = ws_mono_ms();
 	x->expires_ms = x->created_ms + life_ms(s, st->life_s, NULL);
 	x->pending_errors = json_array();
 	if (st->metadata && json_is_object(st->metadata))
@@ -1026,13 +1026,14 @@ static int m_list(struct ws_server *s, json_t *p, json_t **res,
 	for (struct sess *x = s->list; x; x = x->next) {
 		if (x->retired || x->oneshot)
 			continue;
-		double last =
-			(double)(now_ns - (now_ms - x->last_ms) * 1000000) /
-			1e9;
+		double last = (double)(now_ns - (now_ms - x->shown_last_ms) *
+							1000000) /
+			      1e9;
 		json_t *e = json_pack(
 			"{s:s, s:s, s:s, s:I, s:f, s:f, s:I, s:I, s:b}",
 			"session_id", x->id, "language", x->lang, "run_id",
-			x->run_id, "execution_count", (json_int_t)x->count,
+			x->run_id, "execution_count",
+			(json_int_t)x->shown_count,
 			"created", (double)x->created_ns / 1e9, "last_used",
 			last, "started_ms",
 			(json_int_t)(x->created_ns / 1000000), "expires_ms",
@@ -1163,6 +1164,8 @@ static void end_turn(struct ws_server *s, struct sess *x, json_t *res)
 	pthread_mutex_lock(&s->lock);
 	x->busy = false;
 	x->running = NULL;
+	x->shown_count = x->count;
+	x->shown_last_ms = x->last_ms;
 	if (x->dead && !x->gone && !x->oneshot)
 		unlink_sess(s, x, "ended: its interpreter exited or was ended "
 				  "(the result of its last cell says why)");
