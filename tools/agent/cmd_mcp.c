@@ -78,7 +78,7 @@ struct job {
 	struct ws_cancel *cancel; /* fired by notifications/cancelled */
 	bool cancelled;		  /* m->lock */
 	unsigned long long seq;	  /* requests read */
-	char sid[32]; /* a run_code's session_id, or "" */
+	char sid[32];		  /* a run_code's session_id, or "" */
 	/* while a tools/call that asked for progress runs */
 	json_t *progress_token;
 	long long progress;
@@ -202,7 +202,7 @@ static void on_stream(void *arg, const char *stream, const char *data,
 			   ward_strbuf_str(&sb));
 	ward_strbuf_free(&sb);
 	send_msg(j->m, json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
-			      "notifications/progress", "params", params));
+				 "notifications/progress", "params", params));
 }
 
 /* A tool result that reports a failure in text (and the ws error code). */
@@ -246,8 +246,8 @@ static json_t *tool_failure(const char *tool, const struct ws_error *e)
 		     sizeof(msg));
 	/* the message is cut to fit; mcp_text_block() repairs a cut
 	 * character */
-	snprintf(text, sizeof(text), "%s failed: %s (ward error %d)", tool,
-		 msg, e->code);
+	snprintf(text, sizeof(text), "%s failed: %s (ward error %d)", tool, msg,
+		 e->code);
 	return json_pack("{s:[o], s:b}", "content", mcp_text_block(text),
 			 "isError", true);
 }
@@ -468,8 +468,8 @@ static json_t *enqueue(struct mcp *m, json_t *msg, json_t *id)
 	j->msg = json_incref(msg);
 	j->id = id;
 	json_t *params = json_object_get(msg, "params");
-	const char *sid = mcp_str_at(json_object_get(params, "arguments"),
-				     "session_id");
+	const char *sid =
+		mcp_str_at(json_object_get(params, "arguments"), "session_id");
 	const char *tool = mcp_str_at(params, "name");
 	if (tool && !strcmp(tool, "run_code") && sid &&
 	    strlen(sid) < sizeof(j->sid))
@@ -768,7 +768,8 @@ static int next_line(struct reader *r, size_t max, char **line, size_t *n)
 
 			r->consumed = l + 1;
 			if (!r->skipping && l > max)
-				r->big_id = ws_json_line_id(r->buf, l < 4096 ? l : 4096);
+				r->big_id = ws_json_line_id(
+					r->buf, l < 4096 ? l : 4096);
 			if (r->skipping || l > max) {
 				r->skipping = false;
 				return -E2BIG;

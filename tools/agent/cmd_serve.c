@@ -28,7 +28,7 @@
 
 #include "common/log.h"
 
-#define MAX_LINE (16 << 20)
+#define MAX_LINE     (16 << 20)
 #define MAX_INFLIGHT 256 /* requests answered at once */
 
 static void usage(FILE *f)
@@ -128,7 +128,7 @@ struct srv {
 	struct req *reqs;
 	int n;
 	unsigned long long seq; /* requests read */
-	bool broken; /* stdout's reader is gone */
+	bool broken;		/* stdout's reader is gone */
 	pthread_mutex_t out;
 };
 
@@ -266,8 +266,7 @@ static void *req_main(void *arg)
 				 ", cancel, ping");
 		}
 		emit_error(v, r->id, err.code, err.message);
-	}
-	else
+	} else
 		emit(v, json_pack("{s:O, s:o}", "id", r->id, "result", result));
 	pthread_mutex_lock(&v->lock);
 	for (struct req **pp = &v->reqs; *pp; pp = &(*pp)->next)
@@ -379,8 +378,7 @@ static void handle(struct srv *v, const char *line, size_t len)
 			   "a request is an object {\"id\", \"method\", "
 			   "\"params\"} with method a string");
 	else if (params && !json_is_object(params))
-		emit_error(v, id, WS_E_PARAMS,
-			   "params: must be an object");
+		emit_error(v, id, WS_E_PARAMS, "params: must be an object");
 	else if (!strcmp(method, "cancel"))
 		cancel_method(v, id, params);
 	else if (!strcmp(method, "ping"))

@@ -121,8 +121,9 @@ static const char *why_of(int rc)
 static int file_fail(struct ws_error *err, const char *what, const char *path,
 		     int rc)
 {
-	return ws_fail(err, WS_E_FILE, "%s: cannot %s in the session's workdir: "
-				       "%s%s",
+	return ws_fail(err, WS_E_FILE,
+		       "%s: cannot %s in the session's workdir: "
+		       "%s%s",
 		       path, what, strerror(-rc), why_of(rc));
 }
 
@@ -166,19 +167,19 @@ static json_t *entry_of(int dfd, const char *name, const char *rel,
 			   : S_ISDIR(st->st_mode) ? "dir"
 			   : S_ISLNK(st->st_mode) ? "symlink"
 						  : "other";
-	json_t *o = json_pack(
-		"{s:o, s:o, s:s, s:I, s:i, s:I}", "path",
-		ws_json_text(rel, strlen(rel)), "name",
-		ws_json_text(base ? base + 1 : rel,
-			     strlen(base ? base + 1 : rel)),
-		"type", type, "size", (json_int_t)st->st_size, "mode",
-		(int)(st->st_mode & 07777), "mtime_ms",
-		(json_int_t)st->st_mtim.tv_sec * 1000 +
-			st->st_mtim.tv_nsec / 1000000);
+	json_t *o = json_pack("{s:o, s:o, s:s, s:I, s:i, s:I}", "path",
+			      ws_json_text(rel, strlen(rel)), "name",
+			      ws_json_text(base ? base + 1 : rel,
+					   strlen(base ? base + 1 : rel)),
+			      "type", type, "size", (json_int_t)st->st_size,
+			      "mode", (int)(st->st_mode & 07777), "mtime_ms",
+			      (json_int_t)st->st_mtim.tv_sec * 1000 +
+				      st->st_mtim.tv_nsec / 1000000);
 	if (!o || !S_ISREG(st->st_mode))
 		return o;
 	/* hashed only if it is still that regular file (not a FIFO now) */
-	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	int fd = openat(dfd, name,
+			O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	struct stat now;
 	char hex[WARD_SHA256_HEX_LEN + 1];
 	long long size;
@@ -195,8 +196,8 @@ static json_t *entry_of(int dfd, const char *name, const char *rel,
 /* ------------------------------------------------------------------ */
 /* files.write, files.read                                             */
 
-static int m_write(struct ws_server *s, struct sess *x, json_t *p,
-		   json_t **res, struct ws_error *err)
+static int m_write(struct ws_server *s, struct sess *x, json_t *p, json_t **res,
+		   struct ws_error *err)
 {
 	const char *path, *text = NULL, *b = NULL, *name;
 	unsigned char *data = NULL;
@@ -260,8 +261,8 @@ static int m_write(struct ws_server *s, struct sess *x, json_t *p,
 	return 0;
 }
 
-static int m_read(struct ws_server *s, struct sess *x, json_t *p,
-		  json_t **res, struct ws_error *err)
+static int m_read(struct ws_server *s, struct sess *x, json_t *p, json_t **res,
+		  struct ws_error *err)
 {
 	const char *path;
 	struct stat st;
@@ -366,9 +367,9 @@ static void walk_dir(int fd, const char *rel, int levels, struct walk *w)
 		walk_add(w, entry_of(dirfd(d), de->d_name, path, &st));
 		if (!S_ISDIR(st.st_mode) || levels <= 1)
 			continue;
-		int sub = openat(dirfd(d), de->d_name,
-				 O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-					 O_CLOEXEC);
+		int sub =
+			openat(dirfd(d), de->d_name,
+			       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sub >= 0)
 			walk_dir(sub, path, levels - 1, w);
 	}
@@ -377,21 +378,22 @@ static void walk_dir(int fd, const char *rel, int levels, struct walk *w)
 
 static int by_path(const void *a, const void *b)
 {
-	return strcmp(json_string_value(json_object_get(*(json_t *const *)a,
-							"path")),
-		      json_string_value(json_object_get(*(json_t *const *)b,
-							"path")));
+	return strcmp(
+		json_string_value(json_object_get(*(json_t *const *)a, "path")),
+		json_string_value(
+			json_object_get(*(json_t *const *)b, "path")));
 }
 
-static int m_list(struct ws_server *s, struct sess *x, json_t *p,
-		  json_t **res, struct ws_error *err)
+static int m_list(struct ws_server *s, struct sess *x, json_t *p, json_t **res,
+		  struct ws_error *err)
 {
 	const char *path = ".";
 	json_t *dv = json_object_get(p, "depth");
 	int depth = 1;
 
 	(void)s;
-	if (json_object_get(p, "path") && !json_is_null(json_object_get(p, "path")) &&
+	if (json_object_get(p, "path") &&
+	    !json_is_null(json_object_get(p, "path")) &&
 	    check_path(p, "path", &path, err) < 0)
 		return -1;
 	if (dv && !json_is_null(dv)) {
@@ -426,8 +428,8 @@ static int m_list(struct ws_server *s, struct sess *x, json_t *p,
 	return 0;
 }
 
-static int m_stat(struct ws_server *s, struct sess *x, json_t *p,
-		  json_t **res, struct ws_error *err)
+static int m_stat(struct ws_server *s, struct sess *x, json_t *p, json_t **res,
+		  struct ws_error *err)
 {
 	const char *path, *name;
 	char buf[PATH_MAX];
@@ -436,12 +438,13 @@ static int m_stat(struct ws_server *s, struct sess *x, json_t *p,
 	if (check_path(p, "path", &path, err) < 0)
 		return -1;
 	int dfd = open_parent(s, x, path, false, buf, &name);
-	int rc = dfd < 0 ? dfd
+	int rc = dfd < 0					    ? dfd
 		 : fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno
-								     : 0;
+								    : 0;
 	if (rc == -ENOENT || rc == -ENOTDIR)
-		ws_fail(err, WS_E_FILE, "%s: no such file in the session's "
-					"workdir",
+		ws_fail(err, WS_E_FILE,
+			"%s: no such file in the session's "
+			"workdir",
 			path);
 	else if (rc < 0)
 		file_fail(err, "look at it", path, rc);
@@ -455,8 +458,8 @@ static int m_stat(struct ws_server *s, struct sess *x, json_t *p,
 /* ------------------------------------------------------------------ */
 /* files.mkdir, files.remove, files.rename                             */
 
-static int m_mkdir(struct ws_server *s, struct sess *x, json_t *p,
-		   json_t **res, struct ws_error *err)
+static int m_mkdir(struct ws_server *s, struct sess *x, json_t *p, json_t **res,
+		   struct ws_error *err)
 {
 	const char *path, *name;
 	char buf[PATH_MAX];
@@ -474,8 +477,8 @@ static int m_mkdir(struct ws_server *s, struct sess *x, json_t *p,
 				       WS_SANDBOX_GID, AT_SYMLINK_NOFOLLOW);
 	} else if (rc == -EEXIST) {
 		rc = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno
-		     : S_ISDIR(st.st_mode)				 ? 0
-									 : -EEXIST;
+		     : S_ISDIR(st.st_mode)			      ? 0
+								      : -EEXIST;
 	}
 	if (dfd >= 0)
 		close(dfd);
@@ -560,9 +563,9 @@ static int m_rename(struct ws_server *s, struct sess *x, json_t *p,
 		return -1;
 	int d1 = open_parent(s, x, from, false, b1, &n1);
 	int d2 = d1 < 0 ? -1 : open_parent(s, x, to, true, b2, &n2);
-	int rc = d1 < 0			      ? d1
-		 : d2 < 0		      ? d2
-		 : is_root(n1) || is_root(n2) ? -EBUSY
+	int rc = d1 < 0				? d1
+		 : d2 < 0			? d2
+		 : is_root(n1) || is_root(n2)	? -EBUSY
 		 : renameat(d1, n1, d2, n2) < 0 ? -errno
 						: 0;
 	if (d1 >= 0)

@@ -55,12 +55,12 @@ struct sess {
 	bool oneshot;	   /* a one-shot's session: not listed, not found */
 	struct ws_waiter *wq; /* [s] runs waiting their turn, first first */
 	struct ws_cancel *running; /* [s] the running cell's cancel */
-	pthread_cond_t turn; /* [s] busy, wq, refs or gone changed */
-	long long expires_ms; /* [s] monotonic: closed for its lifetime */
+	pthread_cond_t turn;	   /* [s] busy, wq, refs or gone changed */
+	long long expires_ms;	   /* [s] monotonic: closed for its lifetime */
 	/* [s] count and last_ms as of its last cell's end (a running cell
 	 * changes those two unlocked) */
 	long long shown_count, shown_last_ms;
-	json_t *metadata; /* the creator's, as given (or NULL) */
+	json_t *metadata;	/* the creator's, as given (or NULL) */
 	struct sess *reap_next; /* expire()'s list of sessions to close */
 	char id[24];
 	char lang[8];
@@ -110,7 +110,7 @@ enum { WS_GRAVES = 64 };
 struct ws_server {
 	struct ws_config cfg;
 	char db[PATH_MAX];
-	struct audit *au; /* thread-safe itself (audit.h) */
+	struct audit *au;     /* thread-safe itself (audit.h) */
 	pthread_mutex_t lock; /* the list, n, starting, graves, [s] fields */
 	struct sess *list;
 	int n;

@@ -147,10 +147,9 @@ json_t *ws_json_line_id(const char *p, size_t n)
 				;
 			if (k >= n || p[k] != ':')
 				continue;
-			json_t *id = json_loadb(p + k + 1, n - k - 1,
-						JSON_DECODE_ANY |
-							JSON_DISABLE_EOF_CHECK,
-						NULL);
+			json_t *id = json_loadb(
+				p + k + 1, n - k - 1,
+				JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK, NULL);
 			if (json_is_integer(id) || json_is_string(id))
 				return id;
 			json_decref(id);
@@ -350,7 +349,6 @@ static void sess_free(struct sess *x)
 	free(x);
 }
 
-
 static char *make_workdir(bool drop)
 {
 	char buf[64] = "/tmp/ward-XXXXXX", sub[80];
@@ -479,7 +477,7 @@ int ws_only_keys(json_t *obj, struct ws_error *err, ...)
 }
 
 int ws_get_str(json_t *p, const char *key, const char **out,
-		   struct ws_error *err)
+	       struct ws_error *err)
 {
 	json_t *v = json_object_get(p, key);
 
@@ -551,8 +549,7 @@ static void *spawner_main(void *arg)
 static pid_t spawn_worker(struct ws_server *s, int ctl, int cells, int res,
 			  int out, int err)
 {
-	struct ws_spawn q = { .fds = { ctl, cells, res, out, err },
-			      .pid = -1 };
+	struct ws_spawn q = { .fds = { ctl, cells, res, out, err }, .pid = -1 };
 
 	pthread_mutex_lock(&s->lock);
 	q.next = s->spawn_q;
@@ -628,9 +625,8 @@ static int check_metadata(json_t *md, struct ws_error *err)
 	return 0;
 }
 
-static int sess_start(struct ws_server *s, json_t *p,
-		      struct ws_cancel *oneshot, struct sess **out,
-		      struct ws_error *err)
+static int sess_start(struct ws_server *s, json_t *p, struct ws_cancel *oneshot,
+		      struct sess **out, struct ws_error *err)
 {
 	struct start st = { .lang = "python",
 			    .timeout = s->cfg.cell_timeout_s,
@@ -687,8 +683,8 @@ static int sess_start(struct ws_server *s, json_t *p,
 		s->list = x;
 		s->n++;
 		x->refs = 2; /* the list's and the caller's */
-		debug("session %s started: %s, run %s, %d open", x->id,
-		      x->lang, x->run_id, s->n);
+		debug("session %s started: %s, run %s, %d open", x->id, x->lang,
+		      x->run_id, s->n);
 	}
 	pthread_mutex_unlock(&s->lock);
 	*out = x;
@@ -824,7 +820,6 @@ static int sess_spawn(struct ws_server *s, const struct start *st,
 /* ------------------------------------------------------------------ */
 /* methods                                                             */
 
-
 /* Lock held: remembers why x is gone, for the requests that name it. */
 static void bury(struct ws_server *s, const struct sess *x, const char *why)
 {
@@ -947,7 +942,8 @@ static const char *stale(const struct ws_server *s, struct sess *x,
 		return buf;
 	}
 	if (now - x->last_ms > s->cfg.idle_s * 1000) {
-		snprintf(buf, n, "expired: it was idle longer than %g s (--idle)",
+		snprintf(buf, n,
+			 "expired: it was idle longer than %g s (--idle)",
 			 s->cfg.idle_s);
 		return buf;
 	}
@@ -1003,8 +999,7 @@ static int m_create(struct ws_server *s, json_t *p, json_t **res,
 		return -1;
 	life_ms(s, life, &capped);
 	*res = json_pack("{s:s, s:s, s:s, s:I}", "session_id", x->id,
-			 "language", x->lang, "run_id", x->run_id,
-			 "expires_ms",
+			 "language", x->lang, "run_id", x->run_id, "expires_ms",
 			 (json_int_t)expires_wall_ms(x, x->expires_ms));
 	if (*res && capped)
 		json_object_set_new(*res, "life_capped_from", json_real(life));
@@ -1026,24 +1021,24 @@ static int m_list(struct ws_server *s, json_t *p, json_t **res,
 	for (struct sess *x = s->list; x; x = x->next) {
 		if (x->retired || x->oneshot)
 			continue;
-		double last = (double)(now_ns - (now_ms - x->shown_last_ms) *
-							1000000) /
+		double last = (double)(now_ns -
+				       (now_ms - x->shown_last_ms) * 1000000) /
 			      1e9;
 		json_t *e = json_pack(
 			"{s:s, s:s, s:s, s:I, s:f, s:f, s:I, s:I, s:b}",
 			"session_id", x->id, "language", x->lang, "run_id",
 			x->run_id, "execution_count",
-			(json_int_t)x->shown_count,
-			"created", (double)x->created_ns / 1e9, "last_used",
-			last, "started_ms",
-			(json_int_t)(x->created_ns / 1000000), "expires_ms",
+			(json_int_t)x->shown_count, "created",
+			(double)x->created_ns / 1e9, "last_used", last,
+			"started_ms", (json_int_t)(x->created_ns / 1000000),
+			"expires_ms",
 			(json_int_t)expires_wall_ms(x, x->expires_ms),
 			"running", x->busy);
 		if (e)
-			json_object_set_new(e, "metadata",
-					    x->metadata ? json_deep_copy(
-								  x->metadata)
-							: json_object());
+			json_object_set_new(
+				e, "metadata",
+				x->metadata ? json_deep_copy(x->metadata)
+					    : json_object());
 		json_array_append_new(arr, e);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -1107,17 +1102,16 @@ static int m_close(struct ws_server *s, json_t *p, json_t **res,
 /* The result of a run cancelled before its cell started. */
 static json_t *cancelled_result(const struct sess *x)
 {
-	return json_pack(
-		"{s:s, s:s, s:n, s:s, s:i, s:i, s:{s:[], s:[]}, s:[], "
-		"s:{s:s, s:s, s:s}, s:{}, s:[], s:{s:b, s:[], s:s}}",
-		"run_id", x->run_id, "session_id", x->id, "execution_count",
-		"status", "cancelled", "exit_code", 1, "duration_ms", 0, "logs",
-		"stdout", "stderr", "results", "error", "name", "Cancelled",
-		"value",
-		"the request was cancelled while it waited for the "
-		"session's running cell",
-		"traceback", "", "truncated", "artifacts", "policy", "denied",
-		0, "denials", "audit_ref", x->run_id);
+	return json_pack("{s:s, s:s, s:n, s:s, s:i, s:i, s:{s:[], s:[]}, s:[], "
+			 "s:{s:s, s:s, s:s}, s:{}, s:[], s:{s:b, s:[], s:s}}",
+			 "run_id", x->run_id, "session_id", x->id,
+			 "execution_count", "status", "cancelled", "exit_code",
+			 1, "duration_ms", 0, "logs", "stdout", "stderr",
+			 "results", "error", "name", "Cancelled", "value",
+			 "the request was cancelled while it waited for the "
+			 "session's running cell",
+			 "traceback", "", "truncated", "artifacts", "policy",
+			 "denied", 0, "denials", "audit_ref", x->run_id);
 }
 
 /* Waits for x's turn (FIFO, behind its running cell and the runs queued
@@ -1167,8 +1161,9 @@ static void end_turn(struct ws_server *s, struct sess *x, json_t *res)
 	x->shown_count = x->count;
 	x->shown_last_ms = x->last_ms;
 	if (x->dead && !x->gone && !x->oneshot)
-		unlink_sess(s, x, "ended: its interpreter exited or was ended "
-				  "(the result of its last cell says why)");
+		unlink_sess(s, x,
+			    "ended: its interpreter exited or was ended "
+			    "(the result of its last cell says why)");
 	if (x->gone && res && !x->oneshot)
 		json_object_set_new(res, "session_closed", json_true());
 	pthread_cond_broadcast(&x->turn);
