@@ -85,7 +85,8 @@ int ws_call(struct ws_server *s, const char *method, json_t *params, ws_stream_f
  * session.close of a session with a running cell ends it; that call
  * returns promptly (the run returns status "cancelled", with
  * session_closed). The stream callback fn is called on the calling
- * thread only.
+ * thread only. ws_server_free comes after the last call has returned
+ * (cancel the running ones and wait for them).
  */
 struct ws_cancel;
 /* NULL: out of memory. */
