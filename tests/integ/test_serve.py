@@ -975,6 +975,29 @@ def test_client_that_disconnects_cancels_its_running_cells(ctx):
     assert runs[0]["status"] == "ok", runs
 
 
+def test_sigterm_cancels_the_cells_and_closes_the_sessions_in_order(ctx):
+    """SIGTERM (as a supervisor stops a service): the running cell is
+    cancelled and every session closed as at the end of input, its run
+    recorded "ok", not "aborted"."""
+    import signal
+    s = serve(ctx)
+    sid = s.create()
+    other = s.create(language="sh")
+    runs = [x["run_id"] for x in s.ok("session.list", {})["sessions"]]
+    _send(s, 5, "run", {"session_id": sid, "code": "import time\ntime.sleep(60)"})
+    time.sleep(1)
+    t0 = time.monotonic()
+    s.p.send_signal(signal.SIGTERM)
+    m = s.read()
+    assert m["id"] == 5 and m["result"]["status"] == "cancelled", m
+    assert s.p.wait(timeout=20) == 0 and time.monotonic() - t0 < 10
+    s.p.stdin.close()
+    s.p.stdout.close()
+    s.p.stderr.close()
+    got = ctx.sql("select status, cause from runs where id in (?, ?)", *runs)
+    assert [(r["status"], r["cause"]) for r in got] == [("ok", None)] * 2, (got, other)
+
+
 def test_end_of_input_answers_what_was_sent(ctx):
     """A client that only stops sending (a heredoc) still gets every answer."""
     p = subprocess.run([wardtest.ward_bin(), "serve", "-v", "--db", ctx.db],

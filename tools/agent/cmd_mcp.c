@@ -557,41 +557,16 @@ static void *tick_main(void *arg)
 	return NULL;
 }
 
-/* SIGTERM, SIGINT, SIGHUP (blocked in every other thread): the calls are
- * cancelled and the reader stops as at the end of input, so that the
- * sessions are closed as the client's (ward would otherwise die with
- * them running). A second signal is delivered to this thread, unblocked
- * now, and ends ward as it would have without this. */
-static void *signal_main(void *arg)
+/* The first stop signal (ws_stop_signals): every call is cancelled, and
+ * the reader stops. */
+static void on_stop(void *arg)
 {
 	struct mcp *m = arg;
-	sigset_t set;
-	int sig;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	if (sigwait(&set, &sig))
-		return NULL;
-	debug("mcp: SIG%s: cancelling the calls, closing the sessions",
-	      sigabbrev_np(sig));
-	/* a second one while that goes on: ward stops at once */
-	struct sigaction dfl = { .sa_handler = SIG_DFL };
-	sigaction(SIGTERM, &dfl, NULL);
-	sigaction(SIGINT, &dfl, NULL);
-	sigaction(SIGHUP, &dfl, NULL);
-	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	pthread_mutex_lock(&m->lock);
 	m->stopping = true;
 	pthread_mutex_unlock(&m->lock);
 	cancel_all(m);
-	char b = 's';
-	ssize_t w = write(m->wake[1], &b, 1);
-	(void)w;
-	for (;;)
-		pause(); /* alive, to take the second signal */
-	return NULL;
 }
 
 /* One JSON-RPC message; returns the response, or NULL for none
@@ -1030,19 +1005,6 @@ int ward_cmd_mcp(int argc, char **argv)
    * the sessions (children reset their signals before exec). */
 	signal(SIGPIPE, SIG_IGN);
 	take_stdio(&m);
-	/* the stop signals go to signal_main alone (the threads started
-	 * from here on inherit the mask; the workers reset it) */
-	sigset_t stop;
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGTERM);
-	sigaddset(&stop, SIGINT);
-	sigaddset(&stop, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &stop, NULL);
-	rc = ws_server_new(&cfg, &m.ws);
-	if (rc < 0) {
-		errno = -rc;
-		die_errno("mcp: cannot start");
-	}
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -1050,18 +1012,23 @@ int ward_cmd_mcp(int argc, char **argv)
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&m.lock, NULL);
 	pthread_mutex_init(&m.out_lock, NULL);
-	if (pipe2(m.wake, O_CLOEXEC) < 0)
-		die_errno("mcp: pipe");
-	pthread_t ticker, sigs;
+	rc = ws_stop_signals(on_stop, &m, &r.wake);
+	if (rc < 0) {
+		errno = -rc;
+		die_errno("mcp: cannot take the stop signals");
+	}
+	rc = ws_server_new(&cfg, &m.ws);
+	if (rc < 0) {
+		errno = -rc;
+		die_errno("mcp: cannot start");
+	}
+	pthread_t ticker;
 	rc = pthread_create(&ticker, NULL, tick_main, &m);
-	if (!rc)
-		rc = pthread_create(&sigs, NULL, signal_main, &m);
 	if (rc) {
 		errno = rc;
 		die_errno("mcp: cannot start a thread");
 	}
 	r.fd = m.in_fd;
-	r.wake = m.wake[0];
 	for (;;) {
 		char *line = NULL;
 		size_t n = 0;
@@ -1114,6 +1081,6 @@ int ward_cmd_mcp(int argc, char **argv)
 	json_decref(r.big_id);
 	close(m.in_fd);
 	close(m.out_fd);
-	/* signal_main still waits for a signal: the process ends with it */
+	/* the stop signals' thread still waits: the process ends with it */
 	return 0;
 }

@@ -72,8 +72,8 @@ static void usage(FILE *f)
 		"Paths are relative to the session's workdir and stay inside it.\n"
 		"\n"
 		"End of input: the requests read are answered, then every session is\n"
-		"closed; a client that is gone (nobody reads stdout) has its running\n"
-		"cells cancelled.\n"
+		"closed; a client that is gone (nobody reads stdout), SIGTERM, SIGINT\n"
+		"and SIGHUP cancel the running cells first.\n"
 		"\n"
 		"A run's output: logs.stdout and logs.stderr are arrays of text (the\n"
 		"whole, or head and tail; bytes that are not UTF-8 become U+FFFD);\n"
@@ -129,6 +129,8 @@ struct srv {
 	int n;
 	unsigned long long seq; /* requests read */
 	bool broken;		/* stdout's reader is gone */
+	bool stopping;		/* a stop signal came */
+	int wake;		/* readable then: stop reading */
 	pthread_mutex_t out;
 };
 
@@ -398,6 +400,18 @@ static bool stdout_gone(void)
 
 /* Reads stdin line by line; a line longer than MAX_LINE is answered with
  * an error (with its id when its start shows one) and skipped. */
+/* The first stop signal (ws_stop_signals): every request is cancelled,
+ * and the reader stops. */
+static void on_stop(void *arg)
+{
+	struct srv *v = arg;
+
+	pthread_mutex_lock(&v->lock);
+	v->stopping = true;
+	pthread_mutex_unlock(&v->lock);
+	cancel_all(v);
+}
+
 static void serve(struct srv *v)
 {
 	size_t cap = 1 << 16, len = 0;
@@ -407,8 +421,12 @@ static void serve(struct srv *v)
 	if (!buf)
 		die("out of memory");
 	for (;;) {
-		struct pollfd q = { 0, POLLIN, 0 };
-		if (poll(&q, 1, 1000) == 0) {
+		struct pollfd q[2] = { { 0, POLLIN, 0 },
+				       { v->wake, POLLIN, 0 } };
+		int np = poll(q, 2, 1000);
+		if (np > 0 && q[1].revents)
+			break;
+		if (np == 0) {
 			ws_server_tick(v->ws);
 			if (stdout_gone())
 				cancel_all(v);
@@ -466,10 +484,10 @@ static void drain(struct srv *v)
 		struct timespec ts;
 		ws_time_in(&ts, CLOCK_REALTIME, 100);
 		pthread_cond_timedwait(&v->done, &v->lock, &ts);
-		if (v->n > 0 && !v->broken && stdout_gone()) {
+		if (v->n > 0 && !v->broken && (v->stopping || stdout_gone())) {
 			v->broken = true;
-			debug("serve: the client is gone: cancelling "
-			      "%d request(s)",
+			debug("serve: cancelling %d request(s): the client "
+			      "is gone, or ward was told to stop",
 			      v->n);
 			for (struct req *r = v->reqs; r; r = r->next) {
 				r->cancelled = true;
@@ -535,20 +553,24 @@ int ward_cmd_serve(int argc, char **argv)
 		    "default within the cap",
 		    cfg.cell_timeout_s, cfg.max_timeout_s);
 
+	/* A client that goes away must not kill the server mid-write. */
+	signal(SIGPIPE, SIG_IGN);
+	struct srv v = { 0 };
+	pthread_mutex_init(&v.lock, NULL);
+	pthread_mutex_init(&v.out, NULL);
+	pthread_cond_init(&v.done, NULL);
+	int rc = ws_stop_signals(on_stop, &v, &v.wake);
+	if (rc < 0)
+		die("serve: cannot take the stop signals: %s", strerror(-rc));
 	warn("serve: no --listen: one client over stdin/stdout (JSON lines); "
 	     "for several clients at once, listen on a port (see `ward serve "
 	     "--help`)");
 	struct ws_server *s;
-	int rc = ws_server_new(&cfg, &s);
+	rc = ws_server_new(&cfg, &s);
 	if (rc < 0)
 		die("cannot start: %s (the audit database: --db, WARD_DB, HOME)",
 		    strerror(-rc));
-	/* A client that goes away must not kill the server mid-write. */
-	signal(SIGPIPE, SIG_IGN);
-	struct srv v = { .ws = s };
-	pthread_mutex_init(&v.lock, NULL);
-	pthread_mutex_init(&v.out, NULL);
-	pthread_cond_init(&v.done, NULL);
+	v.ws = s;
 	serve(&v);
 	if (stdout_gone())
 		cancel_all(&v);

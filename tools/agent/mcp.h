@@ -39,8 +39,7 @@ struct mcp {
 	struct job *jobs;
 	int n_jobs;
 	unsigned long long seq; /* tools/call requests read */
-	bool eof, stopping;
-	int wake[2]; /* a stop signal came: the reader stops */
+	bool eof, stopping;	/* stopping: a stop signal came */
 };
 
 typedef json_t *(*content_fn)(struct mcp *m, json_t *result, bool *is_error);

@@ -184,6 +184,65 @@ void ws_time_in(struct timespec *ts, clockid_t clk, long ms)
 	}
 }
 
+/* The servers' stop signals (ws_stop_signals): one set per process. */
+static struct {
+	void (*fn)(void *);
+	void *arg;
+	int wake[2];
+} stop_sig;
+
+static void stop_set(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+}
+
+static void *stop_main(void *unused)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigset_t set;
+	char b = 's';
+	int sig;
+
+	(void)unused;
+	stop_set(&set);
+	if (sigwait(&set, &sig))
+		return NULL;
+	debug("SIG%s: cancelling the calls, closing the sessions",
+	      sigabbrev_np(sig));
+	/* a second one while that goes on: ward stops at once */
+	sigaction(SIGTERM, &dfl, NULL);
+	sigaction(SIGINT, &dfl, NULL);
+	sigaction(SIGHUP, &dfl, NULL);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	stop_sig.fn(stop_sig.arg);
+	ssize_t w = write(stop_sig.wake[1], &b, 1);
+	(void)w;
+	for (;;)
+		pause(); /* alive, to take the second signal */
+	return NULL;
+}
+
+int ws_stop_signals(void (*on_stop)(void *), void *arg, int *wake)
+{
+	sigset_t set;
+	int rc;
+
+	stop_sig.fn = on_stop;
+	stop_sig.arg = arg;
+	if (pipe2(stop_sig.wake, O_CLOEXEC) < 0)
+		return -errno;
+	stop_set(&set);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	rc = ws_thread_detached(stop_main, NULL);
+	if (rc)
+		return -rc;
+	*wake = stop_sig.wake[0];
+	return 0;
+}
+
 int ws_write_all(int fd, const void *p, size_t n)
 {
 	const char *c = p;

@@ -117,6 +117,14 @@ json_t *ws_json_line_id(const char *p, size_t n);
  * (for pthread_cond_timedwait). */
 int ws_thread_detached(void *(*fn)(void *), void *arg);
 void ws_time_in(struct timespec *ts, clockid_t clk, long ms);
+/* For a server's main, before it starts any thread (ws_server_new
+ * included): SIGTERM, SIGINT and SIGHUP are blocked in it and the threads
+ * it starts later (the session workers unblock them) and taken by a thread
+ * of their own. The first calls on_stop(arg) there (cancel the calls) and
+ * makes *wake readable (stop reading, as at the end of input), so that the
+ * sessions are closed in order; a second ends the process as it would
+ * have without this. 0 or -errno. */
+int ws_stop_signals(void (*on_stop)(void *), void *arg, int *wake);
 /* The audit database the server records to. */
 const char *ws_server_db(const struct ws_server *s);
 
