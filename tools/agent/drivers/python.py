@@ -71,10 +71,17 @@ def _jstr(s):
     return json.dumps(s, ensure_ascii=False)
 
 
+class _Raw(str):
+    # JSON text made by the json module (a result's "json" value)
+    __slots__ = ()
+
+
 def _json(v):
     # JSON text of the result frame: dicts with string keys, lists,
     # strings, integers, booleans and None. Non-ASCII text stays as it is
     # (the frame is sent as UTF-8; a lone surrogate becomes "?").
+    if type(v) is _Raw:
+        return str(v)
     if v is None:
         return "null"
     if v is True or v is False:
@@ -109,23 +116,240 @@ def _sigint(signum, frame):
 _signal.signal(_signal.SIGINT, _sigint)
 
 
+# Results as Jupyter makes them: a value's mimebundle (its _repr_*_
+# methods, text/plain always), display() as in IPython, and figures. Each
+# result is a dict in E2B's shape: one key per MIME type (_KEYS; others in
+# "extra") and is_main_result. Methods are looked up on the value's type,
+# so an object whose __getattr__ answers every name does not pass for
+# rich; base64 and json are imported only for a value that needs them.
+_KEYS = {"text/plain": "text", "text/html": "html",
+         "text/markdown": "markdown", "image/svg+xml": "svg",
+         "image/png": "png", "image/jpeg": "jpeg", "application/pdf": "pdf",
+         "text/latex": "latex", "application/json": "json",
+         "application/javascript": "javascript"}
+_REPRS = (("_repr_html_", "text/html"), ("_repr_markdown_", "text/markdown"),
+          ("_repr_svg_", "image/svg+xml"), ("_repr_png_", "image/png"),
+          ("_repr_jpeg_", "image/jpeg"), ("_repr_pdf_", "application/pdf"),
+          ("_repr_latex_", "text/latex"),
+          ("_repr_json_", "application/json"),
+          ("_repr_javascript_", "application/javascript"))
+_BINARY = ("image/png", "image/jpeg", "application/pdf")
+# A cell's results are part of its frame and of its record: past this
+# many bytes, a result is replaced by a note saying what was left out.
+_RESULTS_MAX = 32 << 20
+_shown = []  # what display() showed while the cell ran, in order
+_shown_figs = set()  # the figures rendered in it (ids), not again at its end
+
+
+def _warn(what, e):
+    sys.stderr.write("ward: %s failed: %s: %s\n" % (what, type(e).__name__,
+                                                     e))
+
+
+def _mime_value(mime, data):
+    # data as the frame carries it for mime, or None (left out): base64
+    # for the binary types (bytes, or a str that is base64 already, as
+    # IPython takes it), a JSON value for JSON and for other types' dicts
+    # and lists, text for the rest; TypeError for data of another kind.
+    if isinstance(data, tuple) and len(data) == 2:
+        data = data[0]  # (data, metadata)
+    if data is None:
+        return None
+    if mime in _BINARY:
+        if isinstance(data, str):
+            return "".join(data.split())
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError("%s is not bytes" % type(data).__name__)
+        import base64
+        return base64.b64encode(data).decode()
+    if mime == "application/json" or (mime not in _KEYS and
+                                      not isinstance(data, (str, bytes))):
+        import json
+        if isinstance(data, (str, bytes)):
+            data = json.loads(data)
+        return _Raw(json.dumps(data, ensure_ascii=False, allow_nan=False))
+    if isinstance(data, bytes):
+        return data.decode("utf-8", "replace")
+    if not isinstance(data, str):
+        raise TypeError("%s is not str" % type(data).__name__)
+    return data
+
+
+def _put(out, mime, data, what):
+    try:
+        v = _mime_value(mime, data)
+    except Exception as e:  # a value of the wrong kind: left out
+        _warn("%s (%s)" % (what, mime), e)
+        return
+    if v is None:
+        return
+    key = _KEYS.get(mime)
+    if key:
+        out[key] = v
+    else:
+        out.setdefault("extra", {})[mime] = v
+
+
+def _figure_png(v):
+    # A matplotlib figure's PNG (matplotlib is imported by the code if at
+    # all), as IPython's inline backend renders it; else None.
+    mf = sys.modules.get("matplotlib.figure")
+    if mf is None or not isinstance(v, mf.Figure):
+        return None
+    import io
+    out = io.BytesIO()
+    v.savefig(out, format="png")
+    _shown_figs.add(id(v))
+    return out.getvalue()
+
+
+def _bundle(v, include=None, exclude=None):
+    # v's formats by key: text (repr: its error is the caller's), then
+    # each other format v offers; a format whose method fails is left out
+    # with a warning on stderr, as IPython does.
+    t, fmt = type(v), {}
+    if getattr(t, "_ward_no_such_method_", None) is None:
+        if getattr(t, "_repr_mimebundle_", None) is not None:
+            try:
+                b = v._repr_mimebundle_(include=include, exclude=exclude)
+                b = b[0] if isinstance(b, tuple) else b
+                fmt.update(b if isinstance(b, dict) else {})
+            except Exception as e:
+                _warn("%s._repr_mimebundle_()" % t.__name__, e)
+        for name, mime in _REPRS:
+            if mime not in fmt and getattr(t, name, None) is not None:
+                try:
+                    fmt[mime] = getattr(v, name)()
+                except Exception as e:
+                    _warn("%s.%s()" % (t.__name__, name), e)
+    if "image/png" not in fmt:
+        try:
+            fmt["image/png"] = _figure_png(v)
+        except Exception as e:
+            _warn("a figure's PNG", e)
+    out = {"text": fmt.pop("text/plain", None)}
+    if not isinstance(out["text"], str):
+        out["text"] = repr(v)
+    for mime, data in fmt.items():
+        if ((include is None or mime in include) and
+                (exclude is None or mime not in exclude)):
+            _put(out, mime, data, "%s's %s" % (t.__name__, mime))
+    return out
+
+
+def display(*objs, include=None, exclude=None, metadata=None,
+            transient=None, display_id=None, raw=False, clear=False,
+            **kwargs):
+    """Show each of objs as a result of the running cell, in order, as
+    IPython's display() does (raw=True: each is a mimebundle, a dict of
+    MIME type to data). ward sessions only: no display ids or updates."""
+    for obj in objs:
+        if raw:
+            r = {}
+            for mime, data in dict(obj).items():
+                _put(r, mime, data, "display(raw=True)")
+        else:
+            r = _bundle(obj, include, exclude)
+        r["is_main_result"] = False
+        _shown.append(r)
+
+
 def _figures(results):
+    # Open pyplot figures at the end of a cell, then closed, as the
+    # inline backend shows them: not the ones the cell displayed.
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is None:
         return
-    import base64
-    import io
     try:
         for num in plt.get_fignums():
             fig = plt.figure(num)
-            out = io.BytesIO()
-            fig.savefig(out, format="png")
-            results.append({"png": base64.b64encode(out.getvalue()).decode(),
-                            "text": repr(fig), "is_main_result": False})
+            if id(fig) not in _shown_figs:
+                r = _bundle(fig)
+                r["is_main_result"] = False
+                results.append(r)
         plt.close("all")
     except Exception as e:  # a broken figure must not end the session
         results.append({"text": "figure not rendered: %r" % (e,),
                         "is_main_result": False})
+
+
+def _cap(results):
+    # Results past _RESULTS_MAX bytes in all become a note.
+    used = 0
+    for i, r in enumerate(results):
+        size = sum(len(v) for v in r.values() if isinstance(v, str))
+        size += sum(len(v) for v in r.get("extra", {}).values())
+        if used + size > _RESULTS_MAX:
+            results[i] = {"text": "ward: a result of %d bytes was left out: "
+                          "a cell's results hold at most %d MiB" %
+                          (size, _RESULTS_MAX >> 20),
+                          "is_main_result": r["is_main_result"]}
+            size = 0
+        used += size
+    return results
+
+
+def _cell_results(main):
+    # display() output and figures in the order they came, the value of
+    # the last expression last, as in a notebook.
+    results = list(_shown)
+    del _shown[:]
+    _figures(results)
+    _shown_figs.clear()
+    if main is not None:
+        main["is_main_result"] = True
+        results.append(main)
+    return _cap(results)
+
+
+def _display_module():
+    # ward_display: display() and small classes like IPython.display's
+    # (HTML, Markdown, SVG, Latex, JSON, Javascript, Image), whose value
+    # is its data in one format.
+    m = type(sys)("ward_display")
+    m.__doc__ = "display() and IPython.display's simple formats, for ward"
+    m.display = display
+
+    class _Format:
+        _mime, _binary = "text/plain", False
+
+        def __init__(self, data=None, url=None, filename=None,
+                     metadata=None):
+            if filename is not None:
+                with open(filename, "rb" if self._binary else "r") as f:
+                    data = f.read()
+            self.data, self.url, self.metadata = data, url, metadata
+
+        def __repr__(self):
+            return "<ward_display.%s object>" % type(self).__name__
+
+        def _repr_mimebundle_(self, include=None, exclude=None):
+            return {self._mime: self.data}
+
+    for name, mime in (("HTML", "text/html"), ("Markdown", "text/markdown"),
+                       ("SVG", "image/svg+xml"), ("Latex", "text/latex"),
+                       ("JSON", "application/json"),
+                       ("Javascript", "application/javascript")):
+        setattr(m, name, type(name, (_Format,), {"_mime": mime,
+                                                 "__module__": m.__name__}))
+
+    class Image(_Format):
+        """PNG or JPEG bytes, from data or a file (data may name one)."""
+        _binary = True
+
+        def __init__(self, data=None, url=None, filename=None, format=None,
+                     **kwargs):
+            if isinstance(data, str) and filename is None:
+                data, filename = None, data
+            super().__init__(data, url, filename)
+            head = bytes(self.data or b"")[:4]
+            fmt = format or ("jpeg" if head[:2] == b"\xff\xd8" else "png")
+            self._mime = "image/jpeg" if fmt in ("jpeg", "jpg") else \
+                "image/png"
+
+    Image.__module__ = m.__name__
+    m.Image = Image
+    return m
 
 
 def _strip(e, seen):
@@ -153,6 +377,7 @@ def _strip(e, seen):
 
 def _error(e):
     import traceback
+    _lines()
     try:
         _strip(e, set())
     except Exception:
@@ -247,23 +472,118 @@ def _split(code, name):
     return _ast_split(code, name)
 
 
+# IPython's line escapes: a line whose statement starts with "!" runs the
+# rest with /bin/sh, "%pip ..." runs python3 -m pip; both write to the
+# cell's stdout and stderr and set _exit_code, as in IPython. Whether the
+# program may run is the policy's: a command that could not start (the
+# exec refused: the spawn's error, or the shell's status 126) is listed in
+# the frame, and ward names the rule that refused it (session-cell.c).
+_sources = {}  # each cell's source by its file name, for tracebacks
+_failed = []  # the escapes of the running cell that could not start
+
+
+class UsageError(Exception):
+    """A line magic ward does not have (IPython's name for it)."""
+
+
+def _escapes(code):
+    # code with its escape lines made calls, line for line (line numbers
+    # stay). A line is one when a statement starts with it, not inside a
+    # string or brackets: its place is found by tokenizing code with the
+    # line as "pass" (tokenize is imported only for such a cell).
+    lines = code.split("\n")
+    cand = {i for i, l in enumerate(lines) if l.lstrip(" \t")[:1] in "!%"
+            and l.strip(" \t")}
+    if not cand:
+        return code
+    import io
+    import tokenize
+    probe = list(lines)
+    for i in cand:
+        probe[i] = lines[i][:len(lines[i]) - len(lines[i].lstrip(" \t"))] + \
+            "pass"
+    starts, prev = set(), tokenize.NEWLINE
+    skip = (tokenize.NL, tokenize.COMMENT)
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(
+                "\n".join(probe) + "\n").readline):
+            if tok.type in skip:
+                continue
+            if (tok.start[0] - 1 in cand and tok.string == "pass" and
+                    prev in (tokenize.NEWLINE, tokenize.INDENT,
+                             tokenize.DEDENT)):
+                starts.add(tok.start[0] - 1)
+            prev = tok.type
+    except (tokenize.TokenError, SyntaxError):
+        return code  # compile() says what is wrong
+    for i in starts:
+        body = lines[i].lstrip(" \t")
+        if body.startswith("%%"):
+            continue  # a cell magic: not Python, compile() says so
+        lines[i] = lines[i][:len(lines[i]) - len(body)] + \
+            "_ward_escape(%r, %r)" % (body[0], body[1:].strip())
+    return "\n".join(lines)
+
+
+def _ward_escape(kind, text):
+    # What an escape line runs (the code calls it, _escapes wrote it).
+    line = kind + text
+    if kind == "%":
+        name, _, args = text.partition(" ")
+        if name != "pip":
+            raise UsageError("Line magic function `%%%s` not found (ward "
+                             "has %%pip and !command lines)." % name)
+        import shlex
+        argv = [sys.executable, "-m", "pip"] + shlex.split(args)
+    else:
+        argv = ["/bin/sh", "-c", text]
+    import subprocess
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        code = subprocess.call(argv, stdin=subprocess.DEVNULL)
+    except OSError as e:
+        sys.stderr.write("%s: %s: %s\n" % (line, argv[0], e.strerror))
+        code = 126 if e.errno in (1, 13) else 127  # as sh says it
+        _failed.append({"line": line, "program": argv[0],
+                        "exit_code": code})
+    else:
+        if code == 126:
+            _failed.append({"line": line, "exit_code": code})
+    sys._getframe(1).f_globals["_exit_code"] = code
+
+
+def _lines():
+    # The cells' sources where traceback finds lines (linecache, once it
+    # is imported: not at start), so a traceback shows the cell's line.
+    lc = sys.modules.get("linecache")
+    if lc is not None:
+        for name, src in _sources.items():
+            if name not in lc.cache:
+                lc.cache[name] = (len(src), None,
+                                  src.splitlines(True), name)
+
+
 def _run(ns, n, code, timeout):
     results, error, interrupted = [], None, False
     name = "<cell %d>" % n
+    _sources[name] = code
+    _lines()
+    del _failed[:]
+    main = None
     _fired[0] = False
     _signal.signal(_signal.SIGALRM, _alarm)
     try:
-        code, evaled = _split(code, name)
+        code, evaled = _split(_escapes(code), name)
         _in_cell[0] = True
         if timeout > 0:
             _signal.setitimer(_signal.ITIMER_REAL, timeout)
         _go(code, ns)
         value = _go(evaled, ns) if evaled is not None else None
-        text = repr(value) if value is not None else None
+        main = _bundle(value) if value is not None else None
         _in_cell[0] = False
         if value is not None:
             ns["_"] = value
-            results.append({"text": text, "is_main_result": True})
     except BaseException as e:
         _in_cell[0] = False
         _signal.setitimer(_signal.ITIMER_REAL, 0)
@@ -271,14 +591,15 @@ def _run(ns, n, code, timeout):
         error = _error(e)
     _in_cell[0] = False
     _signal.setitimer(_signal.ITIMER_REAL, 0)
-    _figures(results)
-    # the main result comes last, as in a notebook
-    results.sort(key=lambda r: r["is_main_result"])
+    results = _cell_results(main)
     return results, error, interrupted
 
 
 def _main():
     ns = {"__name__": "__main__", "__builtins__": __builtins__}
+    sys.modules["ward_display"] = _display_module()
+    sys.modules["builtins"].display = display
+    sys.modules["builtins"]._ward_escape = _ward_escape
     # Up: ward ends the start-up's CPU pinning (tracer/output.c) and drops
     # this line; the cells then run with every CPU.
     os.write(_RESULT_FD, b'{"ward":"ready"}\n')
@@ -295,9 +616,11 @@ def _main():
                                            h.get("timeout_s", 0))
         sys.stdout.flush()
         sys.stderr.flush()
-        frame = _json({"nonce": h["nonce"], "n": h["n"],
-                       "results": results, "error": error,
-                       "interrupted": interrupted}) + "\n"
+        frame = {"nonce": h["nonce"], "n": h["n"], "results": results,
+                 "error": error, "interrupted": interrupted}
+        if _failed:
+            frame["shell_failed"] = _failed
+        frame = _json(frame) + "\n"
         data = frame.encode("utf-8", "replace")
         while data:
             data = data[os.write(_RESULT_FD, data):]
