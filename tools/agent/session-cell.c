@@ -808,9 +808,15 @@ static void note_refusals(struct ws_server *s, struct cell *c, long long from,
 
 		if (strncmp(sc, "execve", 6) || strcmp(str_at(v, "action"), "deny"))
 			continue;
-		ward_strbuf_appendf(&sb, "%s exec of %s (rule %s%s%s)",
-				    any ? ";" : "", str_at(v, "target"),
-				    str_at(v, "rule"), *err ? ", " : "", err);
+		char one[PATH_MAX + 200];
+
+		/* a shell tries each PATH entry: the same denial, once */
+		snprintf(one, sizeof(one), " exec of %s (rule %s%s%s)",
+			 str_at(v, "target"), str_at(v, "rule"),
+			 *err ? ", " : "", err);
+		if (strstr(ward_strbuf_str(&sb), one))
+			continue;
+		ward_strbuf_appendf(&sb, "%s%s", any ? ";" : "", one);
 		any = true;
 	}
 	json_decref(d.list);

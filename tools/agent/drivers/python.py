@@ -121,7 +121,115 @@ _signal.signal(_signal.SIGINT, _sigint)
 # result is a dict in E2B's shape: one key per MIME type (_KEYS; others in
 # "extra") and is_main_result. Methods are looked up on the value's type,
 # so an object whose __getattr__ answers every name does not pass for
-# rich; base64 and json are imported only for a value that needs them.
+# rich. A value without them is its repr; the code for the others (and
+# for escape lines, below) is _RICH, compiled when a cell first needs it:
+# compiling it costs every session's start several ms (the driver comes
+# as -c text, never cached), and base64, json, tokenize are imported only
+# then, by what needs them.
+_REPR_NAMES = ("_repr_mimebundle_", "_repr_html_", "_repr_markdown_",
+               "_repr_svg_", "_repr_png_", "_repr_jpeg_", "_repr_pdf_",
+               "_repr_latex_", "_repr_json_", "_repr_javascript_")
+# A cell's results are part of its frame and of its record: past this
+# many bytes, a result is replaced by a note saying what was left out.
+_RESULTS_MAX = 32 << 20
+_shown = []  # what display() showed while the cell ran, in order
+_shown_figs = set()  # the figures rendered in it (ids), not again at its end
+
+
+def _rich():
+    if "_bundle" not in _DRIVER:
+        exec(compile(_RICH, "<ward driver>", "exec"), _DRIVER)
+
+
+def _result(v):
+    # v's result: its formats when it has any, else its repr.
+    t, mf = type(v), sys.modules.get("matplotlib.figure")
+    if ((mf is None or not isinstance(v, mf.Figure)) and
+            not any(getattr(t, n, None) is not None for n in _REPR_NAMES)):
+        return {"text": repr(v)}
+    _rich()
+    return _bundle(v)
+
+
+def display(*objs, **kwargs):
+    """Show each of objs as a result of the running cell, in order, as
+    IPython's display(*objs, include=None, exclude=None, raw=False) does
+    (raw=True: each is a mimebundle, a dict of MIME type to data). No
+    display ids or updates."""
+    _rich()
+    _display(*objs, **kwargs)
+
+
+def _ward_display(name):
+    # ward_display's attributes other than display, made when first asked
+    if name.startswith("__"):
+        raise AttributeError(name)
+    _rich()
+    m = sys.modules["ward_display"]
+    del m.__getattr__
+    _display_classes(m)
+    return getattr(m, name)
+
+
+def _figures(results):
+    # Open pyplot figures at the end of a cell, then closed, as the
+    # inline backend shows them: not the ones the cell displayed.
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return
+    try:
+        for num in plt.get_fignums():
+            fig = plt.figure(num)
+            if id(fig) not in _shown_figs:
+                _rich()
+                r = _bundle(fig)
+                r["is_main_result"] = False
+                results.append(r)
+        plt.close("all")
+    except Exception as e:  # a broken figure must not end the session
+        results.append({"text": "figure not rendered: %r" % (e,),
+                        "is_main_result": False})
+
+
+def _cap(results):
+    # Results past _RESULTS_MAX bytes in all become a note.
+    used = 0
+    for i, r in enumerate(results):
+        size = sum(len(v) for v in r.values() if isinstance(v, str))
+        size += sum(len(v) for v in r.get("extra", {}).values())
+        if used + size > _RESULTS_MAX:
+            results[i] = {"text": "ward: a result of %d bytes was left out: "
+                          "a cell's results hold at most %d MiB" %
+                          (size, _RESULTS_MAX >> 20),
+                          "is_main_result": r["is_main_result"]}
+            size = 0
+        used += size
+    return results
+
+
+def _cell_results(main):
+    # display() output and figures in the order they came, the value of
+    # the last expression last, as in a notebook.
+    results = list(_shown)
+    del _shown[:]
+    _figures(results)
+    _shown_figs.clear()
+    if main is not None:
+        main["is_main_result"] = True
+        results.append(main)
+    return _cap(results)
+
+
+def _display_module():
+    m = type(sys)("ward_display")
+    m.__doc__ = "display() and IPython.display's simple formats, for ward"
+    m.display = display
+    m.__getattr__ = _ward_display
+    return m
+
+
+_RICH = r'''
+# The parts of the driver compiled when first needed (_rich).
 _KEYS = {"text/plain": "text", "text/html": "html",
          "text/markdown": "markdown", "image/svg+xml": "svg",
          "image/png": "png", "image/jpeg": "jpeg", "application/pdf": "pdf",
@@ -134,11 +242,6 @@ _REPRS = (("_repr_html_", "text/html"), ("_repr_markdown_", "text/markdown"),
           ("_repr_json_", "application/json"),
           ("_repr_javascript_", "application/javascript"))
 _BINARY = ("image/png", "image/jpeg", "application/pdf")
-# A cell's results are part of its frame and of its record: past this
-# many bytes, a result is replaced by a note saying what was left out.
-_RESULTS_MAX = 32 << 20
-_shown = []  # what display() showed while the cell ran, in order
-_shown_figs = set()  # the figures rendered in it (ids), not again at its end
 
 
 def _warn(what, e):
@@ -237,12 +340,10 @@ def _bundle(v, include=None, exclude=None):
     return out
 
 
-def display(*objs, include=None, exclude=None, metadata=None,
-            transient=None, display_id=None, raw=False, clear=False,
-            **kwargs):
-    """Show each of objs as a result of the running cell, in order, as
-    IPython's display() does (raw=True: each is a mimebundle, a dict of
-    MIME type to data). ward sessions only: no display ids or updates."""
+def _display(*objs, include=None, exclude=None, metadata=None,
+             transient=None, display_id=None, raw=False, clear=False,
+             **kwargs):
+    # display(), with IPython's arguments (those it does not use too)
     for obj in objs:
         if raw:
             r = {}
@@ -254,61 +355,10 @@ def display(*objs, include=None, exclude=None, metadata=None,
         _shown.append(r)
 
 
-def _figures(results):
-    # Open pyplot figures at the end of a cell, then closed, as the
-    # inline backend shows them: not the ones the cell displayed.
-    plt = sys.modules.get("matplotlib.pyplot")
-    if plt is None:
-        return
-    try:
-        for num in plt.get_fignums():
-            fig = plt.figure(num)
-            if id(fig) not in _shown_figs:
-                r = _bundle(fig)
-                r["is_main_result"] = False
-                results.append(r)
-        plt.close("all")
-    except Exception as e:  # a broken figure must not end the session
-        results.append({"text": "figure not rendered: %r" % (e,),
-                        "is_main_result": False})
-
-
-def _cap(results):
-    # Results past _RESULTS_MAX bytes in all become a note.
-    used = 0
-    for i, r in enumerate(results):
-        size = sum(len(v) for v in r.values() if isinstance(v, str))
-        size += sum(len(v) for v in r.get("extra", {}).values())
-        if used + size > _RESULTS_MAX:
-            results[i] = {"text": "ward: a result of %d bytes was left out: "
-                          "a cell's results hold at most %d MiB" %
-                          (size, _RESULTS_MAX >> 20),
-                          "is_main_result": r["is_main_result"]}
-            size = 0
-        used += size
-    return results
-
-
-def _cell_results(main):
-    # display() output and figures in the order they came, the value of
-    # the last expression last, as in a notebook.
-    results = list(_shown)
-    del _shown[:]
-    _figures(results)
-    _shown_figs.clear()
-    if main is not None:
-        main["is_main_result"] = True
-        results.append(main)
-    return _cap(results)
-
-
-def _display_module():
-    # ward_display: display() and small classes like IPython.display's
-    # (HTML, Markdown, SVG, Latex, JSON, Javascript, Image), whose value
-    # is its data in one format.
-    m = type(sys)("ward_display")
-    m.__doc__ = "display() and IPython.display's simple formats, for ward"
-    m.display = display
+def _display_classes(m):
+    # ward_display's classes, like IPython.display's (HTML, Markdown, SVG,
+    # Latex, JSON, Javascript, Image): each one's value is its data in
+    # one format.
 
     class _Format:
         _mime, _binary = "text/plain", False
@@ -349,7 +399,81 @@ def _display_module():
 
     Image.__module__ = m.__name__
     m.Image = Image
-    return m
+
+
+class UsageError(Exception):
+    """A line magic ward does not have (IPython's name for it)."""
+
+
+def _escape_lines(code):
+    # code with its escape lines made calls, line for line (line numbers
+    # stay). A line is one when a statement starts with it, not inside a
+    # string or brackets: its place is found by tokenizing code with the
+    # line as "pass" (tokenize is imported only for such a cell).
+    lines = code.split("\n")
+    cand = {i for i, l in enumerate(lines) if l.lstrip(" \t")[:1] in "!%"
+            and l.strip(" \t")}
+    if not cand:
+        return code
+    import io
+    import tokenize
+    probe = list(lines)
+    for i in cand:
+        probe[i] = lines[i][:len(lines[i]) - len(lines[i].lstrip(" \t"))] + \
+            "pass"
+    starts, prev = set(), tokenize.NEWLINE
+    skip = (tokenize.NL, tokenize.COMMENT)
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(
+                "\n".join(probe) + "\n").readline):
+            if tok.type in skip:
+                continue
+            if (tok.start[0] - 1 in cand and tok.string == "pass" and
+                    prev in (tokenize.NEWLINE, tokenize.INDENT,
+                             tokenize.DEDENT)):
+                starts.add(tok.start[0] - 1)
+            prev = tok.type
+    except (tokenize.TokenError, SyntaxError):
+        return code  # compile() says what is wrong
+    for i in starts:
+        body = lines[i].lstrip(" \t")
+        if body.startswith("%%"):
+            continue  # a cell magic: not Python, compile() says so
+        lines[i] = lines[i][:len(lines[i]) - len(body)] + \
+            "_ward_escape(%r, %r)" % (body[0], body[1:].strip())
+    return "\n".join(lines)
+
+
+def _ward_escape(kind, text):
+    # What an escape line runs (_escape_lines wrote the call).
+    line = kind + text
+    if kind == "%":
+        name, _, args = text.partition(" ")
+        if name != "pip":
+            raise UsageError("Line magic function `%%%s` not found (ward "
+                             "has %%pip and !command lines)." % name)
+        import shlex
+        argv = [sys.executable, "-m", "pip"] + shlex.split(args)
+    else:
+        argv = ["/bin/sh", "-c", text]
+    import subprocess
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        code = subprocess.call(argv, stdin=subprocess.DEVNULL)
+    except OSError as e:
+        sys.stderr.write("%s: %s: %s\n" % (line, argv[0], e.strerror))
+        code = 126 if e.errno in (1, 13) else 127  # as sh says it
+        _failed.append({"line": line, "program": argv[0],
+                        "exit_code": code})
+    else:
+        if code == 126:
+            _failed.append({"line": line, "exit_code": code})
+    sys._getframe(1).f_globals["_exit_code"] = code
+
+
+sys.modules["builtins"]._ward_escape = _ward_escape
+'''
 
 
 def _strip(e, seen):
@@ -482,75 +606,12 @@ _sources = {}  # each cell's source by its file name, for tracebacks
 _failed = []  # the escapes of the running cell that could not start
 
 
-class UsageError(Exception):
-    """A line magic ward does not have (IPython's name for it)."""
-
-
 def _escapes(code):
-    # code with its escape lines made calls, line for line (line numbers
-    # stay). A line is one when a statement starts with it, not inside a
-    # string or brackets: its place is found by tokenizing code with the
-    # line as "pass" (tokenize is imported only for such a cell).
-    lines = code.split("\n")
-    cand = {i for i, l in enumerate(lines) if l.lstrip(" \t")[:1] in "!%"
-            and l.strip(" \t")}
-    if not cand:
-        return code
-    import io
-    import tokenize
-    probe = list(lines)
-    for i in cand:
-        probe[i] = lines[i][:len(lines[i]) - len(lines[i].lstrip(" \t"))] + \
-            "pass"
-    starts, prev = set(), tokenize.NEWLINE
-    skip = (tokenize.NL, tokenize.COMMENT)
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(
-                "\n".join(probe) + "\n").readline):
-            if tok.type in skip:
-                continue
-            if (tok.start[0] - 1 in cand and tok.string == "pass" and
-                    prev in (tokenize.NEWLINE, tokenize.INDENT,
-                             tokenize.DEDENT)):
-                starts.add(tok.start[0] - 1)
-            prev = tok.type
-    except (tokenize.TokenError, SyntaxError):
-        return code  # compile() says what is wrong
-    for i in starts:
-        body = lines[i].lstrip(" \t")
-        if body.startswith("%%"):
-            continue  # a cell magic: not Python, compile() says so
-        lines[i] = lines[i][:len(lines[i]) - len(body)] + \
-            "_ward_escape(%r, %r)" % (body[0], body[1:].strip())
-    return "\n".join(lines)
-
-
-def _ward_escape(kind, text):
-    # What an escape line runs (the code calls it, _escapes wrote it).
-    line = kind + text
-    if kind == "%":
-        name, _, args = text.partition(" ")
-        if name != "pip":
-            raise UsageError("Line magic function `%%%s` not found (ward "
-                             "has %%pip and !command lines)." % name)
-        import shlex
-        argv = [sys.executable, "-m", "pip"] + shlex.split(args)
-    else:
-        argv = ["/bin/sh", "-c", text]
-    import subprocess
-    sys.stdout.flush()
-    sys.stderr.flush()
-    try:
-        code = subprocess.call(argv, stdin=subprocess.DEVNULL)
-    except OSError as e:
-        sys.stderr.write("%s: %s: %s\n" % (line, argv[0], e.strerror))
-        code = 126 if e.errno in (1, 13) else 127  # as sh says it
-        _failed.append({"line": line, "program": argv[0],
-                        "exit_code": code})
-    else:
-        if code == 126:
-            _failed.append({"line": line, "exit_code": code})
-    sys._getframe(1).f_globals["_exit_code"] = code
+    for line in code.split("\n"):
+        if line.lstrip(" \t")[:1] in ("!", "%"):
+            _rich()
+            return _escape_lines(code)
+    return code
 
 
 def _lines():
@@ -580,7 +641,7 @@ def _run(ns, n, code, timeout):
             _signal.setitimer(_signal.ITIMER_REAL, timeout)
         _go(code, ns)
         value = _go(evaled, ns) if evaled is not None else None
-        main = _bundle(value) if value is not None else None
+        main = _result(value) if value is not None else None
         _in_cell[0] = False
         if value is not None:
             ns["_"] = value
@@ -599,7 +660,6 @@ def _main():
     ns = {"__name__": "__main__", "__builtins__": __builtins__}
     sys.modules["ward_display"] = _display_module()
     sys.modules["builtins"].display = display
-    sys.modules["builtins"]._ward_escape = _ward_escape
     # Up: ward ends the start-up's CPU pinning (tracer/output.c) and drops
     # this line; the cells then run with every CPU.
     os.write(_RESULT_FD, b'{"ward":"ready"}\n')
