@@ -799,14 +799,18 @@ static void note_refusals(struct ws_server *s, struct cell *c, long long from,
 		return;
 	audit_denials_each(s->au, c->x->run_id, den_one, &d);
 	json_array_foreach(failed, i, v)
+	{
 		ward_strbuf_appendf(&sb, "%s%s", i ? ", " : "",
 				    str_at(v, "line"));
+	}
 	ward_strbuf_puts(&sb, ": ward's policy denied");
 	json_array_foreach(d.list, i, v)
 	{
-		const char *sc = str_at(v, "syscall"), *err = str_at(v, "errno");
+		const char *sc = str_at(v, "syscall"),
+			   *err = str_at(v, "errno");
 
-		if (strncmp(sc, "execve", 6) || strcmp(str_at(v, "action"), "deny"))
+		if (strncmp(sc, "execve", 6) ||
+		    strcmp(str_at(v, "action"), "deny"))
 			continue;
 		char one[PATH_MAX + 200];
 
@@ -821,9 +825,10 @@ static void note_refusals(struct ws_server *s, struct cell *c, long long from,
 	}
 	json_decref(d.list);
 	if (any && !ce->error) {
-		ce->error = json_pack("{s:s, s:s, s:s+}", "name", "PolicyDenied",
-				      "value", ward_strbuf_str(&sb),
-				      "traceback", ward_strbuf_str(&sb), "\n");
+		ce->error = json_pack("{s:s, s:s, s:s+}", "name",
+				      "PolicyDenied", "value",
+				      ward_strbuf_str(&sb), "traceback",
+				      ward_strbuf_str(&sb), "\n");
 		if (!strcmp(ce->status, "ok"))
 			ce->status = "error";
 	} else if (any) {
