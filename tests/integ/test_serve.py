@@ -293,6 +293,10 @@ def test_python_shell_lines_run_where_the_policy_allows(ctx):
     assert r["error"]["value"] == ("!ls /: ward's policy denied exec of /usr/bin/ls "
                                    "(rule default, EACCES)"), r["error"]
     assert "ls: Permission denied" in "".join(r["logs"]["stderr"]), r
+    r = s.run(sid, "!while :; do :; done", timeout_s=1)  # the timeout stops the command
+    assert r["status"] == "timeout" and r["interrupted"] is True, r
+    assert r["error"]["traceback"].endswith(
+        'File "<cell 4>", line 1, in <module>\n    !while :; do :; done\nKeyboardInterrupt: cell timeout\n'), r
     r = s.run(sid, "%pip --version")
     assert r["status"] == "ok" and re.match(r"pip \d+\.\d+.* \(python 3\.\d+\)\n$", _stdout(r)), r
     r = s.run(sid, "%timeit 1")

@@ -461,6 +461,10 @@ def _ward_escape(kind, text):
     sys.stderr.flush()
     try:
         code = subprocess.call(argv, stdin=subprocess.DEVNULL)
+    except KeyboardInterrupt as e:
+        # the cell's timeout or a cancel (the command is killed): said at
+        # the cell's line, not inside subprocess's wait
+        raise KeyboardInterrupt(*e.args) from None
     except OSError as e:
         sys.stderr.write("%s: %s: %s\n" % (line, argv[0], e.strerror))
         code = 126 if e.errno in (1, 13) else 127  # as sh says it
