@@ -136,7 +136,11 @@ static const struct tool tools[] = {
 			"and files persist, and the value of the last "
 			"expression comes back as a result, like a notebook. "
 			"Without it, a fresh interpreter runs the code once. "
-			"matplotlib figures come back as PNG images. Returns "
+			"Python results are Jupyter's: display() works, "
+			"figures and images come back as images, HTML "
+			"(DataFrames), Markdown, SVG, LaTeX and JSON as "
+			"resources; !cmd and %pip lines run where the policy "
+			"allows. Returns "
 			"stdout/stderr (head and tail when long), the error "
 			"(name, value, traceback) and the syscalls the policy "
 			"denied.",
