@@ -800,7 +800,12 @@ static void note_refusals(struct ws_server *s, struct cell *c, long long from,
 	audit_denials_each(s->au, c->x->run_id, den_one, &d);
 	json_array_foreach(failed, i, v)
 	{
-		ward_strbuf_appendf(&sb, "%s%s", i ? ", " : "",
+		/* the frame is the code's: a few lines, each cut short */
+		if (i == 8) {
+			ward_strbuf_puts(&sb, ", ...");
+			break;
+		}
+		ward_strbuf_appendf(&sb, "%s%.200s", i ? ", " : "",
 				    str_at(v, "line"));
 	}
 	ward_strbuf_puts(&sb, ": ward's policy denied");
