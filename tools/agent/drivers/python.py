@@ -16,7 +16,10 @@ import sys
 # own for the two shapes it needs instead of json (those bring enum, re
 # and contextlib, ~3 ms); no _ast (its ~120 node types take ~2 ms to make:
 # _split finds the last expression with compile() alone); traceback,
-# types, base64 and io are imported when first needed.
+# types, base64 and io are imported when first needed. Nor is code that
+# few cells need compiled at start (the driver comes as -c text, compiled
+# anew by every session): rich results and escape lines are _RICH, a
+# string compiled when first needed.
 
 _CELL_FD, _RESULT_FD = 5, 6
 os.set_inheritable(_CELL_FD, False)
@@ -137,7 +140,9 @@ _shown_figs = set()  # the figures rendered in it (ids), not again at its end
 
 
 def _rich():
-    if "_bundle" not in _DRIVER:
+    # (an interrupt may stop it halfway: until its last line has run, it
+    # runs again when next needed)
+    if "_RICH_DONE" not in _DRIVER:
         exec(compile(_RICH, "<ward driver>", "exec"), _DRIVER)
 
 
@@ -477,6 +482,7 @@ def _ward_escape(kind, text):
 
 
 sys.modules["builtins"]._ward_escape = _ward_escape
+_RICH_DONE = True
 '''
 
 
