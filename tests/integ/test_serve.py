@@ -301,6 +301,8 @@ def test_python_shell_lines_run_where_the_policy_allows(ctx):
     assert r["status"] == "ok" and re.match(r"pip \d+\.\d+.* \(python 3\.\d+\)\n$", _stdout(r)), r
     r = s.run(sid, "%timeit 1")
     assert r["error"]["name"] == "UsageError" and "%timeit" in r["error"]["value"], r
+    r = s.run(sid, "%matplotlib inline\n'charts inline'")  # as notebooks begin: nothing to do
+    assert r["status"] == "ok" and _main(r) == "'charts inline'", r
     assert s.close() == 0
 
 

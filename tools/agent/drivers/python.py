@@ -454,9 +454,12 @@ def _ward_escape(kind, text):
     line = kind + text
     if kind == "%":
         name, _, args = text.partition(" ")
+        if name == "matplotlib":
+            return  # figures come back inline already (notebooks say so)
         if name != "pip":
             raise UsageError("Line magic function `%%%s` not found (ward "
-                             "has %%pip and !command lines)." % name)
+                             "has %%pip, %%matplotlib and !command lines)."
+                             % name)
         import shlex
         argv = [sys.executable, "-m", "pip"] + shlex.split(args)
     else:
