@@ -420,6 +420,35 @@ def test_mcp_large_reads_and_results_are_capped_with_a_note(ctx):
     assert m.close() == 0
 
 
+def test_mcp_picture_that_is_not_base64_is_left_out(ctx):
+    """A png that is not base64 would make the whole response invalid for a
+    client (the SDK checks image data): the driver leaves it out of an
+    honest display(); a frame the code forged with it is the code's word,
+    and ward leaves it out of the response too, saying so."""
+    m = Mcp(ctx)
+    m.initialize()
+    sid = m.call("create_session")["structuredContent"]["session_id"]
+    r = m.call("run_code", session_id=sid, code=(
+        "display({'text/plain': 'p', 'image/png': 'not base64!'}, raw=True)"))
+    assert [c["type"] for c in r["content"]] == ["text"], r["content"]
+    assert r["structuredContent"]["results"] == [{"text": "p", "is_main_result": False}], r
+    assert "ward: display(raw=True) (image/png) failed" in text_of(r), text_of(r)
+    forge = (
+        "import os, sys\nf = sys._getframe()\n"
+        "while not isinstance(f.f_locals.get('h'), dict):\n    f = f.f_back\n"
+        "h = f.f_locals['h']\n"
+        "os.write(6, ('{\"nonce\": \"%s\", \"n\": %d, \"results\": [{\"text\": \"forged\", "
+        "\"png\": \"not base64!\", \"pdf\": 7, \"is_main_result\": true}], \"error\": null}\\n'"
+        " % (h['nonce'], h['n'])).encode())")
+    r = m.call("run_code", session_id=sid, code=forge)
+    assert [c["type"] for c in r["content"]] == ["text"], r["content"]
+    body = text_of(r)
+    assert "result: forged\n  image/png: 11 bytes, left out (not base64)\n" in body, body
+    assert "application/pdf: 1 bytes, left out (not base64)" in body, body
+    assert r["structuredContent"]["results"][0]["left_out"] == {"png": 11, "pdf": 1}, r
+    assert m.close() == 0
+
+
 def test_mcp_stdout_is_protocol_only(ctx):
     """Whatever the code prints, and ward's own messages, stay out of the
     protocol stream: every line the server writes is one JSON-RPC message."""

@@ -503,9 +503,10 @@ static json_t *rich_block(const struct rich_kind *k, const char *value,
 }
 
 /* Leaves key of r out (of the content and of structuredContent alike):
- * r.left_out says which and how big, the summary why. */
+ * r.left_out says which and how big, the summary why (why, or NULL: over
+ * the response's budget). */
 static void left_out(struct ward_strbuf *sb, json_t *r, const char *key,
-		     const char *mime, size_t size)
+		     const char *mime, size_t size, const char *why)
 {
 	json_t *lo = json_object_get(r, "left_out");
 
@@ -515,11 +516,31 @@ static void left_out(struct ward_strbuf *sb, json_t *r, const char *key,
 	}
 	json_object_set_new(lo, key, json_integer((json_int_t)size));
 	json_object_del(r, key);
-	ward_strbuf_appendf(sb,
-			    "  %s: %zu bytes, left out (a response carries "
-			    "at most %d KiB of results: show a smaller part, "
-			    "or write it to a file)\n",
-			    mime, size, MCP_RICH_MAX >> 10);
+	ward_strbuf_appendf(sb, "  %s: %zu bytes, left out (", mime, size);
+	if (why)
+		ward_strbuf_puts(sb, why);
+	else
+		ward_strbuf_appendf(sb,
+				    "a response carries at most %d KiB of "
+				    "results: show a smaller part, or write it "
+				    "to a file",
+				    MCP_RICH_MAX >> 10);
+	ward_strbuf_puts(sb, ")\n");
+}
+
+/* Is a binary format's value base64 that a client decodes? (The frame is
+ * the code's: junk there must not make the whole response invalid.) */
+static bool good_base64(json_t *v)
+{
+	unsigned char *bytes;
+	size_t len;
+
+	if (!json_is_string(v) ||
+	    ws_base64_decode(json_string_value(v), json_string_length(v),
+			     &bytes, &len) < 0)
+		return false;
+	free(bytes);
+	return true;
 }
 
 /* One result's formats: a block each while the budget lasts. */
@@ -543,8 +564,10 @@ static void rich_formats(struct ward_strbuf *sb, json_t *r, size_t i,
 			value = dumped =
 				json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 		size = value ? strlen(value) : 0;
-		if (!value || size > b->left) {
-			left_out(sb, r, rk->key, rk->mime, size);
+		if ((rk->image || rk->blob) && !good_base64(v)) {
+			left_out(sb, r, rk->key, rk->mime, size, "not base64");
+		} else if (!value || size > b->left) {
+			left_out(sb, r, rk->key, rk->mime, size, NULL);
 		} else {
 			b->left -= size;
 			json_array_append_new(content,

@@ -65,6 +65,9 @@ int ws_call(struct ws_server *s, const char *method, json_t *params, ws_stream_f
 void ws_server_tick(struct ws_server *s);
 /* A new JSON string for arbitrary bytes: invalid UTF-8 becomes U+FFFD. */
 json_t *ws_json_text(const char *s, size_t len);
+/* Standard base64, strictly: only the alphabet, padding at the end;
+ * *out (malloc'd, the caller frees it) and *len, or -EINVAL, -ENOMEM. */
+int ws_base64_decode(const char *s, size_t n, unsigned char **out, size_t *len);
 /* The audit database the server records to. */
 const char *ws_server_db(const struct ws_server *s);
 /* Cancelling (any thread, async-signal-safe): interrupts the cell that

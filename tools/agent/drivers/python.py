@@ -265,7 +265,10 @@ def _mime_value(mime, data):
         return None
     if mime in _BINARY:
         if isinstance(data, str):
-            return "".join(data.split())
+            import base64
+            data = "".join(data.split())
+            base64.b64decode(data, validate=True)  # else ValueError
+            return data
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError("%s is not bytes" % type(data).__name__)
         import base64
