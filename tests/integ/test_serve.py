@@ -285,6 +285,13 @@ def test_python_shell_lines_run_where_the_policy_allows(ctx):
     r = s.run(sid, "!echo hi\nfor i in range(2):\n    !echo loop $0 >&2\nprint(_exit_code)")
     assert r["status"] == "ok" and _stdout(r) == "hi\n0\n", r
     assert "".join(r["logs"]["stderr"]) == "loop /bin/sh\nloop /bin/sh\n", r
+    # IPython's expansion: {expr}, $name (a function's locals too), $$ and
+    # {{ }}; a line where any of it fails stays as the shell's
+    r = s.run(sid, "x = 5\n!echo $x {x + 1} $$ {{}}\n"
+                   "def f(d):\n    !echo in f $d\nf('D')\n!echo '{print $1}'\n"
+                   "lines = !printf 'a\\nb\\n'; echo err >&2\nlines")
+    assert _stdout(r) == "5 6 $ {}\nin f D\n{print $1}\n", r
+    assert _main(r) == "['a', 'b', 'err']", r  # name = !cmd: its lines, stderr too
     r = s.run(sid, "a, b = 1, 2\ns = '''\n!not a command\n'''\n(a\n != b, s)")
     assert _main(r) == "(True, '\\n!not a command\\n')", r
     r = s.run(sid, "!ls /\nprint('went on', _exit_code)")
@@ -296,7 +303,7 @@ def test_python_shell_lines_run_where_the_policy_allows(ctx):
     r = s.run(sid, "!while :; do :; done", timeout_s=1)  # the timeout stops the command
     assert r["status"] == "timeout" and r["interrupted"] is True, r
     assert r["error"]["traceback"].endswith(
-        'File "<cell 4>", line 1, in <module>\n    !while :; do :; done\nKeyboardInterrupt: cell timeout\n'), r
+        'File "<cell 5>", line 1, in <module>\n    !while :; do :; done\nKeyboardInterrupt: cell timeout\n'), r
     r = s.run(sid, "%pip --version")
     assert r["status"] == "ok" and re.match(r"pip \d+\.\d+.* \(python 3\.\d+\)\n$", _stdout(r)), r
     r = s.run(sid, "%timeit 1")

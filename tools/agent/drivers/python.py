@@ -419,16 +419,16 @@ def _escape_lines(code):
     # string or brackets: its place is found by tokenizing code with the
     # line as "pass" (tokenize is imported only for such a cell).
     lines = code.split("\n")
-    cand = {i for i, l in enumerate(lines) if l.lstrip(" \t")[:1] in "!%"
-            and l.strip(" \t")}
-    if not cand:
-        return code
+    cand = {}
+    for i, line in enumerate(lines):
+        at = _escape_at(line)
+        if at and not (at[2] == "%" and at[3][:1] == "%"):  # not %%cell
+            cand[i] = at
     import io
     import tokenize
     probe = list(lines)
-    for i in cand:
-        probe[i] = lines[i][:len(lines[i]) - len(lines[i].lstrip(" \t"))] + \
-            "pass"
+    for i, at in cand.items():
+        probe[i] = at[0] + "pass"
     starts, prev = set(), tokenize.NEWLINE
     skip = (tokenize.NL, tokenize.COMMENT)
     try:
@@ -444,16 +444,49 @@ def _escape_lines(code):
     except (tokenize.TokenError, SyntaxError):
         return code  # compile() says what is wrong
     for i in starts:
-        body = lines[i].lstrip(" \t")
-        if body.startswith("%%"):
-            continue  # a cell magic: not Python, compile() says so
-        lines[i] = lines[i][:len(lines[i]) - len(body)] + \
-            "_ward_escape(%r, %r)" % (body[0], body[1:].strip())
+        indent, target, kind, text = cand[i]
+        call = "_ward_escape(%r, %r%s)" % (kind, text,
+                                            ", True" if target else "")
+        lines[i] = indent + (target + " = " if target else "") + call
     return "\n".join(lines)
 
 
-def _ward_escape(kind, text):
-    # What an escape line runs (_escape_lines wrote the call).
+def _expand(text, frame):
+    # IPython's expansion of an escape line in the caller's namespace:
+    # {expr} is the expression's value, $name (dotted) a variable's, $$ a
+    # $, {{ and }} braces; when any part fails, the line stays as it was
+    # (awk '{print $1}', the shell's own $HOME).
+    out, i, n = [], 0, len(text)
+    g, loc = frame.f_globals, frame.f_locals
+    try:
+        while i < n:
+            c, nxt = text[i], text[i + 1:i + 2]
+            if c + nxt in ("$$", "{{", "}}"):
+                out.append(c)
+                i += 2
+            elif c == "$" and (nxt.isalpha() or nxt == "_"):
+                j = i + 1
+                while j < n and (text[j].isalnum() or text[j] in "_."):
+                    j += 1
+                out.append(str(eval(text[i + 1:j], g, loc)))
+                i = j
+            elif c == "{":
+                j = text.index("}", i)
+                out.append(str(eval(text[i + 1:j], g, loc)))
+                i = j + 1
+            else:
+                out.append(c)
+                i += 1
+    except Exception:
+        return text
+    return "".join(out)
+
+
+def _ward_escape(kind, text, capture=False):
+    # What an escape line runs (_escape_lines wrote the call); capture
+    # (name = !cmd): the output's lines (stderr too), as a list.
+    frame = sys._getframe(1)
+    text = _expand(text, frame)
     line = kind + text
     if kind == "%":
         name, _, args = text.partition(" ")
@@ -470,21 +503,26 @@ def _ward_escape(kind, text):
     import subprocess
     sys.stdout.flush()
     sys.stderr.flush()
+    out = subprocess.PIPE if capture else None
     try:
-        code = subprocess.call(argv, stdin=subprocess.DEVNULL)
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out,
+                           stderr=subprocess.STDOUT if capture else None)
+        code = p.returncode
     except KeyboardInterrupt as e:
         # the cell's timeout or a cancel (the command is killed): said at
         # the cell's line, not inside subprocess's wait
         raise KeyboardInterrupt(*e.args) from None
     except OSError as e:
         sys.stderr.write("%s: %s: %s\n" % (line, argv[0], e.strerror))
-        code = 126 if e.errno in (1, 13) else 127  # as sh says it
+        code, p = 126 if e.errno in (1, 13) else 127, None  # as sh says
         _failed.append({"line": line, "program": argv[0],
                         "exit_code": code})
     else:
         if code == 126:
             _failed.append({"line": line, "exit_code": code})
-    sys._getframe(1).f_globals["_exit_code"] = code
+    frame.f_globals["_exit_code"] = code
+    if capture:
+        return p.stdout.decode("utf-8", "replace").splitlines() if p else []
 
 
 sys.modules["builtins"]._ward_escape = _ward_escape
@@ -622,9 +660,24 @@ _sources = {}  # each cell's source by its file name, for tracebacks
 _failed = []  # the escapes of the running cell that could not start
 
 
+def _escape_at(line):
+    # (indent, target, kind, text) if line has the form of an escape line
+    # ("!cmd", "%magic args", "name = !cmd"), else None
+    body = line.lstrip(" \t")
+    indent, target = line[:len(line) - len(body)], ""
+    if body[:1] not in ("!", "%"):
+        left, eq, right = body.partition("=")
+        right = right.lstrip(" \t")
+        if right[:1] != "!" or right[:2] == "!=" or \
+                not left.strip().isidentifier():
+            return None
+        target, body = left.strip(), right
+    return indent, target, body[0], body[1:].strip()
+
+
 def _escapes(code):
     for line in code.split("\n"):
-        if line.lstrip(" \t")[:1] in ("!", "%"):
+        if _escape_at(line):
             _rich()
             return _escape_lines(code)
     return code
