@@ -379,6 +379,76 @@ def test_mcp_files_and_chart(ctx):
     assert m.close() == 0
 
 
+def test_mcp_large_reads_and_results_are_capped_with_a_note(ctx):
+    """A file larger than a response carries (1 MiB) comes back as its head
+    and tail with a note (text) or as only the note (bytes), and is left
+    out of structuredContent too: not a response of many MiB. A revision
+    before resource links (2025-03-26) gets no link to the cell's files;
+    results are capped there as well."""
+    m = Mcp(ctx)
+    m.initialize("2025-03-26")
+    sid = json.loads(text_of(m.call("create_session")))["session_id"]
+    r = m.call("run_code", session_id=sid, code=(
+        "import os\nopen('big.txt', 'w').write('head' + 'y' * 5000000 + 'tail')\n"
+        "open('big.bin', 'wb').write(b'\\xff' * 3000000)\n"
+        "from ward_display import Markdown\nMarkdown('m' * 1100000)"))
+    assert [c["type"] for c in r["content"]] == ["text"], r["content"]  # no links, no markdown
+    assert "files created or changed: big.bin (3000000 bytes) big.txt (5000008 bytes)" in text_of(r), r
+    assert "text/markdown: 1100000 bytes, left out" in text_of(r), text_of(r)
+    raw = json.dumps(m.request("tools/call", {"name": "read_file",
+                                              "arguments": {"session_id": sid, "path": "big.txt"}}))
+    assert len(raw) < 1100000, len(raw)
+    t = json.loads(raw)["result"]
+    body = text_of(t)
+    assert body.startswith("[big.txt: 5000008 bytes, more than a response carries (1024 KiB): "
+                           "its head and tail; run_code can read the rest in parts]\nhead"), body[:300]
+    assert body.endswith("tail") and "bytes left out here ...]" in body, body[-300:]
+    b = m.call("read_file", session_id=sid, path="big.bin")
+    assert [c["type"] for c in b["content"]] == ["text"], b["content"]
+    assert "3000000 bytes" in text_of(b) and "left out; run_code can read it in parts" in text_of(b), b
+    assert len(json.dumps(b)) < 2000, len(json.dumps(b))
+    # structuredContent (2025-06-18 on) leaves the bytes out as well
+    assert m.close() == 0
+    m = Mcp(ctx)
+    m.initialize()
+    sid = m.call("create_session")["structuredContent"]["session_id"]
+    m.call("write_file", session_id=sid, path="big.txt", text="z" * 2000000)
+    t = m.call("read_file", session_id=sid, path="big.txt")
+    sc = t["structuredContent"]
+    assert sc["left_out"] == {"text": 2000000, "base64": 2666668} and "text" not in sc, sc
+    assert "base64" not in sc and sc["size"] == 2000000, sc
+    assert m.close() == 0
+
+
+def test_mcp_picture_that_is_not_base64_is_left_out(ctx):
+    """A png that is not base64 would make the whole response invalid for a
+    client (the SDK checks image data): the driver leaves it out of an
+    honest display(); a frame the code forged with it is the code's word,
+    and ward leaves it out of the response too, saying so."""
+    m = Mcp(ctx)
+    m.initialize()
+    sid = m.call("create_session")["structuredContent"]["session_id"]
+    r = m.call("run_code", session_id=sid, code=(
+        "display({'text/plain': 'p', 'image/png': 'not base64!'}, raw=True)"))
+    assert [c["type"] for c in r["content"]] == ["text"], r["content"]
+    assert r["structuredContent"]["results"] == [{"text": "p", "is_main_result": False}], r
+    assert "ward: display(raw=True) (image/png) failed" in text_of(r), text_of(r)
+    forge = (
+        "import os, sys\nf = sys._getframe()\n"
+        "while not isinstance(f.f_locals.get('h'), dict):\n    f = f.f_back\n"
+        "h = f.f_locals['h']\n"
+        "os.write(6, ('{\"nonce\": \"%s\", \"n\": %d, \"results\": [{\"text\": \"forged\", "
+        "\"png\": \"not base64!\", \"pdf\": 7, \"is_main_result\": true}], \"error\": null}\\n'"
+        " % (h['nonce'], h['n'])).encode())")
+    r = m.call("run_code", session_id=sid, code=forge)
+    assert [c["type"] for c in r["content"]] == ["text"], r["content"]
+    body = text_of(r)
+    assert "result: forged\n  image/png: 11 bytes, left out (not base64)\n" in body, body
+    assert "application/pdf: 1 bytes, left out (not base64)" in body, body
+    assert r["structuredContent"]["results"][0]["left_out"] == {"png": 11, "pdf": 1}, r
+    assert m.close() == 0
+
+
 def test_mcp_stdout_is_protocol_only(ctx):
     """Whatever the code prints, and ward's own messages, stay out of the
     protocol stream: every line the server writes is one JSON-RPC message."""
@@ -403,6 +473,7 @@ def test_mcp_sdk_end_to_end(ctx):
     assert p.returncode == 0, p.stderr[-6000:]
     seen = json.loads(p.stdout.strip().splitlines()[-1])
     assert seen["state_kept"] and seen["png_bytes"] > 1000 and seen["progress"] >= 1, seen
+    assert seen["rich"] == 4, seen  # html, markdown, png, a resource link
     assert {"in.txt", "out.txt"} <= set(seen["files"]), seen
     # The session is one run in the record, its cells in order.
     runs = ctx.sql("select id from runs where id = ?", seen["session_run_id"])

@@ -188,6 +188,157 @@ def test_python_chart_comes_back_as_png(ctx):
     assert s.close() == 0
 
 
+def test_python_results_are_jupyter_mimebundles(ctx):
+    """A cell's results come as Jupyter makes them, in E2B's keys: a
+    DataFrame gives html and text, an object each format its _repr_*_
+    methods give, a PIL image png, display() one result per object in
+    order with the last expression's value last (and only it
+    is_main_result), ward_display's HTML/Markdown their format; a format
+    whose method fails is left out with a warning."""
+    s = serve(ctx)
+    sid = s.create()
+    r = s.run(sid, "import pandas as pd\npd.DataFrame({'a': [1, 2], 'b': ['x', 'y']})")
+    [df] = r["results"]
+    assert df["is_main_result"] and df["text"].split() == ["a", "b", "0", "1", "x", "1", "2", "y"], df
+    assert df["html"].startswith("<div>") and "<table" in df["html"] and "<td>x</td>" in df["html"], df
+    r = s.run(sid, "class R:\n"
+                   "    def __repr__(self): return 'R()'\n"
+                   "    def _repr_markdown_(self): return '**bold**'\n"
+                   "    def _repr_svg_(self): return '<svg/>'\n"
+                   "    def _repr_json_(self): return {'k': [1, 2.5, None]}\n"
+                   "    def _repr_latex_(self): return '$x^2$'\n"
+                   "    def _repr_html_(self): raise ValueError('no html')\n"
+                   "R()")
+    assert r["status"] == "ok", r
+    assert r["results"] == [{"text": "R()", "markdown": "**bold**", "svg": "<svg/>",
+                             "latex": "$x^2$", "json": {"k": [1, 2.5, None]},
+                             "is_main_result": True}], r["results"]
+    assert "_repr_html_() failed: ValueError: no html" in "".join(r["logs"]["stderr"]), r
+    r = s.run(sid, "display(1)\nprint('between')\ndisplay('two', R())\n3")
+    assert [(x["text"], x["is_main_result"]) for x in r["results"]] == [
+        ("1", False), ("'two'", False), ("R()", False), ("3", True)], r["results"]
+    assert r["results"][2]["markdown"] == "**bold**" and _stdout(r) == "between\n", r
+    r = s.run(sid, "from PIL import Image\nImage.new('RGB', (3, 2), 'red')")
+    [img] = r["results"]
+    data = base64.b64decode(img["png"])
+    assert img["is_main_result"] and data[:8] == b"\x89PNG\r\n\x1a\n", img
+    assert data[16:24] == b"\0\0\0\x03\0\0\0\x02", data[:24]  # IHDR: 3 x 2
+    r = s.run(sid, "from ward_display import HTML, Markdown\n"
+                   "display(HTML('<b>x</b>'), Markdown('*m*'))\n"
+                   "display({'text/plain': 'p', 'text/html': '<i>h</i>', 'text/x-mine': 'e'}, raw=True)")
+    assert r["results"] == [
+        {"text": "<ward_display.HTML object>", "html": "<b>x</b>", "is_main_result": False},
+        {"text": "<ward_display.Markdown object>", "markdown": "*m*", "is_main_result": False},
+        {"text": "p", "html": "<i>h</i>", "extra": {"text/x-mine": "e"}, "is_main_result": False},
+    ], r["results"]
+    assert s.close() == 0
+
+
+def test_python_displayed_figure_comes_once_in_order(ctx):
+    # A figure display() showed is not shown again at the cell's end; one
+    # it did not show comes after the display() output, before the value.
+    s = serve(ctx)
+    sid = s.create()
+    r = s.run(sid, "import matplotlib.pyplot as plt\n"
+                   "a = plt.figure(); plt.plot([1, 2])\n"
+                   "display(a)\n"
+                   "b = plt.figure(); plt.plot([2, 1])\n"
+                   "display('after a')\n"
+                   "7")
+    assert r["status"] == "ok", r
+    got = [(x["text"], "png" in x, x["is_main_result"]) for x in r["results"]]
+    assert got == [("<Figure size 640x480 with 1 Axes>", True, False), ("'after a'", False, False),
+                   ("<Figure size 640x480 with 1 Axes>", True, False), ("7", False, True)], got
+    assert s.close() == 0
+
+
+def test_python_traceback_shows_the_cells_lines(ctx):
+    # As IPython does: each frame in a cell shows its line, also a frame
+    # of a function an earlier cell defined.
+    s = serve(ctx)
+    sid = s.create()
+    s.run(sid, "def f(x):\n    return x / 0  # the line")
+    r = s.run(sid, "y = 1\nf(y)")
+    tb = r["error"]["traceback"]
+    assert 'File "<cell 2>", line 2, in <module>\n    f(y)\n' in tb, tb
+    assert 'File "<cell 1>", line 2, in f\n    return x / 0  # the line\n' in tb, tb
+    r = s.run(sid, "import traceback\ntry:\n    f(1)\nexcept ZeroDivisionError:\n"
+                   "    traceback.print_exc()")
+    err = "".join(r["logs"]["stderr"])
+    assert r["status"] == "ok" and "    f(1)\n" in err and "return x / 0" in err, r
+    assert s.close() == 0
+
+
+def _sh_policy(ctx):
+    """The default profile that also runs /bin/sh (dash): not ls."""
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "profiles", "default.json")) as f:
+        pol = json.load(f)
+    pol["exec"]["allow"] += ["/bin/sh", "/bin/dash", "/usr/bin/dash"]
+    path = os.path.join(ctx.tmp, "policy-sh.json")
+    with open(path, "w") as f:
+        json.dump(pol, f)
+    return path
+
+
+def test_python_shell_lines_run_where_the_policy_allows(ctx):
+    """!cmd lines run with /bin/sh and %pip with python3 -m pip, as in
+    IPython (output in the cell's stdout and stderr, _exit_code set);
+    "!" elsewhere (a != b, strings) is Python's; a command the policy
+    refuses makes the cell's error name the rule."""
+    s = serve(ctx)
+    sid = s.ok("session.create", {"policy": _sh_policy(ctx)})["session_id"]
+    r = s.run(sid, "!echo hi\nfor i in range(2):\n    !echo loop $0 >&2\nprint(_exit_code)")
+    assert r["status"] == "ok" and _stdout(r) == "hi\n0\n", r
+    assert "".join(r["logs"]["stderr"]) == "loop /bin/sh\nloop /bin/sh\n", r
+    # IPython's expansion: {expr}, $name (a function's locals too), $$ and
+    # {{ }}; a line where any of it fails stays as the shell's
+    r = s.run(sid, "x = 5\n!echo $x {x + 1} $$ {{}}\n"
+                   "def f(d):\n    !echo in f $d\nf('D')\n!echo '{print $1}'\n"
+                   "lines = !printf 'a\\nb\\n'; echo err >&2\nlines")
+    assert _stdout(r) == "5 6 $ {}\nin f D\n{print $1}\n", r
+    assert _main(r) == "['a', 'b', 'err']", r  # name = !cmd: its lines, stderr too
+    r = s.run(sid, "a, b = 1, 2\ns = '''\n!not a command\n'''\n(a\n != b, s)")
+    assert _main(r) == "(True, '\\n!not a command\\n')", r
+    r = s.run(sid, "!ls /\nprint('went on', _exit_code)")
+    assert r["status"] == "error" and _stdout(r) == "went on 126\n", r
+    assert r["error"]["name"] == "PolicyDenied", r
+    assert r["error"]["value"] == ("!ls /: ward's policy denied exec of /usr/bin/ls "
+                                   "(rule default, EACCES)"), r["error"]
+    assert "ls: Permission denied" in "".join(r["logs"]["stderr"]), r
+    r = s.run(sid, "!while :; do :; done", timeout_s=1)  # the timeout stops the command
+    assert r["status"] == "timeout" and r["interrupted"] is True, r
+    assert r["error"]["traceback"].endswith(
+        'File "<cell 5>", line 1, in <module>\n    !while :; do :; done\nKeyboardInterrupt: cell timeout\n'), r
+    r = s.run(sid, "%pip --version")
+    assert r["status"] == "ok" and re.match(r"pip \d+\.\d+.* \(python 3\.\d+\)\n$", _stdout(r)), r
+    r = s.run(sid, "%timeit 1")
+    assert r["error"]["name"] == "UsageError" and "%timeit" in r["error"]["value"], r
+    r = s.run(sid, "%matplotlib inline\n'charts inline'")  # as notebooks begin: nothing to do
+    assert r["status"] == "ok" and _main(r) == "'charts inline'", r
+    assert s.close() == 0
+
+
+def test_python_shell_line_refused_names_the_rule(ctx):
+    # The default profile runs no shell: the cell says which rule refused
+    # it; an exception of the code keeps its own error and gets the note.
+    s = serve(ctx)
+    sid = s.create()
+    r = s.run(sid, "!echo hi")
+    assert r["status"] == "error" and _stdout(r) == "", r
+    note = "!echo hi: ward's policy denied exec of /usr/bin/dash (rule default, EACCES)"
+    assert r["error"] == {"name": "PolicyDenied", "value": note, "traceback": note + "\n"}, r
+    assert [(d["syscall"], d["target"], d["rule"]) for d in r["policy"]["denials"]] == [
+        ("execve", "/usr/bin/dash", "default")], r
+    r = s.run(sid, "!true\n1 / 0")
+    assert r["error"]["name"] == "ZeroDivisionError", r
+    assert r["error"]["traceback"].endswith(
+        "!true: ward's policy denied exec of /usr/bin/dash (rule default, EACCES)\n"), r
+    r = s.run(sid, "import subprocess\nsubprocess.run(['/bin/sh', '-c', 'true']).returncode\n")
+    assert r["error"]["name"] == "PermissionError", r  # not an escape line: no note
+    assert "ward's policy" not in r["error"]["traceback"], r
+    assert s.close() == 0
+
+
 def test_files_in_out_and_artifacts(ctx):
     s = serve(ctx)
     sid = s.create()

@@ -96,6 +96,33 @@ async function main() {
   assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
   seen.png_bytes = png.length;
 
+  // Rich results: each format its own block, which this SDK validates
+  // (CallToolResultSchema): a DataFrame's HTML and a Markdown display() as
+  // embedded resources of their type, a PIL image as an image, the cell's
+  // file as a resource link; the summary names each, in order.
+  const rich = await client.callTool({ name: "run_code", arguments: { session_id: sid, code:
+    "import pandas as pd\nfrom ward_display import Markdown\nfrom PIL import Image\n" +
+    "display(pd.DataFrame({'a': [1, 2]}), Markdown('*md*'))\n" +
+    "open('rich.txt', 'w').write('r')\nImage.new('RGB', (2, 2))" } });
+  assert.ok(!rich.isError, text(rich));
+  const blocks = rich.content.slice(1).map((c) => c.type === "resource" ? c.resource.mimeType
+    : c.type === "image" ? c.mimeType : `${c.type}:${c.uri}`);
+  assert.deepEqual(blocks, ["text/html", "text/markdown", "image/png", "resource_link:file:///rich.txt"]);
+  assert.match(rich.content[1].resource.text, /<table/);
+  assert.match(rich.content[1].resource.uri, /^ward:\/\/run\/\w+\/cell\/\d+\/result\/0\.html$/);
+  assert.equal(rich.content[2].resource.text, "*md*");
+  assert.match(text(rich), /display: +a\n0 +1\n1 +2\n +text\/html \(resource block 1\)\ndisplay: <ward_display.Markdown object>\n +text\/markdown \(resource block 2\)\nresult: <PIL.Image.Image[^\n]*\n +image: image\/png \(image block 3\)/);
+  assert.deepEqual(rich.structuredContent.results.map((r) => r.is_main_result), [false, false, true]);
+  // A result larger than a response carries is left out, with a note.
+  const big = await client.callTool({ name: "run_code", arguments: { session_id: sid, code:
+    "from ward_display import HTML\nHTML('<p>' + 'x' * 3000000 + '</p>')" } });
+  assert.ok(!big.isError, text(big));
+  assert.equal(big.content.length, 1, "no block for the left-out HTML");
+  assert.match(text(big), /text\/html: 3000007 bytes, left out \(a response carries at most 1024 KiB/);
+  assert.deepEqual(big.structuredContent.results[0].left_out, { html: 3000007 });
+  assert.equal(big.structuredContent.results[0].html, undefined);
+  seen.rich = blocks.length;
+
   // An exception is an error result, with its name and traceback.
   const boom = await client.callTool({ name: "run_code",
     arguments: { session_id: sid, code: "def f():\n    return 1 / 0\nf()" } });

@@ -137,7 +137,11 @@ static const struct tool tools[] = {
 			"and files persist, and the value of the last "
 			"expression comes back as a result, like a notebook. "
 			"Without it, a fresh interpreter runs the code once. "
-			"matplotlib figures come back as PNG images. Returns "
+			"Python results are Jupyter's: display() works, "
+			"figures and images come back as images, HTML "
+			"(DataFrames), Markdown, SVG, LaTeX and JSON as "
+			"resources; !cmd and %pip lines run where the policy "
+			"allows. Returns "
 			"stdout/stderr (head and tail when long), the error "
 			"(name, value, traceback) and the syscalls the policy "
 			"denied.",
@@ -459,10 +463,168 @@ static void summary_error(struct ward_strbuf *sb, json_t *error)
 	}
 }
 
-/* Image blocks for the PNG (and JPEG) results; the text of the others. */
+/* A result's formats beside its text (E2B's keys, drivers/python.py),
+ * as content blocks: pictures as images, the others as embedded
+ * resources of their MIME type. */
+static const struct rich_kind {
+	const char *key, *mime, *ext;
+	bool image, blob;
+} rich_kinds[] = {
+	{ "png", "image/png", "png", true, false },
+	{ "jpeg", "image/jpeg", "jpg", true, false },
+	{ "svg", "image/svg+xml", "svg", false, false },
+	{ "html", "text/html", "html", false, false },
+	{ "markdown", "text/markdown", "md", false, false },
+	{ "latex", "text/latex", "tex", false, false },
+	{ "json", "application/json", "json", false, false },
+	{ "javascript", "application/javascript", "js", false, false },
+	{ "pdf", "application/pdf", "pdf", false, true },
+};
+
+/* What is left of a response's budget for rich values (MCP_RICH_MAX). */
+struct rich_budget {
+	size_t left;
+	const char *run_id;
+	long long cell;
+};
+
+/* The block of one format of result i: an image, or an embedded resource
+ * whose URI names the result (ward://run/RUN/cell/N/result/I.EXT; not
+ * readable on its own: the block carries it all). */
+static json_t *rich_block(const struct rich_kind *k, const char *value,
+			  const struct rich_budget *b, size_t i)
+{
+	char uri[200];
+
+	if (k->image)
+		return json_pack("{s:s, s:s, s:s}", "type", "image", "data",
+				 value, "mimeType", k->mime);
+	snprintf(uri, sizeof(uri), "ward://run/%s/cell/%lld/result/%zu.%s",
+		 b->run_id, b->cell, i, k->ext);
+	return json_pack("{s:s, s:{s:s, s:s, s:o}}", "type", "resource",
+			 "resource", "uri", uri, "mimeType", k->mime,
+			 k->blob ? "blob" : "text",
+			 ws_json_text(value, strlen(value)));
+}
+
+/* Leaves key of r out (of the content and of structuredContent alike):
+ * r.left_out says which and how big, the summary why (why, or NULL: over
+ * the response's budget). */
+static void left_out(struct ward_strbuf *sb, json_t *r, const char *key,
+		     const char *mime, size_t size, const char *why)
+{
+	json_t *lo = json_object_get(r, "left_out");
+
+	if (!json_is_object(lo)) {
+		lo = json_object();
+		json_object_set_new(r, "left_out", lo);
+	}
+	json_object_set_new(lo, key, json_integer((json_int_t)size));
+	json_object_del(r, key);
+	ward_strbuf_appendf(sb, "  %s: %zu bytes, left out (", mime, size);
+	if (why)
+		ward_strbuf_puts(sb, why);
+	else
+		ward_strbuf_appendf(sb,
+				    "a response carries at most %d KiB of "
+				    "results: show a smaller part, or write it "
+				    "to a file",
+				    MCP_RICH_MAX >> 10);
+	ward_strbuf_puts(sb, ")\n");
+}
+
+/* Is a binary format's value base64 that a client decodes? (The frame is
+ * the code's: junk there must not make the whole response invalid.) */
+static bool good_base64(json_t *v)
+{
+	unsigned char *bytes;
+	size_t len;
+
+	if (!json_is_string(v) ||
+	    ws_base64_decode(json_string_value(v), json_string_length(v),
+			     &bytes, &len) < 0)
+		return false;
+	free(bytes);
+	return true;
+}
+
+/* One result's formats: a block each while the budget lasts. */
+static void rich_formats(struct ward_strbuf *sb, json_t *r, size_t i,
+			 json_t *content, struct rich_budget *b)
+{
+	for (size_t k = 0; k < sizeof(rich_kinds) / sizeof(rich_kinds[0]);
+	     k++) {
+		const struct rich_kind *rk = &rich_kinds[k];
+		json_t *v = json_object_get(r, rk->key);
+		char *dumped = NULL;
+		const char *value;
+		size_t size;
+
+		if (!v)
+			continue;
+		/* json is any JSON value: its text is the resource */
+		if (json_is_string(v))
+			value = json_string_value(v);
+		else
+			value = dumped =
+				json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		size = value ? strlen(value) : 0;
+		if ((rk->image || rk->blob) && !good_base64(v)) {
+			left_out(sb, r, rk->key, rk->mime, size, "not base64");
+		} else if (!value || size > b->left) {
+			left_out(sb, r, rk->key, rk->mime, size, NULL);
+		} else {
+			b->left -= size;
+			json_array_append_new(content,
+					      rich_block(rk, value, b, i));
+			ward_strbuf_appendf(sb, "  %s%s (%s block %zu)\n",
+					    rk->image ? "image: " : "",
+					    rk->mime,
+					    rk->image ? "image" : "resource",
+					    json_array_size(content) - 1);
+		}
+		free(dumped);
+	}
+}
+
+/* Other MIME types (r.extra) are only in structuredContent, named here. */
+static void rich_extra(struct ward_strbuf *sb, json_t *r, struct rich_budget *b)
+{
+	json_t *extra = json_object_get(r, "extra"), *v;
+	const char *mime;
+	void *tmp;
+
+	json_object_foreach_safe(extra, tmp, mime, v)
+	{
+		char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		size_t size = t ? strlen(t) : 0;
+
+		free(t);
+		if (size > b->left) {
+			ward_strbuf_appendf(sb,
+					    "  %s: %zu bytes, left out (over "
+					    "the response's %d KiB)\n",
+					    mime, size, MCP_RICH_MAX >> 10);
+			json_object_del(extra, mime);
+			continue;
+		}
+		b->left -= size;
+		ward_strbuf_appendf(sb, "  %s (in structuredContent)\n", mime);
+	}
+}
+
+/* Each result: its text in the summary ("result:" for the last
+ * expression's value, "display:" for the others, in the cell's order),
+ * its other formats as blocks after the summary. */
 static void summary_results(struct ward_strbuf *sb, json_t *result,
 			    json_t *content)
 {
+	struct rich_budget b = {
+		MCP_RICH_MAX,
+		mcp_str_at(result, "run_id") ?: "-",
+		(long long)json_integer_value(
+			json_object_get(result, "execution_count")),
+	};
 	json_t *r;
 	size_t i;
 
@@ -471,54 +633,58 @@ static void summary_results(struct ward_strbuf *sb, json_t *result,
 		const char *text = mcp_str_at(r, "text");
 		bool main_result =
 			json_is_true(json_object_get(r, "is_main_result"));
-		static const char *const images[][2] = {
-			{ "png", "image/png" },
-			{ "jpeg", "image/jpeg" },
-		};
 
-		for (size_t k = 0; k < 2; k++) {
-			const char *data = mcp_str_at(r, images[k][0]);
-
-			if (!data)
-				continue;
-			json_array_append_new(
-				content, json_pack("{s:s, s:s, s:s}", "type",
-						   "image", "data", data,
-						   "mimeType", images[k][1]));
-			ward_strbuf_appendf(sb, "image: %s (image block %zu)\n",
-					    images[k][1],
-					    json_array_size(content) - 1);
-		}
-		if (text) {
-			ward_strbuf_puts(sb, main_result ? "result: "
-							 : "display: ");
+		ward_strbuf_puts(sb, main_result ? "result: " : "display: ");
+		if (text)
 			mcp_append_head_tail(sb, text, strlen(text),
 					     SUMMARY_STREAM_MAX);
-			ward_strbuf_puts(sb, "\n");
-		}
+		ward_strbuf_puts(sb, "\n");
+		rich_formats(sb, r, i, content, &b);
+		rich_extra(sb, r, &b);
 	}
 }
 
-static void summary_artifacts(struct ward_strbuf *sb, json_t *result)
-{
-	json_t *a;
-	size_t i;
+static json_t *file_uri(const char *path);
 
-	json_array_foreach(json_object_get(result, "artifacts"), i, a)
+/* The files the cell created or changed: named in the summary (at most
+ * 4 * MCP_LINKS_MAX); in a session, on revisions that have them
+ * (2025-06-18 on), the first MCP_LINKS_MAX as resource links too, which
+ * read_file reads (a one-shot run's workdir is gone with it). */
+static void summary_artifacts(struct mcp *m, struct ward_strbuf *sb,
+			      json_t *result, json_t *content)
+{
+	json_t *arts = json_object_get(result, "artifacts"), *a;
+	const char *sid = mcp_str_at(result, "session_id");
+	size_t i, n = json_array_size(arts);
+
+	json_array_foreach(arts, i, a)
 	{
-		const char *path = mcp_str_at(a, "path");
+		const char *path = mcp_str_at(a, "path") ?: "?";
+		json_int_t size =
+			json_integer_value(json_object_get(a, "size"));
 
 		if (!i)
 			ward_strbuf_puts(sb, "files created or changed:");
+		if (i == 4 * MCP_LINKS_MAX) {
+			ward_strbuf_appendf(
+				sb, " ... and %zu more (list_files)", n - i);
+			break;
+		}
 		ward_strbuf_puts(sb, " ");
-		append_utf8(sb, path ?: "?", strlen(path ?: "?"));
-		ward_strbuf_appendf(sb, " (%lld bytes)",
-				    (long long)json_integer_value(
-					    json_object_get(a, "size")));
-		if (i + 1 ==
-		    json_array_size(json_object_get(result, "artifacts")))
-			ward_strbuf_puts(sb, "\n");
+		append_utf8(sb, path, strlen(path));
+		ward_strbuf_appendf(sb, " (%lld bytes)", (long long)size);
+		if (i >= MCP_LINKS_MAX || !sid || !mcp_structured_ok(m))
+			continue;
+		json_array_append_new(
+			content,
+			json_pack("{s:s, s:o, s:o, s:I, s:s}", "type",
+				  "resource_link", "uri", file_uri(path),
+				  "name", ws_json_text(path, strlen(path)),
+				  "size", size, "description",
+				  "a file of the session: read_file reads it"));
 	}
+	if (n)
+		ward_strbuf_puts(sb, "\n");
 }
 
 /* A failed run is one the model should treat as failed: an exception, a
@@ -545,7 +711,6 @@ static json_t *run_content(struct mcp *m, json_t *result, bool *is_error)
 	const char *ref =
 		mcp_str_at(json_object_get(result, "policy"), "audit_ref");
 
-	(void)m;
 	*is_error = run_failed(result);
 	json_array_append_new(content, json_null()); /* the summary, below */
 	ward_strbuf_appendf(&sb, "status: %s",
@@ -585,7 +750,7 @@ static json_t *run_content(struct mcp *m, json_t *result, bool *is_error)
 	summary_results(&sb, result, content);
 	summary_error(&sb, json_object_get(result, "error"));
 	summary_denials(&sb, json_object_get(result, "policy"));
-	summary_artifacts(&sb, result);
+	summary_artifacts(m, &sb, result, content);
 	if (!ref)
 		ref = mcp_str_at(result, "run_id");
 	if (ref)
@@ -630,19 +795,53 @@ static json_t *file_uri(const char *path)
 	return j;
 }
 
+/* A file over MCP_READ_MAX: its bytes leave structuredContent (left_out
+ * says how many there were), so the response stays small. */
+static void read_left_out(json_t *result, const char *key)
+{
+	json_t *v = json_object_get(result, key), *lo;
+
+	if (!json_is_string(v))
+		return;
+	lo = json_object_get(result, "left_out");
+	if (!json_is_object(lo)) {
+		lo = json_object();
+		json_object_set_new(result, "left_out", lo);
+	}
+	json_object_set_new(lo, key,
+			    json_integer((json_int_t)json_string_length(v)));
+	json_object_del(result, key);
+}
+
 /* read_file: text as text; a picture as an image block, so the model sees
- * it; other bytes as an embedded resource (base64 blob). */
+ * it; other bytes as an embedded resource (base64 blob). A larger file
+ * than a response carries (MCP_READ_MAX): text as its head and tail, with
+ * a note; other bytes as only the note. */
 static json_t *file_content(struct mcp *m, json_t *result, bool *is_error)
 {
 	const char *text = mcp_str_at(result, "text"),
 		   *b64 = mcp_str_at(result, "base64");
 	const char *path = mcp_str_at(result, "path") ?: "";
 	const char *mime = NULL;
+	long long size =
+		(long long)json_integer_value(json_object_get(result, "size"));
 	struct ward_strbuf sb = WARD_STRBUF_INIT;
 	json_t *content;
+	bool big = b64 && strlen(b64) > MCP_READ_MAX;
 
 	(void)m;
 	*is_error = false;
+	if (text && strlen(text) > MCP_READ_MAX) {
+		ward_strbuf_appendf(&sb,
+				    "[%s: %lld bytes, more than a response "
+				    "carries (%d KiB): its head and tail; "
+				    "run_code can read the rest in parts]\n",
+				    path, size, MCP_READ_MAX >> 10);
+		mcp_append_head_tail(&sb, text, strlen(text), MCP_READ_MAX);
+		read_left_out(result, "text");
+		read_left_out(result, "base64");
+		return json_pack("[o]", strbuf_block(&sb));
+	}
 	if (text)
 		return json_pack("[o]", mcp_text_block(text));
 	content = json_array();
@@ -652,13 +851,22 @@ static json_t *file_content(struct mcp *m, json_t *result, bool *is_error)
 	else if (b64 && !strncmp(b64, "/9j/", 4))
 		mime = "image/jpeg";
 	ward_strbuf_appendf(
-		&sb, "%s: %lld bytes, sha256 %s%s\n", path,
-		(long long)json_integer_value(json_object_get(result, "size")),
+		&sb, "%s: %lld bytes, sha256 %s%s\n", path, size,
 		mcp_str_at(result, "sha256") ?: "?",
-		mime ? "" : "; not UTF-8 text, so it comes as a base64 blob");
+		mime  ? ""
+		: big ? "; not UTF-8 text"
+		      : "; not UTF-8 text, so it comes as a base64 blob");
+	if (big)
+		ward_strbuf_appendf(
+			&sb,
+			"[more than a response carries (%d KiB): "
+			"left out; run_code can read it in parts]\n",
+			MCP_READ_MAX >> 10);
 	json_array_append_new(content, strbuf_block(&sb));
-	if (!b64)
+	if (!b64 || big) {
+		read_left_out(result, "base64");
 		return content;
+	}
 	if (mime) {
 		json_array_append_new(
 			content, json_pack("{s:s, s:s, s:s}", "type", "image",

@@ -18,6 +18,13 @@
 #define SUMMARY_STREAM_MAX 4096 /* bytes of stdout/stderr in the text */
 #define SUMMARY_TB_MAX	   3000 /* bytes of traceback in the text */
 #define SUMMARY_DENIALS	   5	/* denials listed in the text */
+/* A response carries at most this many bytes of a run's rich results
+ * (images, HTML, ...: each counted once, though it is both a block and in
+ * structuredContent) and of a file read_file reads: the rest is left out
+ * with a note, not sent as a response of many MiB. */
+#define MCP_RICH_MAX  (1 << 20)
+#define MCP_READ_MAX  (1 << 20)
+#define MCP_LINKS_MAX 16 /* resource links to a run's files */
 
 /* The revision that brought structuredContent, outputSchema and titles. */
 #define VERSION_STRUCTURED "2025-06-18"
@@ -42,6 +49,9 @@ struct mcp {
 	bool eof, stopping;	/* stopping: a stop signal came */
 };
 
+/* The content blocks of a tool's result. It may trim result in place
+ * (what a response cannot carry, with a note): the server sends what is
+ * left as structuredContent. */
 typedef json_t *(*content_fn)(struct mcp *m, json_t *result, bool *is_error);
 
 struct tool {

@@ -785,6 +785,79 @@ static void end_by_code(struct sess *x, struct cell *c, struct cell_end *ce)
 			      "value", what, "traceback", "");
 }
 
+/* The refusals of a Python cell's escape lines (!cmd, %pip) said with the
+ * rule: the lines that could not start (the frame's "shell_failed", from
+ * drivers/python.py, which cannot know why) and the exec denials of the
+ * cell's time, from the record. The cell's error says them (one is made
+ * when the code had none: the escape did not run, as the policy wills);
+ * a failure with no exec denial is the command's own and stays as it is. */
+static const char *str_at(json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	return v ? v : "";
+}
+
+static void note_refusals(struct ws_server *s, struct cell *c, long long from,
+			  long long to, struct cell_end *ce)
+{
+	json_t *failed = json_object_get(c->frame, "shell_failed"), *v;
+	struct den_ctx d = { from, to, NULL };
+	struct ward_strbuf sb = WARD_STRBUF_INIT;
+	bool any = false;
+	size_t i;
+
+	if (!json_array_size(failed) || !(d.list = json_array()))
+		return;
+	audit_denials_each(s->au, c->x->run_id, den_one, &d);
+	json_array_foreach(failed, i, v)
+	{
+		/* the frame is the code's: a few lines, each cut short */
+		if (i == 8) {
+			ward_strbuf_puts(&sb, ", ...");
+			break;
+		}
+		ward_strbuf_appendf(&sb, "%s%.200s", i ? ", " : "",
+				    str_at(v, "line"));
+	}
+	ward_strbuf_puts(&sb, ": ward's policy denied");
+	json_array_foreach(d.list, i, v)
+	{
+		const char *sc = str_at(v, "syscall"),
+			   *err = str_at(v, "errno");
+
+		if (strncmp(sc, "execve", 6) ||
+		    strcmp(str_at(v, "action"), "deny"))
+			continue;
+		char one[PATH_MAX + 200];
+
+		/* a shell tries each PATH entry: the same denial, once */
+		snprintf(one, sizeof(one), " exec of %s (rule %s%s%s)",
+			 str_at(v, "target"), str_at(v, "rule"),
+			 *err ? ", " : "", err);
+		if (strstr(ward_strbuf_str(&sb), one))
+			continue;
+		ward_strbuf_appendf(&sb, "%s%s", any ? ";" : "", one);
+		any = true;
+	}
+	json_decref(d.list);
+	if (any && !ce->error) {
+		ce->error = json_pack("{s:s, s:s, s:s+}", "name",
+				      "PolicyDenied", "value",
+				      ward_strbuf_str(&sb), "traceback",
+				      ward_strbuf_str(&sb), "\n");
+		if (!strcmp(ce->status, "ok"))
+			ce->status = "error";
+	} else if (any) {
+		const char *tb = json_string_value(
+			json_object_get(ce->error, "traceback"));
+		json_object_set_new(ce->error, "traceback",
+				    json_pack("s++", tb ?: "",
+					      ward_strbuf_str(&sb), "\n"));
+	}
+	ward_strbuf_free(&sb);
+}
+
 /* Runs one cell in x; *result on success. */
 int ws_run_cell(struct ws_server *s, struct sess *x, const char *code,
 		size_t len, const struct cell_limits *cl, ws_stream_fn fn,
@@ -837,6 +910,8 @@ int ws_run_cell(struct ws_server *s, struct sess *x, const char *code,
 		end_by_code(x, c, &ce);
 	snprintf(x->last_nonce, sizeof(x->last_nonce), "%s", c->nonce);
 	long long end_ns = ws_realtime_ns();
+	if (got)
+		note_refusals(s, c, start_ns, end_ns, &ce);
 	json_t *arts = artifacts(s, x, &before, c->n);
 	wf_snap_free(&before);
 	json_t *o = result_object(s, c, ce.status, ce.timed_out, ce.interrupted,

@@ -125,6 +125,9 @@ void ws_time_in(struct timespec *ts, clockid_t clk, long ms);
  * sessions are closed in order; a second ends the process as it would
  * have without this. 0 or -errno. */
 int ws_stop_signals(void (*on_stop)(void *), void *arg, int *wake);
+/* Standard base64, strictly: only the alphabet, padding at the end;
+ * *out (malloc'd, the caller frees it) and *len, or -EINVAL, -ENOMEM. */
+int ws_base64_decode(const char *s, size_t n, unsigned char **out, size_t *len);
 /* The audit database the server records to. */
 const char *ws_server_db(const struct ws_server *s);
 

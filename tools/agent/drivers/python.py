@@ -16,7 +16,10 @@ import sys
 # own for the two shapes it needs instead of json (those bring enum, re
 # and contextlib, ~3 ms); no _ast (its ~120 node types take ~2 ms to make:
 # _split finds the last expression with compile() alone); traceback,
-# types, base64 and io are imported when first needed.
+# types, base64 and io are imported when first needed. Nor is code that
+# few cells need compiled at start (the driver comes as -c text, compiled
+# anew by every session): rich results and escape lines are _RICH, a
+# string compiled when first needed.
 
 _CELL_FD, _RESULT_FD = 5, 6
 os.set_inheritable(_CELL_FD, False)
@@ -71,10 +74,17 @@ def _jstr(s):
     return json.dumps(s, ensure_ascii=False)
 
 
+class _Raw(str):
+    # JSON text made by the json module (a result's "json" value)
+    __slots__ = ()
+
+
 def _json(v):
     # JSON text of the result frame: dicts with string keys, lists,
     # strings, integers, booleans and None. Non-ASCII text stays as it is
     # (the frame is sent as UTF-8; a lone surrogate becomes "?").
+    if type(v) is _Raw:
+        return str(v)
     if v is None:
         return "null"
     if v is True or v is False:
@@ -109,23 +119,415 @@ def _sigint(signum, frame):
 _signal.signal(_signal.SIGINT, _sigint)
 
 
+# Results as Jupyter makes them: a value's mimebundle (its _repr_*_
+# methods, text/plain always), display() as in IPython, and figures. Each
+# result is a dict in E2B's shape: one key per MIME type (_KEYS; others in
+# "extra") and is_main_result. Methods are looked up on the value's type,
+# so an object whose __getattr__ answers every name does not pass for
+# rich. A value without them is its repr; the code for the others (and
+# for escape lines, below) is _RICH, compiled when a cell first needs it:
+# compiling it costs every session's start several ms (the driver comes
+# as -c text, never cached), and base64, json, tokenize are imported only
+# then, by what needs them.
+_REPR_NAMES = ("_repr_mimebundle_", "_repr_html_", "_repr_markdown_",
+               "_repr_svg_", "_repr_png_", "_repr_jpeg_", "_repr_pdf_",
+               "_repr_latex_", "_repr_json_", "_repr_javascript_")
+# A cell's results are part of its frame and of its record: past this
+# many bytes, a result is replaced by a note saying what was left out.
+_RESULTS_MAX = 32 << 20
+_shown = []  # what display() showed while the cell ran, in order
+_shown_figs = set()  # the figures rendered in it (ids), not again at its end
+
+
+def _rich():
+    # (an interrupt may stop it halfway: until its last line has run, it
+    # runs again when next needed)
+    if "_RICH_DONE" not in _DRIVER:
+        exec(compile(_RICH, "<ward driver>", "exec"), _DRIVER)
+
+
+def _result(v):
+    # v's result: its formats when it has any, else its repr.
+    t, mf = type(v), sys.modules.get("matplotlib.figure")
+    if ((mf is None or not isinstance(v, mf.Figure)) and
+            not any(getattr(t, n, None) is not None for n in _REPR_NAMES)):
+        return {"text": repr(v)}
+    _rich()
+    return _bundle(v)
+
+
+def display(*objs, **kwargs):
+    """Show each of objs as a result of the running cell, in order, as
+    IPython's display(*objs, include=None, exclude=None, raw=False) does
+    (raw=True: each is a mimebundle, a dict of MIME type to data). No
+    display ids or updates."""
+    _rich()
+    _display(*objs, **kwargs)
+
+
+def _ward_display(name):
+    # ward_display's attributes other than display, made when first asked
+    if name.startswith("__"):
+        raise AttributeError(name)
+    _rich()
+    m = sys.modules["ward_display"]
+    del m.__getattr__
+    _display_classes(m)
+    return getattr(m, name)
+
+
 def _figures(results):
+    # Open pyplot figures at the end of a cell, then closed, as the
+    # inline backend shows them: not the ones the cell displayed.
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is None:
         return
-    import base64
-    import io
     try:
         for num in plt.get_fignums():
             fig = plt.figure(num)
-            out = io.BytesIO()
-            fig.savefig(out, format="png")
-            results.append({"png": base64.b64encode(out.getvalue()).decode(),
-                            "text": repr(fig), "is_main_result": False})
+            if id(fig) not in _shown_figs:
+                _rich()
+                r = _bundle(fig)
+                r["is_main_result"] = False
+                results.append(r)
         plt.close("all")
     except Exception as e:  # a broken figure must not end the session
         results.append({"text": "figure not rendered: %r" % (e,),
                         "is_main_result": False})
+
+
+def _cap(results):
+    # Results past _RESULTS_MAX bytes in all become a note.
+    used = 0
+    for i, r in enumerate(results):
+        size = sum(len(v) for v in r.values() if isinstance(v, str))
+        size += sum(len(v) for v in r.get("extra", {}).values())
+        if used + size > _RESULTS_MAX:
+            results[i] = {"text": "ward: a result of %d bytes was left out: "
+                          "a cell's results hold at most %d MiB" %
+                          (size, _RESULTS_MAX >> 20),
+                          "is_main_result": r["is_main_result"]}
+            size = 0
+        used += size
+    return results
+
+
+def _cell_results(main):
+    # display() output and figures in the order they came, the value of
+    # the last expression last, as in a notebook.
+    results = list(_shown)
+    del _shown[:]
+    _figures(results)
+    _shown_figs.clear()
+    if main is not None:
+        main["is_main_result"] = True
+        results.append(main)
+    return _cap(results)
+
+
+def _display_module():
+    m = type(sys)("ward_display")
+    m.__doc__ = "display() and IPython.display's simple formats, for ward"
+    m.display = display
+    m.__getattr__ = _ward_display
+    return m
+
+
+_RICH = r'''
+# The parts of the driver compiled when first needed (_rich).
+_KEYS = {"text/plain": "text", "text/html": "html",
+         "text/markdown": "markdown", "image/svg+xml": "svg",
+         "image/png": "png", "image/jpeg": "jpeg", "application/pdf": "pdf",
+         "text/latex": "latex", "application/json": "json",
+         "application/javascript": "javascript"}
+_REPRS = (("_repr_html_", "text/html"), ("_repr_markdown_", "text/markdown"),
+          ("_repr_svg_", "image/svg+xml"), ("_repr_png_", "image/png"),
+          ("_repr_jpeg_", "image/jpeg"), ("_repr_pdf_", "application/pdf"),
+          ("_repr_latex_", "text/latex"),
+          ("_repr_json_", "application/json"),
+          ("_repr_javascript_", "application/javascript"))
+_BINARY = ("image/png", "image/jpeg", "application/pdf")
+
+
+def _warn(what, e):
+    sys.stderr.write("ward: %s failed: %s: %s\n" % (what, type(e).__name__,
+                                                     e))
+
+
+def _mime_value(mime, data):
+    # data as the frame carries it for mime, or None (left out): base64
+    # for the binary types (bytes, or a str that is base64 already, as
+    # IPython takes it), a JSON value for JSON and for other types' dicts
+    # and lists, text for the rest; TypeError for data of another kind.
+    if isinstance(data, tuple) and len(data) == 2:
+        data = data[0]  # (data, metadata)
+    if data is None:
+        return None
+    if mime in _BINARY:
+        if isinstance(data, str):
+            import base64
+            data = "".join(data.split())
+            base64.b64decode(data, validate=True)  # else ValueError
+            return data
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError("%s is not bytes" % type(data).__name__)
+        import base64
+        return base64.b64encode(data).decode()
+    if mime == "application/json" or (mime not in _KEYS and
+                                      not isinstance(data, (str, bytes))):
+        import json
+        if isinstance(data, (str, bytes)):
+            data = json.loads(data)
+        return _Raw(json.dumps(data, ensure_ascii=False, allow_nan=False))
+    if isinstance(data, bytes):
+        return data.decode("utf-8", "replace")
+    if not isinstance(data, str):
+        raise TypeError("%s is not str" % type(data).__name__)
+    return data
+
+
+def _put(out, mime, data, what):
+    try:
+        v = _mime_value(mime, data)
+    except Exception as e:  # a value of the wrong kind: left out
+        _warn("%s (%s)" % (what, mime), e)
+        return
+    if v is None:
+        return
+    key = _KEYS.get(mime)
+    if key:
+        out[key] = v
+    else:
+        out.setdefault("extra", {})[mime] = v
+
+
+def _figure_png(v):
+    # A matplotlib figure's PNG (matplotlib is imported by the code if at
+    # all), as IPython's inline backend renders it; else None.
+    mf = sys.modules.get("matplotlib.figure")
+    if mf is None or not isinstance(v, mf.Figure):
+        return None
+    import io
+    out = io.BytesIO()
+    v.savefig(out, format="png")
+    _shown_figs.add(id(v))
+    return out.getvalue()
+
+
+def _bundle(v, include=None, exclude=None):
+    # v's formats by key: text (repr: its error is the caller's), then
+    # each other format v offers; a format whose method fails is left out
+    # with a warning on stderr, as IPython does.
+    t, fmt = type(v), {}
+    if getattr(t, "_ward_no_such_method_", None) is None:
+        if getattr(t, "_repr_mimebundle_", None) is not None:
+            try:
+                b = v._repr_mimebundle_(include=include, exclude=exclude)
+                b = b[0] if isinstance(b, tuple) else b
+                fmt.update(b if isinstance(b, dict) else {})
+            except Exception as e:
+                _warn("%s._repr_mimebundle_()" % t.__name__, e)
+        for name, mime in _REPRS:
+            if mime not in fmt and getattr(t, name, None) is not None:
+                try:
+                    fmt[mime] = getattr(v, name)()
+                except Exception as e:
+                    _warn("%s.%s()" % (t.__name__, name), e)
+    if "image/png" not in fmt:
+        try:
+            fmt["image/png"] = _figure_png(v)
+        except Exception as e:
+            _warn("a figure's PNG", e)
+    out = {"text": fmt.pop("text/plain", None)}
+    if not isinstance(out["text"], str):
+        out["text"] = repr(v)
+    for mime, data in fmt.items():
+        if ((include is None or mime in include) and
+                (exclude is None or mime not in exclude)):
+            _put(out, mime, data, "%s's %s" % (t.__name__, mime))
+    return out
+
+
+def _display(*objs, include=None, exclude=None, metadata=None,
+             transient=None, display_id=None, raw=False, clear=False,
+             **kwargs):
+    # display(), with IPython's arguments (those it does not use too)
+    for obj in objs:
+        if raw:
+            r = {}
+            for mime, data in dict(obj).items():
+                _put(r, mime, data, "display(raw=True)")
+        else:
+            r = _bundle(obj, include, exclude)
+        r["is_main_result"] = False
+        _shown.append(r)
+
+
+def _display_classes(m):
+    # ward_display's classes, like IPython.display's (HTML, Markdown, SVG,
+    # Latex, JSON, Javascript, Image): each one's value is its data in
+    # one format.
+
+    class _Format:
+        _mime, _binary = "text/plain", False
+
+        def __init__(self, data=None, url=None, filename=None,
+                     metadata=None):
+            if filename is not None:
+                with open(filename, "rb" if self._binary else "r") as f:
+                    data = f.read()
+            self.data, self.url, self.metadata = data, url, metadata
+
+        def __repr__(self):
+            return "<ward_display.%s object>" % type(self).__name__
+
+        def _repr_mimebundle_(self, include=None, exclude=None):
+            return {self._mime: self.data}
+
+    for name, mime in (("HTML", "text/html"), ("Markdown", "text/markdown"),
+                       ("SVG", "image/svg+xml"), ("Latex", "text/latex"),
+                       ("JSON", "application/json"),
+                       ("Javascript", "application/javascript")):
+        setattr(m, name, type(name, (_Format,), {"_mime": mime,
+                                                 "__module__": m.__name__}))
+
+    class Image(_Format):
+        """PNG or JPEG bytes, from data or a file (data may name one)."""
+        _binary = True
+
+        def __init__(self, data=None, url=None, filename=None, format=None,
+                     **kwargs):
+            if isinstance(data, str) and filename is None:
+                data, filename = None, data
+            super().__init__(data, url, filename)
+            head = bytes(self.data or b"")[:4]
+            fmt = format or ("jpeg" if head[:2] == b"\xff\xd8" else "png")
+            self._mime = "image/jpeg" if fmt in ("jpeg", "jpg") else \
+                "image/png"
+
+    Image.__module__ = m.__name__
+    m.Image = Image
+
+
+class UsageError(Exception):
+    """A line magic ward does not have (IPython's name for it)."""
+
+
+def _escape_lines(code):
+    # code with its escape lines made calls, line for line (line numbers
+    # stay). A line is one when a statement starts with it, not inside a
+    # string or brackets: its place is found by tokenizing code with the
+    # line as "pass" (tokenize is imported only for such a cell).
+    lines = code.split("\n")
+    cand = {}
+    for i, line in enumerate(lines):
+        at = _escape_at(line)
+        if at and not (at[2] == "%" and at[3][:1] == "%"):  # not %%cell
+            cand[i] = at
+    import io
+    import tokenize
+    probe = list(lines)
+    for i, at in cand.items():
+        probe[i] = at[0] + "pass"
+    starts, prev = set(), tokenize.NEWLINE
+    skip = (tokenize.NL, tokenize.COMMENT)
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(
+                "\n".join(probe) + "\n").readline):
+            if tok.type in skip:
+                continue
+            if (tok.start[0] - 1 in cand and tok.string == "pass" and
+                    prev in (tokenize.NEWLINE, tokenize.INDENT,
+                             tokenize.DEDENT)):
+                starts.add(tok.start[0] - 1)
+            prev = tok.type
+    except (tokenize.TokenError, SyntaxError):
+        return code  # compile() says what is wrong
+    for i in starts:
+        indent, target, kind, text = cand[i]
+        call = "_ward_escape(%r, %r%s)" % (kind, text,
+                                            ", True" if target else "")
+        lines[i] = indent + (target + " = " if target else "") + call
+    return "\n".join(lines)
+
+
+def _expand(text, frame):
+    # IPython's expansion of an escape line in the caller's namespace:
+    # {expr} is the expression's value, $name (dotted) a variable's, $$ a
+    # $, {{ and }} braces; when any part fails, the line stays as it was
+    # (awk '{print $1}', the shell's own $HOME).
+    out, i, n = [], 0, len(text)
+    g, loc = frame.f_globals, frame.f_locals
+    try:
+        while i < n:
+            c, nxt = text[i], text[i + 1:i + 2]
+            if c + nxt in ("$$", "{{", "}}"):
+                out.append(c)
+                i += 2
+            elif c == "$" and (nxt.isalpha() or nxt == "_"):
+                j = i + 1
+                while j < n and (text[j].isalnum() or text[j] in "_."):
+                    j += 1
+                out.append(str(eval(text[i + 1:j], g, loc)))
+                i = j
+            elif c == "{":
+                j = text.index("}", i)
+                out.append(str(eval(text[i + 1:j], g, loc)))
+                i = j + 1
+            else:
+                out.append(c)
+                i += 1
+    except Exception:
+        return text
+    return "".join(out)
+
+
+def _ward_escape(kind, text, capture=False):
+    # What an escape line runs (_escape_lines wrote the call); capture
+    # (name = !cmd): the output's lines (stderr too), as a list.
+    frame = sys._getframe(1)
+    text = _expand(text, frame)
+    line = kind + text
+    if kind == "%":
+        name, _, args = text.partition(" ")
+        if name == "matplotlib":
+            return  # figures come back inline already (notebooks say so)
+        if name != "pip":
+            raise UsageError("Line magic function `%%%s` not found (ward "
+                             "has %%pip, %%matplotlib and !command lines)."
+                             % name)
+        import shlex
+        argv = [sys.executable, "-m", "pip"] + shlex.split(args)
+    else:
+        argv = ["/bin/sh", "-c", text]
+    import subprocess
+    sys.stdout.flush()
+    sys.stderr.flush()
+    out = subprocess.PIPE if capture else None
+    try:
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out,
+                           stderr=subprocess.STDOUT if capture else None)
+        code = p.returncode
+    except KeyboardInterrupt as e:
+        # the cell's timeout or a cancel (the command is killed): said at
+        # the cell's line, not inside subprocess's wait
+        raise KeyboardInterrupt(*e.args) from None
+    except OSError as e:
+        sys.stderr.write("%s: %s: %s\n" % (line, argv[0], e.strerror))
+        code, p = 126 if e.errno in (1, 13) else 127, None  # as sh says
+        _failed.append({"line": line, "program": argv[0],
+                        "exit_code": code})
+    else:
+        if code == 126:
+            _failed.append({"line": line, "exit_code": code})
+    frame.f_globals["_exit_code"] = code
+    if capture:
+        return p.stdout.decode("utf-8", "replace").splitlines() if p else []
+
+
+sys.modules["builtins"]._ward_escape = _ward_escape
+_RICH_DONE = True
+'''
 
 
 def _strip(e, seen):
@@ -153,6 +555,7 @@ def _strip(e, seen):
 
 def _error(e):
     import traceback
+    _lines()
     try:
         _strip(e, set())
     except Exception:
@@ -247,23 +650,70 @@ def _split(code, name):
     return _ast_split(code, name)
 
 
+# IPython's line escapes: a line whose statement starts with "!" runs the
+# rest with /bin/sh, "%pip ..." runs python3 -m pip; both write to the
+# cell's stdout and stderr and set _exit_code, as in IPython. Whether the
+# program may run is the policy's: a command that could not start (the
+# exec refused: the spawn's error, or the shell's status 126) is listed in
+# the frame, and ward names the rule that refused it (session-cell.c).
+_sources = {}  # each cell's source by its file name, for tracebacks
+_failed = []  # the escapes of the running cell that could not start
+
+
+def _escape_at(line):
+    # (indent, target, kind, text) if line has the form of an escape line
+    # ("!cmd", "%magic args", "name = !cmd"), else None
+    body = line.lstrip(" \t")
+    indent, target = line[:len(line) - len(body)], ""
+    if body[:1] not in ("!", "%"):
+        left, eq, right = body.partition("=")
+        right = right.lstrip(" \t")
+        if right[:1] != "!" or right[:2] == "!=" or \
+                not left.strip().isidentifier():
+            return None
+        target, body = left.strip(), right
+    return indent, target, body[0], body[1:].strip()
+
+
+def _escapes(code):
+    for line in code.split("\n"):
+        if _escape_at(line):
+            _rich()
+            return _escape_lines(code)
+    return code
+
+
+def _lines():
+    # The cells' sources where traceback finds lines (linecache, once it
+    # is imported: not at start), so a traceback shows the cell's line.
+    lc = sys.modules.get("linecache")
+    if lc is not None:
+        for name, src in _sources.items():
+            if name not in lc.cache:
+                lc.cache[name] = (len(src), None,
+                                  src.splitlines(True), name)
+
+
 def _run(ns, n, code, timeout):
     results, error, interrupted = [], None, False
     name = "<cell %d>" % n
+    _sources[name] = code
+    _lines()
+    del _failed[:]
+    main = None
     _fired[0] = False
     _signal.signal(_signal.SIGALRM, _alarm)
     try:
-        code, evaled = _split(code, name)
+        code, evaled = _split(_escapes(code), name)
         _in_cell[0] = True
         if timeout > 0:
             _signal.setitimer(_signal.ITIMER_REAL, timeout)
         _go(code, ns)
         value = _go(evaled, ns) if evaled is not None else None
-        text = repr(value) if value is not None else None
+        main = _result(value) if value is not None else None
         _in_cell[0] = False
         if value is not None:
             ns["_"] = value
-            results.append({"text": text, "is_main_result": True})
     except BaseException as e:
         _in_cell[0] = False
         _signal.setitimer(_signal.ITIMER_REAL, 0)
@@ -272,9 +722,7 @@ def _run(ns, n, code, timeout):
         error = _error(e)
     _in_cell[0] = False
     _signal.setitimer(_signal.ITIMER_REAL, 0)
-    _figures(results)
-    # the main result comes last, as in a notebook
-    results.sort(key=lambda r: r["is_main_result"])
+    results = _cell_results(main)
     return results, error, interrupted
 
 
@@ -283,6 +731,8 @@ _exc = [None]  # the exception that ended the last cell
 
 def _main():
     ns = {"__name__": "__main__", "__builtins__": __builtins__}
+    sys.modules["ward_display"] = _display_module()
+    sys.modules["builtins"].display = display
     # Up: ward ends the start-up's CPU pinning (tracer/output.c) and drops
     # this line; the cells then run with every CPU.
     os.write(_RESULT_FD, b'{"ward":"ready"}\n')
@@ -308,6 +758,8 @@ def _main():
             frame["exit_code"] = (0 if c is None else c & 0xff
                                   if isinstance(c, int) else 1)
         _exc[0] = None
+        if _failed:
+            frame["shell_failed"] = _failed
         frame = _json(frame) + "\n"
         data = frame.encode("utf-8", "replace")
         while data:
