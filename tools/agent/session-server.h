@@ -25,6 +25,18 @@ enum {
 	MAX_FRAME = 256 << 20, /* a result frame (PNGs are in it) */
 };
 
+/* A cell of session-ctx.c (another language, a context, env, a command),
+ * run by a python session's driver as the hub (drivers/python.py): sent
+ * as a frame whose body is JSON instead of code. */
+struct cell_ext {
+	const char *lang; /* what answers: "python" (the hub itself, which
+			   * also runs commands), "node" or "sh" */
+	char *body;	  /* the frame's body */
+	size_t len;
+	json_t *mark;	  /* merged into the result object, recorded too */
+};
+struct ws_ctxs;
+
 struct sess {
 	struct sess *next;
 	char id[24];
@@ -61,6 +73,8 @@ struct sess {
 	bool retired;	/* a one-shot's: its driver has EOF and its worker
 			 * ends on its own (its record too); expire() reaps
 			 * it. Not listed, not found, not counted. */
+	struct cell_ext *ext; /* the cell running now, when session-ctx.c's */
+	struct ws_ctxs *cx;   /* session-ctx.c's contexts (NULL: none yet) */
 };
 
 struct ws_server {
@@ -94,6 +108,33 @@ ws_fail(struct ws_error *err, int code, const char *fmt, ...);
 const char *ws_wd(const struct sess *x);
 void ws_read_ctl(struct sess *x);
 void ws_sess_stop(struct sess *x);
+
+/* Requests (session.c): a session by params.session_id, the keys params
+ * may have (NULL-terminated), a string or positive number parameter, an
+ * env object checked, and a session closed (its run's cells sealed). */
+struct sess *ws_find_sess(struct ws_server *s, json_t *p, bool need,
+			  struct ws_error *err);
+int ws_only_keys(json_t *obj, struct ws_error *err, ...);
+int ws_get_str(json_t *p, const char *key, const char **out,
+	       struct ws_error *err);
+int ws_get_num(json_t *p, const char *key, double *out, struct ws_error *err);
+int ws_check_env(json_t *env, struct ws_error *err);
+void ws_close_sess(struct ws_server *s, struct sess *x);
+
+/* Contexts, other languages, commands (session-ctx.c): a language's
+ * canonical name (js -> node, bash -> sh; others as given); whether a
+ * run in x needs the hub; the run then; the context.* and command.run
+ * methods (1: not one of them); the result object of an ext cell marked
+ * (before it is recorded); x's contexts freed. */
+const char *ws_lang_canon(const char *lang);
+bool ws_ctx_wanted(const struct sess *x, json_t *p, const char *lang);
+int ws_ctx_run(struct ws_server *s, struct sess *x, json_t *p, ws_stream_fn fn,
+	       void *fn_arg, json_t **result, struct ws_error *err);
+int ws_ctx_call(struct ws_server *s, const char *method, json_t *p,
+		ws_stream_fn fn, void *fn_arg, json_t **result,
+		struct ws_error *err);
+void ws_ctx_mark(const struct sess *x, json_t *o);
+void ws_ctx_free(struct sess *x);
 
 /* Cells (session-cell.c): the time limit a cell gets, idle sessions'
  * output read, and one cell run in x (*result on success). */

@@ -359,6 +359,7 @@ static void sess_free(struct sess *x)
 	free(x->workdir);
 	free(x->resbuf);
 	json_decref(x->pending_errors);
+	ws_ctx_free(x);
 	free(x);
 }
 
@@ -473,7 +474,7 @@ static bool valid_lang(const char *l)
 }
 
 /* Checks that obj has only the keys named (NULL-terminated). */
-static int only_keys(json_t *obj, struct ws_error *err, ...)
+static int only_keys_v(json_t *obj, struct ws_error *err, va_list names)
 {
 	const char *k;
 	json_t *v;
@@ -483,7 +484,7 @@ static int only_keys(json_t *obj, struct ws_error *err, ...)
 		va_list ap;
 		const char *a;
 		bool ok = false;
-		va_start(ap, err);
+		va_copy(ap, names);
 		while ((a = va_arg(ap, const char *)))
 			if (!strcmp(a, k))
 				ok = true;
@@ -493,6 +494,28 @@ static int only_keys(json_t *obj, struct ws_error *err, ...)
 				       "params.%s: unknown parameter", k);
 	}
 	return 0;
+}
+
+static int only_keys(json_t *obj, struct ws_error *err, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, err);
+	rc = only_keys_v(obj, err, ap);
+	va_end(ap);
+	return rc;
+}
+
+int ws_only_keys(json_t *obj, struct ws_error *err, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, err);
+	rc = only_keys_v(obj, err, ap);
+	va_end(ap);
+	return rc;
 }
 
 static int get_str(json_t *p, const char *key, const char **out,
@@ -524,28 +547,12 @@ static int get_num(json_t *p, const char *key, double *out,
 	return 0;
 }
 
-static int sess_start(struct ws_server *s, json_t *p, struct sess **out,
-		      struct ws_error *err)
+/* params.env: absent, null, or an object of strings named without '='. */
+int ws_check_env(json_t *env, struct ws_error *err)
 {
-	const char *lang = "python", *profile = NULL, *policy = NULL;
-	double timeout = s->cfg.cell_timeout_s, memory_mb = 0;
-	json_t *env = json_object_get(p, "env");
 	const char *k;
 	json_t *v;
 
-	if (get_str(p, "language", &lang, err) < 0 ||
-	    get_str(p, "profile", &profile, err) < 0 ||
-	    get_str(p, "policy", &policy, err) < 0 ||
-	    get_num(p, "timeout_s", &timeout, err) < 0 ||
-	    get_num(p, "memory_mb", &memory_mb, err) < 0)
-		return -1;
-	if (!lang)
-		lang = "python";
-	if (!valid_lang(lang))
-		return ws_fail(err, WS_E_PARAMS,
-			       "params.language: '%s' is not one of python, "
-			       "node, sh",
-			       lang);
 	if (env && !json_is_null(env) && !json_is_object(env))
 		return ws_fail(err, WS_E_PARAMS,
 			       "params.env: must be an object of strings");
@@ -557,6 +564,32 @@ static int sess_start(struct ws_server *s, json_t *p, struct sess **out,
 				       "and a string value",
 				       k);
 	}
+	return 0;
+}
+
+static int sess_start(struct ws_server *s, json_t *p, struct sess **out,
+		      struct ws_error *err)
+{
+	const char *lang = "python", *profile = NULL, *policy = NULL;
+	double timeout = s->cfg.cell_timeout_s, memory_mb = 0;
+	json_t *env = json_object_get(p, "env");
+
+	if (get_str(p, "language", &lang, err) < 0 ||
+	    get_str(p, "profile", &profile, err) < 0 ||
+	    get_str(p, "policy", &policy, err) < 0 ||
+	    get_num(p, "timeout_s", &timeout, err) < 0 ||
+	    get_num(p, "memory_mb", &memory_mb, err) < 0)
+		return -1;
+	if (!lang)
+		lang = "python";
+	lang = ws_lang_canon(lang);
+	if (!valid_lang(lang))
+		return ws_fail(err, WS_E_PARAMS,
+			       "params.language: '%s' is not one of python, "
+			       "node, sh",
+			       lang);
+	if (ws_check_env(env, err) < 0)
+		return -1;
 	int open = 0;
 	for (struct sess *o = s->list; o; o = o->next)
 		open += !o->retired;
@@ -808,7 +841,7 @@ static int m_run(struct ws_server *s, json_t *p, ws_stream_fn fn, void *arg,
 
 	if (only_keys(p, err, "code", "language", "session_id", "timeout_s",
 		      "stream", "profile", "policy", "env", "memory_mb",
-		      NULL) < 0)
+		      "context_id", NULL) < 0)
 		return -1;
 	if (!json_is_string(code))
 		return ws_fail(err, WS_E_PARAMS,
@@ -820,10 +853,12 @@ static int m_run(struct ws_server *s, json_t *p, ws_stream_fn fn, void *arg,
 	if (get_str(p, "language", &lang, err) < 0 ||
 	    get_num(p, "timeout_s", &timeout, err) < 0)
 		return -1;
+	if (lang)
+		lang = ws_lang_canon(lang);
 	if (lang && !valid_lang(lang))
 		return ws_fail(err, WS_E_PARAMS,
 			       "params.language: '%s' is not one of python, "
-			       "node, sh",
+			       "node (js), sh (bash)",
 			       lang);
 	if (!json_is_true(stream))
 		fn = NULL;
@@ -832,12 +867,13 @@ static int m_run(struct ws_server *s, json_t *p, ws_stream_fn fn, void *arg,
 		x = find_sess(s, p, true, err);
 		if (!x)
 			return -1;
-		if (lang && strcmp(lang, x->lang))
-			return ws_fail(
-				err, WS_E_PARAMS,
-				"params.language: session %s runs %s, not "
-				"%s",
-				x->id, x->lang, lang);
+		if (ws_ctx_wanted(x, p, lang)) {
+			/* another language, a context, env: the hub's */
+			rc = ws_ctx_run(s, x, p, fn, arg, res, err);
+			if (x->dead)
+				close_sess(s, x);
+			return rc;
+		}
 		struct cell_limits cl = ws_cell_limits_of(
 			s, timeout > 0 ? timeout : x->timeout_s);
 		rc = ws_run_cell(s, x, json_string_value(code),
@@ -848,6 +884,10 @@ static int m_run(struct ws_server *s, json_t *p, ws_stream_fn fn, void *arg,
 		return rc;
 	}
 	/* One-shot: a fresh session for this code alone. */
+	if (json_object_get(p, "context_id"))
+		return ws_fail(err, WS_E_PARAMS,
+			       "params.context_id: contexts are a session's; "
+			       "give its session_id");
 	json_t *cp = json_deep_copy(p);
 	json_object_del(cp, "code");
 	json_object_del(cp, "stream");
@@ -1012,6 +1052,29 @@ static int m_files(struct ws_server *s, json_t *p, json_t **res,
 	return 0;
 }
 
+/* For session-ctx.c (session-server.h). */
+struct sess *ws_find_sess(struct ws_server *s, json_t *p, bool need,
+			  struct ws_error *err)
+{
+	return find_sess(s, p, need, err);
+}
+
+int ws_get_str(json_t *p, const char *key, const char **out,
+	       struct ws_error *err)
+{
+	return get_str(p, key, out, err);
+}
+
+int ws_get_num(json_t *p, const char *key, double *out, struct ws_error *err)
+{
+	return get_num(p, key, out, err);
+}
+
+void ws_close_sess(struct ws_server *s, struct sess *x)
+{
+	close_sess(s, x);
+}
+
 /* ------------------------------------------------------------------ */
 /* the server                                                          */
 
@@ -1130,11 +1193,14 @@ int ws_call(struct ws_server *s, const char *method, json_t *params,
 		rc = m_read(s, p, result, err);
 	else if (!strcmp(method, "files.list"))
 		rc = m_files(s, p, result, err);
-	else
+	else if ((rc = ws_ctx_call(s, method, p, fn, fn_arg, result, err)) ==
+		 1)
 		rc = ws_fail(err, WS_E_METHOD,
 			     "unknown method '%s'; methods: session.create, "
 			     "session.list, session.close, run, files.write, "
-			     "files.read, files.list",
+			     "files.read, files.list, context.create, "
+			     "context.list, context.remove, context.restart, "
+			     "command.run",
 			     method);
 out:
 	if (!params)
