@@ -421,9 +421,10 @@ static int send_cell(struct sess *x, struct cell *c, const char *code,
 			rc = ws_write_all(x->cells, "\n", 1);
 		return rc;
 	}
-	snprintf(head, sizeof(head),
-		 "{\"n\":%lld,\"nonce\":\"%s\",\"timeout_s\":%g,\"len\":%zu%s}\n",
-		 c->n, c->nonce, timeout, len, x->ext ? ",\"x\":1" : "");
+	snprintf(
+		head, sizeof(head),
+		"{\"n\":%lld,\"nonce\":\"%s\",\"timeout_s\":%g,\"len\":%zu%s}\n",
+		c->n, c->nonce, timeout, len, x->ext ? ",\"x\":1" : "");
 	rc = ws_write_all(x->cells, head, strlen(head));
 	return rc ? rc : ws_write_all(x->cells, code, len);
 }
@@ -812,7 +813,8 @@ int ws_run_cell(struct ws_server *s, struct sess *x, const char *code,
 	long long start_ns = ws_realtime_ns(), t0 = ws_mono_ms();
 	long long deadline = t0 + (long long)(timeout * 1000);
 	int rc = x->dead ? -EPIPE : send_cell(x, c, code, len, timeout);
-	bool by_ward = strcmp(cell_lang(x), "python") && timeout > 0; /* sh, node */
+	bool by_ward = strcmp(cell_lang(x), "python") &&
+		       timeout > 0; /* sh, node */
 	long long int_at = by_ward ? deadline : 0;
 	bool got = !rc && await_result(c, deadline + GRACE_MS, int_at);
 	stream_out(c, 1, NULL, 0); /* what is left of a cut character */

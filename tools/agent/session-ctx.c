@@ -36,8 +36,8 @@ enum { MAX_CTX = 64 }; /* contexts of one session */
 struct ws_ctx {
 	struct ws_ctx *next;
 	char id[24];
-	char lang[8];	/* python, node, sh */
-	char *cwd;	/* NULL: the session's workdir */
+	char lang[8]; /* python, node, sh */
+	char *cwd;    /* NULL: the session's workdir */
 };
 
 struct ws_ctxs {
@@ -62,8 +62,9 @@ const char *ws_lang_canon(const char *lang)
 /* The name a context's language has in E2B's terms (context.*). */
 static const char *e2b_lang(const char *lang)
 {
-	return !strcmp(lang, "node") ? "js" : !strcmp(lang, "sh") ? "bash"
-								   : lang;
+	return !strcmp(lang, "node") ? "js"
+	       : !strcmp(lang, "sh") ? "bash"
+				     : lang;
 }
 
 static bool hub_lang(const char *lang)
@@ -143,8 +144,9 @@ static int cwd_param(json_t *p, const char **cwd, struct ws_error *err)
 {
 	if (ws_get_str(p, "cwd", cwd, err) < 0)
 		return -1;
-	if (*cwd && (**cwd != '/' || strlen(*cwd) >= PATH_MAX ||
-		     strlen(*cwd) != json_string_length(json_object_get(p, "cwd"))))
+	if (*cwd &&
+	    (**cwd != '/' || strlen(*cwd) >= PATH_MAX ||
+	     strlen(*cwd) != json_string_length(json_object_get(p, "cwd"))))
 		return ws_fail(err, WS_E_PARAMS,
 			       "params.cwd: give an absolute path inside the "
 			       "sandbox (its workdir is %s)",
@@ -239,7 +241,8 @@ bool ws_ctx_wanted(const struct sess *x, json_t *p, const char *lang)
 int ws_ctx_run(struct ws_server *s, struct sess *x, json_t *p, ws_stream_fn fn,
 	       void *fn_arg, json_t **result, struct ws_error *err)
 {
-	json_t *code = json_object_get(p, "code"), *env = json_object_get(p, "env");
+	json_t *code = json_object_get(p, "code"),
+	       *env = json_object_get(p, "env");
 	const char *lang = NULL;
 	struct ws_ctx *c;
 	double timeout = 0;
@@ -401,14 +404,15 @@ static json_t *command_result(json_t *o, double timeout)
 static int m_command(struct ws_server *s, json_t *p, ws_stream_fn fn,
 		     void *fn_arg, json_t **result, struct ws_error *err)
 {
-	json_t *cmd = json_object_get(p, "cmd"), *env = json_object_get(p, "env");
+	json_t *cmd = json_object_get(p, "cmd"),
+	       *env = json_object_get(p, "env");
 	json_t *stream = json_object_get(p, "stream");
 	const char *cwd, *in;
 	double timeout = 0;
 	struct sess *x;
 
-	if (ws_only_keys(p, err, "session_id", "cmd", "env", "cwd",
-			 "timeout_s", "stream", "stdin", NULL) < 0 ||
+	if (ws_only_keys(p, err, "session_id", "cmd", "env", "cwd", "timeout_s",
+			 "stream", "stdin", NULL) < 0 ||
 	    !(x = ws_find_sess(s, p, true, err)) || need_hub(x, err) < 0 ||
 	    ws_check_env(env, err) < 0 || cwd_param(p, &cwd, err) < 0 ||
 	    ws_get_str(p, "stdin", &in, err) < 0 ||
@@ -453,7 +457,8 @@ static int m_command(struct ws_server *s, json_t *p, ws_stream_fn fn,
 static json_t *ctx_json(const struct ws_ctx *c)
 {
 	return json_pack("{s:s, s:s, s:s}", "context_id", c->id, "language",
-			 e2b_lang(c->lang), "cwd", c->cwd ? c->cwd : TRACER_HOME);
+			 e2b_lang(c->lang), "cwd",
+			 c->cwd ? c->cwd : TRACER_HOME);
 }
 
 static int m_ctx_create(struct ws_server *s, json_t *p, json_t **result,

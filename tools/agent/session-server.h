@@ -29,11 +29,12 @@ enum {
  * run by a python session's driver as the hub (drivers/python.py): sent
  * as a frame whose body is JSON instead of code. */
 struct cell_ext {
-	const char *lang; /* what answers: "python" (the hub itself, which
-			   * also runs commands), "node" or "sh" */
-	char *body;	  /* the frame's body */
+	/* what answers: "python" (the hub itself, which also runs
+	 * commands), "node" or "sh" */
+	const char *lang;
+	char *body; /* the frame's body, len bytes */
 	size_t len;
-	json_t *mark;	  /* merged into the result object, recorded too */
+	json_t *mark; /* merged into the result object, recorded too */
 };
 struct ws_ctxs;
 
@@ -73,8 +74,10 @@ struct sess {
 	bool retired;	/* a one-shot's: its driver has EOF and its worker
 			 * ends on its own (its record too); expire() reaps
 			 * it. Not listed, not found, not counted. */
-	struct cell_ext *ext; /* the cell running now, when session-ctx.c's */
-	struct ws_ctxs *cx;   /* session-ctx.c's contexts (NULL: none yet) */
+	/* session-ctx.c's: the cell running now when it is one of its, and
+	 * the session's contexts (NULL: none yet) */
+	struct cell_ext *ext;
+	struct ws_ctxs *cx;
 };
 
 struct ws_server {

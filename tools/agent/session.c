@@ -473,8 +473,9 @@ static bool valid_lang(const char *l)
 	       (!strcmp(l, "python") || !strcmp(l, "node") || !strcmp(l, "sh"));
 }
 
-/* Checks that obj has only the keys named (NULL-terminated). */
-static int only_keys_v(json_t *obj, struct ws_error *err, va_list names)
+/* Checks that obj has only the keys named (NULL-terminated). Shared with
+ * session-ctx.c; only_keys here. */
+int ws_only_keys(json_t *obj, struct ws_error *err, ...)
 {
 	const char *k;
 	json_t *v;
@@ -484,7 +485,7 @@ static int only_keys_v(json_t *obj, struct ws_error *err, va_list names)
 		va_list ap;
 		const char *a;
 		bool ok = false;
-		va_copy(ap, names);
+		va_start(ap, err);
 		while ((a = va_arg(ap, const char *)))
 			if (!strcmp(a, k))
 				ok = true;
@@ -495,28 +496,7 @@ static int only_keys_v(json_t *obj, struct ws_error *err, va_list names)
 	}
 	return 0;
 }
-
-static int only_keys(json_t *obj, struct ws_error *err, ...)
-{
-	va_list ap;
-	int rc;
-
-	va_start(ap, err);
-	rc = only_keys_v(obj, err, ap);
-	va_end(ap);
-	return rc;
-}
-
-int ws_only_keys(json_t *obj, struct ws_error *err, ...)
-{
-	va_list ap;
-	int rc;
-
-	va_start(ap, err);
-	rc = only_keys_v(obj, err, ap);
-	va_end(ap);
-	return rc;
-}
+#define only_keys ws_only_keys
 
 static int get_str(json_t *p, const char *key, const char **out,
 		   struct ws_error *err)
@@ -884,7 +864,8 @@ static int m_run(struct ws_server *s, json_t *p, ws_stream_fn fn, void *arg,
 		return rc;
 	}
 	/* One-shot: a fresh session for this code alone. */
-	if (json_object_get(p, "context_id"))
+	if (json_object_get(p, "context_id") &&
+	    !json_is_null(json_object_get(p, "context_id")))
 		return ws_fail(err, WS_E_PARAMS,
 			       "params.context_id: contexts are a session's; "
 			       "give its session_id");
@@ -1193,8 +1174,7 @@ int ws_call(struct ws_server *s, const char *method, json_t *params,
 		rc = m_read(s, p, result, err);
 	else if (!strcmp(method, "files.list"))
 		rc = m_files(s, p, result, err);
-	else if ((rc = ws_ctx_call(s, method, p, fn, fn_arg, result, err)) ==
-		 1)
+	else if ((rc = ws_ctx_call(s, method, p, fn, fn_arg, result, err)) == 1)
 		rc = ws_fail(err, WS_E_METHOD,
 			     "unknown method '%s'; methods: session.create, "
 			     "session.list, session.close, run, files.write, "
