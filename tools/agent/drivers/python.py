@@ -385,6 +385,9 @@ def _kid_start(lang, m):
         os.close(w)
         os.chdir(here)
     kid = [pid, a, r, lang]
+    if not _kids:
+        import atexit
+        atexit.register(_kids_close)
     if _kid_line(kid, b'"ward":"ready"') is None:  # dropped
         _kid_end(kid)
         raise OSError("the %s driver ended as it started" % lang)
@@ -406,15 +409,35 @@ def _kid_end(kid):
         return None
 
 
+def _kids_close():
+    # The session is over: each kid gets EOF and ends (sh: its background
+    # jobs too), so that the session's run ends with them, not by ward
+    # ending what its interpreter left; one that lingers is killed.
+    import time
+    for kid in _kids.values():
+        kid[1].close()
+    end = time.monotonic() + 2
+    for kid in _kids.values():
+        while time.monotonic() < end and _kid_alive(kid):
+            time.sleep(0.005)
+        _kid_end(kid)
+
+
+def _kid_alive(kid):
+    try:
+        return os.waitpid(kid[0], os.WNOHANG)[0] == 0
+    except ChildProcessError:
+        return False
+
+
 def _kid_line(kid, mark):
     # The kid's result lines up to the one with mark (the cell's nonce),
     # or None at its end: frames the code wrote before it pass on with it,
     # for the server to reject. Meanwhile cancel lines for the kid on fd 5
-    # are passed on, and so is a SIGINT.
+    # are passed on (and _kid_cell passes a SIGINT on).
     import select
     global _buf
     got, fds = b"", [kid[2], _CELL_FD]
-    _signal.signal(_signal.SIGINT, lambda s, f: _kid_int(kid))
     try:
         while not got.endswith(b"\n") or mark not in got:
             ready = select.select(fds, [], [])[0]
@@ -429,8 +452,8 @@ def _kid_line(kid, mark):
                     fds = [kid[2]]  # closed: the kid's answer still counts
                 _buf += chunk
                 _kid_cancels(kid)
-    finally:
-        _signal.signal(_signal.SIGINT, _sigint)
+    except OSError:
+        return None
     return got
 
 
@@ -501,11 +524,14 @@ def _kid_cell(h, m):
         body = code.encode("utf-8", "replace")
         head = b"%s %d %g %d\n" % (h["nonce"].encode(), h["n"],
                                    h.get("timeout_s", 0), code.count("\n"))
+    _signal.signal(_signal.SIGINT, lambda s, f: _kid_int(kid))
     try:
         kid[1].sendall(head + body)
         line = _kid_line(kid, b'"nonce":"%s"' % h["nonce"].encode())
     except OSError:
         line = None
+    finally:
+        _signal.signal(_signal.SIGINT, _sigint)
     if line is not None:
         return line
     del _kids[key]
