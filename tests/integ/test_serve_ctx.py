@@ -261,3 +261,59 @@ def test_help_lists_the_methods(ctx):
     for m in ("context.create", "context.list", "context.remove", "context.restart",
               "command.run", "context_id"):
         assert m in r.stdout, m
+
+
+def test_cancel_interrupts_a_js_or_bash_cell_of_a_python_session(ctx):
+    # through ward mcp, whose notifications/cancelled interrupts the
+    # running cell: the hub passes the SIGINT (and node's cancel line) on
+    import time
+    from test_mcp import Mcp, _start_call, _until, _started, _cancel, text_of
+    m = Mcp(ctx, "--profile", OPEN)
+    m.initialize()
+    s = m.call("create_session", language="python")["structuredContent"]
+    sid = s["session_id"]
+    cases = [("node", "var x = 7", "console.log('started'); for (;;) {}", "x"),
+             ("node", None, "new Promise(() => setTimeout(() => console.log('started'), 50))",
+              "x"),
+             ("sh", "x=7", "echo started; sleep 30", "echo $x")]
+    want = []
+    for i, (lang, setup, code, probe) in enumerate(cases):
+        if setup:
+            r = m.call("run_code", session_id=sid, language=lang, code=setup)
+            assert not r.get("isError"), r
+            want.append("ok")
+        rid = _start_call(m, "run_code", progress="t%d" % i, session_id=sid, language=lang,
+                          code=code)
+        _until(m, _started("t%d" % i))
+        t = time.monotonic()
+        _cancel(m, rid)
+        r = m.request("tools/call", {"name": "run_code", "arguments": {
+            "session_id": sid, "language": lang, "code": probe}})
+        assert time.monotonic() - t < 10, (lang, r)
+        assert "7" in text_of(r["result"]), (lang, r)
+        want += ["cancelled", "ok"]
+    r = m.call("run_code", session_id=sid, code="'python still here'")
+    assert "python still here" in text_of(r), r
+    assert m.close() == 0
+    cells = ctx.sql("select n, status from cells where run_id=? order by n", s["run_id"])
+    assert [c["status"] for c in cells] == want + ["ok"], cells
+
+
+def test_js_and_bash_timeouts_keep_their_context(ctx):
+    s = serve(ctx)
+    sid = s.create(profile=OPEN)
+    s.run(sid, "var x = 7", language="js")
+    r = s.run(sid, "for (;;) {}", language="js", timeout_s=1)
+    assert r["status"] == "timeout" and r["interrupted"] is True, r
+    assert "timed out" in r["error"]["value"], r
+    assert _main(s.run(sid, "x", language="js")) == "7"
+    s.run(sid, "y=8", language="bash")
+    r = s.run(sid, "sleep 30", language="bash", timeout_s=1)
+    assert r["status"] == "timeout" and r["duration_ms"] < 5000, r
+    assert _stdout(s.run(sid, "echo $y", language="bash")) == "8\n"
+    r = s.run(sid, "process.exit(3)", language="js")
+    assert (r["status"], r["exit_code"], r["error"]["name"]) == ("error", 3, "ContextEnded"), r
+    assert not r["policy"]["denials"], r  # nothing signalled that was gone
+    r = s.run(sid, "typeof x", language="js")  # a new node: x is gone
+    assert _main(r) == "'undefined'", r
+    assert s.close() == 0
