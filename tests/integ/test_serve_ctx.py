@@ -116,7 +116,8 @@ def test_context_restart_clears_and_remove_forgets(ctx):
     for c in (p, j, b):
         assert s.ok("context.restart", {"session_id": sid, "context_id": c["context_id"]}) == \
             {"context_id": c["context_id"], "restarted": True}
-    assert run("v", p)["error"]["name"] == "NameError"
+    r = run("v", p)
+    assert r["error"]["name"] == "NameError" and not r["policy"]["denials"], r
     assert _main(run("typeof w", j)) == "'undefined'"
     assert _stdout(run('echo "[$Q]"', b)) == "[]\n"
     assert s.ok("context.remove", {"session_id": sid, "context_id": j["context_id"]}) == \

@@ -395,18 +395,22 @@ def _kid_start(lang, m):
 
 
 def _kid_end(kid):
-    # Its group killed, unless it is gone (its pid, its group's id, may
-    # then name nothing: the policy would refuse the signal).
-    kid[1].close()
-    os.close(kid[2])
+    # Its group killed while its channel is still open (at EOF it would
+    # end by itself: a group gone, or a zombie's, is not the run's to
+    # signal), unless it is gone already; then its status.
     try:
         pid, st = os.waitpid(kid[0], os.WNOHANG)
         if pid == 0:
-            os.killpg(kid[0], _signal.SIGKILL)
+            try:
+                os.killpg(kid[0], _signal.SIGKILL)
+            except OSError:
+                pass
             st = os.waitpid(kid[0], 0)[1]
-        return st
     except ChildProcessError:  # a cell reaped it
-        return None
+        st = None
+    kid[1].close()
+    os.close(kid[2])
+    return st
 
 
 def _kids_close():
@@ -506,8 +510,8 @@ def _kid_cell(h, m):
             kid = _kids[key] = _kid_start(lang, m)
         except OSError as e:
             return _failed(h, "InterpreterStartError",
-                           "cannot start %s for this context: %s"
-                           % (m["argv0"], e), 126)
+                           "cannot start %s for this context (in %s): %s"
+                           % (m["argv0"], m.get("cwd") or _HOME, e), 126)
     env = m.get("env") or None
     if lang == "node":
         body = m["code"].encode("utf-8", "replace")
@@ -561,8 +565,8 @@ def _command(h, m):
                              stdin=(subprocess.DEVNULL if stdin is None
                                     else subprocess.PIPE), **group)
     except OSError as e:
-        return _failed(h, "CommandStartError", "cannot run %s: %s"
-                       % (m["argv0"], e), 126)
+        return _failed(h, "CommandStartError", "cannot run %s in %s: %s"
+                       % (m["argv0"], m.get("cwd") or _HOME, e), 126)
     t = h.get("timeout_s", 0) or None
     _in_cell[0] = True
     try:
@@ -588,17 +592,20 @@ def _command(h, m):
 
 def _ext(ns, h, body):
     import json
-    m = json.loads(body)
-    for cid in m.get("drop") or ():
-        _drop(cid)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    if m["op"] == "command":
-        frame = _command(h, m)
-    elif m["lang"] == "python":
-        frame = _py_cell(ns, h, m)
-    else:
-        frame = _kid_cell(h, m)
+    try:
+        m = json.loads(body)
+        for cid in m.get("drop") or ():
+            _drop(cid)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if m["op"] == "command":
+            frame = _command(h, m)
+        elif m["lang"] == "python":
+            frame = _py_cell(ns, h, m)
+        else:
+            frame = _kid_cell(h, m)
+    except Exception as e:  # the hub's own bug: the session goes on
+        frame = _failed(h, "HubError", "ward's hub failed: %r" % (e,))
     sys.stdout.flush()
     sys.stderr.flush()
     _put(frame)
