@@ -404,13 +404,22 @@ static json_t *artifacts(struct ws_server *s, struct sess *x,
 	return c.list;
 }
 
+/* The language whose driver answers the cell running in x. */
+static const char *cell_lang(const struct sess *x)
+{
+	return x->ext ? x->ext->lang : x->lang;
+}
+
 static int send_cell(struct sess *x, struct cell *c, const char *code,
 		     size_t len, double timeout)
 {
 	char head[256];
 	int rc;
 
-	if (!strcmp(x->lang, "sh")) {
+	if (x->ext) { /* the hub's: a JSON body (session-ctx.c) */
+		code = x->ext->body;
+		len = x->ext->len;
+	} else if (!strcmp(x->lang, "sh")) {
 		size_t lines = 0;
 		for (size_t i = 0; i < len; i++)
 			lines += code[i] == '\n';
@@ -424,9 +433,10 @@ static int send_cell(struct sess *x, struct cell *c, const char *code,
 			rc = ws_write_all(x->cells, "\n", 1);
 		return rc;
 	}
-	snprintf(head, sizeof(head),
-		 "{\"n\":%lld,\"nonce\":\"%s\",\"timeout_s\":%g,\"len\":%zu}\n",
-		 c->n, c->nonce, timeout, len);
+	snprintf(
+		head, sizeof(head),
+		"{\"n\":%lld,\"nonce\":\"%s\",\"timeout_s\":%g,\"len\":%zu%s}\n",
+		c->n, c->nonce, timeout, len, x->ext ? ",\"x\":1" : "");
 	rc = ws_write_all(x->cells, head, strlen(head));
 	return rc ? rc : ws_write_all(x->cells, code, len);
 }
@@ -530,7 +540,7 @@ static void cancel_line(struct sess *x, const struct cell *c)
 	char line[80];
 	int n;
 
-	if (strcmp(x->lang, "node") || x->cells < 0)
+	if (strcmp(cell_lang(x), "node") || x->cells < 0)
 		return;
 	n = snprintf(line, sizeof(line), "{\"cancel\":\"%s\"}\n", c->nonce);
 	/* gone or full: nothing more to do */
@@ -569,7 +579,7 @@ static bool await_result(struct cell *c, long long deadline, long long int_at)
 		/* sh: a SIGINT that came while the shell was starting a
 		 * command missed it (the shell only notes it): again */
 		bool again = (c->cancelled || c->overdue) &&
-			     !strcmp(x->lang, "sh");
+			     !strcmp(cell_lang(x), "sh");
 		long long wait = left > 1000 ? 1000 : left;
 		if (again && wait > 200)
 			wait = 200;
@@ -888,7 +898,8 @@ int ws_run_cell(struct ws_server *s, struct sess *x, const char *code,
 	long long start_ns = ws_realtime_ns(), t0 = ws_mono_ms();
 	long long deadline = t0 + (long long)(timeout * 1000);
 	int rc = x->dead ? -EPIPE : send_cell(x, c, code, len, timeout);
-	bool by_ward = strcmp(x->lang, "python") && timeout > 0; /* sh, node */
+	bool by_ward = strcmp(cell_lang(x), "python") &&
+		       timeout > 0; /* sh, node */
 	long long int_at = by_ward ? deadline : 0;
 	bool got = !rc && await_result(c, deadline + GRACE_MS, int_at);
 	stream_out(c, 1, NULL, 0); /* what is left of a cut character */
@@ -917,6 +928,8 @@ int ws_run_cell(struct ws_server *s, struct sess *x, const char *code,
 	json_t *o = result_object(s, c, ce.status, ce.timed_out, ce.interrupted,
 				  ce.error, t0, start_ns, end_ns, arts,
 				  one_shot, cl);
+	if (x->ext)
+		ws_ctx_mark(x, o);
 	char *rj = json_dumps(o, JSON_COMPACT);
 	struct audit_cell ac = {
 		.run_id = x->run_id,

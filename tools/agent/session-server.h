@@ -47,6 +47,20 @@ struct ws_waiter {
  * thread that set busy: the running cell's, or the one pumping it; the
  * workdir (wd_fd, view) may be used by any call holding a reference.
  */
+
+/* A cell of session-ctx.c (another language, a context, env, a command),
+ * run by a python session's driver as the hub (drivers/python.py): sent
+ * as a frame whose body is JSON instead of code. */
+struct cell_ext {
+	/* what answers: "python" (the hub itself, which also runs
+	 * commands), "node" or "sh" */
+	const char *lang;
+	char *body; /* the frame's body, len bytes */
+	size_t len;
+	json_t *mark; /* merged into the result object, recorded too */
+};
+struct ws_ctxs;
+
 struct sess {
 	struct sess *next; /* [s] */
 	int refs;	   /* [s] */
@@ -96,6 +110,10 @@ struct sess {
 	bool retired;	/* a one-shot's: its driver has EOF and its worker
 			 * ends on its own (its record too); expire() reaps
 			 * it. Not listed, not found, not counted. */
+	/* session-ctx.c's: the cell running now when it is one of its, and
+	 * the session's contexts (NULL: none yet; [s]) */
+	struct cell_ext *ext;
+	struct ws_ctxs *cx;
 };
 
 /* A session that is gone, remembered so that a request naming it learns
@@ -150,18 +168,47 @@ void ws_read_ctl(struct sess *x);
 void ws_sess_stop(struct sess *x);
 
 /* Requests (session.c): params checked (only the keys named, up to a
- * NULL; a string or nothing), and the session a request names with a
- * reference (NULL: err says why), given back with ws_sess_put. */
+ * NULL; a string, a positive number or nothing; an env object), and the
+ * session a request names with a reference (NULL: err says why), given
+ * back with ws_sess_put. */
 int ws_only_keys(json_t *obj, struct ws_error *err, ...);
 int ws_get_str(json_t *p, const char *key, const char **out,
 	       struct ws_error *err);
+int ws_get_num(json_t *p, const char *key, double *out, struct ws_error *err);
+int ws_check_env(json_t *env, struct ws_error *err);
 struct sess *ws_find_sess(struct ws_server *s, json_t *p, bool need,
 			  struct ws_error *err);
 void ws_sess_put(struct ws_server *s, struct sess *x);
+/* A session's turn (FIFO, one cell or command at a time): 0 (x is busy
+ * with cancel as its cell's), 1 (cancelled while waiting: answer
+ * ws_cancelled_result), -1 (x was closed meanwhile; err says why); given
+ * back with ws_end_turn (res: the answer, or NULL), which also closes a
+ * session whose interpreter ended. */
+int ws_take_turn(struct ws_server *s, struct sess *x, struct ws_cancel *cancel,
+		 struct ws_error *err);
+void ws_end_turn(struct ws_server *s, struct sess *x, json_t *res);
+json_t *ws_cancelled_result(const struct sess *x);
 
 /* files.* (session-files.c): 0 or -1 as ws_call; 1: not such a method. */
 int ws_files_call(struct ws_server *s, const char *method, json_t *p,
 		  json_t **res, struct ws_error *err);
+
+/* Contexts, other languages, commands (session-ctx.c): a language's
+ * canonical name (js -> node, bash -> sh; others as given); whether a
+ * run in x needs the hub (under the server's lock); the run then, in x's
+ * turn; the context.* and command.run methods (1: not one of them); the
+ * result object of an ext cell marked (before it is recorded); x's
+ * contexts freed. */
+const char *ws_lang_canon(const char *lang);
+bool ws_ctx_wanted(const struct sess *x, json_t *p, const char *lang);
+int ws_ctx_run(struct ws_server *s, struct sess *x, json_t *p, ws_stream_fn fn,
+	       void *fn_arg, struct ws_cancel *cancel, json_t **result,
+	       struct ws_error *err);
+int ws_ctx_call(struct ws_server *s, const char *method, json_t *p,
+		ws_stream_fn fn, void *fn_arg, struct ws_cancel *cancel,
+		json_t **result, struct ws_error *err);
+void ws_ctx_mark(const struct sess *x, json_t *o);
+void ws_ctx_free(struct sess *x);
 
 /* Cells (session-cell.c): the time limit a cell gets, idle sessions'
  * output read (ws_pump_idle takes the server's lock and skips busy

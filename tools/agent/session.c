@@ -404,6 +404,7 @@ static void sess_free(struct sess *x)
 	free(x->resbuf);
 	json_decref(x->pending_errors);
 	json_decref(x->metadata);
+	ws_ctx_free(x);
 	pthread_cond_destroy(&x->turn);
 	free(x);
 }
@@ -550,7 +551,7 @@ int ws_get_str(json_t *p, const char *key, const char **out,
 	return 0;
 }
 
-static int get_num(json_t *p, const char *key, double *out,
+int ws_get_num(json_t *p, const char *key, double *out,
 		   struct ws_error *err)
 {
 	json_t *v = json_object_get(p, key);
@@ -664,6 +665,26 @@ static int reserve_slot(struct ws_server *s, struct ws_error *err)
 	return 0;
 }
 
+/* params.env: absent, null, or an object of strings named without '='. */
+int ws_check_env(json_t *env, struct ws_error *err)
+{
+	const char *k;
+	json_t *v;
+
+	if (env && !json_is_null(env) && !json_is_object(env))
+		return ws_fail(err, WS_E_PARAMS,
+			       "params.env: must be an object of strings");
+	json_object_foreach(env, k, v)
+	{
+		if (!json_is_string(v) || !*k || strchr(k, '='))
+			return ws_fail(err, WS_E_PARAMS,
+				       "params.env.%s: give a name without '=' "
+				       "and a string value",
+				       k);
+	}
+	return 0;
+}
+
 static int check_metadata(json_t *md, struct ws_error *err)
 {
 	const char *k;
@@ -693,35 +714,27 @@ static int sess_start(struct ws_server *s, json_t *p, struct ws_cancel *oneshot,
 			    .env = json_object_get(p, "env"),
 			    .metadata = json_object_get(p, "metadata"),
 			    .oneshot = oneshot };
-	const char *lang = "python", *k;
-	json_t *v, *env = st.env;
+	const char *lang = "python";
+	json_t *env = st.env;
 
 	if (ws_get_str(p, "language", &lang, err) < 0 ||
 	    ws_get_str(p, "profile", &st.profile, err) < 0 ||
 	    ws_get_str(p, "policy", &st.policy, err) < 0 ||
-	    get_num(p, "timeout_s", &st.timeout, err) < 0 ||
-	    get_num(p, "memory_mb", &st.memory_mb, err) < 0 ||
-	    get_num(p, "life_s", &st.life_s, err) < 0 ||
+	    ws_get_num(p, "timeout_s", &st.timeout, err) < 0 ||
+	    ws_get_num(p, "memory_mb", &st.memory_mb, err) < 0 ||
+	    ws_get_num(p, "life_s", &st.life_s, err) < 0 ||
 	    check_metadata(st.metadata, err) < 0)
 		return -1;
 	if (!lang)
 		lang = "python";
+	lang = ws_lang_canon(lang);
 	if (!valid_lang(lang))
 		return ws_fail(err, WS_E_PARAMS,
 			       "params.language: '%s' is not one of python, "
 			       "node, sh",
 			       lang);
-	if (env && !json_is_null(env) && !json_is_object(env))
-		return ws_fail(err, WS_E_PARAMS,
-			       "params.env: must be an object of strings");
-	json_object_foreach(env, k, v)
-	{
-		if (!json_is_string(v) || !*k || strchr(k, '='))
-			return ws_fail(err, WS_E_PARAMS,
-				       "params.env.%s: give a name without '=' "
-				       "and a string value",
-				       k);
-	}
+	if (ws_check_env(env, err) < 0)
+		return -1;
 	st.lang = lang;
 	if (!st.profile && !st.policy) {
 		st.profile = s->cfg.profile;
@@ -1053,7 +1066,7 @@ static int m_create(struct ws_server *s, json_t *p, json_t **res,
 	if (ws_only_keys(p, err, "language", "profile", "policy", "env",
 			 "timeout_s", "memory_mb", "life_s", "metadata",
 			 NULL) < 0 ||
-	    get_num(p, "life_s", &life, err) < 0 ||
+	    ws_get_num(p, "life_s", &life, err) < 0 ||
 	    sess_start(s, p, NULL, &x, err) < 0)
 		return -1;
 	life_ms(s, life, &capped);
@@ -1115,7 +1128,7 @@ static int m_update(struct ws_server *s, json_t *p, json_t **res,
 	struct sess *x;
 
 	if (ws_only_keys(p, err, "session_id", "life_s", NULL) < 0 ||
-	    get_num(p, "life_s", &life, err) < 0)
+	    ws_get_num(p, "life_s", &life, err) < 0)
 		return -1;
 	if (life <= 0)
 		return ws_fail(err, WS_E_PARAMS,
@@ -1159,7 +1172,7 @@ static int m_close(struct ws_server *s, json_t *p, json_t **res,
 }
 
 /* The result of a run cancelled before its cell started. */
-static json_t *cancelled_result(const struct sess *x)
+json_t *ws_cancelled_result(const struct sess *x)
 {
 	return json_pack("{s:s, s:s, s:n, s:s, s:i, s:i, s:{s:[], s:[]}, s:[], "
 			 "s:{s:s, s:s, s:s}, s:{}, s:[], s:{s:b, s:[], s:s}}",
@@ -1176,8 +1189,8 @@ static json_t *cancelled_result(const struct sess *x)
 /* Waits for x's turn (FIFO, behind its running cell and the runs queued
  * before); then x is busy with cancel as its cell's. 0; 1: cancelled
  * while waiting; -1: x was closed meanwhile (err says why). */
-static int take_turn(struct ws_server *s, struct sess *x,
-		     struct ws_cancel *cancel, struct ws_error *err)
+int ws_take_turn(struct ws_server *s, struct sess *x, struct ws_cancel *cancel,
+		 struct ws_error *err)
 {
 	struct ws_waiter w = { NULL }, **pp;
 	int rc = 0;
@@ -1212,7 +1225,7 @@ static int take_turn(struct ws_server *s, struct sess *x,
 
 /* x's cell is over: the next run may go; a session whose interpreter
  * ended is closed. */
-static void end_turn(struct ws_server *s, struct sess *x, json_t *res)
+void ws_end_turn(struct ws_server *s, struct sess *x, json_t *res)
 {
 	pthread_mutex_lock(&s->lock);
 	x->busy = false;
@@ -1240,7 +1253,7 @@ static int m_run(struct ws_server *s, json_t *p, ws_stream_fn fn, void *arg,
 
 	if (ws_only_keys(p, err, "code", "language", "session_id", "timeout_s",
 			 "stream", "profile", "policy", "env", "memory_mb",
-			 NULL) < 0)
+			 "context_id", NULL) < 0)
 		return -1;
 	if (!json_is_string(code))
 		return ws_fail(err, WS_E_PARAMS,
@@ -1250,12 +1263,14 @@ static int m_run(struct ws_server *s, json_t *p, ws_stream_fn fn, void *arg,
 		return ws_fail(err, WS_E_PARAMS,
 			       "params.stream: must be a boolean");
 	if (ws_get_str(p, "language", &lang, err) < 0 ||
-	    get_num(p, "timeout_s", &timeout, err) < 0)
+	    ws_get_num(p, "timeout_s", &timeout, err) < 0)
 		return -1;
+	if (lang)
+		lang = ws_lang_canon(lang);
 	if (lang && !valid_lang(lang))
 		return ws_fail(err, WS_E_PARAMS,
 			       "params.language: '%s' is not one of python, "
-			       "node, sh",
+			       "node (js), sh (bash)",
 			       lang);
 	if (!json_is_true(stream))
 		fn = NULL;
@@ -1264,32 +1279,37 @@ static int m_run(struct ws_server *s, json_t *p, ws_stream_fn fn, void *arg,
 		x = ws_find_sess(s, p, true, err);
 		if (!x)
 			return -1;
-		if (lang && strcmp(lang, x->lang)) {
-			ws_sess_put(s, x);
-			return ws_fail(
-				err, WS_E_PARAMS,
-				"params.language: session %s runs %s, not "
-				"%s",
-				x->id, x->lang, lang);
-		}
-		rc = take_turn(s, x, cancel, err);
+		rc = ws_take_turn(s, x, cancel, err);
 		if (rc == 1)
-			*res = cancelled_result(x);
+			*res = ws_cancelled_result(x);
 		if (rc) {
 			ws_sess_put(s, x);
 			return rc < 0 ? -1 : 0;
 		}
-		struct cell_limits cl = ws_cell_limits_of(
-			s, timeout > 0 ? timeout : x->timeout_s);
-		rc = ws_run_cell(s, x, json_string_value(code),
-				 json_string_length(code), &cl, fn, arg,
-				 cancel->fd, false, res, err);
-		end_turn(s, x, rc ? NULL : *res);
+		pthread_mutex_lock(&s->lock);
+		bool hub = ws_ctx_wanted(x, p, lang);
+		pthread_mutex_unlock(&s->lock);
+		if (hub) {
+			/* another language, a context, env: the hub's */
+			rc = ws_ctx_run(s, x, p, fn, arg, cancel, res, err);
+		} else {
+			struct cell_limits cl = ws_cell_limits_of(
+				s, timeout > 0 ? timeout : x->timeout_s);
+			rc = ws_run_cell(s, x, json_string_value(code),
+					 json_string_length(code), &cl, fn, arg,
+					 cancel->fd, false, res, err);
+		}
+		ws_end_turn(s, x, rc ? NULL : *res);
 		ws_sess_put(s, x);
 		return rc;
 	}
 	/* One-shot: a fresh session for this code alone, busy from the
 	 * start (nobody else can find it). */
+	if (json_object_get(p, "context_id") &&
+	    !json_is_null(json_object_get(p, "context_id")))
+		return ws_fail(err, WS_E_PARAMS,
+			       "params.context_id: contexts are a session's; "
+			       "give its session_id");
 	json_t *cp = json_deep_copy(p);
 	json_object_del(cp, "code");
 	json_object_del(cp, "stream");
@@ -1310,7 +1330,7 @@ static int m_run(struct ws_server *s, json_t *p, ws_stream_fn fn, void *arg,
 	pthread_mutex_lock(&s->lock);
 	x->retired = true;
 	pthread_mutex_unlock(&s->lock);
-	end_turn(s, x, NULL);
+	ws_end_turn(s, x, NULL);
 	ws_sess_put(s, x);
 	return rc;
 }
@@ -1470,11 +1490,16 @@ static int dispatch(struct ws_server *s, const char *method, json_t *p,
 	rc = ws_files_call(s, method, p, result, err);
 	if (rc <= 0)
 		return rc;
+	rc = ws_ctx_call(s, method, p, fn, fn_arg, cancel, result, err);
+	if (rc <= 0)
+		return rc;
 	return ws_fail(err, WS_E_METHOD,
 		       "unknown method '%s'; methods: session.create, "
 		       "session.list, session.update, session.close, run, "
 		       "files.write, files.read, files.list, files.stat, "
-		       "files.mkdir, files.remove, files.rename",
+		       "files.mkdir, files.remove, files.rename, "
+		       "context.create, context.list, context.remove, "
+		       "context.restart, command.run",
 		       method);
 }
 
@@ -1483,7 +1508,7 @@ int ws_call_c(struct ws_server *s, const char *method, json_t *params,
 	      json_t **result, struct ws_error *err)
 {
 	json_t *p = params ? params : json_object();
-	/* a run always has a cancel: session.close fires it */
+	/* a run (and a command) always has a cancel: session.close fires it */
 	struct ws_cancel *own = NULL;
 	int rc;
 
@@ -1495,7 +1520,8 @@ int ws_call_c(struct ws_server *s, const char *method, json_t *params,
 		goto out;
 	}
 	expire(s);
-	if (!cancel && method && !strcmp(method, "run") &&
+	if (!cancel && method &&
+	    (!strcmp(method, "run") || !strcmp(method, "command.run")) &&
 	    !(cancel = own = ws_cancel_new())) {
 		rc = ws_fail(err, WS_E_INTERNAL, "out of memory");
 		goto out;

@@ -80,7 +80,7 @@ int ws_call(struct ws_server *s, const char *method, json_t *params, ws_stream_f
  * Thread-safety: ws_call/ws_call_c may be called from any number of
  * threads at once. Calls on different sessions run in parallel. Control
  * methods (session.create, session.list, session.close, session.update,
- * files.*) never wait for a running cell. A "run" on a session whose cell
+ * files.*, context.*) never wait for a running cell. A "run" on a session whose cell
  * is running waits its turn (FIFO), and can be cancelled while it waits.
  * session.close of a session with a running cell ends it; that call
  * returns promptly (the run returns status "cancelled", with
@@ -102,7 +102,24 @@ int ws_call_c(struct ws_server *s, const char *method, json_t *params,
 	      ws_stream_fn fn, void *fn_arg, struct ws_cancel *cancel,
 	      json_t **result, struct ws_error *err);
 
-/* Additions beyond the shared contract. Close the sessions that were idle
+/* Additions beyond the shared contract.
+ *
+ * Methods of a python session (session-ctx.c; its driver hosts the rest):
+ *   "run" also takes {language?: "js" (node) | "bash" (sh), context_id?,
+ *                     env?: {NAME: value} for this cell alone}; its result
+ *                     then says "language" and "context_id"
+ *   "context.create"  {session_id, language?: python|js|bash, cwd?}
+ *                     -> {context_id, language, cwd}
+ *   "context.list"    {session_id} -> {contexts: [{context_id, language, cwd}]}
+ *   "context.remove"  {session_id, context_id} -> {context_id, removed: true}
+ *   "context.restart" {session_id, context_id} -> {context_id, restarted: true}
+ *   "command.run"     {session_id, cmd, env?, cwd?, timeout_s?, stream?, stdin?}
+ *                     -> {session_id, execution_count, status, exit_code, stdout,
+ *                         stderr, duration_ms, error (text|null), run_id,
+ *                         truncated, policy}
+ *                     (a command takes its session's turn like a run)
+ *
+ * Close the sessions that were idle
  * or alive too long (ws_call does too; a server waiting for input calls
  * this now and then), and read what idle sessions wrote. Any thread. */
 void ws_server_tick(struct ws_server *s);

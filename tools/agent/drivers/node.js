@@ -225,6 +225,22 @@
     return [h, code];
   }
 
+  // A cell's own environment variables (header "env", from the Python
+  // hub, drivers/python.py): set in process.env while the cell runs, put
+  // back as they were when its result leaves.
+  const keysOf = Object.keys;
+  function cellEnv(env) {
+    if (!env) return () => {};
+    const saved = keysOf(env).map((k) => [k, k in process.env, process.env[k]]);
+    for (const [k] of saved) process.env[k] = env[k];
+    return () => {
+      for (const [k, had, v] of saved) {
+        if (had) process.env[k] = v;
+        else delete process.env[k];
+      }
+    };
+  }
+
   function pump() {
     if (busy) {
       takeCancels();
@@ -234,11 +250,13 @@
     if (!c) return;
     busy = true;
     const t0 = Date.now();
+    const envBack = cellEnv(c[0].env);
     const [out, stopped, pending] = runCell(c[0], c[1]);
     // The result leaves at the event loop's next turn: the cell's promise
     // jobs and nextTick callbacks run first, so a rejection it left
     // unhandled is reported in its own stderr (below).
     const finish = (stop) => later(guarded(() => afterOutput(guarded(() => {
+      envBack();
       send(out);
       busy = false;
       pump();

@@ -729,6 +729,356 @@ def _run(ns, n, code, timeout):
 _exc = [None]  # the exception that ended the last cell
 
 
+# --- The hub: contexts, other languages, commands (tools/agent/session-ctx.c).
+# A frame whose header has "x" carries a JSON body instead of code: {op:
+# "run"|"command", lang, ctx, cwd, env, code | cmd, stdin, drop, driver?,
+# argv0}. Python contexts are globals dicts of this process; a js or bash
+# context is a driver of its own (drivers/node.js, drivers/sh.sh) that this
+# process starts on its first cell: a child in a process group of its own,
+# its fds 5 and 6 a socket and a pipe of this process, its stdout and
+# stderr this process's (the session's output). Its frames are passed on
+# as they are; a SIGINT (a timeout, a cancel) is passed on to its group.
+# Everything it does is the session's run: same supervisor, same policy.
+_ctx_ns = {}   # a python context's id -> its globals
+_ctx_cwd = {}  # a python context's id -> its working directory
+_kids = {}     # a js or bash context's id (its language: the default) -> kid
+_drivers = {}  # "node", "sh" -> the driver's text, as ward sent it
+_HOME = os.getcwd()  # the session's workdir, as the code sees it
+
+
+def _send_frame(frame):
+    data = (frame if isinstance(frame, bytes) else
+            (_json(frame) + "\n").encode("utf-8", "replace"))
+    while data:
+        data = data[os.write(_RESULT_FD, data):]
+
+
+def _fail_frame(h, name, value, code=1):
+    return {"nonce": h["nonce"], "n": h["n"], "results": [],
+            "error": {"name": name, "value": value, "traceback": ""},
+            "interrupted": False, "exit_code": code}
+
+
+def _fresh_ns():
+    return {"__name__": "__main__", "__builtins__": __builtins__}
+
+
+def _env_set(env):
+    # The cell's own variables, and what to put back after it.
+    saved = [(k, os.environ.get(k)) for k in env]
+    os.environ.update(env)
+    return saved
+
+
+def _env_back(saved):
+    for k, v in saved:
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def _drop(cid):
+    # A context removed or restarted: its state goes now.
+    _ctx_ns.pop(cid, None)
+    _ctx_cwd.pop(cid, None)
+    kid = _kids.pop(cid, None)
+    if kid is not None:
+        _kid_end(kid)
+
+
+def _py_cell(ns, h, m):
+    cid, here = m.get("ctx"), None
+    g = ns if cid is None else _ctx_ns.setdefault(cid, _fresh_ns())
+    saved = _env_set(m.get("env") or {})
+    try:
+        if cid is not None:
+            here = os.getcwd()
+            os.chdir(_ctx_cwd.get(cid) or m.get("cwd") or _HOME)
+        results, error, interrupted = _run(g, h["n"], m["code"],
+                                           h.get("timeout_s", 0))
+        if cid is not None:
+            _ctx_cwd[cid] = os.getcwd()
+    except OSError as e:  # the context's directory is gone
+        results, error, interrupted = [], _error(e), False
+    finally:
+        _env_back(saved)
+        if here is not None:
+            try:
+                os.chdir(here)
+            except OSError:
+                pass
+    return _cell_frame(h, results, error, interrupted)
+
+
+def _kid_start(lang, m):
+    # [pid, cells socket, results fd, lang]; OSError when it cannot start
+    # (the policy refused the exec: the server names the rule).
+    import socket
+    drv = _drivers[lang]
+    argv = ([m["argv0"], "-e", drv] if lang == "node"
+            else [m["argv0"], "-c", drv, "sh"])
+    a, b = socket.socketpair()
+    r, w = os.pipe()
+    here = os.getcwd()
+    try:
+        os.chdir(m.get("cwd") or _HOME)
+        pid = os.posix_spawn(argv[0], argv, dict(os.environ), setpgroup=0,
+                             file_actions=[
+                                 (os.POSIX_SPAWN_DUP2, b.fileno(), 5),
+                                 (os.POSIX_SPAWN_DUP2, w, 6)])
+    except OSError:
+        a.close()
+        os.close(r)
+        raise
+    finally:
+        b.close()
+        os.close(w)
+        os.chdir(here)
+    kid = [pid, a, r, lang]
+    if not _kids:
+        import atexit
+        atexit.register(_kids_close)
+    if _kid_line(kid, b'"ward":"ready"') is None:  # dropped
+        _kid_end(kid)
+        raise OSError("the %s driver ended as it started" % lang)
+    return kid
+
+
+def _kid_end(kid):
+    # Its group killed while its channel is still open (at EOF it would
+    # end by itself: a group gone, or a zombie's, is not the run's to
+    # signal), unless it is gone already; then its status.
+    try:
+        pid, st = os.waitpid(kid[0], os.WNOHANG)
+        if pid == 0:
+            try:
+                os.killpg(kid[0], _signal.SIGKILL)
+            except OSError:
+                pass
+            st = os.waitpid(kid[0], 0)[1]
+    except ChildProcessError:  # a cell reaped it
+        st = None
+    kid[1].close()
+    os.close(kid[2])
+    return st
+
+
+def _kids_close():
+    # The session is over: each kid gets EOF and ends (sh: its background
+    # jobs too), so that the session's run ends with them, not by ward
+    # ending what its interpreter left; one that lingers is killed.
+    import time
+    for kid in _kids.values():
+        kid[1].close()
+    end = time.monotonic() + 2
+    for kid in _kids.values():
+        while time.monotonic() < end and _kid_alive(kid):
+            time.sleep(0.005)
+        _kid_end(kid)
+
+
+def _kid_alive(kid):
+    try:
+        return os.waitpid(kid[0], os.WNOHANG)[0] == 0
+    except ChildProcessError:
+        return False
+
+
+def _kid_line(kid, mark):
+    # The kid's result lines up to the one with mark (the cell's nonce),
+    # or None at its end: frames the code wrote before it pass on with it,
+    # for the server to reject. Meanwhile cancel lines for the kid on fd 5
+    # are passed on (and _kid_cell passes a SIGINT on).
+    import select
+    global _buf
+    got, fds = b"", [kid[2], _CELL_FD]
+    try:
+        while not got.endswith(b"\n") or mark not in got:
+            ready = select.select(fds, [], [])[0]
+            if kid[2] in ready:
+                chunk = os.read(kid[2], 65536)
+                if not chunk:
+                    return None
+                got += chunk
+            if _CELL_FD in ready:
+                chunk = os.read(_CELL_FD, 65536)
+                if not chunk:
+                    fds = [kid[2]]  # closed: the kid's answer still counts
+                _buf += chunk
+                _kid_cancels(kid)
+    except OSError:
+        return None
+    return got
+
+
+def _kid_int(kid):
+    try:
+        os.killpg(kid[0], _signal.SIGINT)
+    except OSError:
+        pass
+
+
+def _kid_cancels(kid):
+    global _buf
+    while _buf.startswith(b'{"cancel"') and b"\n" in _buf:
+        i = _buf.index(b"\n") + 1
+        if kid[3] == "node":
+            kid[1].sendall(bytes(_buf[:i]))
+        _buf = _buf[i:]
+
+
+def _shq(s):
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+def _sh_code(code, env):
+    # bash: the cell's variables exported around it and put back after;
+    # the code itself in an eval of its own, so that a syntax error in it
+    # leaves the putting back to run.
+    if not env:
+        return code
+    pre, post = [], ["__ward_rc=$?"]
+    for i, (k, v) in enumerate(env.items()):
+        if not k.isidentifier() or not k.isascii():
+            raise ValueError("env: %r is not a shell variable name" % k)
+        pre.append("__ward_h%d=${%s+1} __ward_o%d=${%s-}; export %s=%s"
+                   % (i, k, i, k, k, _shq(v)))
+        post.append('if [ -n "$__ward_h%d" ]; then %s=$__ward_o%d; '
+                    'else unset %s; fi' % (i, k, i, k))
+    post.append('__ward_ret() { return "$1"; }; __ward_ret "$__ward_rc"')
+    return "\n".join(pre + ["eval " + _shq(code)] + post)
+
+
+def _kid_cell(h, m):
+    lang, cid = m["lang"], m.get("ctx")
+    key = cid if cid is not None else lang
+    if "driver" in m:
+        _drivers[lang] = m["driver"]
+    kid = _kids.get(key)
+    if kid is None:
+        try:
+            kid = _kids[key] = _kid_start(lang, m)
+        except OSError as e:
+            return _fail_frame(h, "InterpreterStartError",
+                           "cannot start %s for this context (in %s): %s"
+                           % (m["argv0"], m.get("cwd") or _HOME, e), 126)
+    env = m.get("env") or None
+    if lang == "node":
+        body = m["code"].encode("utf-8", "replace")
+        head = ('{"n":%d,"nonce":"%s","timeout_s":%g,"len":%d,"env":%s}\n'
+                % (h["n"], h["nonce"], h.get("timeout_s", 0), len(body),
+                   _json(env))).encode()
+    else:
+        try:
+            code = _sh_code(m["code"], env)
+        except ValueError as e:
+            return _fail_frame(h, "ValueError", str(e))
+        if not code.endswith("\n"):
+            code += "\n"
+        body = code.encode("utf-8", "replace")
+        head = b"%s %d %g %d\n" % (h["nonce"].encode(), h["n"],
+                                   h.get("timeout_s", 0), code.count("\n"))
+    _signal.signal(_signal.SIGINT, lambda s, f: _kid_int(kid))
+    try:
+        kid[1].sendall(head + body)
+        line = _kid_line(kid, b'"nonce":"%s"' % h["nonce"].encode())
+    except OSError:
+        line = None
+    finally:
+        _signal.signal(_signal.SIGINT, _sigint)
+    if line is not None:
+        return line
+    del _kids[key]
+    st = _kid_end(kid)
+    code = (128 + os.WTERMSIG(st) if st is not None and os.WIFSIGNALED(st)
+            else os.WEXITSTATUS(st) if st is not None else 1)
+    return _fail_frame(h, "ContextEnded",
+                   "the %s interpreter of this context ended (status %d); "
+                   "its state is gone, the next cell starts a new one"
+                   % (lang, code), code)
+
+
+def _command(h, m):
+    # /bin/bash -c CMD in a process group of its own, its output the
+    # session's; its timeout kills the group; a SIGINT (a cancel) too.
+    import subprocess
+    frame = {"nonce": h["nonce"], "n": h["n"], "results": [], "error": None,
+             "interrupted": False, "exit_code": 0}
+    env = dict(os.environ)
+    env.update(m.get("env") or {})
+    stdin = m.get("stdin")
+    group = ({"process_group": 0} if sys.version_info >= (3, 11)
+             else {"start_new_session": True})
+    try:
+        p = subprocess.Popen([m["argv0"], "-c", m["cmd"]], env=env,
+                             cwd=m.get("cwd") or _HOME,
+                             stdin=(subprocess.DEVNULL if stdin is None
+                                    else subprocess.PIPE), **group)
+    except OSError as e:
+        return _fail_frame(h, "CommandStartError", "cannot run %s in %s: %s"
+                       % (m["argv0"], m.get("cwd") or _HOME, e), 126)
+    t = h.get("timeout_s", 0) or None
+    _in_cell[0] = True
+    try:
+        p.communicate(None if stdin is None else stdin.encode(), timeout=t)
+    except subprocess.TimeoutExpired:
+        frame["interrupted"] = True
+    except KeyboardInterrupt:
+        frame["error"] = {"name": "Cancelled", "value": "the command was "
+                          "killed when its request was cancelled",
+                          "traceback": ""}
+    finally:
+        _in_cell[0] = False
+        if p.returncode is None:
+            try:
+                os.killpg(p.pid, _signal.SIGKILL)
+            except OSError:
+                pass
+            p.wait()
+    rc = p.returncode
+    frame["exit_code"] = rc if rc >= 0 else 128 - rc
+    return frame
+
+
+def _ext(ns, h, body):
+    import json
+    try:
+        m = json.loads(body)
+        for cid in m.get("drop") or ():
+            _drop(cid)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if m["op"] == "command":
+            frame = _command(h, m)
+        elif m["lang"] == "python":
+            frame = _py_cell(ns, h, m)
+        else:
+            frame = _kid_cell(h, m)
+    except Exception as e:  # the hub's own bug: the session goes on
+        frame = _fail_frame(h, "HubError", "ward's hub failed: %r" % (e,))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    _send_frame(frame)
+
+
+def _cell_frame(h, results, error, interrupted):
+    # A python cell's result frame: with the exit code sys.exit gave and
+    # the escape lines that could not start.
+    frame = {"nonce": h["nonce"], "n": h["n"], "results": results,
+             "error": error, "interrupted": interrupted}
+    if isinstance(_exc[0], SystemExit):
+        # sys.exit(N) ends the cell, not the session, with N as its
+        # exit code, as the interpreter would exit with it
+        c = _exc[0].code
+        frame["exit_code"] = (0 if c is None else c & 0xff
+                              if isinstance(c, int) else 1)
+    _exc[0] = None
+    if _failed:
+        frame["shell_failed"] = list(_failed)
+    return frame
+
+
 def _main():
     ns = {"__name__": "__main__", "__builtins__": __builtins__}
     sys.modules["ward_display"] = _display_module()
@@ -740,30 +1090,21 @@ def _main():
         head = _read_line()
         if head is None:
             return
+        if head.startswith(b'{"cancel"'):
+            continue  # for a js cell that is over (_kid_line)
         h = _head(head)
         code = _read_exact(h["len"])
         if code is None:
             return
+        if "x" in h:
+            _ext(ns, h, code)
+            continue
         results, error, interrupted = _run(ns, h["n"],
                                            code.decode("utf-8", "replace"),
                                            h.get("timeout_s", 0))
         sys.stdout.flush()
         sys.stderr.flush()
-        frame = {"nonce": h["nonce"], "n": h["n"], "results": results,
-                 "error": error, "interrupted": interrupted}
-        if isinstance(_exc[0], SystemExit):
-            # sys.exit(N) ends the cell, not the session, with N as its
-            # exit code, as the interpreter would exit with it
-            c = _exc[0].code
-            frame["exit_code"] = (0 if c is None else c & 0xff
-                                  if isinstance(c, int) else 1)
-        _exc[0] = None
-        if _failed:
-            frame["shell_failed"] = _failed
-        frame = _json(frame) + "\n"
-        data = frame.encode("utf-8", "replace")
-        while data:
-            data = data[os.write(_RESULT_FD, data):]
+        _send_frame(_cell_frame(h, results, error, interrupted))
 
 
 _main()
