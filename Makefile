@@ -2,7 +2,7 @@
 # -Werror and runs every test; `make asan` does the same with ASan+UBSan in
 # build-asan/; `make deps` installs the Debian packages; `make bench` measures.
 
-PKGS     := libseccomp jansson sqlite3 libunwind-generic
+PKGS     := libseccomp jansson sqlite3 libunwind-generic libmicrohttpd
 CC       ?= cc
 O        ?= build
 CFLAGS   ?= -O2 -g

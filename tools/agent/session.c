@@ -112,8 +112,8 @@ static const char b64[] =
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /* Strict: only the alphabet, padding at the end. Returns -EINVAL. */
-static int base64_decode(const char *s, size_t n, unsigned char **out,
-			 size_t *len)
+int ws_base64_decode(const char *s, size_t n, unsigned char **out,
+		     size_t *len)
 {
 	unsigned char *p = malloc(n / 4 * 3 + 3);
 	size_t o = 0;
@@ -892,7 +892,7 @@ static int m_write(struct ws_server *s, json_t *p, json_t **res,
 		data = malloc(len + 1);
 		if (data)
 			memcpy(data, text, len);
-	} else if (base64_decode(b, strlen(b), &data, &len) < 0) {
+	} else if (ws_base64_decode(b, strlen(b), &data, &len) < 0) {
 		return ws_fail(err, WS_E_PARAMS,
 			       "params.base64: not valid base64 (RFC 4648, "
 			       "with padding)");

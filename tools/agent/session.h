@@ -65,6 +65,10 @@ int ws_call(struct ws_server *s, const char *method, json_t *params, ws_stream_f
 void ws_server_tick(struct ws_server *s);
 /* A new JSON string for arbitrary bytes: invalid UTF-8 becomes U+FFFD. */
 json_t *ws_json_text(const char *s, size_t len);
+/* Base64 (RFC 4648, padded, strict) to a malloc'd *out of *len bytes:
+ * 0, -EINVAL or -ENOMEM. */
+int ws_base64_decode(const char *s, size_t n, unsigned char **out,
+		     size_t *len);
 /* The audit database the server records to. */
 const char *ws_server_db(const struct ws_server *s);
 /* Cancelling (any thread, async-signal-safe): interrupts the cell that
