@@ -486,6 +486,24 @@ static void print_bound(struct MHD_Daemon *d, const struct sockaddr_storage *ss)
 	fflush(stdout);
 }
 
+static atomic_bool drained;
+
+/* While MHD stops: tasks still come (a create in flight) and would wait
+ * for the main thread forever; they get run here (their processes die with
+ * this thread, and the server is stopping anyway). */
+static void *drain_tasks(void *p)
+{
+	struct e2b *e = p;
+
+	while (!atomic_load(&drained)) {
+		struct pollfd q = { e->task_fd, POLLIN, 0 };
+		if (poll(&q, 1, 100) > 0)
+			e2b_run_tasks(e);
+	}
+	e2b_run_tasks(e);
+	return NULL;
+}
+
 int e2b_serve(struct ws_server *s, const struct e2b_options *o)
 {
 	struct sockaddr_storage ss;
@@ -535,15 +553,29 @@ int e2b_serve(struct ws_server *s, const struct e2b_options *o)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	long long last_tick = 0;
 	for (;;) {
-		struct pollfd q = { sig_pipe[0], POLLIN, 0 };
-		int n = poll(&q, 1, 1000);
-		if (n > 0)
+		struct pollfd q[2] = { { sig_pipe[0], POLLIN, 0 },
+				       { e->task_fd, POLLIN, 0 } };
+		int n = poll(q, 2, 1000);
+		if (n > 0 && q[0].revents)
 			break;
-		e2b_tick(e);
+		if (n > 0 && q[1].revents)
+			e2b_run_tasks(e);
+		if (e2b_now_ms() - last_tick >= 1000) {
+			e2b_tick(e);
+			last_tick = e2b_now_ms();
+		}
 	}
 	atomic_store(&stopping, true);
+	/* connections waiting for a task are answered while MHD stops */
+	pthread_t drain;
+	bool draining = !pthread_create(&drain, NULL, drain_tasks, e);
 	MHD_stop_daemon(d);
+	if (draining) {
+		atomic_store(&drained, true);
+		pthread_join(drain, NULL);
+	}
 	rc = 0;
 out:
 	e2b_free(e);

@@ -294,6 +294,13 @@ static void files_post(struct call *c)
 	const char *qpath = e2b_query(r, "path");
 	json_t *out = json_array(), *one;
 
+	if (!r->files && r->len > E2B_MAX_UPLOAD) {
+		fail(c, 413, "resource_exhausted",
+		     "the upload is over ward's limit of %d MiB a file",
+		     E2B_MAX_UPLOAD >> 20);
+		json_decref(out);
+		return;
+	}
 	if (!r->files) {
 		/* application/octet-stream: the body is the file */
 		one = write_one(c, qpath, r->body ? r->body : "", r->len);
@@ -877,9 +884,24 @@ static void execute(struct call *c)
 		return;
 	}
 	if (lang && !engine_lang(lang)) {
-		fail(c, 400, "invalid_argument",
-		     "language '%s' is not served by ward (python, js, bash)",
-		     lang);
+		/* an execution error: the SDK shows /execute's error bodies
+		 * only as "400 Bad Request" */
+		char msg[160];
+		snprintf(msg, sizeof(msg),
+			 "language '%.40s' is not served by ward (python, js, "
+			 "bash)",
+			 lang);
+		json_t *line = json_pack("{s:s, s:s, s:s, s:s}", "type", "error",
+					 "name", "WardError", "value", msg,
+					 "traceback", "");
+		char *t = line ? json_dumps(line, JSON_COMPACT) : NULL, *all = NULL;
+		json_decref(line);
+		if (t && asprintf(&all, "%s\n{\"type\":\"end_of_execution\"}\n",
+				  t) < 0)
+			all = NULL;
+		free(t);
+		e2b_reply_bytes(c->rp, 200, "application/x-ndjson", all,
+				all ? strlen(all) : 0);
 		json_decref(body);
 		return;
 	}

@@ -122,7 +122,17 @@ struct e2b {
 	struct sbx *list;
 	unsigned next_pid;
 	pthread_mutex_t engine_lock; /* TEMPORARY: one engine call at a time */
+	/* Calls that start processes run on the main thread: a session's
+	 * worker dies with the thread that forked it (PR_SET_PDEATHSIG), and
+	 * a connection's thread ends with its connection. */
+	pthread_t main;
+	int task_fd; /* eventfd: tasks are waiting */
+	struct e2b_task *tasks;
+	pthread_cond_t task_done;
 };
+
+/* Runs the waiting tasks (the main thread, when task_fd is readable). */
+void e2b_run_tasks(struct e2b *e);
 
 int e2b_new(struct ws_server *s, const char *api_key, struct e2b **out);
 /* Closes every sandbox (their runs are recorded as closed). */
