@@ -89,6 +89,12 @@ def _stdout(r):
     return "".join(r["logs"]["stdout"])
 
 
+def _files(s, sid):
+    """The regular files of a session's workdir, but its tmp/ and dotfiles."""
+    return sorted(f["path"] for f in s.ok("files.list", {"session_id": sid, "depth": 8})["files"]
+                  if f["type"] == "file" and not f["path"].startswith(("tmp/", ".")))
+
+
 def _main(r):
     mains = [x for x in r["results"] if x["is_main_result"]]
     return mains[0]["text"] if mains else None
@@ -207,7 +213,7 @@ def test_files_in_out_and_artifacts(ctx):
     assert rd["size"] == 8 and rd["sha256"] == hashlib.sha256(b"A,B\n1,2\n").hexdigest()
     rd = s.ok("files.read", {"session_id": sid, "path": "blob.bin"})
     assert base64.b64decode(rd["base64"]) == blob and "text" not in rd, rd
-    files = sorted(f["path"] for f in s.ok("files.list", {"session_id": sid})["files"])
+    files = _files(s, sid)
     assert files == ["blob.bin", "in.csv", "out/r.txt"], files
     # a cell that changes nothing reports nothing
     assert s.run(sid, "1")["artifacts"] == []
@@ -235,7 +241,7 @@ def test_file_paths_stay_inside_the_workdir(ctx):
     assert open(secret).read() == "top secret\n"
     assert not os.path.exists("/tmp/pwned")
     s.err("files.read", {"session_id": sid, "path": "missing.txt"}, FILE)
-    s.err("files.write", {"session_id": sid, "path": "nodir/x", "text": "x"}, FILE)
+    s.err("files.write", {"session_id": sid, "path": "link/x", "text": "x"}, FILE)
     s.err("files.write", {"session_id": sid, "path": "x", "text": "a", "base64": "YQ=="}, PARAMS)
     s.err("files.write", {"session_id": sid, "path": "x"}, PARAMS)
     s.err("files.write", {"session_id": sid, "path": "x", "base64": "!!"}, PARAMS)
@@ -494,7 +500,7 @@ def test_node_and_sh_files_streaming_output_and_denials(ctx):
             (lang, pol)
         rd = s.ok("files.read", {"session_id": sid, "path": "out/r.txt"})
         assert rd["text"] == "HELLO\n", (lang, rd)
-        files = sorted(f["path"] for f in s.ok("files.list", {"session_id": sid})["files"])
+        files = _files(s, sid)
         assert files == ["in.txt", "out/r.txt"], (lang, files)
         # more than a pipe holds, three times: Node queues what the pipe
         # cannot take; the result must still come after all of it
@@ -864,6 +870,221 @@ def test_eight_concurrent_sessions(ctx):
     assert {r["status"] for r in runs} == {"ok"}, runs
 
 
+def _send(s, rid, method, params=None):
+    req = {"id": rid, "method": method}
+    if params is not None:
+        req["params"] = params
+    s.send_raw((json.dumps(req) + "\n").encode())
+
+
+def _answers(s, n):
+    """The next n answers (events left out), by id, with when each came."""
+    t0, out = time.monotonic(), {}
+    while len(out) < n:
+        m = s.read()
+        if "event" not in m:
+            out[m["id"]] = (m, time.monotonic() - t0)
+    return out
+
+
+def test_sessions_run_in_parallel_and_control_is_answered_meanwhile(ctx):
+    """8 sessions each sleeping 1 s take about 1 s together, not 8; the
+    requests sent after them (list, create, files, ping, close) are
+    answered while the cells run: out of order, matched by id."""
+    s = serve(ctx)
+    ids = [s.create() for _ in range(8)]
+    spare = s.create()
+    t0 = time.monotonic()
+    for i, sid in enumerate(ids):
+        _send(s, "run%d" % i, "run", {"session_id": sid, "code": "import time\ntime.sleep(1)\n7"})
+    _send(s, "list", "session.list", {})
+    _send(s, "write", "files.write", {"session_id": ids[0], "path": "d/x.txt", "text": "hi"})
+    _send(s, "ping", "ping", {})
+    _send(s, "close", "session.close", {"session_id": spare})
+    _send(s, "create", "session.create", {"language": "sh"})
+    got = _answers(s, 13)
+    wall = time.monotonic() - t0
+    assert wall < 2.5, (wall, {k: round(v[1], 2) for k, v in got.items()})
+    for i in range(8):
+        r = got["run%d" % i][0]["result"]
+        assert r["status"] == "ok" and _main(r) == "7", r
+    control = ("list", "write", "ping", "close", "create")
+    assert max(got[k][1] for k in control) < min(got["run%d" % i][1] for i in range(8)), \
+        {k: round(v[1], 2) for k, v in got.items()}
+    lst = got["list"][0]["result"]["sessions"]
+    assert sum(x["running"] for x in lst) >= 1, lst
+    assert got["write"][0]["result"]["size"] == 2, got["write"]
+    assert got["close"][0]["result"] == {"session_id": spare, "closed": True}
+    assert s.close() == 0
+
+
+def test_runs_on_one_session_wait_their_turn(ctx):
+    s = serve(ctx)
+    sid = s.create()
+    for i in range(3):
+        _send(s, i, "run", {"session_id": sid,
+                            "code": "import time\ntime.sleep(0.3)\nseen = globals().get('seen', 0) + 1\nseen"})
+    got = _answers(s, 3)
+    assert sorted(_main(got[i][0]["result"]) for i in range(3)) == ["1", "2", "3"], got
+    assert min(v[1] for v in got.values()) > 0.25 and max(v[1] for v in got.values()) > 0.85, got
+    assert s.close() == 0
+
+
+def test_cancel_method_interrupts_a_cell_and_drops_a_queued_run(ctx):
+    s = serve(ctx)
+    sid = s.create()
+    _send(s, "long", "run", {"session_id": sid, "code": "import time\ntime.sleep(60)"})
+    _send(s, "next", "run", {"session_id": sid, "code": "print('never')"})
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    _send(s, "c1", "cancel", {"id": "next"})
+    _send(s, "c2", "cancel", {"id": "long"})
+    got = _answers(s, 4)
+    assert time.monotonic() - t0 < 5, got
+    assert got["c1"][0]["result"] == {"id": "next", "cancelled": True}, got
+    assert got["c2"][0]["result"] == {"id": "long", "cancelled": True}, got
+    nxt, lng = got["next"][0]["result"], got["long"][0]["result"]
+    assert nxt["status"] == "cancelled" and nxt["logs"]["stdout"] == [], nxt
+    assert lng["status"] == "cancelled" and lng["error"]["name"] == "KeyboardInterrupt", lng
+    # the session lives on; a cancel of nothing says so
+    assert s.run(sid, "1 + 1")["status"] == "ok"
+    assert s.ok("cancel", {"id": "nope"}) == {"id": "nope", "cancelled": False}
+    s.err("cancel", {}, PARAMS)
+    assert s.close() == 0
+    cells = ctx.sql("select n, status from cells order by n")
+    assert [(c["n"], c["status"]) for c in cells] == [(1, "cancelled"), (2, "ok")], cells
+
+
+def test_client_that_disconnects_cancels_its_running_cells(ctx):
+    s = serve(ctx)
+    sid = s.create()
+    run_id = s.ok("session.list", {})["sessions"][0]["run_id"]
+    _send(s, 9, "run", {"session_id": sid, "code": "import time\ntime.sleep(60)"})
+    assert wardtest.wait_until(
+        lambda: ctx.sql("select count(*) as n from processes where run_id = ?", run_id)[0]["n"] >= 1)
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    s.p.stdin.close()
+    s.p.stdout.close()  # the client is gone: nobody reads answers
+    assert s.p.wait(timeout=20) == 0
+    assert time.monotonic() - t0 < 10
+    s.p.stderr.close()
+    cells = ctx.sql("select status from cells where run_id = ?", run_id)
+    assert [c["status"] for c in cells] == ["cancelled"], cells
+    runs = ctx.sql("select status from runs where id = ?", run_id)
+    assert runs[0]["status"] == "ok", runs
+
+
+def test_end_of_input_answers_what_was_sent(ctx):
+    """A client that only stops sending (a heredoc) still gets every answer."""
+    p = subprocess.run([wardtest.ward_bin(), "serve", "--db", ctx.db],
+                       input=b'{"id":1,"method":"run","params":{"code":"import time\\ntime.sleep(0.5)\\n6*7"}}\n',
+                       capture_output=True, timeout=60, cwd=ctx.tmp)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["result"]["status"] == "ok" and _main(r["result"]) == "42", r
+    assert b"--listen" in p.stderr and b"one client" in p.stderr, p.stderr
+
+
+def test_close_ends_a_running_cell_promptly(ctx):
+    s = serve(ctx)
+    sid = s.create()
+    _send(s, "run", "run", {"session_id": sid, "code": "import time\ntime.sleep(60)"})
+    time.sleep(0.5)
+    _send(s, "close", "session.close", {"session_id": sid})
+    got = _answers(s, 2)
+    assert got["close"][1] < 5, got
+    r = got["run"][0]["result"]
+    assert r["status"] == "cancelled" and r["session_closed"] is True, r
+    msg = s.err("run", {"session_id": sid, "code": "1"}, NO_SESSION)
+    assert "was closed" in msg, msg
+    assert s.close() == 0
+
+
+def test_session_lifetime_update_and_metadata(ctx):
+    s = serve(ctx, "--max-life", "100")
+    now = time.time() * 1000
+    c = s.ok("session.create", {"life_s": 1, "metadata": {"user": "ann"}})
+    assert abs(c["expires_ms"] - (now + 1000)) < 1500, c
+    d = s.ok("session.create", {"life_s": 500})
+    assert d["life_capped_from"] == 500 and abs(d["expires_ms"] - (now + 100000)) < 1500, d
+    lst = {x["session_id"]: x for x in s.ok("session.list", {})["sessions"]}
+    a = lst[c["session_id"]]
+    assert a["metadata"] == {"user": "ann"} and a["running"] is False, a
+    assert a["expires_ms"] == c["expires_ms"] and abs(a["started_ms"] - now) < 1500, a
+    assert lst[d["session_id"]]["metadata"] == {}
+    u = s.ok("session.update", {"session_id": d["session_id"], "life_s": 2})
+    assert abs(u["expires_ms"] - (time.time() * 1000 + 2000)) < 1500, u
+    s.err("session.update", {"session_id": d["session_id"]}, PARAMS)
+    s.err("session.create", {"metadata": {"n": 1}}, PARAMS)
+    time.sleep(2.5)
+    for sid in (c["session_id"], d["session_id"]):
+        msg = s.err("run", {"session_id": sid, "code": "1"}, NO_SESSION)
+        assert "expired" in msg and "lifetime" in msg, msg
+    assert s.close() == 0
+
+
+def test_files_methods_mkdir_stat_list_remove_rename(ctx):
+    s = serve(ctx)
+    sid = s.create()
+    f = dict(session_id=sid)
+    w = s.ok("files.write", dict(f, path="a/b/c.txt", text="abc"))
+    assert w["size"] == 3, w
+    assert s.ok("files.mkdir", dict(f, path="x/y")) == {"path": "x/y", "created": True}
+    assert s.ok("files.mkdir", dict(f, path="x/y")) == {"path": "x/y", "created": False}
+    s.err("files.mkdir", dict(f, path="a/b/c.txt"), FILE)
+    s.run(sid, "open('.hidden', 'w').write('h')\nimport os\nos.symlink('a', 'ln')")
+    st = s.ok("files.stat", dict(f, path="a/b/c.txt"))
+    assert st["type"] == "file" and st["name"] == "c.txt" and st["size"] == 3, st
+    assert st["sha256"] == hashlib.sha256(b"abc").hexdigest() and st["mode"] == 0o644, st
+    assert st["mtime_ms"] > 0
+    assert s.ok("files.stat", dict(f, path="a"))["type"] == "dir"
+    ln = s.ok("files.stat", dict(f, path="ln"))
+    assert ln["type"] == "symlink" and "sha256" not in ln, ln
+    msg = s.err("files.stat", dict(f, path="nope"), FILE)
+    assert "no such file" in msg, msg
+    top = {e["path"]: e["type"] for e in s.ok("files.list", f)["files"]}
+    assert {"a": "dir", "x": "dir", ".hidden": "file", "ln": "symlink"}.items() <= top.items(), top
+    assert "a/b" not in top
+    sub = [e["path"] for e in s.ok("files.list", dict(f, path="a", depth=2))["files"]]
+    assert sub == ["a/b", "a/b/c.txt"], sub
+    s.err("files.list", dict(f, path="a/b/c.txt"), FILE)
+    s.err("files.list", dict(f, depth=0), PARAMS)
+    assert s.ok("files.rename", dict(f, **{"from": "a/b/c.txt", "to": "m/n.txt"})) == \
+        {"from": "a/b/c.txt", "to": "m/n.txt"}
+    assert s.ok("files.read", dict(f, path="m/n.txt"))["text"] == "abc"
+    assert s.ok("files.remove", dict(f, path="a")) == {"path": "a", "removed": True}
+    assert s.ok("files.remove", dict(f, path="ln")) == {"path": "ln", "removed": True}
+    s.err("files.stat", dict(f, path="a"), FILE)
+    s.err("files.remove", dict(f, path="."), FILE)
+    s.err("files.remove", dict(f, path="../x"), FILE)
+    r = s.run(sid, "import os\nsorted(os.listdir('.'))")
+    assert "'a'" not in _main(r) and "'ln'" not in _main(r) and "'m'" in _main(r), r
+    assert s.close() == 0
+
+
+def test_sys_exit_comes_back_as_the_exit_code(ctx):
+    s = serve(ctx)
+    for lang, code in (("python", "import sys\nsys.exit(3)"), ("node", "process.exit(3)"),
+                       ("sh", "exit 3")):
+        sid = s.create(language=lang)
+        r = s.run(sid, code)
+        assert r["exit_code"] == 3 and r["status"] == "error", (lang, r)
+    sid = s.create()
+    assert s.run(sid, "raise SystemExit")["exit_code"] == 0
+    assert s.run(sid, "1")["status"] == "ok"  # python's session lives on
+    assert s.close() == 0
+
+
+def test_too_long_request_line_is_answered_with_its_id(ctx):
+    s = serve(ctx)
+    s.send_raw(b'{"id": 77, "method": "run", "params": {"code": "' + b"x" * (17 << 20) + b'"}}\n')
+    m = s.read()
+    assert m["id"] == 77 and m["error"]["code"] == TOO_LARGE, m
+    assert s.ok("session.list", {}) == {"sessions": []}
+    assert s.close() == 0
+
+
 def test_session_limit_and_expiry(ctx):
     s = serve(ctx, "--max-sessions", "2", "--idle", "1")
     a = s.create()
@@ -872,7 +1093,8 @@ def test_session_limit_and_expiry(ctx):
     assert "2 sessions" in msg, msg
     time.sleep(1.5)
     # idle sessions expired: room again, and the old id is gone
-    s.err("run", {"session_id": a, "code": "1"}, NO_SESSION)
+    msg = s.err("run", {"session_id": a, "code": "1"}, NO_SESSION)
+    assert "expired" in msg and "idle" in msg, msg
     assert s.ok("session.list", {})["sessions"] == []
     s.create()
     assert s.close() == 0

@@ -64,6 +64,7 @@ struct job {
 	struct job *next;
 	json_t *msg;
 	json_t *id; /* the request's id (in msg); NULL for a batch */
+	struct ws_cancel *cancel; /* fired by notifications/cancelled */
 	bool cancelled;
 };
 
@@ -263,7 +264,8 @@ static json_t *tools_call(struct mcp *m, json_t *id, json_t *params)
 		m->progress_token = token;
 		m->progress = 0;
 	}
-	rc = ws_call(m->ws, t->method, wparams, on_stream, m, &result, &e);
+	rc = ws_call_c(m->ws, t->method, wparams, on_stream, m,
+		       m->running ? m->running->cancel : NULL, &result, &e);
 	m->progress_token = NULL;
 	json_decref(wparams);
 	if (rc < 0 || !result) {
@@ -335,6 +337,7 @@ static bool valid_id(json_t *id)
 static void job_free(struct job *j)
 {
 	json_decref(j->msg);
+	ws_cancel_free(j->cancel);
 	free(j);
 }
 
@@ -357,6 +360,7 @@ static json_t *enqueue(struct mcp *m, json_t *msg, json_t *id)
 	}
 	j->msg = json_incref(msg);
 	j->id = id;
+	j->cancel = ws_cancel_new();
 	if (m->tail)
 		m->tail->next = j;
 	else
@@ -379,8 +383,7 @@ static void cancel_request(struct mcp *m, json_t *params)
 		return;
 	pthread_mutex_lock(&m->lock);
 	if (m->running && m->running->id && json_equal(m->running->id, rid)) {
-		if (!m->running->cancelled)
-			ws_server_cancel(m->ws);
+		ws_cancel_fire(m->running->cancel);
 		m->running->cancelled = true;
 	} else {
 		for (struct job **pp = &m->head; *pp; pp = &(*pp)->next) {
@@ -440,7 +443,6 @@ static void *call_main(void *arg)
 
 		pthread_mutex_lock(&m->lock);
 		m->running = NULL;
-		ws_server_cancel_clear(m->ws); /* a cancel that came late */
 		bool drop = j->cancelled;
 		pthread_mutex_unlock(&m->lock);
 		if (drop)

@@ -18,16 +18,19 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
 
 #define MAX_LINE (16 << 20)
+#define MAX_INFLIGHT 256 /* requests answered at once */
 
 static void usage(FILE *f)
 {
@@ -41,15 +44,37 @@ static void usage(FILE *f)
 		"request:  {\"id\": 1, \"method\": \"run\", \"params\": {\"code\": \"1+1\"}}\n"
 		"response: {\"id\": 1, \"result\": {...}}  or  {\"id\": 1, \"error\": {\"code\", \"message\"}}\n"
 		"\n"
+		"Requests run at once, each on its own (a run waits only for the cell\n"
+		"running in its own session): answers come as they are ready, in any\n"
+		"order; match them by id. Output lines never interleave.\n"
+		"\n"
 		"methods:\n"
-		"  session.create {language?, profile?, policy?, env?, timeout_s?, memory_mb?}\n"
-		"  session.list   {}\n"
-		"  session.close  {session_id}\n"
+		"  session.create {language?, profile?, policy?, env?, timeout_s?, memory_mb?,\n"
+		"                  life_s?, metadata?}  -> {session_id, language, run_id,\n"
+		"                  expires_ms}\n"
+		"  session.list   {}  (each: session_id, language, run_id, execution_count,\n"
+		"                  created, last_used, started_ms, expires_ms, running,\n"
+		"                  metadata)\n"
+		"  session.update {session_id, life_s}  (it now ends life_s from now)\n"
+		"  session.close  {session_id}  (a running cell is interrupted)\n"
 		"  run            {code, session_id?, language?, timeout_s?, stream?}\n"
 		"                 (no session_id: a one-shot run in a fresh interpreter)\n"
-		"  files.write    {session_id, path, text | base64}\n"
+		"  ping           {}  -> {}\n"
+		"  cancel         {id}  (the request with that id: its cell is interrupted\n"
+		"                 and it answers status \"cancelled\")\n"
+		"  files.write    {session_id, path, text | base64}  (parents made)\n"
 		"  files.read     {session_id, path}\n"
-		"  files.list     {session_id}\n"
+		"  files.list     {session_id, path?, depth?}  (entries: path, name, type,\n"
+		"                  size, mode, mtime_ms, sha256 for files)\n"
+		"  files.stat     {session_id, path}\n"
+		"  files.mkdir    {session_id, path}\n"
+		"  files.remove   {session_id, path}  (a file or a whole directory)\n"
+		"  files.rename   {session_id, from, to}\n"
+		"Paths are relative to the session's workdir and stay inside it.\n"
+		"\n"
+		"End of input: the requests read are answered, then every session is\n"
+		"closed; a client that is gone (nobody reads stdout) has its running\n"
+		"cells cancelled.\n"
 		"\n"
 		"A run's output: logs.stdout and logs.stderr are arrays of text (the\n"
 		"whole, or head and tail; bytes that are not UTF-8 become U+FFFD);\n"
@@ -83,6 +108,11 @@ static void usage(FILE *f)
 		"  --max-timeout SEC    cap on any cell's timeout_s (none): a larger\n"
 		"                       one is capped, and the result says so\n"
 		"                       (timeout_s, timeout_capped_from)\n"
+		"  -v                   ward's own milestones on stderr\n"
+		"  -h, --help           this text\n"
+		"\n"
+		"Without --listen, ward serve serves one client over stdin/stdout and\n"
+		"says so on stderr.\n"
 		"\n"
 		"Error codes: -32700 parse error, -32600 invalid request, -32601 unknown\n"
 		"method, -32602 bad params, -32603 internal, -32001 no such session,\n"
@@ -121,72 +151,286 @@ static void e2b_defaults(struct ws_config *cfg, struct e2b_options *eo)
 	eo->max_life_s = cfg->max_life_s;
 }
 
-static void emit(json_t *o)
+/* The server's state: the requests in flight (each on its own thread)
+ * and stdout, one whole line at a time. */
+struct srv {
+	struct ws_server *ws;
+	pthread_mutex_t lock; /* reqs, n, broken */
+	pthread_cond_t done;  /* a request finished */
+	struct req *reqs;
+	int n;
+	bool broken; /* stdout's reader is gone */
+	pthread_mutex_t out;
+};
+
+struct req {
+	struct req *next;
+	struct srv *v;
+	json_t *msg, *id; /* id: in msg, or json_null() */
+	const char *method;
+	json_t *params;
+	struct ws_cancel *cancel;
+};
+
+static void cancel_all(struct srv *v)
 {
-	json_dumpf(o, stdout, JSON_COMPACT);
-	fputc('\n', stdout);
-	fflush(stdout);
-	json_decref(o);
+	pthread_mutex_lock(&v->lock);
+	for (struct req *r = v->reqs; r; r = r->next)
+		ws_cancel_fire(r->cancel);
+	pthread_mutex_unlock(&v->lock);
 }
 
-static void emit_error(json_t *id, int code, const char *msg)
+/* One line on stdout (jansson escapes newlines in strings: it cannot be
+ * split); lines of several threads never interleave. A reader that went
+ * away cancels every request (the client disconnected). */
+static void emit(struct srv *v, json_t *o)
 {
-	emit(json_pack("{s:O, s:{s:i, s:s}}", "id", id ? id : json_null(),
-		       "error", "code", code, "message", msg));
+	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	bool gone = false;
+
+	json_decref(o);
+	if (!text) {
+		warn("serve: cannot serialise a response (out of memory)");
+		return;
+	}
+	pthread_mutex_lock(&v->out);
+	if (fputs(text, stdout) < 0 || fputc('\n', stdout) < 0 ||
+	    fflush(stdout) < 0)
+		gone = true;
+	pthread_mutex_unlock(&v->out);
+	free(text);
+	if (gone) {
+		pthread_mutex_lock(&v->lock);
+		bool first = !v->broken;
+		v->broken = true;
+		pthread_mutex_unlock(&v->lock);
+		if (first)
+			debug("serve: stdout is gone: cancelling every request");
+		cancel_all(v);
+	}
 }
+
+static void emit_error(struct srv *v, json_t *id, int code, const char *msg)
+{
+	emit(v, json_pack("{s:O, s:{s:i, s:s}}", "id", id ? id : json_null(),
+			  "error", "code", code, "message", msg));
+}
+
+struct stream_arg {
+	struct srv *v;
+	json_t *id;
+};
 
 static void on_stream(void *arg, const char *stream, const char *data,
 		      size_t len, long long ts_ns)
 {
-	json_t *id = arg,
-	       *e = json_pack("{s:O, s:s, s:n, s:f}", "id", id, "event", stream,
-			      "data", "ts", (double)ts_ns / 1e9);
+	struct stream_arg *a = arg;
+	json_t *e = json_pack("{s:O, s:s, s:n, s:f}", "id", a->id, "event",
+			      stream, "data", "ts", (double)ts_ns / 1e9);
 
 	/* "data" is text (U+FFFD for bytes that are not UTF-8); exactly
 	 * when it is not the bytes, "data_base64" has them (chunks are cut
 	 * between characters: session.c) */
-	if (!e || ward_json_set_bytes(e, "data", data, len) < 0)
-		die("out of memory");
-	emit(e);
+	if (!e || ward_json_set_bytes(e, "data", data, len) < 0) {
+		json_decref(e);
+		warn("serve: out of memory for a stream event");
+		return;
+	}
+	emit(a->v, e);
 }
 
-static void handle(struct ws_server *s, const char *line, size_t len)
+static void req_free(struct req *r)
+{
+	json_decref(r->msg);
+	ws_cancel_free(r->cancel);
+	free(r);
+}
+
+/* A request's thread: the call, its answer, and its place in flight
+ * given up. */
+static void *req_main(void *arg)
+{
+	struct req *r = arg;
+	struct srv *v = r->v;
+	struct stream_arg sa = { v, r->id };
+	struct ws_error err;
+	json_t *result = NULL;
+
+	if (ws_call_c(v->ws, r->method, r->params, on_stream, &sa, r->cancel,
+		      &result, &err) < 0)
+		emit_error(v, r->id, err.code, err.message);
+	else
+		emit(v, json_pack("{s:O, s:o}", "id", r->id, "result", result));
+	pthread_mutex_lock(&v->lock);
+	for (struct req **pp = &v->reqs; *pp; pp = &(*pp)->next)
+		if (*pp == r) {
+			*pp = r->next;
+			break;
+		}
+	v->n--;
+	pthread_cond_broadcast(&v->done);
+	pthread_mutex_unlock(&v->lock);
+	req_free(r);
+	return NULL;
+}
+
+/* {"method": "cancel", "params": {"id": ID}}: the requests in flight with
+ * that id are cancelled (a run returns status "cancelled"; one waiting
+ * for its session's turn is dropped with that status). */
+static void cancel_method(struct srv *v, json_t *id, json_t *params)
+{
+	json_t *target = json_object_get(params, "id");
+	int n = 0;
+
+	if (!target || json_object_size(params) != 1) {
+		emit_error(v, id, WS_E_PARAMS,
+			   "cancel: params must be {\"id\": the id of the "
+			   "request to cancel}");
+		return;
+	}
+	pthread_mutex_lock(&v->lock);
+	for (struct req *r = v->reqs; r; r = r->next)
+		if (json_equal(r->id, target)) {
+			ws_cancel_fire(r->cancel);
+			n++;
+		}
+	pthread_mutex_unlock(&v->lock);
+	emit(v, json_pack("{s:O, s:{s:O, s:b}}", "id", id, "result", "id",
+			  target, "cancelled", n > 0));
+}
+
+/* Starts a request on a thread of its own; the answer comes when it is
+ * done, in any order (clients match answers by id). */
+static void start(struct srv *v, json_t *req, json_t *id, const char *method,
+		  json_t *params)
+{
+	struct req *r = calloc(1, sizeof(*r));
+	pthread_attr_t at;
+	pthread_t th;
+	int rc;
+
+	if (!r || !(r->cancel = ws_cancel_new())) {
+		free(r);
+		emit_error(v, id, WS_E_INTERNAL, "out of memory");
+		return;
+	}
+	r->v = v;
+	r->msg = json_incref(req);
+	r->id = id;
+	r->method = method;
+	r->params = params;
+	pthread_mutex_lock(&v->lock);
+	if (v->n >= MAX_INFLIGHT) {
+		pthread_mutex_unlock(&v->lock);
+		req_free(r);
+		emit_error(v, id, WS_E_LIMIT,
+			   "too many requests in flight; wait for answers "
+			   "before sending more");
+		return;
+	}
+	r->next = v->reqs;
+	v->reqs = r;
+	v->n++;
+	pthread_mutex_unlock(&v->lock);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&th, &at, req_main, r);
+	pthread_attr_destroy(&at);
+	if (rc) {
+		pthread_mutex_lock(&v->lock);
+		v->reqs = r->next; /* still first: only this thread adds */
+		v->n--;
+		pthread_mutex_unlock(&v->lock);
+		req_free(r);
+		emit_error(v, id, WS_E_INTERNAL, "cannot start a thread");
+	}
+}
+
+static void handle(struct srv *v, const char *line, size_t len)
 {
 	json_error_t je;
 	json_t *req = json_loadb(line, len, 0, &je), *id, *params;
 	const char *method;
-	struct ws_error err;
-	json_t *result = NULL;
 
 	if (!req) {
 		char msg[300];
 		snprintf(msg, sizeof(msg), "malformed JSON at column %d: %s",
 			 je.column, je.text);
-		emit_error(NULL, WS_E_PARSE, msg);
+		emit_error(v, NULL, WS_E_PARSE, msg);
 		return;
 	}
 	id = json_object_get(req, "id");
+	if (!id)
+		id = json_null();
 	method = json_string_value(json_object_get(req, "method"));
 	params = json_object_get(req, "params");
-	if (!json_is_object(req) || !method) {
-		emit_error(id, WS_E_INVALID,
+	if (!json_is_object(req) || !method)
+		emit_error(v, id, WS_E_INVALID,
 			   "a request is an object {\"id\", \"method\", "
 			   "\"params\"} with method a string");
-	} else if (params && !json_is_object(params)) {
-		emit_error(id, WS_E_PARAMS, "params: must be an object");
-	} else if (ws_call(s, method, params, on_stream, id ? id : json_null(),
-			   &result, &err) < 0) {
-		emit_error(id, err.code, err.message);
-	} else {
-		emit(json_pack("{s:O, s:o}", "id", id ? id : json_null(),
-			       "result", result));
-	}
+	else if (params && !json_is_object(params))
+		emit_error(v, id, WS_E_PARAMS,
+			   "params: must be an object");
+	else if (!strcmp(method, "cancel"))
+		cancel_method(v, id, params);
+	else if (!strcmp(method, "ping"))
+		emit(v, json_pack("{s:O, s:{}}", "id", id, "result"));
+	else
+		start(v, req, id, method, params);
 	json_decref(req);
 }
 
+/* The id of a request line that is too long to parse whole, when its
+ * start shows it: a top-level "id" member before any nested value ends
+ * (a new reference, or NULL). */
+static json_t *early_id(const char *p, size_t n)
+{
+	int depth = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] == '{' || p[i] == '[') {
+			depth++;
+		} else if (p[i] == '}' || p[i] == ']') {
+			depth--;
+		} else if (p[i] == '"') {
+			size_t k = i + 1;
+			while (k < n && p[k] != '"')
+				k += p[k] == '\\' ? 2 : 1;
+			if (k >= n)
+				return NULL;
+			bool is_id = depth == 1 && k - i - 1 == 2 &&
+				     !memcmp(p + i + 1, "id", 2);
+			i = k;
+			if (!is_id)
+				continue;
+			while (++k < n && (p[k] == ' ' || p[k] == '\t'))
+				;
+			if (k >= n || p[k] != ':')
+				continue;
+			json_t *id = json_loadb(p + k + 1, n - k - 1,
+						JSON_DECODE_ANY |
+							JSON_DISABLE_EOF_CHECK,
+						NULL);
+			if (json_is_integer(id) || json_is_string(id))
+				return id;
+			json_decref(id);
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+/* True when nobody reads stdout any more (a pipe's reader closed). */
+static bool stdout_gone(void)
+{
+	struct pollfd q = { 1, 0, 0 };
+
+	return poll(&q, 1, 0) > 0 && (q.revents & (POLLERR | POLLHUP));
+}
+
 /* Reads stdin line by line; a line longer than MAX_LINE is answered with
- * an error and skipped. */
-static void serve(struct ws_server *s)
+ * an error (with its id when its start shows one) and skipped. */
+static void serve(struct srv *v)
 {
 	size_t cap = 1 << 16, len = 0;
 	char *buf = malloc(cap);
@@ -197,7 +441,9 @@ static void serve(struct ws_server *s)
 	for (;;) {
 		struct pollfd q = { 0, POLLIN, 0 };
 		if (poll(&q, 1, 1000) == 0) {
-			ws_server_tick(s);
+			ws_server_tick(v->ws);
+			if (stdout_gone())
+				cancel_all(v);
 			continue;
 		}
 		if (len == cap) {
@@ -217,7 +463,7 @@ static void serve(struct ws_server *s)
 		while ((nl = memchr(start, '\n',
 				    len - (size_t)(start - buf)))) {
 			if (!skipping && nl > start)
-				handle(s, start, (size_t)(nl - start));
+				handle(v, start, (size_t)(nl - start));
 			skipping = false;
 			start = nl + 1;
 		}
@@ -226,19 +472,47 @@ static void serve(struct ws_server *s)
 		if (len > MAX_LINE) {
 			if (!skipping) {
 				char msg[128];
+				json_t *id = early_id(buf, 4096);
 				snprintf(msg, sizeof(msg),
 					 "request line longer than %d MiB; "
 					 "skipped",
 					 MAX_LINE >> 20);
-				emit_error(NULL, WS_E_TOO_LARGE, msg);
+				emit_error(v, id, WS_E_TOO_LARGE, msg);
+				json_decref(id);
 			}
 			skipping = true;
 			len = 0;
 		}
 	}
 	if (len > 0 && !skipping)
-		handle(s, buf, len);
+		handle(v, buf, len);
 	free(buf);
+}
+
+/* End of input: the requests read are answered, unless the client is gone
+ * altogether (nobody reads stdout): then they are cancelled. */
+static void drain(struct srv *v)
+{
+	pthread_mutex_lock(&v->lock);
+	while (v->n > 0) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100 * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&v->done, &v->lock, &ts);
+		if (v->n > 0 && !v->broken && stdout_gone()) {
+			v->broken = true;
+			debug("serve: the client is gone: cancelling "
+			      "%d request(s)",
+			      v->n);
+			for (struct req *r = v->reqs; r; r = r->next)
+				ws_cancel_fire(r->cancel);
+		}
+	}
+	pthread_mutex_unlock(&v->lock);
 }
 
 int ward_cmd_serve(int argc, char **argv)
@@ -264,8 +538,9 @@ int ward_cmd_serve(int argc, char **argv)
 	struct e2b_options eo = { 0 };
 	int c;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
 		switch (c) {
+		case 'v': ward_verbose++; break;
 		case 'd': cfg.db = optarg; break;
 		case 'S': ward_seal_log_arg("--seal-log", optarg); break;
 		case 'Y': ward_seal_syslog_arg(); break;
@@ -302,6 +577,10 @@ int ward_cmd_serve(int argc, char **argv)
 
 	if (eo.listen)
 		e2b_defaults(&cfg, &eo);
+	else
+		warn("serve: no --listen: one client over stdin/stdout (JSON "
+		     "lines); for several clients at once, listen on a port "
+		     "(see `ward serve --help`)");
 	struct ws_server *s;
 	int rc = ws_server_new(&cfg, &s);
 	if (rc < 0)
@@ -309,10 +588,22 @@ int ward_cmd_serve(int argc, char **argv)
 		    strerror(-rc));
 	/* A client that goes away must not kill the server mid-write. */
 	signal(SIGPIPE, SIG_IGN);
-	if (eo.listen)
+	if (eo.listen) {
 		rc = e2b_serve(s, &eo);
-	else
-		serve(s);
+		ws_server_free(s);
+		return rc < 0 ? WARD_EXIT_INTERNAL : 0;
+	}
+	struct srv v = { .ws = s };
+	pthread_mutex_init(&v.lock, NULL);
+	pthread_mutex_init(&v.out, NULL);
+	pthread_cond_init(&v.done, NULL);
+	serve(&v);
+	if (stdout_gone())
+		cancel_all(&v);
+	drain(&v);
 	ws_server_free(s);
-	return rc < 0 ? WARD_EXIT_INTERNAL : 0;
+	pthread_cond_destroy(&v.done);
+	pthread_mutex_destroy(&v.lock);
+	pthread_mutex_destroy(&v.out);
+	return 0;
 }

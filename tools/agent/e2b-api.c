@@ -14,14 +14,11 @@
 
 #include <errno.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/eventfd.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "tools/agent/session-server.h"
 
@@ -30,127 +27,11 @@ enum {
 	DEFAULT_TIMEOUT_S = 300,    /* E2B's default sandbox timeout */
 };
 
-/* ---- the engine (TEMPORARY: one call at a time) ----
- * Until session.h's ws_call is safe from many threads (and has a per-call
- * cancel), calls are serialized here and a cancel interrupts the call
- * running now when it is the one cancelled (ws_server_cancel). */
-
-struct e2b_cancel {
-	atomic_bool fired;
-};
-
-static pthread_mutex_t cancel_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct e2b_cancel *running;
-static struct ws_server *running_srv;
-
-struct e2b_cancel *e2b_cancel_new(void)
-{
-	return calloc(1, sizeof(struct e2b_cancel));
-}
-
-void e2b_cancel_fire(struct e2b_cancel *c)
-{
-	if (!c)
-		return;
-	atomic_store(&c->fired, true);
-	pthread_mutex_lock(&cancel_lock);
-	if (running == c)
-		ws_server_cancel(running_srv);
-	pthread_mutex_unlock(&cancel_lock);
-}
-
-void e2b_cancel_free(struct e2b_cancel *c)
-{
-	free(c);
-}
-
-bool e2b_cancel_fired(const struct e2b_cancel *c)
-{
-	return c && atomic_load(&c->fired);
-}
-
-struct e2b_task {
-	struct e2b_task *next;
-	const char *method;
-	json_t *params, *res;
-	struct ws_error err;
-	int rc;
-	bool done;
-};
-
-static int engine_call(struct e2b *e, const char *method, json_t *params,
-		       ws_stream_fn fn, void *arg, struct e2b_cancel *c,
-		       json_t **res, struct ws_error *err);
-
-/* Methods that fork a worker (which must outlive this thread). */
-static bool spawns(const char *method)
-{
-	return !strcmp(method, "session.create") ||
-	       !strcmp(method, "context.create") ||
-	       !strcmp(method, "context.restart");
-}
-
-void e2b_run_tasks(struct e2b *e)
-{
-	uint64_t v;
-
-	if (read(e->task_fd, &v, sizeof(v)) < 0) {
-		/* EAGAIN: nothing new */
-	}
-	for (;;) {
-		pthread_mutex_lock(&e->lock);
-		struct e2b_task *t = e->tasks;
-		if (t)
-			e->tasks = t->next;
-		pthread_mutex_unlock(&e->lock);
-		if (!t)
-			return;
-		t->rc = engine_call(e, t->method, t->params, NULL, NULL, NULL,
-				    &t->res, &t->err);
-		pthread_mutex_lock(&e->lock);
-		t->done = true;
-		pthread_cond_broadcast(&e->task_done);
-		pthread_mutex_unlock(&e->lock);
-	}
-}
-
-/* Hands the call to the main thread and waits for it. */
-static int on_main(struct e2b *e, const char *method, json_t *params,
-		   json_t **res, struct ws_error *err)
-{
-	struct e2b_task t = { .method = method, .params = params };
-	uint64_t one = 1;
-
-	pthread_mutex_lock(&e->lock);
-	struct e2b_task **pp = &e->tasks;
-	while (*pp)
-		pp = &(*pp)->next;
-	*pp = &t;
-	pthread_mutex_unlock(&e->lock);
-	if (write(e->task_fd, &one, sizeof(one)) < 0) {
-		/* the counter is far from full */
-	}
-	pthread_mutex_lock(&e->lock);
-	while (!t.done)
-		pthread_cond_wait(&e->task_done, &e->lock);
-	pthread_mutex_unlock(&e->lock);
-	*res = t.res;
-	*err = t.err;
-	return t.rc;
-}
+/* ---- the engine ---- */
 
 int e2b_engine(struct e2b *e, const char *method, json_t *params,
-	       ws_stream_fn fn, void *arg, struct e2b_cancel *c, json_t **res,
+	       ws_stream_fn fn, void *arg, struct ws_cancel *c, json_t **res,
 	       struct ws_error *err)
-{
-	if (params && spawns(method) && !pthread_equal(pthread_self(), e->main))
-		return on_main(e, method, params, res, err);
-	return engine_call(e, method, params, fn, arg, c, res, err);
-}
-
-static int engine_call(struct e2b *e, const char *method, json_t *params,
-		       ws_stream_fn fn, void *arg, struct e2b_cancel *c,
-		       json_t **res, struct ws_error *err)
 {
 	int rc;
 
@@ -160,24 +41,7 @@ static int engine_call(struct e2b *e, const char *method, json_t *params,
 		err->code = WS_E_INTERNAL;
 		return -1;
 	}
-	pthread_mutex_lock(&e->engine_lock);
-	pthread_mutex_lock(&cancel_lock);
-	running = c;
-	running_srv = e->srv;
-	pthread_mutex_unlock(&cancel_lock);
-	if (e2b_cancel_fired(c)) {
-		err->code = WS_E_INVALID;
-		snprintf(err->message, sizeof(err->message),
-			 "cancelled: the client went away");
-		rc = -1;
-	} else {
-		rc = ws_call(e->srv, method, params, fn, arg, res, err);
-	}
-	pthread_mutex_lock(&cancel_lock);
-	running = NULL;
-	ws_server_cancel_clear(e->srv);
-	pthread_mutex_unlock(&cancel_lock);
-	pthread_mutex_unlock(&e->engine_lock);
+	rc = ws_call_c(e->srv, method, params, fn, arg, c, res, err);
 	json_decref(params);
 	return rc;
 }
@@ -275,11 +139,7 @@ void e2b_tick(struct e2b *e)
 	pthread_mutex_unlock(&e->lock);
 	for (int i = 0; i < n; i++)
 		close_session(e, due[i], "its timeout passed");
-	/* TEMPORARY with the one-call engine: only when nothing runs */
-	if (pthread_mutex_trylock(&e->engine_lock) == 0) {
-		ws_server_tick(e->srv);
-		pthread_mutex_unlock(&e->engine_lock);
-	}
+	ws_server_tick(e->srv);
 }
 
 int e2b_new(struct ws_server *s, const char *api_key, struct e2b **out)
@@ -291,15 +151,7 @@ int e2b_new(struct ws_server *s, const char *api_key, struct e2b **out)
 	e->srv = s;
 	e->api_key = api_key;
 	e->next_pid = 1000;
-	e->main = pthread_self();
-	e->task_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (e->task_fd < 0) {
-		free(e);
-		return -errno;
-	}
 	pthread_mutex_init(&e->lock, NULL);
-	pthread_mutex_init(&e->engine_lock, NULL);
-	pthread_cond_init(&e->task_done, NULL);
 	*out = e;
 	return 0;
 }
@@ -325,9 +177,6 @@ void e2b_free(struct e2b *e)
 		sbx_free(x);
 	}
 	pthread_mutex_destroy(&e->lock);
-	pthread_mutex_destroy(&e->engine_lock);
-	pthread_cond_destroy(&e->task_done);
-	close(e->task_fd);
 	free(e);
 }
 

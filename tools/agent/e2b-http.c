@@ -90,7 +90,7 @@ struct e2b_stream {
 	bool done, failed;
 	int efd;     /* eventfd: the job wrote or ended */
 	int conn_fd; /* the client's socket, watched for a hang-up */
-	struct e2b_cancel *cancel;
+	struct ws_cancel *cancel;
 	pthread_t thread;
 	e2b_job_fn job;
 	void *arg;
@@ -108,7 +108,7 @@ void e2b_stream_put(struct e2b_stream *st, const void *data, size_t len)
 		if (!nb) {
 			st->failed = true;
 			pthread_mutex_unlock(&st->lock);
-			e2b_cancel_fire(st->cancel);
+			ws_cancel_fire(st->cancel);
 			return;
 		}
 		st->buf = nb;
@@ -122,7 +122,7 @@ void e2b_stream_put(struct e2b_stream *st, const void *data, size_t len)
 	}
 }
 
-struct e2b_cancel *e2b_stream_cancel(struct e2b_stream *st)
+struct ws_cancel *e2b_stream_cancel(struct e2b_stream *st)
 {
 	return st->cancel;
 }
@@ -177,7 +177,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
 		}
 		if (atomic_load(&stopping) ||
 		    (n > 0 && (q[1].revents & (POLLRDHUP | POLLHUP | POLLERR)))) {
-			e2b_cancel_fire(st->cancel);
+			ws_cancel_fire(st->cancel);
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 		}
 	}
@@ -189,11 +189,11 @@ static void stream_free(void *cls)
 {
 	struct e2b_stream *st = cls;
 
-	e2b_cancel_fire(st->cancel);
+	ws_cancel_fire(st->cancel);
 	pthread_join(st->thread, NULL);
 	if (st->free_arg)
 		st->free_arg(st->arg);
-	e2b_cancel_free(st->cancel);
+	ws_cancel_free(st->cancel);
 	close(st->efd);
 	pthread_mutex_destroy(&st->lock);
 	free(st->buf);
@@ -210,7 +210,7 @@ static struct MHD_Response *stream_start(struct MHD_Connection *conn,
 	if (!st)
 		return NULL;
 	st->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	st->cancel = e2b_cancel_new();
+	st->cancel = ws_cancel_new();
 	st->conn_fd = ci ? ci->connect_fd : -1;
 	st->job = rp->job;
 	st->arg = rp->arg;
@@ -220,7 +220,7 @@ static struct MHD_Response *stream_start(struct MHD_Connection *conn,
 	    pthread_create(&st->thread, NULL, stream_main, st)) {
 		if (st->efd >= 0)
 			close(st->efd);
-		e2b_cancel_free(st->cancel);
+		ws_cancel_free(st->cancel);
 		pthread_mutex_destroy(&st->lock);
 		free(st);
 		return NULL;
@@ -486,24 +486,6 @@ static void print_bound(struct MHD_Daemon *d, const struct sockaddr_storage *ss)
 	fflush(stdout);
 }
 
-static atomic_bool drained;
-
-/* While MHD stops: tasks still come (a create in flight) and would wait
- * for the main thread forever; they get run here (their processes die with
- * this thread, and the server is stopping anyway). */
-static void *drain_tasks(void *p)
-{
-	struct e2b *e = p;
-
-	while (!atomic_load(&drained)) {
-		struct pollfd q = { e->task_fd, POLLIN, 0 };
-		if (poll(&q, 1, 100) > 0)
-			e2b_run_tasks(e);
-	}
-	e2b_run_tasks(e);
-	return NULL;
-}
-
 int e2b_serve(struct ws_server *s, const struct e2b_options *o)
 {
 	struct sockaddr_storage ss;
@@ -553,29 +535,14 @@ int e2b_serve(struct ws_server *s, const struct e2b_options *o)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	long long last_tick = 0;
 	for (;;) {
-		struct pollfd q[2] = { { sig_pipe[0], POLLIN, 0 },
-				       { e->task_fd, POLLIN, 0 } };
-		int n = poll(q, 2, 1000);
-		if (n > 0 && q[0].revents)
+		struct pollfd q = { sig_pipe[0], POLLIN, 0 };
+		if (poll(&q, 1, 1000) > 0)
 			break;
-		if (n > 0 && q[1].revents)
-			e2b_run_tasks(e);
-		if (e2b_now_ms() - last_tick >= 1000) {
-			e2b_tick(e);
-			last_tick = e2b_now_ms();
-		}
+		e2b_tick(e);
 	}
 	atomic_store(&stopping, true);
-	/* connections waiting for a task are answered while MHD stops */
-	pthread_t drain;
-	bool draining = !pthread_create(&drain, NULL, drain_tasks, e);
 	MHD_stop_daemon(d);
-	if (draining) {
-		atomic_store(&drained, true);
-		pthread_join(drain, NULL);
-	}
 	rc = 0;
 out:
 	e2b_free(e);

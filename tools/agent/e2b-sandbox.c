@@ -707,7 +707,7 @@ static void proc_unary(struct call *c, const char *method, json_t *msg)
 		struct sbx *x = e2b_find(e, c->sid);
 		for (struct proc *p = x ? x->procs : NULL; p; p = p->next)
 			if (p->pid == pid) {
-				e2b_cancel_fire(p->cancel);
+				ws_cancel_fire(p->cancel);
 				found = true;
 			}
 		pthread_mutex_unlock(&e->lock);

@@ -62,7 +62,6 @@ const char *e2b_query(const struct e2b_req *r, const char *name);
  * away (or the server stopping) fires the stream's cancel, which job
  * passes to the engine. */
 struct e2b_stream;
-struct e2b_cancel;
 typedef void (*e2b_job_fn)(struct e2b_stream *st, void *arg);
 
 /* The reply to one request: a whole body, or a stream. */
@@ -78,7 +77,7 @@ struct e2b_reply {
 };
 
 void e2b_stream_put(struct e2b_stream *st, const void *data, size_t len);
-struct e2b_cancel *e2b_stream_cancel(struct e2b_stream *st);
+struct ws_cancel *e2b_stream_cancel(struct e2b_stream *st);
 
 /* Replies (e2b-http.c): JSON (stolen; NULL gives 500), bytes, or E2B's
  * error object {"code": status, "message": ...}. */
@@ -95,7 +94,7 @@ e2b_reply_error(struct e2b_reply *rp, unsigned status, const char *fmt, ...);
 struct proc {	/* a command running in a sandbox (process.Process) */
 	struct proc *next;
 	unsigned pid;
-	struct e2b_cancel *cancel; /* its stream's */
+	struct ws_cancel *cancel; /* its stream's */
 	json_t *config;		   /* the ProcessConfig it was started with */
 };
 
@@ -121,18 +120,7 @@ struct e2b {
 	pthread_mutex_t lock; /* the list, the sandboxes, next_pid */
 	struct sbx *list;
 	unsigned next_pid;
-	pthread_mutex_t engine_lock; /* TEMPORARY: one engine call at a time */
-	/* Calls that start processes run on the main thread: a session's
-	 * worker dies with the thread that forked it (PR_SET_PDEATHSIG), and
-	 * a connection's thread ends with its connection. */
-	pthread_t main;
-	int task_fd; /* eventfd: tasks are waiting */
-	struct e2b_task *tasks;
-	pthread_cond_t task_done;
 };
-
-/* Runs the waiting tasks (the main thread, when task_fd is readable). */
-void e2b_run_tasks(struct e2b *e);
 
 int e2b_new(struct ws_server *s, const char *api_key, struct e2b **out);
 /* Closes every sandbox (their runs are recorded as closed). */
@@ -143,14 +131,14 @@ void e2b_handle(struct e2b *e, struct e2b_req *r, struct e2b_reply *rp);
 void e2b_tick(struct e2b *e);
 
 /* Cancelling one engine call (any thread). */
-struct e2b_cancel *e2b_cancel_new(void);
-void e2b_cancel_fire(struct e2b_cancel *c);
-void e2b_cancel_free(struct e2b_cancel *c);
-bool e2b_cancel_fired(const struct e2b_cancel *c);
+struct ws_cancel *ws_cancel_new(void);
+void ws_cancel_fire(struct ws_cancel *c);
+void ws_cancel_free(struct ws_cancel *c);
+bool ws_cancel_fired(const struct ws_cancel *c);
 
 /* One engine call (session.h's ws_call; params stolen), cancelled by c. */
 int e2b_engine(struct e2b *e, const char *method, json_t *params,
-	       ws_stream_fn fn, void *arg, struct e2b_cancel *c, json_t **res,
+	       ws_stream_fn fn, void *arg, struct ws_cancel *c, json_t **res,
 	       struct ws_error *err);
 /* A sandbox by id, alive or gone (under e->lock). */
 struct sbx *e2b_find(struct e2b *e, const char *id);

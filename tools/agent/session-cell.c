@@ -151,8 +151,8 @@ struct cell {
 	json_t *errors;	  /* channel errors */
 	char carry[3][4]; /* a character cut at the end of a chunk */
 	size_t carry_len[3];
-	int cancel_fd;	  /* the server's cancel pipe */
-	bool cancelled;	  /* ws_server_cancel came while it ran */
+	int cancel_fd;	  /* the call's cancel (ws_cancel) */
+	bool cancelled;	  /* it fired while the cell ran */
 	bool overdue;	  /* sh: interrupted at its timeout */
 	long long int_ms; /* when it was last interrupted */
 };
@@ -306,29 +306,41 @@ static void read_res(struct sess *x, struct cell *c, json_t *errors)
 	}
 }
 
-/* Reads what idle sessions wrote (output of background processes: it is
- * in the record; frames: flagged at the next cell) and notices ends. */
-void ws_pump_idle(struct ws_server *s)
+/* Reads what an idle session wrote (output of background processes: it
+ * is in the record; frames: flagged at the next cell) and notices its end.
+ * The caller owns x's fds (x is busy, or the caller made it so). */
+void ws_pump_sess(struct sess *x)
 {
-	for (struct sess *x = s->list; x; x = x->next) {
-		char buf[65536];
-		for (int i = 1; i <= 2; i++) {
-			struct pollfd q = { x->out[i], POLLIN, 0 };
-			while (x->out[i] >= 0 && poll(&q, 1, 0) > 0) {
-				ssize_t n = read(x->out[i], buf, sizeof(buf));
-				if (n <= 0) {
-					ws_close_fd(&x->out[i]);
-					break;
-				}
+	char buf[65536];
+
+	for (int i = 1; i <= 2; i++) {
+		struct pollfd q = { x->out[i], POLLIN, 0 };
+		while (x->out[i] >= 0 && poll(&q, 1, 0) > 0) {
+			ssize_t n = read(x->out[i], buf, sizeof(buf));
+			if (n <= 0) {
+				ws_close_fd(&x->out[i]);
+				break;
 			}
 		}
-		struct pollfd r = { x->res, POLLIN, 0 };
-		while (x->res >= 0 && poll(&r, 1, 0) > 0)
-			read_res(x, NULL, x->pending_errors);
-		struct pollfd q = { x->ctl, POLLIN, 0 };
-		while (x->ctl >= 0 && poll(&q, 1, 0) > 0)
-			ws_read_ctl(x);
 	}
+	struct pollfd r = { x->res, POLLIN, 0 };
+	while (x->res >= 0 && poll(&r, 1, 0) > 0)
+		read_res(x, NULL, x->pending_errors);
+	struct pollfd q = { x->ctl, POLLIN, 0 };
+	while (x->ctl >= 0 && poll(&q, 1, 0) > 0)
+		ws_read_ctl(x);
+}
+
+/* Every idle session, under the server's lock (the reads do not block:
+ * each comes after a poll that said it would not); a session whose cell
+ * runs is read by that cell. */
+void ws_pump_idle(struct ws_server *s)
+{
+	pthread_mutex_lock(&s->lock);
+	for (struct sess *x = s->list; x; x = x->next)
+		if (!x->busy)
+			ws_pump_sess(x);
+	pthread_mutex_unlock(&s->lock);
 }
 
 struct den_ctx {
@@ -526,7 +538,7 @@ static void cancel_line(struct sess *x, const struct cell *c)
 }
 
 /* Waits for the cell's result, reading its output; true if it came.
- * A cancel (ws_server_cancel) interrupts the cell and leaves it GRACE_MS
+ * A cancel (ws_cancel_fire) interrupts the cell and leaves it GRACE_MS
  * to stop. An sh or node cell is interrupted here at int_at, its timeout
  * (> 0): node's vm would start a watchdog thread for each cell to time it
  * (its driver still times a cell waiting for a promise); python's driver
@@ -776,7 +788,7 @@ static void end_by_code(struct sess *x, struct cell *c, struct cell_end *ce)
 /* Runs one cell in x; *result on success. */
 int ws_run_cell(struct ws_server *s, struct sess *x, const char *code,
 		size_t len, const struct cell_limits *cl, ws_stream_fn fn,
-		void *fn_arg, bool one_shot, json_t **result,
+		void *fn_arg, int cancel_fd, bool one_shot, json_t **result,
 		struct ws_error *err)
 {
 	struct cell *c = calloc(1, sizeof(*c));
@@ -786,11 +798,11 @@ int ws_run_cell(struct ws_server *s, struct sess *x, const char *code,
 
 	if (!c)
 		return ws_fail(err, WS_E_INTERNAL, "out of memory");
-	ws_pump_idle(s);
+	ws_pump_sess(x);
 	c->x = x;
 	c->fn = fn;
 	c->fn_arg = fn_arg;
-	c->cancel_fd = s->cancel[0];
+	c->cancel_fd = cancel_fd;
 	c->n = ++x->count;
 	c->errors = x->pending_errors;
 	x->pending_errors = json_array();

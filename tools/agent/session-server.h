@@ -8,6 +8,8 @@
 
 #include <jansson.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -25,8 +27,38 @@ enum {
 	MAX_FRAME = 256 << 20, /* a result frame (PNGs are in it) */
 };
 
+/* A call's cancel (session.h): an eventfd, readable once fired, that the
+ * cell's loop polls; fired is what a queued call checks. */
+struct ws_cancel {
+	int fd;
+	atomic_bool fired;
+};
+
+/* A run waiting its turn on a session (FIFO): on the waiter's stack. */
+struct ws_waiter {
+	struct ws_waiter *next;
+};
+
+/*
+ * Locking: the fields marked [s] are guarded by the server's lock. A call
+ * holds a reference (refs) to each session it uses, so that a session is
+ * never freed under it; the list holds one more while the session is
+ * listed. While busy, the fds and the cell state (the rest) belong to the
+ * thread that set busy: the running cell's, or the one pumping it; the
+ * workdir (wd_fd, view) may be used by any call holding a reference.
+ */
 struct sess {
-	struct sess *next;
+	struct sess *next; /* [s] */
+	int refs;	   /* [s] */
+	bool busy;	   /* [s] a cell runs (or the idle pump reads it) */
+	bool gone;	   /* [s] unlinked: closed or expired, no new cells */
+	bool oneshot;	   /* a one-shot's session: not listed, not found */
+	struct ws_waiter *wq; /* [s] runs waiting their turn, first first */
+	struct ws_cancel *running; /* [s] the running cell's cancel */
+	pthread_cond_t turn; /* [s] busy, wq, refs or gone changed */
+	long long expires_ms; /* [s] monotonic: closed for its lifetime */
+	json_t *metadata; /* the creator's, as given (or NULL) */
+	struct sess *reap_next; /* expire()'s list of sessions to close */
 	char id[24];
 	char lang[8];
 	char run_id[AUDIT_RUN_ID_LEN + 1];
@@ -63,14 +95,33 @@ struct sess {
 			 * it. Not listed, not found, not counted. */
 };
 
+/* A session that is gone, remembered so that a request naming it learns
+ * why (expired, closed) instead of "no such session". */
+struct ws_grave {
+	char id[24];
+	char why[96];
+};
+
+enum { WS_GRAVES = 64 };
+
 struct ws_server {
 	struct ws_config cfg;
 	char db[PATH_MAX];
-	struct audit *au;
+	struct audit *au; /* thread-safe itself (audit.h) */
+	pthread_mutex_t lock; /* the list, n, starting, graves, [s] fields */
 	struct sess *list;
 	int n;
+	int starting; /* sessions being started: they count for the limit */
+	struct ws_grave graves[WS_GRAVES];
+	unsigned graves_n;
 	bool drop;
-	int cancel[2]; /* ws_server_cancel: a byte interrupts the cell */
+	/* Workers are forked by one long-lived thread: PR_SET_PDEATHSIG
+	 * fires when the thread that forked ends, and calls may come on
+	 * short-lived threads. */
+	pthread_t spawner;
+	pthread_cond_t spawn_cond, spawn_done;
+	struct ws_spawn *spawn_q;
+	bool spawn_stop;
 };
 
 /* A cell's time limit: what was asked, and what the operator's cap
@@ -95,13 +146,31 @@ const char *ws_wd(const struct sess *x);
 void ws_read_ctl(struct sess *x);
 void ws_sess_stop(struct sess *x);
 
+/* Requests (session.c): params checked (only the keys named, up to a
+ * NULL; a string or nothing), and the session a request names with a
+ * reference (NULL: err says why), given back with ws_sess_put. */
+int ws_only_keys(json_t *obj, struct ws_error *err, ...);
+int ws_get_str(json_t *p, const char *key, const char **out,
+	       struct ws_error *err);
+struct sess *ws_find_sess(struct ws_server *s, json_t *p, bool need,
+			  struct ws_error *err);
+void ws_sess_put(struct ws_server *s, struct sess *x);
+
+/* files.* (session-files.c): 0 or -1 as ws_call; 1: not such a method. */
+int ws_files_call(struct ws_server *s, const char *method, json_t *p,
+		  json_t **res, struct ws_error *err);
+
 /* Cells (session-cell.c): the time limit a cell gets, idle sessions'
- * output read, and one cell run in x (*result on success). */
+ * output read (ws_pump_idle takes the server's lock and skips busy
+ * sessions; ws_pump_sess reads one the caller has made busy), and one
+ * cell run in x, made busy by the caller (*result on success; cancel_fd
+ * readable: interrupt it). */
 struct cell_limits ws_cell_limits_of(const struct ws_server *s, double asked);
 void ws_pump_idle(struct ws_server *s);
+void ws_pump_sess(struct sess *x);
 int ws_run_cell(struct ws_server *s, struct sess *x, const char *code,
 		size_t len, const struct cell_limits *cl, ws_stream_fn fn,
-		void *fn_arg, bool one_shot, json_t **result,
+		void *fn_arg, int cancel_fd, bool one_shot, json_t **result,
 		struct ws_error *err);
 
 #endif

@@ -31,6 +31,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -38,6 +41,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -108,46 +112,6 @@ json_t *ws_json_text(const char *s, size_t len)
 	return ward_json_text(s, len);
 }
 
-static const char b64[] =
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/* Strict: only the alphabet, padding at the end. Returns -EINVAL. */
-int ws_base64_decode(const char *s, size_t n, unsigned char **out,
-		     size_t *len)
-{
-	unsigned char *p = malloc(n / 4 * 3 + 3);
-	size_t o = 0;
-	unsigned v = 0;
-	int bits = 0, pad = 0;
-
-	if (!p)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		const char *c = s[i] ? strchr(b64, s[i]) : NULL;
-		if (s[i] == '=') {
-			pad++;
-			continue;
-		}
-		if (!c || pad) {
-			free(p);
-			return -EINVAL;
-		}
-		v = v << 6 | (unsigned)(c - b64);
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			p[o++] = (unsigned char)(v >> bits);
-		}
-	}
-	if (pad > 2 || (n % 4 && pad)) {
-		free(p);
-		return -EINVAL;
-	}
-	*out = p;
-	*len = o;
-	return 0;
-}
-
 int ws_write_all(int fd, const void *p, size_t n)
 {
 	const char *c = p;
@@ -189,57 +153,6 @@ static void hold_workdir(struct sess *x)
 	if (x->wd_fd >= 0)
 		snprintf(x->view, sizeof(x->view), "/proc/self/fd/%d/.",
 			 x->wd_fd);
-}
-
-static int open_beneath(struct sess *x, const char *path, int flags,
-			mode_t mode)
-{
-	return wf_open_beneath(ws_wd(x), path, flags, mode);
-}
-
-/* A path a request names: relative, inside the workdir, no "..". */
-static int check_path(json_t *v, const char **out, struct ws_error *err)
-{
-	const char *p = json_string_value(v);
-
-	if (!p || !*p || json_string_length(v) != strlen(p))
-		return ws_fail(err, WS_E_PARAMS,
-			       "params.path: give a relative path (a non-empty "
-			       "string without NUL bytes)");
-	if (p[0] == '/')
-		return ws_fail(err, WS_E_FILE,
-			       "%s: absolute paths are refused; give a path "
-			       "relative to the session's workdir",
-			       p);
-	if (strlen(p) >= PATH_MAX)
-		return ws_fail(err, WS_E_FILE, "path too long");
-	for (const char *c = p; *c;) {
-		size_t l = strcspn(c, "/");
-		if ((l == 2 && !strncmp(c, "..", 2)) || l == 0)
-			return ws_fail(
-				err, WS_E_FILE,
-				"%s: '..' and empty components are refused; "
-				"paths stay inside the session's workdir",
-				p);
-		c += l;
-		if (*c == '/')
-			c++;
-	}
-	*out = p;
-	return 0;
-}
-
-/* {path, size, sha256} of one file of the workdir, or NULL. */
-static json_t *file_entry(struct sess *x, const char *path)
-{
-	char hex[WARD_SHA256_HEX_LEN + 1];
-	long long size;
-
-	if (wf_hash_file(ws_wd(x), path, hex, &size) < 0)
-		return NULL;
-	return json_pack("{s:o, s:I, s:s}", "path",
-			 ws_json_text(path, strlen(path)), "size",
-			 (json_int_t)size, "sha256", hex);
 }
 
 /* ------------------------------------------------------------------ */
@@ -359,18 +272,11 @@ static void sess_free(struct sess *x)
 	free(x->workdir);
 	free(x->resbuf);
 	json_decref(x->pending_errors);
+	json_decref(x->metadata);
+	pthread_cond_destroy(&x->turn);
 	free(x);
 }
 
-static void unlink_sess(struct ws_server *s, struct sess *x)
-{
-	for (struct sess **pp = &s->list; *pp; pp = &(*pp)->next)
-		if (*pp == x) {
-			*pp = x->next;
-			s->n--;
-			return;
-		}
-}
 
 static char *make_workdir(bool drop)
 {
@@ -473,7 +379,7 @@ static bool valid_lang(const char *l)
 }
 
 /* Checks that obj has only the keys named (NULL-terminated). */
-static int only_keys(json_t *obj, struct ws_error *err, ...)
+int ws_only_keys(json_t *obj, struct ws_error *err, ...)
 {
 	const char *k;
 	json_t *v;
@@ -495,7 +401,7 @@ static int only_keys(json_t *obj, struct ws_error *err, ...)
 	return 0;
 }
 
-static int get_str(json_t *p, const char *key, const char **out,
+int ws_get_str(json_t *p, const char *key, const char **out,
 		   struct ws_error *err)
 {
 	json_t *v = json_object_get(p, key);
@@ -524,20 +430,147 @@ static int get_num(json_t *p, const char *key, double *out,
 	return 0;
 }
 
-static int sess_start(struct ws_server *s, json_t *p, struct sess **out,
-		      struct ws_error *err)
+/* ------------------------------------------------------------------ */
+/* the spawner thread                                                  */
+
+struct ws_spawn {
+	struct ws_spawn *next;
+	int fds[5];
+	pid_t pid;
+	int err;
+	bool done;
+};
+
+static void *spawner_main(void *arg)
 {
-	const char *lang = "python", *profile = NULL, *policy = NULL;
-	double timeout = s->cfg.cell_timeout_s, memory_mb = 0;
-	json_t *env = json_object_get(p, "env");
+	struct ws_server *s = arg;
+
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		while (!s->spawn_q && !s->spawn_stop)
+			pthread_cond_wait(&s->spawn_cond, &s->lock);
+		struct ws_spawn *q = s->spawn_q;
+		if (!q)
+			break;
+		s->spawn_q = q->next;
+		pthread_mutex_unlock(&s->lock);
+		pid_t pid = fork();
+		if (pid == 0)
+			exec_worker(q->fds[0], q->fds[1], q->fds[2], q->fds[3],
+				    q->fds[4]);
+		int e = errno;
+		pthread_mutex_lock(&s->lock);
+		q->pid = pid;
+		q->err = e;
+		q->done = true;
+		pthread_cond_broadcast(&s->spawn_done);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* A worker forked by the spawner thread with these fds (exec_worker);
+ * its pid, or -1 with errno. */
+static pid_t spawn_worker(struct ws_server *s, int ctl, int cells, int res,
+			  int out, int err)
+{
+	struct ws_spawn q = { .fds = { ctl, cells, res, out, err },
+			      .pid = -1 };
+
+	pthread_mutex_lock(&s->lock);
+	q.next = s->spawn_q;
+	s->spawn_q = &q;
+	pthread_cond_signal(&s->spawn_cond);
+	while (!q.done)
+		pthread_cond_wait(&s->spawn_done, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+	errno = q.err;
+	return q.pid;
+}
+
+/* A lifetime asked for (seconds) in ms, within the server's max_life_s
+ * (the worker's own wall limit); *capped says whether it was cut. */
+static long long life_ms(const struct ws_server *s, double asked, bool *capped)
+{
+	bool cut = asked > s->cfg.max_life_s;
+
+	if (capped)
+		*capped = cut;
+	return (long long)((cut ? s->cfg.max_life_s : asked) * 1000);
+}
+
+/* What session.create (or a one-shot run) asks for. */
+struct start {
+	const char *lang, *profile, *policy;
+	double timeout, memory_mb, life_s;
+	json_t *env, *metadata;
+	struct ws_cancel *oneshot; /* a one-shot's: it starts busy */
+};
+
+static int sess_spawn(struct ws_server *s, const struct start *st,
+		      struct sess **out, struct ws_error *err);
+
+/* A slot under max_sessions, kept while the session starts (the lock is
+ * not held while a worker starts: other calls go on). */
+static int reserve_slot(struct ws_server *s, struct ws_error *err)
+{
+	int open;
+
+	pthread_mutex_lock(&s->lock);
+	open = s->starting;
+	for (struct sess *o = s->list; o; o = o->next)
+		open += !o->retired;
+	if (open < s->cfg.max_sessions)
+		s->starting++;
+	pthread_mutex_unlock(&s->lock);
+	if (open >= s->cfg.max_sessions)
+		return ws_fail(err, WS_E_LIMIT,
+			       "%d sessions are open, the most this server "
+			       "allows; close one first (session.close)",
+			       s->cfg.max_sessions);
+	return 0;
+}
+
+static int check_metadata(json_t *md, struct ws_error *err)
+{
 	const char *k;
 	json_t *v;
 
-	if (get_str(p, "language", &lang, err) < 0 ||
-	    get_str(p, "profile", &profile, err) < 0 ||
-	    get_str(p, "policy", &policy, err) < 0 ||
-	    get_num(p, "timeout_s", &timeout, err) < 0 ||
-	    get_num(p, "memory_mb", &memory_mb, err) < 0)
+	if (!md || json_is_null(md))
+		return 0;
+	if (!json_is_object(md))
+		return ws_fail(err, WS_E_PARAMS,
+			       "params.metadata: must be an object of strings");
+	json_object_foreach(md, k, v)
+	{
+		if (!json_is_string(v))
+			return ws_fail(err, WS_E_PARAMS,
+				       "params.metadata.%s: must be a string",
+				       k);
+	}
+	return 0;
+}
+
+static int sess_start(struct ws_server *s, json_t *p,
+		      struct ws_cancel *oneshot, struct sess **out,
+		      struct ws_error *err)
+{
+	struct start st = { .lang = "python",
+			    .timeout = s->cfg.cell_timeout_s,
+			    .life_s = s->cfg.max_life_s,
+			    .env = json_object_get(p, "env"),
+			    .metadata = json_object_get(p, "metadata"),
+			    .oneshot = oneshot };
+	const char *lang = "python", *k;
+	json_t *v, *env = st.env;
+
+	if (ws_get_str(p, "language", &lang, err) < 0 ||
+	    ws_get_str(p, "profile", &st.profile, err) < 0 ||
+	    ws_get_str(p, "policy", &st.policy, err) < 0 ||
+	    get_num(p, "timeout_s", &st.timeout, err) < 0 ||
+	    get_num(p, "memory_mb", &st.memory_mb, err) < 0 ||
+	    get_num(p, "life_s", &st.life_s, err) < 0 ||
+	    check_metadata(st.metadata, err) < 0)
 		return -1;
 	if (!lang)
 		lang = "python";
@@ -557,36 +590,65 @@ static int sess_start(struct ws_server *s, json_t *p, struct sess **out,
 				       "and a string value",
 				       k);
 	}
-	int open = 0;
-	for (struct sess *o = s->list; o; o = o->next)
-		open += !o->retired;
-	if (open >= s->cfg.max_sessions)
-		return ws_fail(err, WS_E_LIMIT,
-			       "%d sessions are open, the most this server "
-			       "allows; close one first (session.close)",
-			       s->cfg.max_sessions);
-	if (!profile && !policy) {
-		profile = s->cfg.profile;
-		policy = s->cfg.policy;
-		if (profile && !strcmp(profile, "default") &&
+	st.lang = lang;
+	if (!st.profile && !st.policy) {
+		st.profile = s->cfg.profile;
+		st.policy = s->cfg.policy;
+		if (st.profile && !strcmp(st.profile, "default") &&
 		    strcmp(lang, "python"))
-			profile =
+			st.profile =
 				lang; /* as ward run: a profile per language */
 	}
+	if (reserve_slot(s, err) < 0)
+		return -1;
+	struct sess *x = NULL;
+	int rc = sess_spawn(s, &st, &x, err);
+	pthread_mutex_lock(&s->lock);
+	s->starting--;
+	if (!rc) {
+		x->next = s->list;
+		s->list = x;
+		s->n++;
+		x->refs = 2; /* the list's and the caller's */
+	}
+	pthread_mutex_unlock(&s->lock);
+	*out = x;
+	return rc;
+}
 
+static void cond_init(pthread_cond_t *c)
+{
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(c, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+/* The session's worker started, its run recorded (*out, not listed). */
+static int sess_spawn(struct ws_server *s, const struct start *st,
+		      struct sess **out, struct ws_error *err)
+{
 	struct sess *x = calloc(1, sizeof(*x));
 	int ctl[2] = { -1, -1 }, cells[2] = { -1, -1 }, res[2] = { -1, -1 },
 	    o1[2] = { -1, -1 }, o2[2] = { -1, -1 };
+	const char *lang = st->lang, *profile = st->profile,
+		   *policy = st->policy;
+	double memory_mb = st->memory_mb;
+	json_t *env = st->env;
 	if (!x)
 		return ws_fail(err, WS_E_INTERNAL, "out of memory");
+	cond_init(&x->turn);
 	x->ctl = x->cells = x->res = x->out[1] = x->out[2] = x->out[0] = -1;
 	x->wd_fd = -1;
 	x->wd_lock = -1;
 	x->worker = -1;
 	snprintf(x->lang, sizeof(x->lang), "%s", lang);
-	x->timeout_s = timeout;
+	x->timeout_s = st->timeout;
 	x->workdir = make_workdir(s->drop);
 	if (!x->workdir) {
+		pthread_cond_destroy(&x->turn);
 		free(x);
 		return ws_fail(err, WS_E_INTERNAL,
 			       "cannot create a workdir in /tmp: %s",
@@ -616,9 +678,8 @@ static int sess_start(struct ws_server *s, json_t *p, struct sess **out,
 	/* Room for output written between cells, read at the next call. */
 	fcntl(o1[0], F_SETPIPE_SZ, 1 << 20);
 	fcntl(o2[0], F_SETPIPE_SZ, 1 << 20);
-	pid_t pid = fork();
-	if (pid == 0)
-		exec_worker(ctl[1], cells[1], res[1], o1[1], o2[1]);
+	pid_t pid = spawn_worker(s, ctl[1], cells[1], res[1], o1[1], o2[1]);
+	int fork_errno = errno;
 	close(ctl[1]);
 	close(cells[1]);
 	close(res[1]);
@@ -632,7 +693,8 @@ static int sess_start(struct ws_server *s, json_t *p, struct sess **out,
 	x->worker = pid;
 	if (pid < 0) {
 		sess_free(x);
-		return ws_fail(err, WS_E_INTERNAL, "fork: %s", strerror(errno));
+		return ws_fail(err, WS_E_INTERNAL, "fork: %s",
+			       strerror(fork_errno));
 	}
 
 	json_t *cfg = json_pack("{s:s, s:s, s:s, s:f}", "language", lang, "db",
@@ -668,10 +730,14 @@ static int sess_start(struct ws_server *s, json_t *p, struct sess **out,
 	memcpy(x->id, "s-", 2);
 	x->created_ns = ws_realtime_ns();
 	x->created_ms = x->last_ms = ws_mono_ms();
+	x->expires_ms = x->created_ms + life_ms(s, st->life_s, NULL);
 	x->pending_errors = json_array();
-	x->next = s->list;
-	s->list = x;
-	s->n++;
+	if (st->metadata && json_is_object(st->metadata))
+		x->metadata = json_deep_copy(st->metadata);
+	if (st->oneshot) {
+		x->oneshot = x->busy = true;
+		x->running = st->oneshot;
+	}
 	*out = x;
 	return 0;
 }
@@ -679,11 +745,34 @@ static int sess_start(struct ws_server *s, json_t *p, struct sess **out,
 /* ------------------------------------------------------------------ */
 /* methods                                                             */
 
-static struct sess *find_sess(struct ws_server *s, json_t *p, bool need,
-			      struct ws_error *err)
+
+/* Lock held: remembers why x is gone, for the requests that name it. */
+static void bury(struct ws_server *s, const struct sess *x, const char *why)
+{
+	struct ws_grave *g = &s->graves[s->graves_n++ % WS_GRAVES];
+
+	snprintf(g->id, sizeof(g->id), "%s", x->id);
+	snprintf(g->why, sizeof(g->why), "%s", why);
+}
+
+/* Lock held: why the session id is gone, or NULL. */
+static const char *grave_of(const struct ws_server *s, const char *id)
+{
+	for (unsigned i = 0; i < WS_GRAVES && i < s->graves_n; i++) {
+		const struct ws_grave *g =
+			&s->graves[(s->graves_n - 1 - i) % WS_GRAVES];
+		if (!strcmp(g->id, id))
+			return g->why;
+	}
+	return NULL;
+}
+
+struct sess *ws_find_sess(struct ws_server *s, json_t *p, bool need,
+			  struct ws_error *err)
 {
 	json_t *v = json_object_get(p, "session_id");
-	const char *id = json_string_value(v);
+	const char *id = json_string_value(v), *why;
+	struct sess *x;
 
 	if (!v || json_is_null(v)) {
 		if (need)
@@ -697,19 +786,26 @@ static struct sess *find_sess(struct ws_server *s, json_t *p, bool need,
 			"params.session_id: must be a string");
 		return NULL;
 	}
-	for (struct sess *x = s->list; x; x = x->next)
-		if (!x->retired && !strcmp(x->id, id))
-			return x;
-	ws_fail(err, WS_E_NO_SESSION,
-		"no session '%s' (it was closed, expired, or never existed; "
-		"session.list shows the open ones)",
-		id);
-	return NULL;
+	pthread_mutex_lock(&s->lock);
+	for (x = s->list; x; x = x->next)
+		if (!x->retired && !x->oneshot && !strcmp(x->id, id))
+			break;
+	if (x)
+		x->refs++;
+	else if ((why = grave_of(s, id)))
+		ws_fail(err, WS_E_NO_SESSION, "session '%s' %s", id, why);
+	else
+		ws_fail(err, WS_E_NO_SESSION,
+			"no session '%s' (it was closed, expired, or never "
+			"existed; session.list shows the open ones)",
+			id);
+	pthread_mutex_unlock(&s->lock);
+	return x;
 }
 
-static void close_sess(struct ws_server *s, struct sess *x)
+/* Closes x for good: nobody holds it any more. */
+static void finish(struct ws_server *s, struct sess *x)
 {
-	unlink_sess(s, x);
 	/* the worker sealed the run when it ended; the cells and artifacts
 	 * written here get their own seal, bound to it (audit/chain.c) */
 	ws_sess_stop(x);
@@ -718,39 +814,120 @@ static void close_sess(struct ws_server *s, struct sess *x)
 	sess_free(x);
 }
 
-static bool stale(const struct ws_server *s, const struct sess *x,
-		  long long now)
+void ws_sess_put(struct ws_server *s, struct sess *x)
 {
-	return x->dead || now - x->last_ms > s->cfg.idle_s * 1000 ||
-	       now - x->created_ms > s->cfg.max_life_s * 1000;
+	pthread_mutex_lock(&s->lock);
+	bool last = --x->refs == 0;
+	pthread_cond_broadcast(&x->turn);
+	pthread_mutex_unlock(&s->lock);
+	if (last)
+		finish(s, x);
 }
 
-/* Closes sessions that were idle too long, lived too long, or ended. */
+/* Lock held: takes x off the list (why: for the requests that name it
+ * later, NULL for none), interrupts its running cell, wakes the runs
+ * waiting their turn, and drops the list's reference (the caller holds
+ * one: its ws_sess_put closes x if it is the last). */
+static void unlink_sess(struct ws_server *s, struct sess *x, const char *why)
+{
+	for (struct sess **pp = &s->list; *pp; pp = &(*pp)->next)
+		if (*pp == x) {
+			*pp = x->next;
+			s->n--;
+			break;
+		}
+	x->gone = true;
+	if (why && !x->oneshot)
+		bury(s, x, why);
+	if (x->running)
+		ws_cancel_fire(x->running);
+	x->refs--;
+	pthread_cond_broadcast(&x->turn);
+}
+
+/* Lock held: why x should be closed now, or NULL. */
+static const char *stale(const struct ws_server *s, struct sess *x,
+			 long long now, char *buf, size_t n)
+{
+	if (x->retired)
+		return !x->busy && (reap(x, 0) || now - x->last_ms > CLOSE_MS)
+			       ? ""
+			       : NULL;
+	if (now >= x->expires_ms) {
+		snprintf(buf, n,
+			 "expired: its lifetime ended (session.create life_s, "
+			 "session.update, --max-life)");
+		return buf;
+	}
+	if (x->busy)
+		return NULL; /* its cell says what happens to it */
+	if (x->dead) {
+		snprintf(buf, n, "ended: its interpreter exited");
+		return buf;
+	}
+	if (now - x->last_ms > s->cfg.idle_s * 1000) {
+		snprintf(buf, n, "expired: it was idle longer than %g s (--idle)",
+			 s->cfg.idle_s);
+		return buf;
+	}
+	return NULL;
+}
+
+/* Closes sessions that were idle too long, lived too long, or ended (a
+ * running cell is interrupted when its session's lifetime ends). */
 static void expire(struct ws_server *s)
 {
+	struct sess *x, *next, *victims = NULL;
 	long long now = ws_mono_ms();
-	struct sess *x = s->list, *next;
+	char buf[96];
 
 	ws_pump_idle(s);
-	for (; x; x = next) {
+	pthread_mutex_lock(&s->lock);
+	for (x = s->list; x; x = next) {
+		const char *why = stale(s, x, now, buf, sizeof(buf));
 		next = x->next;
-		if (x->retired ? reap(x, 0) || now - x->last_ms > CLOSE_MS
-			       : stale(s, x, now))
-			close_sess(s, x);
+		if (!why)
+			continue;
+		x->refs++;
+		unlink_sess(s, x, why);
+		x->reap_next = victims;
+		victims = x;
 	}
+	pthread_mutex_unlock(&s->lock);
+	for (x = victims; x; x = next) {
+		next = x->reap_next;
+		ws_sess_put(s, x);
+	}
+}
+
+/* When x's lifetime ends, on the wall clock (ms since the epoch): from its
+ * start on both clocks, so that every answer says the same. */
+static long long expires_wall_ms(const struct sess *x, long long expires_ms)
+{
+	return x->created_ns / 1000000 + (expires_ms - x->created_ms);
 }
 
 static int m_create(struct ws_server *s, json_t *p, json_t **res,
 		    struct ws_error *err)
 {
 	struct sess *x;
+	double life = s->cfg.max_life_s;
+	bool capped = false;
 
-	if (only_keys(p, err, "language", "profile", "policy", "env",
-		      "timeout_s", "memory_mb", NULL) < 0 ||
-	    sess_start(s, p, &x, err) < 0)
+	if (ws_only_keys(p, err, "language", "profile", "policy", "env",
+			 "timeout_s", "memory_mb", "life_s", "metadata",
+			 NULL) < 0 ||
+	    get_num(p, "life_s", &life, err) < 0 ||
+	    sess_start(s, p, NULL, &x, err) < 0)
 		return -1;
-	*res = json_pack("{s:s, s:s, s:s}", "session_id", x->id, "language",
-			 x->lang, "run_id", x->run_id);
+	life_ms(s, life, &capped);
+	*res = json_pack("{s:s, s:s, s:s, s:I}", "session_id", x->id,
+			 "language", x->lang, "run_id", x->run_id,
+			 "expires_ms",
+			 (json_int_t)expires_wall_ms(x, x->expires_ms));
+	if (*res && capped)
+		json_object_set_new(*res, "life_capped_from", json_real(life));
+	ws_sess_put(s, x);
 	return 0;
 }
 
@@ -760,45 +937,167 @@ static int m_list(struct ws_server *s, json_t *p, json_t **res,
 	json_t *arr = json_array();
 	long long now_ms = ws_mono_ms(), now_ns = ws_realtime_ns();
 
-	if (only_keys(p, err, NULL) < 0) {
+	if (ws_only_keys(p, err, NULL) < 0) {
 		json_decref(arr);
 		return -1;
 	}
+	pthread_mutex_lock(&s->lock);
 	for (struct sess *x = s->list; x; x = x->next) {
-		if (x->retired)
+		if (x->retired || x->oneshot)
 			continue;
 		double last =
 			(double)(now_ns - (now_ms - x->last_ms) * 1000000) /
 			1e9;
-		json_array_append_new(
-			arr, json_pack("{s:s, s:s, s:s, s:I, s:f, s:f}",
-				       "session_id", x->id, "language", x->lang,
-				       "run_id", x->run_id, "execution_count",
-				       (json_int_t)x->count, "created",
-				       (double)x->created_ns / 1e9, "last_used",
-				       last));
+		json_t *e = json_pack(
+			"{s:s, s:s, s:s, s:I, s:f, s:f, s:I, s:I, s:b}",
+			"session_id", x->id, "language", x->lang, "run_id",
+			x->run_id, "execution_count", (json_int_t)x->count,
+			"created", (double)x->created_ns / 1e9, "last_used",
+			last, "started_ms",
+			(json_int_t)(x->created_ns / 1000000), "expires_ms",
+			(json_int_t)expires_wall_ms(x, x->expires_ms),
+			"running", x->busy);
+		if (e)
+			json_object_set_new(e, "metadata",
+					    x->metadata ? json_deep_copy(
+								  x->metadata)
+							: json_object());
+		json_array_append_new(arr, e);
 	}
+	pthread_mutex_unlock(&s->lock);
 	*res = json_pack("{s:o}", "sessions", arr);
 	return 0;
 }
 
+/* session.update {session_id, life_s}: the session now ends life_s from
+ * now, at the latest when the server's max_life_s since its start ends
+ * (the worker's own wall limit). */
+static int m_update(struct ws_server *s, json_t *p, json_t **res,
+		    struct ws_error *err)
+{
+	double life = 0;
+	struct sess *x;
+
+	if (ws_only_keys(p, err, "session_id", "life_s", NULL) < 0 ||
+	    get_num(p, "life_s", &life, err) < 0)
+		return -1;
+	if (life <= 0)
+		return ws_fail(err, WS_E_PARAMS,
+			       "params.life_s: required, a positive number of "
+			       "seconds");
+	if (!(x = ws_find_sess(s, p, true, err)))
+		return -1;
+	long long now = ws_mono_ms(), want = now + (long long)(life * 1000),
+		  cap = x->created_ms + life_ms(s, s->cfg.max_life_s, NULL);
+	pthread_mutex_lock(&s->lock);
+	x->expires_ms = want < cap ? want : cap;
+	long long at = x->expires_ms;
+	pthread_mutex_unlock(&s->lock);
+	*res = json_pack("{s:s, s:I}", "session_id", x->id, "expires_ms",
+			 (json_int_t)expires_wall_ms(x, at));
+	if (*res && want > cap)
+		json_object_set_new(*res, "life_capped_from", json_real(life));
+	ws_sess_put(s, x);
+	return 0;
+}
+
+/* A running cell is interrupted (its run returns "cancelled"), the runs
+ * waiting their turn fail; the session is closed when they are done. */
 static int m_close(struct ws_server *s, json_t *p, json_t **res,
 		   struct ws_error *err)
 {
 	struct sess *x;
 
-	if (only_keys(p, err, "session_id", NULL) < 0)
+	if (ws_only_keys(p, err, "session_id", NULL) < 0 ||
+	    !(x = ws_find_sess(s, p, true, err)))
 		return -1;
-	x = find_sess(s, p, true, err);
-	if (!x)
-		return -1;
+	pthread_mutex_lock(&s->lock);
+	if (!x->gone)
+		unlink_sess(s, x, "was closed (session.close)");
+	while (x->refs > 1)
+		pthread_cond_wait(&x->turn, &s->lock);
+	pthread_mutex_unlock(&s->lock);
 	*res = json_pack("{s:s, s:b}", "session_id", x->id, "closed", 1);
-	close_sess(s, x);
+	ws_sess_put(s, x);
 	return 0;
 }
 
+/* The result of a run cancelled before its cell started. */
+static json_t *cancelled_result(const struct sess *x)
+{
+	return json_pack(
+		"{s:s, s:s, s:n, s:s, s:i, s:i, s:{s:[], s:[]}, s:[], "
+		"s:{s:s, s:s, s:s}, s:{}, s:[], s:{s:b, s:[], s:s}}",
+		"run_id", x->run_id, "session_id", x->id, "execution_count",
+		"status", "cancelled", "exit_code", 1, "duration_ms", 0, "logs",
+		"stdout", "stderr", "results", "error", "name", "Cancelled",
+		"value",
+		"the request was cancelled while it waited for the "
+		"session's running cell",
+		"traceback", "", "truncated", "artifacts", "policy", "denied",
+		0, "denials", "audit_ref", x->run_id);
+}
+
+/* Waits for x's turn (FIFO, behind its running cell and the runs queued
+ * before); then x is busy with cancel as its cell's. 0; 1: cancelled
+ * while waiting; -1: x was closed meanwhile (err says why). */
+static int take_turn(struct ws_server *s, struct sess *x,
+		     struct ws_cancel *cancel, struct ws_error *err)
+{
+	struct ws_waiter w = { NULL }, **pp;
+	int rc = 0;
+
+	pthread_mutex_lock(&s->lock);
+	for (pp = &x->wq; *pp; pp = &(*pp)->next)
+		;
+	*pp = &w;
+	while (!x->gone && !atomic_load(&cancel->fired) &&
+	       (x->busy || x->wq != &w)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += 50 * 1000000; /* a cancel is seen this soon */
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&x->turn, &s->lock, &ts);
+	}
+	for (pp = &x->wq; *pp != &w; pp = &(*pp)->next)
+		;
+	*pp = w.next;
+	if (x->gone) {
+		const char *why = grave_of(s, x->id);
+		rc = ws_fail(err, WS_E_NO_SESSION, "session '%s' %s", x->id,
+			     why ? why : "was closed");
+	} else if (atomic_load(&cancel->fired)) {
+		rc = 1;
+	} else {
+		x->busy = true;
+		x->running = cancel;
+	}
+	pthread_cond_broadcast(&x->turn);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+/* x's cell is over: the next run may go; a session whose interpreter
+ * ended is closed. */
+static void end_turn(struct ws_server *s, struct sess *x, json_t *res)
+{
+	pthread_mutex_lock(&s->lock);
+	x->busy = false;
+	x->running = NULL;
+	if (x->dead && !x->gone && !x->oneshot)
+		unlink_sess(s, x, "ended: its interpreter exited or was ended "
+				  "(the result of its last cell says why)");
+	if (x->gone && res && !x->oneshot)
+		json_object_set_new(res, "session_closed", json_true());
+	pthread_cond_broadcast(&x->turn);
+	pthread_mutex_unlock(&s->lock);
+}
+
 static int m_run(struct ws_server *s, json_t *p, ws_stream_fn fn, void *arg,
-		 json_t **res, struct ws_error *err)
+		 struct ws_cancel *cancel, json_t **res, struct ws_error *err)
 {
 	json_t *code = json_object_get(p, "code"), *stream;
 	const char *lang = NULL;
@@ -806,9 +1105,9 @@ static int m_run(struct ws_server *s, json_t *p, ws_stream_fn fn, void *arg,
 	double timeout = 0;
 	int rc;
 
-	if (only_keys(p, err, "code", "language", "session_id", "timeout_s",
-		      "stream", "profile", "policy", "env", "memory_mb",
-		      NULL) < 0)
+	if (ws_only_keys(p, err, "code", "language", "session_id", "timeout_s",
+			 "stream", "profile", "policy", "env", "memory_mb",
+			 NULL) < 0)
 		return -1;
 	if (!json_is_string(code))
 		return ws_fail(err, WS_E_PARAMS,
@@ -817,7 +1116,7 @@ static int m_run(struct ws_server *s, json_t *p, ws_stream_fn fn, void *arg,
 	if (stream && !json_is_boolean(stream))
 		return ws_fail(err, WS_E_PARAMS,
 			       "params.stream: must be a boolean");
-	if (get_str(p, "language", &lang, err) < 0 ||
+	if (ws_get_str(p, "language", &lang, err) < 0 ||
 	    get_num(p, "timeout_s", &timeout, err) < 0)
 		return -1;
 	if (lang && !valid_lang(lang))
@@ -829,187 +1128,95 @@ static int m_run(struct ws_server *s, json_t *p, ws_stream_fn fn, void *arg,
 		fn = NULL;
 	if (json_object_get(p, "session_id") &&
 	    !json_is_null(json_object_get(p, "session_id"))) {
-		x = find_sess(s, p, true, err);
+		x = ws_find_sess(s, p, true, err);
 		if (!x)
 			return -1;
-		if (lang && strcmp(lang, x->lang))
+		if (lang && strcmp(lang, x->lang)) {
+			ws_sess_put(s, x);
 			return ws_fail(
 				err, WS_E_PARAMS,
 				"params.language: session %s runs %s, not "
 				"%s",
 				x->id, x->lang, lang);
+		}
+		rc = take_turn(s, x, cancel, err);
+		if (rc == 1)
+			*res = cancelled_result(x);
+		if (rc) {
+			ws_sess_put(s, x);
+			return rc < 0 ? -1 : 0;
+		}
 		struct cell_limits cl = ws_cell_limits_of(
 			s, timeout > 0 ? timeout : x->timeout_s);
 		rc = ws_run_cell(s, x, json_string_value(code),
-				 json_string_length(code), &cl, fn, arg, false,
-				 res, err);
-		if (x->dead)
-			close_sess(s, x);
+				 json_string_length(code), &cl, fn, arg,
+				 cancel->fd, false, res, err);
+		end_turn(s, x, rc ? NULL : *res);
+		ws_sess_put(s, x);
 		return rc;
 	}
-	/* One-shot: a fresh session for this code alone. */
+	/* One-shot: a fresh session for this code alone, busy from the
+	 * start (nobody else can find it). */
 	json_t *cp = json_deep_copy(p);
 	json_object_del(cp, "code");
 	json_object_del(cp, "stream");
 	json_object_del(cp, "session_id");
-	rc = sess_start(s, cp, &x, err);
+	rc = sess_start(s, cp, cancel, &x, err);
 	json_decref(cp);
 	if (rc < 0)
 		return -1;
 	struct cell_limits cl = ws_cell_limits_of(s, x->timeout_s);
 	rc = ws_run_cell(s, x, json_string_value(code),
-			 json_string_length(code), &cl, fn, arg, true, res,
-			 err);
+			 json_string_length(code), &cl, fn, arg, cancel->fd,
+			 true, res, err);
 	/* The answer need not wait for the end: EOF lets the driver finish,
 	 * the worker records the run's end and exits by itself, and expire()
 	 * reaps it (or stops it, CLOSE_MS on) and removes the workdir. */
 	ws_close_fd(&x->cells);
-	x->retired = true;
 	x->last_ms = ws_mono_ms();
+	pthread_mutex_lock(&s->lock);
+	x->retired = true;
+	pthread_mutex_unlock(&s->lock);
+	end_turn(s, x, NULL);
+	ws_sess_put(s, x);
 	return rc;
 }
 
-static int m_write(struct ws_server *s, json_t *p, json_t **res,
-		   struct ws_error *err)
-{
-	const char *path, *text = NULL, *b = NULL;
-	unsigned char *data = NULL;
-	size_t len = 0;
-	struct sess *x;
+/* ------------------------------------------------------------------ */
+/* cancels                                                             */
 
-	if (only_keys(p, err, "session_id", "path", "text", "base64", NULL) <
-		    0 ||
-	    !(x = find_sess(s, p, true, err)) ||
-	    check_path(json_object_get(p, "path"), &path, err) < 0 ||
-	    get_str(p, "text", &text, err) < 0 ||
-	    get_str(p, "base64", &b, err) < 0)
-		return -1;
-	if (!text == !b)
-		return ws_fail(err, WS_E_PARAMS,
-			       "params: give exactly one of text and base64");
-	if (text) {
-		len = json_string_length(json_object_get(p, "text"));
-		data = malloc(len + 1);
-		if (data)
-			memcpy(data, text, len);
-	} else if (ws_base64_decode(b, strlen(b), &data, &len) < 0) {
-		return ws_fail(err, WS_E_PARAMS,
-			       "params.base64: not valid base64 (RFC 4648, "
-			       "with padding)");
+struct ws_cancel *ws_cancel_new(void)
+{
+	struct ws_cancel *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->fd < 0) {
+		free(c);
+		return NULL;
 	}
-	if (!data)
-		return ws_fail(err, WS_E_INTERNAL, "out of memory");
-	if (len > MAX_READ) {
-		free(data);
-		return ws_fail(
-			err, WS_E_TOO_LARGE,
-			"%zu bytes: files of at most %d MiB can be written",
-			len, MAX_READ >> 20);
-	}
-	int fd = open_beneath(x, path,
-			      O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
-	int rc = fd < 0 ? fd : ws_write_all(fd, data, len);
-	if (fd >= 0 && !rc && s->drop &&
-	    fchown(fd, WS_SANDBOX_UID, WS_SANDBOX_GID) < 0)
-		rc = -errno;
-	if (fd >= 0)
-		close(fd);
-	free(data);
-	if (rc < 0)
-		return ws_fail(
-			err, WS_E_FILE,
-			"%s: cannot write it in the session's workdir: %s%s",
-			path, strerror(-rc),
-			rc == -EXDEV || rc == -ELOOP
-				? " (a symlink leads out of the workdir)"
-			: rc == -ENOENT ? " (its directory does not exist)"
-					: "");
-	*res = file_entry(x, path);
-	return *res ? 0
-		    : ws_fail(err, WS_E_FILE, "%s: written but unreadable",
-			      path);
+	atomic_init(&c->fired, false);
+	return c;
 }
 
-static int m_read(struct ws_server *s, json_t *p, json_t **res,
-		  struct ws_error *err)
+void ws_cancel_fire(struct ws_cancel *c)
 {
-	const char *path;
-	struct sess *x;
-	struct stat st;
+	uint64_t one = 1;
 
-	if (only_keys(p, err, "session_id", "path", NULL) < 0 ||
-	    !(x = find_sess(s, p, true, err)) ||
-	    check_path(json_object_get(p, "path"), &path, err) < 0)
-		return -1;
-	int fd = open_beneath(x, path, O_RDONLY | O_NONBLOCK, 0);
-	if (fd < 0)
-		return ws_fail(
-			err, WS_E_FILE,
-			"%s: cannot read it in the session's workdir: %s%s",
-			path, strerror(-fd),
-			fd == -EXDEV ? " (a symlink leads out of the workdir)"
-				     : "");
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return ws_fail(err, WS_E_FILE, "%s: not a regular file", path);
-	}
-	if (st.st_size > MAX_READ) {
-		close(fd);
-		return ws_fail(err, WS_E_TOO_LARGE,
-			       "%s: %lld bytes; files of at most %d MiB can be "
-			       "read",
-			       path, (long long)st.st_size, MAX_READ >> 20);
-	}
-	size_t cap = (size_t)st.st_size + 1, n = 0;
-	char *buf = malloc(cap);
-	while (buf) {
-		ssize_t r = read(fd, buf + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-		if (n == cap)
-			break; /* grew meanwhile: keep what was there */
-	}
-	close(fd);
-	if (!buf)
-		return ws_fail(err, WS_E_INTERNAL, "out of memory");
-	char hex[WARD_SHA256_HEX_LEN + 1];
-	ward_sha256_hex(buf, n, hex);
-	json_t *o = json_pack("{s:s, s:I, s:s, s:o}", "path", path, "size",
-			      (json_int_t)n, "sha256", hex, "base64",
-			      view_json_base64(buf, n));
-	json_t *t = json_stringn(buf, n);
-	if (t)
-		json_object_set_new(o, "text", t);
-	free(buf);
-	*res = o;
-	return 0;
+	if (!c || atomic_exchange(&c->fired, true))
+		return;
+	/* cannot fail: the counter is far from its limit */
+	ssize_t w = write(c->fd, &one, sizeof(one));
+	(void)w;
 }
 
-static int m_files(struct ws_server *s, json_t *p, json_t **res,
-		   struct ws_error *err)
+void ws_cancel_free(struct ws_cancel *c)
 {
-	struct sess *x;
-	struct wf_snap sn;
-	json_t *arr = json_array();
-
-	(void)s;
-	if (only_keys(p, err, "session_id", NULL) < 0 ||
-	    !(x = find_sess(s, p, true, err))) {
-		json_decref(arr);
-		return -1;
-	}
-	wf_snap_take(ws_wd(x), &sn);
-	for (size_t i = 0; i < sn.n; i++) {
-		json_t *e = sn.f[i].path ? file_entry(x, sn.f[i].path) : NULL;
-		if (e)
-			json_array_append_new(arr, e);
-	}
-	wf_snap_free(&sn);
-	*res = json_pack("{s:o}", "files", arr);
-	return 0;
+	if (!c)
+		return;
+	close(c->fd);
+	free(c);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1041,16 +1248,19 @@ int ws_server_new(const struct ws_config *cfg, struct ws_server **out)
 	if (s->cfg.max_sessions <= 0)
 		s->cfg.max_sessions = 16;
 	s->drop = geteuid() == 0;
-	if (pipe2(s->cancel, O_CLOEXEC | O_NONBLOCK) < 0) {
-		free(s);
-		return -errno;
-	}
 	int rc = audit_default_path(s->cfg.db, s->db, sizeof(s->db));
 	if (!rc)
 		rc = audit_open(s->db, false, &s->au, msg, sizeof(msg));
 	if (rc < 0) {
-		close(s->cancel[0]);
-		close(s->cancel[1]);
+		free(s);
+		return rc;
+	}
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->spawn_cond, NULL);
+	pthread_cond_init(&s->spawn_done, NULL);
+	rc = -pthread_create(&s->spawner, NULL, spawner_main, s);
+	if (rc < 0) {
+		audit_close(s->au);
 		free(s);
 		return rc;
 	}
@@ -1058,35 +1268,39 @@ int ws_server_new(const struct ws_config *cfg, struct ws_server **out)
 	return 0;
 }
 
+/* Callers are done (no ws_call runs): every session is closed, all at
+ * once. */
 void ws_server_free(struct ws_server *s)
 {
+	struct sess *x, *next, *all = NULL;
+
 	if (!s)
 		return;
+	pthread_mutex_lock(&s->lock);
+	while ((x = s->list)) {
+		x->refs++;
+		unlink_sess(s, x, NULL);
+		x->reap_next = all;
+		all = x;
+	}
+	pthread_mutex_unlock(&s->lock);
 	/* EOF to every driver first, so that they all end at once */
-	for (struct sess *x = s->list; x; x = x->next)
+	for (x = all; x; x = x->reap_next)
 		ws_close_fd(&x->cells);
-	while (s->list)
-		close_sess(s, s->list);
+	for (x = all; x; x = next) {
+		next = x->reap_next;
+		ws_sess_put(s, x);
+	}
+	pthread_mutex_lock(&s->lock);
+	s->spawn_stop = true;
+	pthread_cond_signal(&s->spawn_cond);
+	pthread_mutex_unlock(&s->lock);
+	pthread_join(s->spawner, NULL);
 	audit_close(s->au);
-	close(s->cancel[0]);
-	close(s->cancel[1]);
+	pthread_cond_destroy(&s->spawn_cond);
+	pthread_cond_destroy(&s->spawn_done);
+	pthread_mutex_destroy(&s->lock);
 	free(s);
-}
-
-void ws_server_cancel(struct ws_server *s)
-{
-	char b = 'c';
-	ssize_t w = write(s->cancel[1], &b, 1);
-
-	(void)w; /* full: a cancel is pending already */
-}
-
-void ws_server_cancel_clear(struct ws_server *s)
-{
-	char buf[64];
-
-	while (read(s->cancel[0], buf, sizeof(buf)) > 0)
-		;
 }
 
 const char *ws_server_db(const struct ws_server *s)
@@ -1099,11 +1313,42 @@ void ws_server_tick(struct ws_server *s)
 	expire(s);
 }
 
-int ws_call(struct ws_server *s, const char *method, json_t *params,
-	    ws_stream_fn fn, void *fn_arg, json_t **result,
-	    struct ws_error *err)
+static int dispatch(struct ws_server *s, const char *method, json_t *p,
+		    ws_stream_fn fn, void *fn_arg, struct ws_cancel *cancel,
+		    json_t **result, struct ws_error *err)
+{
+	int rc;
+
+	if (!method)
+		return ws_fail(err, WS_E_INVALID, "method: required");
+	if (!strcmp(method, "session.create"))
+		return m_create(s, p, result, err);
+	if (!strcmp(method, "session.list"))
+		return m_list(s, p, result, err);
+	if (!strcmp(method, "session.update"))
+		return m_update(s, p, result, err);
+	if (!strcmp(method, "session.close"))
+		return m_close(s, p, result, err);
+	if (!strcmp(method, "run"))
+		return m_run(s, p, fn, fn_arg, cancel, result, err);
+	rc = ws_files_call(s, method, p, result, err);
+	if (rc <= 0)
+		return rc;
+	return ws_fail(err, WS_E_METHOD,
+		       "unknown method '%s'; methods: session.create, "
+		       "session.list, session.update, session.close, run, "
+		       "files.write, files.read, files.list, files.stat, "
+		       "files.mkdir, files.remove, files.rename",
+		       method);
+}
+
+int ws_call_c(struct ws_server *s, const char *method, json_t *params,
+	      ws_stream_fn fn, void *fn_arg, struct ws_cancel *cancel,
+	      json_t **result, struct ws_error *err)
 {
 	json_t *p = params ? params : json_object();
+	/* a run always has a cancel: session.close fires it */
+	struct ws_cancel *own = NULL;
 	int rc;
 
 	*result = NULL;
@@ -1114,32 +1359,24 @@ int ws_call(struct ws_server *s, const char *method, json_t *params,
 		goto out;
 	}
 	expire(s);
-	if (!method)
-		rc = ws_fail(err, WS_E_INVALID, "method: required");
-	else if (!strcmp(method, "session.create"))
-		rc = m_create(s, p, result, err);
-	else if (!strcmp(method, "session.list"))
-		rc = m_list(s, p, result, err);
-	else if (!strcmp(method, "session.close"))
-		rc = m_close(s, p, result, err);
-	else if (!strcmp(method, "run"))
-		rc = m_run(s, p, fn, fn_arg, result, err);
-	else if (!strcmp(method, "files.write"))
-		rc = m_write(s, p, result, err);
-	else if (!strcmp(method, "files.read"))
-		rc = m_read(s, p, result, err);
-	else if (!strcmp(method, "files.list"))
-		rc = m_files(s, p, result, err);
-	else
-		rc = ws_fail(err, WS_E_METHOD,
-			     "unknown method '%s'; methods: session.create, "
-			     "session.list, session.close, run, files.write, "
-			     "files.read, files.list",
-			     method);
+	if (!cancel && method && !strcmp(method, "run") &&
+	    !(cancel = own = ws_cancel_new())) {
+		rc = ws_fail(err, WS_E_INTERNAL, "out of memory");
+		goto out;
+	}
+	rc = dispatch(s, method, p, fn, fn_arg, cancel, result, err);
 out:
+	ws_cancel_free(own);
 	if (!params)
 		json_decref(p);
 	if (rc == 0 && !*result)
 		rc = ws_fail(err, WS_E_INTERNAL, "out of memory");
 	return rc;
+}
+
+int ws_call(struct ws_server *s, const char *method, json_t *params,
+	    ws_stream_fn fn, void *fn_arg, json_t **result,
+	    struct ws_error *err)
+{
+	return ws_call_c(s, method, params, fn, fn_arg, NULL, result, err);
 }

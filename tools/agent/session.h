@@ -38,9 +38,15 @@ typedef void (*ws_stream_fn)(void *arg, const char *stream /* "stdout"|"stderr" 
  * reference on success (return 0); on failure returns -1 and fills err.
  * Methods:
  *   "session.create" {language?: "python"|"node"|"sh", profile?, policy?, env?: {..},
- *                     timeout_s?, memory_mb?} -> {session_id, language, run_id}
+ *                     timeout_s?, memory_mb?, life_s?, metadata?: {..strings}}
+ *                    -> {session_id, language, run_id, expires_ms}
+ *                    (life_s: this session's lifetime, default and cap the server's
+ *                    max_life_s; expires_ms: wall-clock ms since the epoch when it ends)
  *   "session.list"   {} -> {sessions: [{session_id, language, run_id, execution_count,
- *                                        created, last_used}]}
+ *                                        created, last_used, started_ms, expires_ms,
+ *                                        running, metadata}]}
+ *   "session.update" {session_id, life_s} -> {session_id, expires_ms}: it now ends
+ *                    life_s seconds from now (within its lifetime's cap)
  *   "session.close"  {session_id} -> {session_id, closed: true}
  *   "run"            {code, language?, session_id?, timeout_s?, stream?} -> the result
  *                    object of the issue (section 2): {run_id, session_id, execution_count,
@@ -52,16 +58,51 @@ typedef void (*ws_stream_fn)(void *arg, const char *stream /* "stdout"|"stderr" 
  *                    policy:{denied, denials:[{syscall,target,action,rule,errno}], audit_ref}}
  *                    without session_id: a one-shot run (a fresh interpreter, like ward run).
  *   "files.write"    {session_id, path, text? | base64?} -> {path, size, sha256}
+ *                    (its parent directories are made)
  *   "files.read"     {session_id, path} -> {path, size, sha256, base64, text? (if UTF-8)}
- *   "files.list"     {session_id} -> {files: [{path, size, sha256}]}
- * Thread-safety: one caller thread; sessions run concurrently underneath. */
+ *   "files.list"     {session_id, path?, depth?} -> {files: [entry]}: what is under path
+ *                    (default the workdir), depth levels down (default 1), directories
+ *                    and dotfiles included; entry = {path, name, type: "file"|"dir"|
+ *                    "symlink"|"other", size, mode (permission bits), mtime_ms,
+ *                    sha256 (files only)}
+ *   "files.stat"     {session_id, path} -> entry (WS_E_FILE when there is none)
+ *   "files.mkdir"    {session_id, path} -> {path, created} (parents made)
+ *   "files.remove"   {session_id, path} -> {path, removed: true} (a file or a tree)
+ *   "files.rename"   {session_id, from, to} -> {from, to} (to's parents made)
+ * Paths are relative to the session's workdir and stay inside it (no "..", no symlink
+ * out). */
 int ws_call(struct ws_server *s, const char *method, json_t *params, ws_stream_fn fn,
 	    void *fn_arg, json_t **result, struct ws_error *err);
 /* clang-format on */
 
+/*
+ * Thread-safety: ws_call/ws_call_c may be called from any number of
+ * threads at once. Calls on different sessions run in parallel. Control
+ * methods (session.create, session.list, session.close, session.update,
+ * files.*) never wait for a running cell. A "run" on a session whose cell
+ * is running waits its turn (FIFO), and can be cancelled while it waits.
+ * session.close of a session with a running cell ends it; that call
+ * returns promptly (the run returns status "cancelled", with
+ * session_closed). The stream callback fn is called on the calling
+ * thread only.
+ */
+struct ws_cancel;
+/* NULL: out of memory. */
+struct ws_cancel *ws_cancel_new(void);
+/* Any thread, idempotent: interrupts the call's cell (SIGINT to its
+ * interpreter, as Ctrl-C; a cell that does not stop within 2 s ends its
+ * session) or drops the call if it still waits its turn; the call
+ * returns status "cancelled". */
+void ws_cancel_fire(struct ws_cancel *c);
+void ws_cancel_free(struct ws_cancel *c);
+/* ws_call with a cancel (NULL: none). */
+int ws_call_c(struct ws_server *s, const char *method, json_t *params,
+	      ws_stream_fn fn, void *fn_arg, struct ws_cancel *cancel,
+	      json_t **result, struct ws_error *err);
+
 /* Additions beyond the shared contract. Close the sessions that were idle
  * or alive too long (ws_call does too; a server waiting for input calls
- * this now and then), and read what idle sessions wrote. */
+ * this now and then), and read what idle sessions wrote. Any thread. */
 void ws_server_tick(struct ws_server *s);
 /* A new JSON string for arbitrary bytes: invalid UTF-8 becomes U+FFFD. */
 json_t *ws_json_text(const char *s, size_t len);
@@ -71,13 +112,5 @@ int ws_base64_decode(const char *s, size_t n, unsigned char **out,
 		     size_t *len);
 /* The audit database the server records to. */
 const char *ws_server_db(const struct ws_server *s);
-/* Cancelling (any thread, async-signal-safe): interrupts the cell that
- * ws_call is running now (SIGINT to its interpreter, as Ctrl-C; one that
- * does not stop within 2 s ends its session) and it returns with status
- * "cancelled". A cancel that comes between cells stays pending until
- * ws_server_cancel_clear, which the caller makes when the call it meant
- * is over (under the same lock as it decides to cancel). */
-void ws_server_cancel(struct ws_server *s);
-void ws_server_cancel_clear(struct ws_server *s);
 
 #endif

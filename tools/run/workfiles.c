@@ -71,8 +71,10 @@ int wf_hash_file(const char *dir, const char *path,
 	return r;
 }
 
-static struct wf_snap *snap_cur;
-static size_t snap_root;
+/* nftw's callback has no argument: the snapshot being taken, per thread
+ * (the session server takes them on several threads at once) */
+static _Thread_local struct wf_snap *snap_cur;
+static _Thread_local size_t snap_root;
 
 static int snap_one(const char *path, const struct stat *st, int flag,
 		    struct FTW *ftw)

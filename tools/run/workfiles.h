@@ -38,8 +38,8 @@ struct wf_snap {
 /*
  * The regular files under dir, except tmp/ (the code's TMPDIR) and
  * top-level dot entries (caches of matplotlib and friends under HOME), at
- * most WF_MAX_FILES. *s is overwritten; free it with wf_snap_free. Not
- * thread-safe (nftw has no argument for its callback).
+ * most WF_MAX_FILES. *s is overwritten; free it with wf_snap_free. Any
+ * thread (nftw's callback finds its snapshot in a thread-local).
  */
 void wf_snap_take(const char *dir, struct wf_snap *s);
 void wf_snap_free(struct wf_snap *s);

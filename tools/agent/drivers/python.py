@@ -267,6 +267,7 @@ def _run(ns, n, code, timeout):
     except BaseException as e:
         _in_cell[0] = False
         _signal.setitimer(_signal.ITIMER_REAL, 0)
+        _exc[0] = e
         interrupted = _fired[0]
         error = _error(e)
     _in_cell[0] = False
@@ -275,6 +276,9 @@ def _run(ns, n, code, timeout):
     # the main result comes last, as in a notebook
     results.sort(key=lambda r: r["is_main_result"])
     return results, error, interrupted
+
+
+_exc = [None]  # the exception that ended the last cell
 
 
 def _main():
@@ -295,9 +299,16 @@ def _main():
                                            h.get("timeout_s", 0))
         sys.stdout.flush()
         sys.stderr.flush()
-        frame = _json({"nonce": h["nonce"], "n": h["n"],
-                       "results": results, "error": error,
-                       "interrupted": interrupted}) + "\n"
+        frame = {"nonce": h["nonce"], "n": h["n"], "results": results,
+                 "error": error, "interrupted": interrupted}
+        if isinstance(_exc[0], SystemExit):
+            # sys.exit(N) ends the cell, not the session, with N as its
+            # exit code, as the interpreter would exit with it
+            c = _exc[0].code
+            frame["exit_code"] = (0 if c is None else c & 0xff
+                                  if isinstance(c, int) else 1)
+        _exc[0] = None
+        frame = _json(frame) + "\n"
         data = frame.encode("utf-8", "replace")
         while data:
             data = data[os.write(_RESULT_FD, data):]
