@@ -103,9 +103,11 @@ static const char *err_code(const struct ws_error *err)
 	if (err->code == WS_E_PARAMS)
 		return "invalid_argument";
 	if (err->code == WS_E_FILE) {
-		if (strstr(err->message, "No such file"))
+		/* the engine says which in words only (session-files.c) */
+		if (strcasestr(err->message, "no such file"))
 			return "not_found";
-		if (strstr(err->message, "File exists"))
+		if (strstr(err->message, "File exists") ||
+		    strstr(err->message, "exists and is not a directory"))
 			return "already_exists";
 		return "invalid_argument";
 	}
