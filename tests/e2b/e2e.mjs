@@ -232,7 +232,34 @@ async function bad() {
   await sbx.kill();
 }
 
-const scenarios = { lifecycle, files, commands, languages, bad };
+async function parallel() {
+  // 8 sandboxes each sleeping 1 s finish together in under 2.5 s, and
+  // control requests are answered while those cells run
+  const boxes = await Promise.all(Array.from({ length: 8 }, () => Sandbox.create()));
+  await Promise.all(boxes.map((b) => b.runCode("import time")));
+  const t0 = Date.now();
+  const cells = Promise.all(boxes.map((b) => b.runCode("time.sleep(1)").then(() => Date.now() - t0)));
+  await new Promise((r) => setTimeout(r, 200));
+  const control = [];
+  const timed = async (name, p) => { const s = Date.now(); await p; control.push([name, Date.now() - s, Date.now() - t0]); };
+  await timed("list", Sandbox.list().nextItems());
+  await timed("isRunning", boxes[0].isRunning());
+  await timed("files.write", boxes[1].files.write("/home/user/while.txt", "x"));
+  await timed("files.read", boxes[1].files.read("/home/user/while.txt"));
+  const extra = await Sandbox.create();
+  control.push(["create", 0, Date.now() - t0]);
+  await timed("kill", extra.kill());
+  const ends = await cells;
+  const total = Date.now() - t0;
+  seen.total_ms = total;
+  seen.control = control;
+  assert.ok(total < 2500, `8 parallel sleep(1) cells took ${total} ms`);
+  for (const [name, , at] of control)
+    assert.ok(at < Math.min(...ends), `${name} was answered at ${at} ms, after the cells ended (${ends})`);
+  await Promise.all(boxes.map((b) => b.kill()));
+}
+
+const scenarios = { lifecycle, files, commands, languages, bad, parallel };
 assert.ok(scenarios[scenario], `usage: node e2e.mjs ${Object.keys(scenarios).join("|")}`);
 try {
   await scenarios[scenario]();
