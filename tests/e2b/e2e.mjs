@@ -38,7 +38,9 @@ async function lifecycle() {
   const all = await Sandbox.list().nextItems();
   const mine = all.find((s) => s.sandboxId === sbx.sandboxId);
   assert.ok(mine, "Sandbox.list() has the new sandbox");
-  assert.deepEqual(mine.metadata, { suite: "e2e", case: "lifecycle" });
+  assert.deepEqual(mine.metadata, { suite: "e2e", case: "lifecycle", ward_run_id: mine.metadata.ward_run_id });
+  assert.match(mine.metadata.ward_run_id, /^[0-9a-f]{16}$/);
+  seen.run_id = mine.metadata.ward_run_id;
   assert.equal(mine.state, "running");
   const other = await Sandbox.create({ metadata: { suite: "e2e", case: "other" } });
   const filtered = await Sandbox.list({ query: { metadata: { case: "lifecycle" } } }).nextItems();

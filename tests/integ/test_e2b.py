@@ -92,6 +92,7 @@ def run_of(ctx, sandbox_id):
 def test_e2b_sdk_lifecycle_and_cells(ctx):
     seen, _ = sdk(ctx, "lifecycle")
     run_id = run_of(ctx, seen["sandbox_id"])
+    assert seen["run_id"] == run_id, seen
     cells = ctx.sql("select n, code, status from cells where run_id=? order by n", run_id)
     codes = [c["code"] for c in cells]
     assert codes[:2] == ["import os, time\nx = 41\nprint('hello', flush=True)\ntime.sleep(1)\n"
@@ -208,6 +209,22 @@ def test_e2b_client_that_hangs_up_cancels_its_cell(ctx):
     run_id = run_of(ctx, sb["sandboxID"])
     cells = ctx.sql("select code, status from cells where run_id=? order by n", run_id)
     assert [c["status"] for c in cells] == ["cancelled", "ok"], cells
+
+
+def test_e2b_example_agent(ctx):
+    need_sdk()
+    s = Server(ctx)
+    p = subprocess.run([wardtest.NODE, os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples",
+                                                    "e2b_agent.mjs"), ctx.tmp],
+                       capture_output=True, text=True, timeout=300, env=s.env(), cwd=ctx.tmp)
+    s.stop()
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "totals by region:" in p.stdout and "saved " in p.stdout, p.stdout
+    with open(os.path.join(ctx.tmp, "chart.png"), "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    assert "no network in this sandbox" in p.stdout, p.stdout
+    run_id = p.stdout.rsplit("ward show ", 1)[1].split()[0]
+    assert ctx.sql("select count(*) n from cells where run_id=?", run_id)[0]["n"] >= 5
 
 
 def test_e2b_parallel_sandboxes_and_control_while_cells_run(ctx):

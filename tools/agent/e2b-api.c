@@ -188,12 +188,11 @@ static json_t *sandbox_json(const struct sbx *x, bool tokens)
 
 	e2b_iso_time(start, sizeof(start), x->start_ms);
 	e2b_iso_time(end, sizeof(end), x->end_ms);
-	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O, s:s, s:s}",
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O, s:s}",
 			      "sandboxID", x->id, "templateID", x->template_id,
 			      "clientID", "ward", "envdVersion",
 			      E2B_ENVD_VERSION, "startedAt", start, "endAt",
-			      end, "metadata", x->metadata, "state", "running",
-			      "wardRunId", x->run_id);
+			      end, "metadata", x->metadata, "state", "running");
 	if (o && tokens) {
 		json_object_set_new(o, "envdAccessToken",
 				    json_string(x->envd_token));
@@ -311,8 +310,11 @@ static void api_create(struct e2b *e, json_t *body, struct e2b_reply *rp)
 	snprintf(x->id, sizeof(x->id), "%s", sid);
 	snprintf(x->run_id, sizeof(x->run_id), "%s", rid ? rid : "");
 	snprintf(x->template_id, sizeof(x->template_id), "%s", tpl);
+	/* the run's id, for `ward show`: the SDK passes metadata on */
 	x->metadata = json_is_object(meta) ? json_deep_copy(meta)
 					   : json_object();
+	json_object_set_new(x->metadata, "ward_run_id",
+			    json_string(x->run_id));
 	x->alive = true;
 	x->start_ms = e2b_now_ms();
 	x->end_ms = x->start_ms + timeout * 1000;

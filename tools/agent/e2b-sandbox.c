@@ -102,6 +102,8 @@ static const char *err_code(const struct ws_error *err)
 		return "resource_exhausted";
 	if (err->code == WS_E_PARAMS)
 		return "invalid_argument";
+	if (err->code == WS_E_METHOD)
+		return "unimplemented";
 	if (err->code == WS_E_FILE) {
 		/* the engine says which in words only (session-files.c) */
 		if (strcasestr(err->message, "no such file"))
