@@ -685,3 +685,101 @@ def test_mcp_output_that_is_not_utf8_comes_back_exactly(ctx):
     t = text_of(r)
     assert "stdout (10 bytes" in t and "not UTF-8" in t and "stdout_base64" in t, t
     assert m.close() == 0
+
+
+# ---- concurrency, the end, rough edges (issue 25) ----
+
+def test_mcp_calls_on_several_sessions_run_in_parallel(ctx):
+    """One MCP server, 4 sessions, 4 tools/call at once each sleeping 1 s:
+    about 1 s together; list_sessions and a file write are answered
+    while they run, and cancelling one call leaves the others alone."""
+    import time
+    m = Mcp(ctx)
+    m.initialize()
+    sids = [m.call("create_session")["structuredContent"]["session_id"] for _ in range(5)]
+    t0 = time.monotonic()
+    calls = [_start_call(m, "run_code", session_id=sid, code="import time\ntime.sleep(1)\n'slept'")
+             for sid in sids[:4]]
+    doomed = _start_call(m, "run_code", progress="d", session_id=sids[4],
+                         code="import time\nprint('started', flush=True)\ntime.sleep(60)")
+    lst = _start_call(m, "list_sessions")
+    wr = _start_call(m, "write_file", session_id=sids[0], path="a/b.txt", text="x")
+    got, when = {}, {}
+
+    def note(r):
+        if "id" in r:
+            got[r["id"]], when[r["id"]] = r, time.monotonic() - t0
+    for r in _until(m, _started("d")):
+        note(r)
+    _cancel(m, doomed)
+    while len(got) < 6:
+        note(m.recv(30))
+    wall = time.monotonic() - t0
+    assert doomed not in got, got
+    assert wall < 2.5, (wall, when)
+    for c in calls:
+        assert main_text(got[c]["result"]) == "'slept'", got[c]
+    assert when[lst] < min(when[c] for c in calls) and when[wr] < min(when[c] for c in calls), when
+    running = [s for s in got[lst]["result"]["structuredContent"]["sessions"] if s["running"]]
+    assert len(running) >= 4, got[lst]
+    assert m.close() == 0
+
+
+def _sdk_close(ctx, *args):
+    wardtest.require(wardtest.NODE)
+    if not os.path.isdir(os.path.join(MCP_DIR, "node_modules", "@modelcontextprotocol", "sdk")):
+        raise Skip("tests/mcp/node_modules is missing: run tools/install-deps")
+    p = subprocess.run([wardtest.NODE, os.path.join(MCP_DIR, "close.mjs"), wardtest.ward_bin(),
+                        ctx.db] + list(args), capture_output=True, text=True, timeout=120,
+                       cwd=ctx.tmp)
+    assert p.returncode == 0, p.stderr[-4000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_mcp_sessions_of_a_client_that_closes_are_closed_by_it(ctx):
+    """The SDK client's close (stdin ended, SIGTERM 2 s later if ward has not
+    exited) leaves every session's run ended "ok" (closed by the client),
+    not aborted: the call thread that forked the workers used to end
+    before the sessions were closed (PR_SET_PDEATHSIG)."""
+    seen = _sdk_close(ctx)
+    assert seen["close_ms"] < 2000, seen  # it exited by itself
+    runs = ctx.sql("select id, status, cause from runs where id in (%s)" %
+                   ",".join("?" * len(seen["ids"])), *seen["ids"])
+    assert len(runs) == 6 and {(r["status"], r["cause"]) for r in runs} == {("ok", None)}, runs
+
+
+def test_mcp_client_that_closes_during_a_long_cell_cancels_it(ctx):
+    """A cell still running when the client closes: the SDK's SIGTERM
+    cancels it and the sessions are closed in order."""
+    seen = _sdk_close(ctx, "running")
+    assert seen["close_ms"] < 6000, seen
+    runs = ctx.sql("select id, status, cause from runs where id in (%s)" %
+                   ",".join("?" * len(seen["ids"])), *seen["ids"])
+    assert {(r["status"], r["cause"]) for r in runs} == {("ok", None)}, runs
+    cells = ctx.sql("select status from cells where run_id = ? order by n", seen["ids"][0])
+    assert [c["status"] for c in cells] == ["ok", "cancelled"], cells
+
+
+def test_mcp_bad_policy_stops_it_at_start(ctx):
+    p = subprocess.run([wardtest.ward_bin(), "mcp", "--db", ctx.db, "--policy",
+                        os.path.join(ctx.tmp, "missing.json")],
+                       input=b"", capture_output=True, timeout=30, cwd=ctx.tmp)
+    assert p.returncode == 125 and b"--policy" in p.stderr and b"missing.json" in p.stderr, p
+    assert p.stdout == b"", p
+
+
+def test_mcp_errors_name_the_tools_and_long_lines_keep_their_id(ctx):
+    m = Mcp(ctx, "--max-request", "2000", "-v")
+    m.initialize()
+    r = m.call("run_code", session_id="s-nope", code="1")
+    assert r["isError"] is True, r
+    t = text_of(r)
+    assert "list_sessions" in t and "session.list" not in t, t
+    r = m.call("read_file", session_id="s-nope", path="x")
+    assert "run_code failed" not in text_of(r) and "read_file failed" in text_of(r), r
+    m.send_raw('{"jsonrpc": "2.0", "id": 41, "method": "tools/call", "params": {"name": "run_code", '
+               '"arguments": {"code": "%s"}}}\n' % ("x" * 5000))
+    r = m.recv()
+    assert r["id"] == 41 and error_code(r) == -32600 and "--max-request" in r["error"]["message"], r
+    assert m.request("ping")["result"] == {}
+    assert m.close() == 0

@@ -21,14 +21,24 @@
  * the operator's --profile/--policy bound every session (and
  * --max-timeout its time).
  *
- * Two threads. The main thread reads requests and answers at once what
- * needs no session (initialize, ping, tools/list, errors) and
- * notifications/cancelled; tools/call requests (and batches) queue for the
- * call thread, which runs them one at a time through ws_call (the session
- * server has one caller thread) and expires idle sessions between them. A
- * cancelled call that is still queued is dropped; one that is running has
- * its cell interrupted (ws_server_cancel); neither is answered, as the
- * specification asks.
+ * Threads. The main thread reads requests and answers at once what needs
+ * no session (initialize, ping, tools/list, errors) and
+ * notifications/cancelled; each tools/call request (or batch) runs on a
+ * thread of its own through ws_call_c, so calls on different sessions run
+ * in parallel (a run waits only for the cell running in its own session,
+ * in the session server) and answers come as they are ready. A ticker
+ * thread expires idle sessions while no request comes. A cancelled call
+ * has its cell interrupted, or is dropped while it waits for its session
+ * (ws_cancel_fire); it is not answered, as the specification asks.
+ *
+ * The end: at the end of input the calls read are answered, then every
+ * session is closed (its run recorded as ended by the client); when
+ * nobody reads stdout any more, or on SIGTERM, SIGINT or SIGHUP (an SDK
+ * client sends SIGTERM when the server has not exited 2 s after it closed
+ * stdin), the calls are cancelled first. Workers are forked by the
+ * session server's own thread: PR_SET_PDEATHSIG fires when the thread
+ * that forked ends, and a call thread that forked them used to end before
+ * the sessions were closed, which aborted every session (SIGTERM).
  */
 #include "tools/cmds.h"
 
@@ -57,15 +67,19 @@
 #define DEFAULT_MAX_REQUEST (64u << 20) /* bytes in one request line */
 #define PROGRESS_CHUNK_MAX  1000 /* bytes of output per progress message */
 #define TICK_MS		    1000 /* session expiry checks while idle */
-#define MAX_QUEUED	    256	 /* tools/call requests waiting their turn */
+#define MAX_INFLIGHT	    256	 /* tools/call requests answered at once */
 
-/* A tools/call request (or a batch) for the call thread. */
+/* A tools/call request (or a batch) on its thread. */
 struct job {
 	struct job *next;
+	struct mcp *m;
 	json_t *msg;
 	json_t *id; /* the request's id (in msg); NULL for a batch */
 	struct ws_cancel *cancel; /* fired by notifications/cancelled */
-	bool cancelled;
+	bool cancelled;		  /* m->lock */
+	/* while a tools/call that asked for progress runs */
+	json_t *progress_token;
+	long long progress;
 };
 
 /* Newest first; the first is what a client with an unknown version gets. */
@@ -127,6 +141,14 @@ static bool out_is_broken(struct mcp *m)
 	return b;
 }
 
+/* True when nobody reads stdout any more (a pipe's reader closed). */
+static bool stdout_gone(struct mcp *m)
+{
+	struct pollfd q = { m->out_fd, 0, 0 };
+
+	return poll(&q, 1, 0) > 0 && (q.revents & (POLLERR | POLLHUP));
+}
+
 /* ---- JSON-RPC responses ---- */
 
 __attribute__((format(printf, 3, 4))) static json_t *
@@ -163,33 +185,67 @@ static json_t *rpc_result(json_t *id, json_t *result)
 static void on_stream(void *arg, const char *stream, const char *data,
 		      size_t len, long long ts_ns)
 {
-	struct mcp *m = arg;
+	struct job *j = arg;
 	struct ward_strbuf sb = WARD_STRBUF_INIT;
 	json_t *params;
 
 	(void)ts_ns;
-	if (!m->progress_token)
+	if (!j->progress_token)
 		return;
 	ward_strbuf_appendf(&sb, "%s: ", stream);
 	mcp_append_head_tail(&sb, data, len, PROGRESS_CHUNK_MAX);
 	params = json_pack("{s:O, s:I, s:s}", "progressToken",
-			   m->progress_token, "progress",
-			   (json_int_t)++m->progress, "message",
+			   j->progress_token, "progress",
+			   (json_int_t)++j->progress, "message",
 			   ward_strbuf_str(&sb));
 	ward_strbuf_free(&sb);
-	send_msg(m, json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
+	send_msg(j->m, json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
 			      "notifications/progress", "params", params));
 }
 
 /* A tool result that reports a failure in text (and the ws error code). */
+/* The session server's message in this interface's words: its methods
+ * named as the tools that call them, params as arguments. */
+static void in_mcp_terms(const char *msg, char *out, size_t n)
+{
+	static const char *const words[][2] = {
+		{ "params.", "arguments." },
+		{ "session.create", "create_session" },
+		{ "session.list", "list_sessions" },
+		{ "session.close", "close_session" },
+		{ "files.write", "write_file" },
+		{ "files.read", "read_file" },
+		{ "files.list", "list_files" },
+	};
+	size_t o = 0;
+
+	while (*msg && o + 1 < n) {
+		size_t i, k = sizeof(words) / sizeof(*words);
+		for (i = 0; i < k; i++)
+			if (!strncmp(msg, words[i][0], strlen(words[i][0])))
+				break;
+		if (i == k) {
+			out[o++] = *msg++;
+			continue;
+		}
+		o += (size_t)snprintf(out + o, n - o, "%s", words[i][1]);
+		if (o >= n)
+			o = n - 1;
+		msg += strlen(words[i][0]);
+	}
+	out[o] = '\0';
+}
+
 static json_t *tool_failure(const char *tool, const struct ws_error *e)
 {
-	char text[1024];
+	char text[1024], msg[sizeof(e->message) + 64];
 
+	in_mcp_terms(e->message[0] ? e->message : "no message", msg,
+		     sizeof(msg));
 	/* the message is cut to fit; mcp_text_block() repairs a cut
 	 * character */
 	snprintf(text, sizeof(text), "%s failed: %s (ward error %d)", tool,
-		 e->message[0] ? e->message : "no message", e->code);
+		 msg, e->code);
 	return json_pack("{s:[o], s:b}", "content", mcp_text_block(text),
 			 "isError", true);
 }
@@ -231,7 +287,8 @@ static int tool_params(const struct tool *t, json_t *args, json_t **out,
 	return 0;
 }
 
-static json_t *tools_call(struct mcp *m, json_t *id, json_t *params)
+static json_t *tools_call(struct mcp *m, struct job *j, json_t *id,
+			  json_t *params)
 {
 	json_t *name = json_object_get(params, "name");
 	json_t *args = json_object_get(params, "arguments");
@@ -261,18 +318,22 @@ static json_t *tools_call(struct mcp *m, json_t *id, json_t *params)
 	if (!strcmp(t->method, "run") &&
 	    (json_is_string(token) || json_is_integer(token))) {
 		json_object_set_new(wparams, "stream", json_true());
-		m->progress_token = token;
-		m->progress = 0;
+		j->progress_token = token;
+		j->progress = 0;
 	}
-	rc = ws_call_c(m->ws, t->method, wparams, on_stream, m,
-		       m->running ? m->running->cancel : NULL, &result, &e);
-	m->progress_token = NULL;
+	rc = ws_call_c(m->ws, t->method, wparams, on_stream, j, j->cancel,
+		       &result, &e);
+	j->progress_token = NULL;
 	json_decref(wparams);
 	if (rc < 0 || !result) {
-		if (e.code == WS_E_INTERNAL || !e.code)
+		if (e.code == WS_E_INTERNAL || !e.code) {
+			char msg[sizeof(e.message) + 64];
+			in_mcp_terms(e.message[0] ? e.message
+						  : "internal error",
+				     msg, sizeof(msg));
 			return rpc_error(id, WS_E_INTERNAL, "%s: %s", t->name,
-					 e.message[0] ? e.message
-						      : "internal error");
+					 msg);
+		}
 		return rpc_result(id, tool_failure(t->name, &e));
 	}
 	content = t->content(m, result, &is_error);
@@ -332,7 +393,7 @@ static bool valid_id(json_t *id)
 	return json_is_string(id) || json_is_integer(id);
 }
 
-/* ---- the call thread's queue ---- */
+/* ---- the calls in flight ---- */
 
 static void job_free(struct job *j)
 {
@@ -341,40 +402,80 @@ static void job_free(struct job *j)
 	free(j);
 }
 
-/* Queues msg (a tools/call request or a batch) for the call thread;
- * returns an error response when the queue is full, else NULL. */
-static json_t *enqueue(struct mcp *m, json_t *msg, json_t *id)
-{
-	struct job *j = calloc(1, sizeof(*j));
+static json_t *handle(struct mcp *m, json_t *msg, struct job *j);
+static json_t *handle_batch(struct mcp *m, json_t *batch, struct job *j);
 
-	if (!j)
-		return rpc_error(id, WS_E_INTERNAL, "out of memory");
+/* A call's thread: the call, its answer (none when it was cancelled), and
+ * its place in flight given up. */
+static void *job_main(void *arg)
+{
+	struct job *j = arg;
+	struct mcp *m = j->m;
+	json_t *resp = json_is_array(j->msg) ? handle_batch(m, j->msg, j)
+					     : handle(m, j->msg, j);
+
 	pthread_mutex_lock(&m->lock);
-	if (m->queued >= MAX_QUEUED) {
-		pthread_mutex_unlock(&m->lock);
-		free(j);
-		return rpc_error(id, WS_E_LIMIT,
-				 "%d tool calls are waiting already; wait for "
-				 "their results",
-				 MAX_QUEUED);
-	}
-	j->msg = json_incref(msg);
-	j->id = id;
-	j->cancel = ws_cancel_new();
-	if (m->tail)
-		m->tail->next = j;
-	else
-		m->head = j;
-	m->tail = j;
-	m->queued++;
-	pthread_cond_signal(&m->cond);
+	bool drop = j->cancelled;
+	for (struct job **pp = &m->jobs; *pp; pp = &(*pp)->next)
+		if (*pp == j) {
+			*pp = j->next;
+			break;
+		}
+	m->n_jobs--;
+	pthread_cond_broadcast(&m->cond);
 	pthread_mutex_unlock(&m->lock);
+	if (drop)
+		json_decref(resp);
+	else
+		send_msg(m, resp);
+	job_free(j);
 	return NULL;
 }
 
-/* notifications/cancelled {requestId, reason?}: a queued call is dropped,
- * a running one has its cell interrupted; neither gets a response. An
- * unknown or finished request is ignored, as the specification says. */
+/* Starts msg (a tools/call request or a batch) on a thread of its own;
+ * returns an error response when too many are in flight, else NULL. */
+static json_t *enqueue(struct mcp *m, json_t *msg, json_t *id)
+{
+	struct job *j = calloc(1, sizeof(*j));
+	int rc;
+
+	if (!j || !(j->cancel = ws_cancel_new())) {
+		free(j);
+		return rpc_error(id, WS_E_INTERNAL, "out of memory");
+	}
+	j->m = m;
+	j->msg = json_incref(msg);
+	j->id = id;
+	pthread_mutex_lock(&m->lock);
+	if (m->n_jobs >= MAX_INFLIGHT) {
+		pthread_mutex_unlock(&m->lock);
+		job_free(j);
+		return rpc_error(id, WS_E_LIMIT,
+				 "%d tool calls are running already; wait for "
+				 "their results",
+				 MAX_INFLIGHT);
+	}
+	j->next = m->jobs;
+	m->jobs = j;
+	m->n_jobs++;
+	pthread_mutex_unlock(&m->lock);
+	rc = ws_thread_detached(job_main, j);
+	if (rc) {
+		pthread_mutex_lock(&m->lock);
+		m->jobs = j->next; /* still first: only this thread adds */
+		m->n_jobs--;
+		pthread_mutex_unlock(&m->lock);
+		job_free(j);
+		return rpc_error(id, WS_E_INTERNAL,
+				 "cannot start a thread for the call");
+	}
+	return NULL;
+}
+
+/* notifications/cancelled {requestId, reason?}: the call's cell is
+ * interrupted, or the call is dropped while it waits for its session;
+ * it gets no response. An unknown or finished request is ignored, as the
+ * specification says. */
 static void cancel_request(struct mcp *m, json_t *params)
 {
 	json_t *rid = json_object_get(params, "requestId");
@@ -382,84 +483,79 @@ static void cancel_request(struct mcp *m, json_t *params)
 	if (!valid_id(rid))
 		return;
 	pthread_mutex_lock(&m->lock);
-	if (m->running && m->running->id && json_equal(m->running->id, rid)) {
-		ws_cancel_fire(m->running->cancel);
-		m->running->cancelled = true;
-	} else {
-		for (struct job **pp = &m->head; *pp; pp = &(*pp)->next) {
-			struct job *j = *pp;
-
-			if (!j->id || !json_equal(j->id, rid))
-				continue;
-			*pp = j->next;
-			if (m->tail == j) {
-				m->tail = NULL;
-				for (struct job *t = m->head; t; t = t->next)
-					m->tail = t;
-			}
-			m->queued--;
-			job_free(j);
-			break;
+	for (struct job *j = m->jobs; j; j = j->next)
+		if (j->id && json_equal(j->id, rid)) {
+			j->cancelled = true;
+			ws_cancel_fire(j->cancel);
 		}
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* Every call in flight cancelled (the client is gone, or ward was told
+ * to stop). */
+static void cancel_all(struct mcp *m)
+{
+	pthread_mutex_lock(&m->lock);
+	for (struct job *j = m->jobs; j; j = j->next) {
+		j->cancelled = true;
+		ws_cancel_fire(j->cancel);
 	}
 	pthread_mutex_unlock(&m->lock);
 }
 
-static json_t *handle(struct mcp *m, json_t *msg, bool direct);
-static json_t *handle_batch(struct mcp *m, json_t *batch);
-
-/* The call thread: runs queued calls in order; between them, expires idle
- * sessions every TICK_MS. */
-static void *call_main(void *arg)
+/* The ticker: expires idle sessions every TICK_MS until the end. */
+static void *tick_main(void *arg)
 {
 	struct mcp *m = arg;
 
 	pthread_mutex_lock(&m->lock);
-	for (;;) {
-		while (!m->head && !m->eof) {
-			struct timespec ts;
+	while (!m->eof) {
+		struct timespec ts;
 
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			ts.tv_sec += TICK_MS / 1000;
-			if (pthread_cond_timedwait(&m->cond, &m->lock, &ts) ==
-			    ETIMEDOUT) {
-				pthread_mutex_unlock(&m->lock);
-				ws_server_tick(m->ws);
-				pthread_mutex_lock(&m->lock);
-			}
+		ws_time_in(&ts, CLOCK_MONOTONIC, TICK_MS);
+		if (pthread_cond_timedwait(&m->cond, &m->lock, &ts) ==
+		    ETIMEDOUT) {
+			pthread_mutex_unlock(&m->lock);
+			ws_server_tick(m->ws);
+			pthread_mutex_lock(&m->lock);
 		}
-		struct job *j = m->head;
-		if (!j)
-			break; /* end of input, nothing left */
-		m->head = j->next;
-		if (!m->head)
-			m->tail = NULL;
-		m->queued--;
-		m->running = j;
-		pthread_mutex_unlock(&m->lock);
-
-		json_t *resp = json_is_array(j->msg) ? handle_batch(m, j->msg)
-						     : handle(m, j->msg, true);
-
-		pthread_mutex_lock(&m->lock);
-		m->running = NULL;
-		bool drop = j->cancelled;
-		pthread_mutex_unlock(&m->lock);
-		if (drop)
-			json_decref(resp);
-		else
-			send_msg(m, resp);
-		job_free(j);
-		pthread_mutex_lock(&m->lock);
 	}
 	pthread_mutex_unlock(&m->lock);
 	return NULL;
 }
 
+/* SIGTERM, SIGINT, SIGHUP (blocked in every thread): the calls are
+ * cancelled and the reader stops as at the end of input, so that the
+ * sessions are closed as the client's (ward would otherwise die with
+ * them running). */
+static void *signal_main(void *arg)
+{
+	struct mcp *m = arg;
+	sigset_t set;
+	int sig;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	if (sigwait(&set, &sig))
+		return NULL;
+	debug("mcp: SIG%s: cancelling the calls, closing the sessions",
+	      sigabbrev_np(sig));
+	pthread_mutex_lock(&m->lock);
+	m->stopping = true;
+	pthread_mutex_unlock(&m->lock);
+	cancel_all(m);
+	char b = 's';
+	ssize_t w = write(m->wake[1], &b, 1);
+	(void)w;
+	return NULL;
+}
+
 /* One JSON-RPC message; returns the response, or NULL for none
  * (notifications, responses to requests we never send, and tools/call
- * requests queued for the call thread unless direct: the call thread). */
-static json_t *handle(struct mcp *m, json_t *msg, bool direct)
+ * requests started on a thread of their own unless j: that thread's). */
+static json_t *handle(struct mcp *m, json_t *msg, struct job *j)
 {
 	json_t *id = json_object_get(msg, "id");
 	json_t *params = json_object_get(msg, "params");
@@ -510,7 +606,7 @@ static json_t *handle(struct mcp *m, json_t *msg, bool direct)
 		return rpc_result(id, json_pack("{s:O}", "tools", m->tools));
 	}
 	if (!strcmp(method, "tools/call"))
-		return direct ? tools_call(m, id, params) : enqueue(m, msg, id);
+		return j ? tools_call(m, j, id, params) : enqueue(m, msg, id);
 	return rpc_error(
 		id, WS_E_METHOD,
 		"Method not found: %s (ward mcp serves initialize, ping, "
@@ -520,7 +616,7 @@ static json_t *handle(struct mcp *m, json_t *msg, bool direct)
 
 /* A batch (protocol 2025-03-26 allows them) gets an array of the
  * responses, or nothing when all were notifications. */
-static json_t *handle_batch(struct mcp *m, json_t *batch)
+static json_t *handle_batch(struct mcp *m, json_t *batch, struct job *j)
 {
 	json_t *out, *msg;
 	size_t i;
@@ -538,7 +634,7 @@ static json_t *handle_batch(struct mcp *m, json_t *batch)
 			r = rpc_error(json_object_get(msg, "id"), WS_E_INVALID,
 				      "initialize must not be part of a batch");
 		else
-			r = handle(m, msg, true);
+			r = handle(m, msg, j);
 		if (r)
 			json_array_append_new(out, r);
 	}
@@ -590,8 +686,8 @@ static void handle_line(struct mcp *m, const char *line, size_t len)
 	if (json_is_array(msg) && has_call(msg))
 		send_msg(m, enqueue(m, msg, NULL));
 	else
-		send_msg(m, json_is_array(msg) ? handle_batch(m, msg)
-					       : handle(m, msg, false));
+		send_msg(m, json_is_array(msg) ? handle_batch(m, msg, NULL)
+					       : handle(m, msg, NULL));
 	json_decref(msg);
 }
 
@@ -599,10 +695,12 @@ static void handle_line(struct mcp *m, const char *line, size_t len)
 
 struct reader {
 	int fd;
+	int wake; /* readable: stop as at the end of input */
 	char *buf;
 	size_t len, cap, scanned;
 	size_t consumed; /* bytes of the line last returned, dropped next */
 	bool skipping;	 /* inside a line that was too long */
+	json_t *big_id;	 /* the id its start showed, or NULL */
 };
 
 /* 1: a line (without its newline) in *line and *n, valid until the next call;
@@ -627,6 +725,8 @@ static int next_line(struct reader *r, size_t max, char **line, size_t *n)
 			size_t l = (size_t)(nl - r->buf);
 
 			r->consumed = l + 1;
+			if (!r->skipping && l > max)
+				r->big_id = ws_json_line_id(r->buf, l < 4096 ? l : 4096);
 			if (r->skipping || l > max) {
 				r->skipping = false;
 				return -E2BIG;
@@ -637,6 +737,9 @@ static int next_line(struct reader *r, size_t max, char **line, size_t *n)
 		}
 		r->scanned = r->len;
 		if (r->len > max) {
+			if (!r->skipping)
+				r->big_id = ws_json_line_id(
+					r->buf, r->len < 4096 ? r->len : 4096);
 			r->skipping = true; /* keep nothing of it */
 			r->len = r->scanned = 0;
 		}
@@ -649,6 +752,12 @@ static int next_line(struct reader *r, size_t max, char **line, size_t *n)
 			r->buf = nb;
 			r->cap = cap;
 		}
+		struct pollfd q[2] = { { r->fd, POLLIN, 0 },
+				       { r->wake, POLLIN, 0 } };
+		if (poll(q, 2, -1) < 0 && errno == EINTR)
+			continue;
+		if (q[1].revents)
+			return 0;
 		got = read(r->fd, r->buf + r->len, r->cap - r->len);
 		if (got < 0 && errno == EINTR)
 			continue;
@@ -663,8 +772,11 @@ static int next_line(struct reader *r, size_t max, char **line, size_t *n)
 				return 0;
 			/* a last line without its newline */
 			r->consumed = r->len;
-			if (r->len > max)
+			if (r->len > max) {
+				r->big_id = ws_json_line_id(
+					r->buf, r->len < 4096 ? r->len : 4096);
 				return -E2BIG;
+			}
 			*line = r->buf;
 			*n = r->len;
 			return 1;
@@ -689,8 +801,8 @@ static void usage(FILE *f)
 		"  create_session  {language?, env?, timeout_s?}   list_sessions {}\n"
 		"  close_session   {session_id}\n"
 		"  write_file      {session_id, path, text? | base64?}\n"
-		"  read_file       {session_id, path}              list_files "
-		"{session_id}\n"
+		"  read_file       {session_id, path}\n"
+		"  list_files      {session_id, path?, depth?}\n"
 		"Each run_code result is a text summary (output head and tail, the "
 		"error,\n"
 		"the denied syscalls), an image per chart, and the full result object "
@@ -700,6 +812,13 @@ static void usage(FILE *f)
 		"run.\n"
 		"Register it with an agent as {\"command\": \"ward\", \"args\": "
 		"[\"mcp\"]}.\n"
+		"\n"
+		"Tool calls run concurrently (calls on different sessions in parallel;\n"
+		"a run_code waits for the cell running in its own session) and are\n"
+		"answered as they end; notifications/cancelled interrupts the named\n"
+		"call's cell, or drops it while it waits. At the end of input the calls\n"
+		"read are answered and every session is closed; SIGTERM, SIGINT and\n"
+		"SIGHUP cancel the running calls first.\n"
 		"\n"
 		"options (they bound every session; the model cannot change them):\n"
 		"  --db PATH            audit database (default as for ward run)\n"
@@ -826,6 +945,8 @@ static void parse_args(int argc, char **argv, struct ws_config *cfg,
 	if (optind < argc)
 		die("mcp: unexpected argument '%s' (see `ward mcp --help`)",
 		    argv[optind]);
+	if (cfg->policy && access(cfg->policy, R_OK) < 0)
+		die_errno("mcp: --policy %s", cfg->policy);
 	if (cfg->max_timeout_s > 0 && cfg->cell_timeout_s > cfg->max_timeout_s)
 		die("mcp: --timeout %g is above --max-timeout %g; give a "
 		    "default within the cap",
@@ -866,6 +987,14 @@ int ward_cmd_mcp(int argc, char **argv)
    * the sessions (children reset their signals before exec). */
 	signal(SIGPIPE, SIG_IGN);
 	take_stdio(&m);
+	/* the stop signals go to signal_main alone (the threads started
+	 * from here on inherit the mask; the workers reset it) */
+	sigset_t stop;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	rc = ws_server_new(&cfg, &m.ws);
 	if (rc < 0) {
 		errno = -rc;
@@ -878,12 +1007,18 @@ int ward_cmd_mcp(int argc, char **argv)
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&m.lock, NULL);
 	pthread_mutex_init(&m.out_lock, NULL);
-	rc = pthread_create(&m.caller, NULL, call_main, &m);
+	if (pipe2(m.wake, O_CLOEXEC) < 0)
+		die_errno("mcp: pipe");
+	pthread_t ticker, sigs;
+	rc = pthread_create(&ticker, NULL, tick_main, &m);
+	if (!rc)
+		rc = pthread_create(&sigs, NULL, signal_main, &m);
 	if (rc) {
 		errno = rc;
-		die_errno("mcp: cannot start the call thread");
+		die_errno("mcp: cannot start a thread");
 	}
 	r.fd = m.in_fd;
+	r.wake = m.wake[0];
 	for (;;) {
 		char *line = NULL;
 		size_t n = 0;
@@ -892,13 +1027,16 @@ int ward_cmd_mcp(int argc, char **argv)
 		if (rc == 0)
 			break;
 		if (rc == -E2BIG) {
+			json_t *id = r.big_id;
+			r.big_id = NULL;
 			send_msg(
 				&m,
 				rpc_error(
-					NULL, WS_E_INVALID,
+					id, WS_E_INVALID,
 					"Invalid Request: a line longer than %zu bytes "
 					"(ward mcp --max-request)",
 					m.max_request));
+			json_decref(id);
 			continue;
 		}
 		if (rc < 0) {
@@ -911,22 +1049,28 @@ int ward_cmd_mcp(int argc, char **argv)
 			break;
 	}
 	/* The calls read before the end of input are answered; with stdout
-	 * gone there is no one to answer. */
+	 * gone there is no one to answer: they are cancelled. */
 	pthread_mutex_lock(&m.lock);
 	m.eof = true;
-	if (out_is_broken(&m))
-		while (m.head) {
-			struct job *j = m.head;
-			m.head = j->next;
-			job_free(j);
+	pthread_cond_broadcast(&m.cond);
+	while (m.n_jobs > 0) {
+		if (m.stopping || out_is_broken(&m) || stdout_gone(&m)) {
+			pthread_mutex_unlock(&m.lock);
+			cancel_all(&m);
+			pthread_mutex_lock(&m.lock);
 		}
-	pthread_cond_signal(&m.cond);
+		struct timespec ts;
+		ws_time_in(&ts, CLOCK_MONOTONIC, 100);
+		pthread_cond_timedwait(&m.cond, &m.lock, &ts);
+	}
 	pthread_mutex_unlock(&m.lock);
-	pthread_join(m.caller, NULL);
+	pthread_join(ticker, NULL);
 	ws_server_free(m.ws);
 	json_decref(m.tools);
 	free(r.buf);
+	json_decref(r.big_id);
 	close(m.in_fd);
 	close(m.out_fd);
+	/* signal_main still waits for a signal: the process ends with it */
 	return 0;
 }

@@ -305,8 +305,6 @@ static void start(struct srv *v, json_t *req, json_t *id, const char *method,
 		  json_t *params)
 {
 	struct req *r = calloc(1, sizeof(*r));
-	pthread_attr_t at;
-	pthread_t th;
 	int rc;
 
 	if (!r || !(r->cancel = ws_cancel_new())) {
@@ -332,10 +330,7 @@ static void start(struct srv *v, json_t *req, json_t *id, const char *method,
 	v->reqs = r;
 	v->n++;
 	pthread_mutex_unlock(&v->lock);
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	rc = pthread_create(&th, &at, req_main, r);
-	pthread_attr_destroy(&at);
+	rc = ws_thread_detached(req_main, r);
 	if (rc) {
 		pthread_mutex_lock(&v->lock);
 		v->reqs = r->next; /* still first: only this thread adds */
@@ -378,46 +373,6 @@ static void handle(struct srv *v, const char *line, size_t len)
 	else
 		start(v, req, id, method, params);
 	json_decref(req);
-}
-
-/* The id of a request line that is too long to parse whole, when its
- * start shows it: a top-level "id" member before any nested value ends
- * (a new reference, or NULL). */
-static json_t *early_id(const char *p, size_t n)
-{
-	int depth = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		if (p[i] == '{' || p[i] == '[') {
-			depth++;
-		} else if (p[i] == '}' || p[i] == ']') {
-			depth--;
-		} else if (p[i] == '"') {
-			size_t k = i + 1;
-			while (k < n && p[k] != '"')
-				k += p[k] == '\\' ? 2 : 1;
-			if (k >= n)
-				return NULL;
-			bool is_id = depth == 1 && k - i - 1 == 2 &&
-				     !memcmp(p + i + 1, "id", 2);
-			i = k;
-			if (!is_id)
-				continue;
-			while (++k < n && (p[k] == ' ' || p[k] == '\t'))
-				;
-			if (k >= n || p[k] != ':')
-				continue;
-			json_t *id = json_loadb(p + k + 1, n - k - 1,
-						JSON_DECODE_ANY |
-							JSON_DISABLE_EOF_CHECK,
-						NULL);
-			if (json_is_integer(id) || json_is_string(id))
-				return id;
-			json_decref(id);
-			return NULL;
-		}
-	}
-	return NULL;
 }
 
 /* True when nobody reads stdout any more (a pipe's reader closed). */
@@ -472,7 +427,7 @@ static void serve(struct srv *v)
 		if (len > MAX_LINE) {
 			if (!skipping) {
 				char msg[128];
-				json_t *id = early_id(buf, 4096);
+				json_t *id = ws_json_line_id(buf, 4096);
 				snprintf(msg, sizeof(msg),
 					 "request line longer than %d MiB; "
 					 "skipped",
@@ -496,12 +451,7 @@ static void drain(struct srv *v)
 	pthread_mutex_lock(&v->lock);
 	while (v->n > 0) {
 		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100 * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		ws_time_in(&ts, CLOCK_REALTIME, 100);
 		pthread_cond_timedwait(&v->done, &v->lock, &ts);
 		if (v->n > 0 && !v->broken && stdout_gone()) {
 			v->broken = true;

@@ -111,6 +111,7 @@ static const char *const write_args[] = { "session_id", "path", "text",
 					  "base64", NULL };
 static const char *const read_args[] = { "session_id", "path", NULL };
 static const char *const no_args[] = { NULL };
+static const char *const list_args[] = { "session_id", "path", "depth", NULL };
 
 #define LANG_SCHEMA                                                            \
 	"{\"type\": \"string\", \"enum\": [\"python\", \"node\", \"sh\"],"     \
@@ -264,11 +265,15 @@ static const struct tool tools[] = {
 		.name = "list_files",
 		.title = "List files",
 		.method = "files.list",
-		.description = "The files in a session's working directory, with size and sha256.",
-		.args = session_args,
+		.description = "What is in a session's working directory (or a directory in it), "
+			       "depth levels down (default 1): files with size and sha256, "
+			       "directories, symlinks, dotfiles included.",
+		.args = list_args,
 		.read_only = true,
 		.input_schema =
-			"{\"type\": \"object\", \"properties\": {\"session_id\": " SESSION_SCHEMA "},"
+			"{\"type\": \"object\", \"properties\": {\"session_id\": " SESSION_SCHEMA ","
+			"\"path\": {\"type\": \"string\", \"description\": \"a directory relative to the session's working directory (default: that directory)\"},"
+			"\"depth\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 64, \"description\": \"levels listed (default 1)\"}},"
 			"\"required\": [\"session_id\"], \"additionalProperties\": false}",
 		.output_schema =
 			"{\"type\": \"object\", \"properties\": {"

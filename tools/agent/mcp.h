@@ -22,7 +22,7 @@
 /* The revision that brought structuredContent, outputSchema and titles. */
 #define VERSION_STRUCTURED "2025-06-18"
 
-struct job; /* a queued tools/call (cmd_mcp.c) */
+struct job; /* a tools/call in flight (cmd_mcp.c) */
 
 /* The server's state (cmd_mcp.c); the tools read only version. */
 struct mcp {
@@ -31,18 +31,15 @@ struct mcp {
 	size_t max_request;
 	const char *version; /* negotiated; NULL until initialize */
 	json_t *tools;	     /* the tools/list array, built once */
-	/* while a tools/call that asked for progress runs */
-	json_t *progress_token;
-	long long progress;
 	bool out_broken;
 	pthread_mutex_t out_lock; /* one message at a time on out_fd */
-	/* the call thread's queue; lock guards it, running and eof */
+	/* the calls in flight; lock guards them, eof and stopping */
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct job *head, *tail, *running;
-	size_t queued;
-	bool eof;
-	pthread_t caller;
+	pthread_cond_t cond; /* a call ended, or eof */
+	struct job *jobs;
+	int n_jobs;
+	bool eof, stopping;
+	int wake[2]; /* a stop signal came: the reader stops */
 };
 
 typedef json_t *(*content_fn)(struct mcp *m, json_t *result, bool *is_error);

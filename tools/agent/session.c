@@ -112,6 +112,71 @@ json_t *ws_json_text(const char *s, size_t len)
 	return ward_json_text(s, len);
 }
 
+/* See session.h. A scan, not a parse: strings are skipped, the depth of
+ * objects and arrays counted; the value after the first top-level "id"
+ * key is parsed alone. */
+json_t *ws_json_line_id(const char *p, size_t n)
+{
+	int depth = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] == '{' || p[i] == '[') {
+			depth++;
+		} else if (p[i] == '}' || p[i] == ']') {
+			depth--;
+		} else if (p[i] == '"') {
+			size_t k = i + 1;
+			while (k < n && p[k] != '"')
+				k += p[k] == '\\' ? 2 : 1;
+			if (k >= n)
+				return NULL;
+			bool is_id = depth == 1 && k - i - 1 == 2 &&
+				     !memcmp(p + i + 1, "id", 2);
+			i = k;
+			if (!is_id)
+				continue;
+			while (++k < n && (p[k] == ' ' || p[k] == '\t'))
+				;
+			if (k >= n || p[k] != ':')
+				continue;
+			json_t *id = json_loadb(p + k + 1, n - k - 1,
+						JSON_DECODE_ANY |
+							JSON_DISABLE_EOF_CHECK,
+						NULL);
+			if (json_is_integer(id) || json_is_string(id))
+				return id;
+			json_decref(id);
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+int ws_thread_detached(void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t at;
+	pthread_t th;
+	int rc = pthread_attr_init(&at);
+
+	if (rc)
+		return rc;
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&th, &at, fn, arg);
+	pthread_attr_destroy(&at);
+	return rc;
+}
+
+void ws_time_in(struct timespec *ts, clockid_t clk, long ms)
+{
+	clock_gettime(clk, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (ms % 1000) * 1000000;
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
+}
+
 int ws_write_all(int fd, const void *p, size_t n)
 {
 	const char *c = p;
@@ -308,7 +373,11 @@ __attribute__((noreturn)) static void exec_worker(int ctl, int cells, int res,
 						  int out, int err)
 {
 	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	sigset_t none;
 
+	/* a server may block signals in its threads (ward mcp) */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	prctl(PR_SET_PDEATHSIG, SIGTERM); /* the server gone: end the run */
 	ctl = lift(ctl);
 	cells = lift(cells);
@@ -1054,12 +1123,7 @@ static int take_turn(struct ws_server *s, struct sess *x,
 	while (!x->gone && !atomic_load(&cancel->fired) &&
 	       (x->busy || x->wq != &w)) {
 		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += 50 * 1000000; /* a cancel is seen this soon */
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		ws_time_in(&ts, CLOCK_MONOTONIC, 50); /* sees a cancel */
 		pthread_cond_timedwait(&x->turn, &s->lock, &ts);
 	}
 	for (pp = &x->wq; *pp != &w; pp = &(*pp)->next)

@@ -4,6 +4,7 @@
 #define WARD_TOOLS_SESSION_H
 
 #include <stddef.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -110,6 +111,15 @@ json_t *ws_json_text(const char *s, size_t len);
  * 0, -EINVAL or -ENOMEM. */
 int ws_base64_decode(const char *s, size_t n, unsigned char **out,
 		     size_t *len);
+/* The id (a string or an integer) of a JSON-RPC request line too long to
+ * parse whole, from its first n bytes, when they show it: a new
+ * reference, or NULL. */
+json_t *ws_json_line_id(const char *p, size_t n);
+/* For the servers' threads: a detached thread running fn(arg) (0 or an
+ * errno value, as pthread_create), and the time ms from now on clock clk
+ * (for pthread_cond_timedwait). */
+int ws_thread_detached(void *(*fn)(void *), void *arg);
+void ws_time_in(struct timespec *ts, clockid_t clk, long ms);
 /* The audit database the server records to. */
 const char *ws_server_db(const struct ws_server *s);
 
