@@ -580,8 +580,11 @@ static void proc_run(struct e2b_stream *st, void *arg)
 	snprintf(st_text, sizeof(st_text), "exit status %lld", (long long)code);
 	json_t *end = json_pack("{s:I, s:b, s:s}", "exitCode", code, "exited",
 				1, "status",
-				status && strcmp(status, "ok") ? status
-							       : st_text);
+				/* E2B's words, unless it did not simply exit */
+				status && strcmp(status, "ok") &&
+						strcmp(status, "error")
+					? status
+					: st_text);
 	if (emsg)
 		json_object_set_new(end, "error", json_string(emsg));
 	e2b_connect_put(st, 0, json_pack("{s:{s:o}}", "event", "end", end));
@@ -661,7 +664,8 @@ static void proc_start(struct call *c)
 			json_decref(msg);
 			return;
 		}
-		json_object_set_new(p, "cwd", json_string(cwd));
+		/* the engine's cwd is the path as the code sees it */
+		json_object_set_new(p, "cwd", e2b_path(cwd));
 	}
 	const char *tmo = e2b_header(c->r, "Connect-Timeout-Ms");
 	if (tmo && atof(tmo) > 0)
@@ -976,7 +980,7 @@ static void contexts(struct call *c, const char *rest)
 				json_decref(body);
 				return;
 			}
-			json_object_set_new(p, "cwd", json_string(cwd));
+			json_object_set_new(p, "cwd", e2b_path(cwd));
 		}
 		if (call(c, "context.create", p, &res) == 0) {
 			e2b_reply_json(c->rp, 200,
