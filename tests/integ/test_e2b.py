@@ -105,6 +105,10 @@ def test_e2b_sdk_lifecycle_and_cells(ctx):
     r = ctx.ward("show", run_id)
     assert r.code == 0, r
     assert "x + 1" in r.stdout and "192.0.2.1" in r.stdout, r.stdout[-3000:]
+    r = ctx.ward("report", run_id, "--db", ctx.db, "-o", ctx.path("report.html"))
+    assert r.code == 0, r
+    with open(ctx.path("report.html")) as f:
+        assert "192.0.2.1" in f.read()
 
 
 def test_e2b_sdk_files(ctx):
@@ -185,6 +189,10 @@ def test_e2b_key_tokens_and_limits_over_raw_http(ctx):
     assert frames[0] == (0, {"event": {"start": {"pid": frames[0][1]["event"]["start"]["pid"]}}}), frames
     assert frames[-1] == (2, {}), frames
     assert frames[-2][1]["event"]["end"]["exitCode"] == 0, frames
+    assert {"event": {"data": {"stdout": "ZnJhbWVkCg=="}}} in [f[1] for f in frames], frames
+    st, _, data = s.request("POST", "/filesystem.Filesystem/WatchDir", struct.pack(">BI", 0, 2) + b"{}",
+                            dict(h, **{"Content-Type": "application/connect+json"}))
+    assert st == 501 and json.loads(data)["code"] == "unimplemented", (st, data)
     s.stop()
 
 

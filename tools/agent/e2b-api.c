@@ -264,7 +264,8 @@ static const char *profile_of(const char *template_id)
 
 static void api_create(struct e2b *e, json_t *body, struct e2b_reply *rp)
 {
-	const char *tpl = json_string_value(json_object_get(body, "templateID"));
+	const char *tpl =
+		json_string_value(json_object_get(body, "templateID"));
 	json_t *meta = json_object_get(body, "metadata"),
 	       *envs = json_object_get(body, "envVars"), *p, *res;
 	json_t *net = json_object_get(body, "allow_internet_access");
@@ -275,11 +276,12 @@ static void api_create(struct e2b *e, json_t *body, struct e2b_reply *rp)
 	    strings_object(envs, "envVars", rp) < 0)
 		return;
 	if (json_is_true(net)) {
-		e2b_reply_error(rp, 400,
-				"allow_internet_access: ward's sandboxes reach "
-				"the network only as their policy allows; start "
-				"ward serve with a --policy that grants it and "
-				"leave this unset");
+		e2b_reply_error(
+			rp, 400,
+			"allow_internet_access: ward's sandboxes reach "
+			"the network only as their policy allows; start "
+			"ward serve with a --policy that grants it and "
+			"leave this unset");
 		return;
 	}
 	if (!tpl)
@@ -313,8 +315,7 @@ static void api_create(struct e2b *e, json_t *body, struct e2b_reply *rp)
 	/* the run's id, for `ward show`: the SDK passes metadata on */
 	x->metadata = json_is_object(meta) ? json_deep_copy(meta)
 					   : json_object();
-	json_object_set_new(x->metadata, "ward_run_id",
-			    json_string(x->run_id));
+	json_object_set_new(x->metadata, "ward_run_id", json_string(x->run_id));
 	x->alive = true;
 	x->start_ms = e2b_now_ms();
 	x->end_ms = x->start_ms + timeout * 1000;

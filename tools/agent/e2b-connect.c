@@ -19,14 +19,22 @@ static const struct {
 	const char *code;
 	unsigned status;
 } codes[] = {
-	{ "canceled", 499 },	     { "unknown", 500 },
-	{ "invalid_argument", 400 }, { "deadline_exceeded", 504 },
-	{ "not_found", 404 },	     { "already_exists", 409 },
-	{ "permission_denied", 403 }, { "resource_exhausted", 429 },
-	{ "failed_precondition", 400 }, { "aborted", 409 },
-	{ "out_of_range", 400 },     { "unimplemented", 501 },
-	{ "internal", 500 },	     { "unavailable", 503 },
-	{ "data_loss", 500 },	     { "unauthenticated", 401 },
+	{ "canceled", 499 },
+	{ "unknown", 500 },
+	{ "invalid_argument", 400 },
+	{ "deadline_exceeded", 504 },
+	{ "not_found", 404 },
+	{ "already_exists", 409 },
+	{ "permission_denied", 403 },
+	{ "resource_exhausted", 429 },
+	{ "failed_precondition", 400 },
+	{ "aborted", 409 },
+	{ "out_of_range", 400 },
+	{ "unimplemented", 501 },
+	{ "internal", 500 },
+	{ "unavailable", 503 },
+	{ "data_loss", 500 },
+	{ "unauthenticated", 401 },
 };
 
 unsigned e2b_connect_status(const char *code)
@@ -75,7 +83,8 @@ void e2b_connect_put(struct e2b_stream *st, unsigned flags, json_t *msg)
 {
 	char *text = json_dumps(msg, JSON_COMPACT);
 	size_t n = text ? strlen(text) : 2;
-	unsigned char head[5] = { (unsigned char)flags, (unsigned char)(n >> 24),
+	unsigned char head[5] = { (unsigned char)flags,
+				  (unsigned char)(n >> 24),
 				  (unsigned char)(n >> 16),
 				  (unsigned char)(n >> 8), (unsigned char)n };
 
@@ -97,8 +106,8 @@ void e2b_connect_end(struct e2b_stream *st, const char *code,
 	e2b_connect_put(st, 0x02, end);
 }
 
-void e2b_connect_error(struct e2b_reply *rp, const char *code,
-		       const char *fmt, ...)
+void e2b_connect_error(struct e2b_reply *rp, const char *code, const char *fmt,
+		       ...)
 {
 	char msg[1024];
 	va_list ap;

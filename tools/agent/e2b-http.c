@@ -176,7 +176,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
 			}
 		}
 		if (atomic_load(&stopping) ||
-		    (n > 0 && (q[1].revents & (POLLRDHUP | POLLHUP | POLLERR)))) {
+		    (n > 0 &&
+		     (q[1].revents & (POLLRDHUP | POLLHUP | POLLERR)))) {
 			ws_cancel_fire(st->cancel);
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 		}
@@ -204,8 +205,8 @@ static struct MHD_Response *stream_start(struct MHD_Connection *conn,
 					 struct e2b_reply *rp)
 {
 	struct e2b_stream *st = calloc(1, sizeof(*st));
-	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+		conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 
 	if (!st)
 		return NULL;
@@ -323,8 +324,7 @@ static void conn_free(struct conn_state *cs)
 	free(cs);
 }
 
-static struct conn_state *conn_new(struct MHD_Connection *conn,
-				   const char *url)
+static struct conn_state *conn_new(struct MHD_Connection *conn, const char *url)
 {
 	struct conn_state *cs = calloc(1, sizeof(*cs));
 	const char *ct;
@@ -390,7 +390,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	if (*data_size) {
 		int rc = 0;
 		if (cs->pp) {
-			if (MHD_post_process(cs->pp, data, *data_size) != MHD_YES &&
+			if (MHD_post_process(cs->pp, data, *data_size) !=
+				    MHD_YES &&
 			    !cs->req.too_large)
 				rc = -EINVAL;
 		} else {
@@ -475,8 +476,9 @@ static void print_bound(struct MHD_Daemon *d, const struct sockaddr_storage *ss)
 	bool v6 = ss->ss_family == AF_INET6;
 
 	if (v6)
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr,
-			  host, sizeof(host));
+		inet_ntop(AF_INET6,
+			  &((const struct sockaddr_in6 *)ss)->sin6_addr, host,
+			  sizeof(host));
 	else
 		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr,
 			  host, sizeof(host));
@@ -514,13 +516,14 @@ int e2b_serve(struct ws_server *s, const struct e2b_options *o)
 		return rc;
 	}
 	d = MHD_start_daemon(
-		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-			MHD_USE_POLL | MHD_USE_ERROR_LOG |
+		MHD_USE_THREAD_PER_CONNECTION |
+			MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+			MHD_USE_ERROR_LOG |
 			(ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 		0, NULL, NULL, on_request, e, MHD_OPTION_EXTERNAL_LOGGER,
-		mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
-		(struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_done,
-		NULL, MHD_OPTION_CONNECTION_LIMIT, 256u,
+		mhd_log, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+		MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
+		MHD_OPTION_CONNECTION_LIMIT, 256u,
 		MHD_OPTION_CONNECTION_TIMEOUT, 600u, MHD_OPTION_END);
 	if (!d) {
 		rc = -EADDRINUSE;
@@ -531,7 +534,8 @@ int e2b_serve(struct ws_server *s, const struct e2b_options *o)
 		goto out;
 	}
 	print_bound(d, &ss);
-	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
+	struct sigaction sa = { .sa_handler = on_signal,
+				.sa_flags = SA_RESTART };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

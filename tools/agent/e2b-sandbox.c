@@ -49,7 +49,8 @@ static int map_path(const char *in, char *out, size_t n, char *why, size_t wn)
 	}
 	snprintf(tmp, sizeof(tmp), "%s", rest);
 	char *save = NULL;
-	for (char *c = strtok_r(tmp, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+	for (char *c = strtok_r(tmp, "/", &save); c;
+	     c = strtok_r(NULL, "/", &save)) {
 		if (!strcmp(c, "."))
 			continue;
 		if (!strcmp(c, "..")) {
@@ -249,7 +250,8 @@ static int path_arg(struct call *c, json_t *msg, const char *key, char *out,
 static void files_get(struct call *c)
 {
 	char path[4096];
-	json_t *res, *msg = json_pack("{s:s?}", "path", e2b_query(c->r, "path"));
+	json_t *res,
+		*msg = json_pack("{s:s?}", "path", e2b_query(c->r, "path"));
 	unsigned char *data;
 	size_t len;
 
@@ -282,8 +284,8 @@ static json_t *write_one(struct call *c, const char *e2bpath, const char *data,
 		fail(c, 400, "invalid_argument", "%s", why);
 		return NULL;
 	}
-	if (call(c, "files.write", json_pack("{s:s, s:o}", "path", path,
-					     "base64", b64),
+	if (call(c, "files.write",
+		 json_pack("{s:s, s:o}", "path", path, "base64", b64),
 		 &res) < 0)
 		return NULL;
 	json_decref(res);
@@ -358,7 +360,8 @@ static json_t *entry_info(json_t *f)
 	const char *type = json_string_value(json_object_get(f, "type"));
 	const char *path = json_string_value(json_object_get(f, "path"));
 	const char *name = json_string_value(json_object_get(f, "name"));
-	unsigned mode = (unsigned)json_integer_value(json_object_get(f, "mode"));
+	unsigned mode =
+		(unsigned)json_integer_value(json_object_get(f, "mode"));
 	char perms[11], when[40];
 
 	perm_string(perms, mode, type);
@@ -397,7 +400,8 @@ static void fs_call(struct call *c, const char *method, json_t *msg)
 		if (path_arg(c, msg, "path", path, sizeof(path)) == 0)
 			fs_stat_reply(c, path, "entry");
 	} else if (!strcmp(method, "ListDir")) {
-		json_int_t depth = json_integer_value(json_object_get(msg, "depth"));
+		json_int_t depth =
+			json_integer_value(json_object_get(msg, "depth"));
 		if (path_arg(c, msg, "path", path, sizeof(path)) < 0 ||
 		    call(c, "files.list",
 			 json_pack("{s:s, s:I}", "path", path, "depth",
@@ -409,7 +413,8 @@ static void fs_call(struct call *c, const char *method, json_t *msg)
 		json_array_foreach(json_object_get(res, "files"), i, f)
 			json_array_append_new(entries, entry_info(f));
 		json_decref(res);
-		e2b_reply_json(c->rp, 200, json_pack("{s:o}", "entries", entries));
+		e2b_reply_json(c->rp, 200,
+			       json_pack("{s:o}", "entries", entries));
 	} else if (!strcmp(method, "MakeDir")) {
 		if (path_arg(c, msg, "path", path, sizeof(path)) < 0 ||
 		    call(c, "files.mkdir", json_pack("{s:s}", "path", path),
@@ -450,9 +455,9 @@ static void fs_call(struct call *c, const char *method, json_t *msg)
 
 static bool is_net(const char *sc)
 {
-	static const char *const net[] = { "connect", "sendto", "sendmsg",
-					   "sendmmsg", "bind", "socket",
-					   "listen", NULL };
+	static const char *const net[] = { "connect",  "sendto", "sendmsg",
+					   "sendmmsg", "bind",	 "socket",
+					   "listen",   NULL };
 	for (int i = 0; sc && net[i]; i++)
 		if (!strcmp(sc, net[i]))
 			return true;
@@ -469,9 +474,12 @@ static void e2b_denials_text(struct ward_strbuf *sb, json_t *result)
 
 	json_array_foreach(list, i, d)
 	{
-		const char *sc = json_string_value(json_object_get(d, "syscall")),
-			   *tg = json_string_value(json_object_get(d, "target")),
-			   *rule = json_string_value(json_object_get(d, "rule")),
+		const char *sc = json_string_value(
+				   json_object_get(d, "syscall")),
+			   *tg = json_string_value(
+				   json_object_get(d, "target")),
+			   *rule = json_string_value(
+				   json_object_get(d, "rule")),
 			   *en = json_string_value(json_object_get(d, "errno"));
 		if (i == 8) {
 			ward_strbuf_appendf(sb, "ward denied %zu more\n",
@@ -578,13 +586,12 @@ static void proc_run(struct e2b_stream *st, void *arg)
 		emsg = json_string_value(json_object_get(error, "value"));
 	char st_text[64];
 	snprintf(st_text, sizeof(st_text), "exit status %lld", (long long)code);
-	json_t *end = json_pack("{s:I, s:b, s:s}", "exitCode", code, "exited",
-				1, "status",
-				/* E2B's words, unless it did not simply exit */
-				status && strcmp(status, "ok") &&
-						strcmp(status, "error")
-					? status
-					: st_text);
+	json_t *end = json_pack(
+		"{s:I, s:b, s:s}", "exitCode", code, "exited", 1, "status",
+		/* E2B's words, unless it did not simply exit */
+		status && strcmp(status, "ok") && strcmp(status, "error")
+			? status
+			: st_text);
 	if (emsg)
 		json_object_set_new(end, "error", json_string(emsg));
 	e2b_connect_put(st, 0, json_pack("{s:{s:o}}", "event", "end", end));
@@ -669,7 +676,8 @@ static void proc_start(struct call *c)
 	}
 	const char *tmo = e2b_header(c->r, "Connect-Timeout-Ms");
 	if (tmo && atof(tmo) > 0)
-		json_object_set_new(p, "timeout_s", json_real(atof(tmo) / 1000));
+		json_object_set_new(p, "timeout_s",
+				    json_real(atof(tmo) / 1000));
 	struct proc_job *j = calloc(1, sizeof(*j));
 	if (!j) {
 		json_decref(p);
@@ -701,12 +709,12 @@ static void proc_unary(struct call *c, const char *method, json_t *msg)
 		pthread_mutex_lock(&e->lock);
 		struct sbx *x = e2b_find(e, c->sid);
 		for (struct proc *p = x ? x->procs : NULL; p; p = p->next)
-			json_array_append_new(arr, json_pack("{s:i, s:O}", "pid",
-							     (int)p->pid,
-							     "config",
-							     p->config));
+			json_array_append_new(
+				arr, json_pack("{s:i, s:O}", "pid", (int)p->pid,
+					       "config", p->config));
 		pthread_mutex_unlock(&e->lock);
-		e2b_reply_json(c->rp, 200, json_pack("{s:o}", "processes", arr));
+		e2b_reply_json(c->rp, 200,
+			       json_pack("{s:o}", "processes", arr));
 	} else if (!strcmp(method, "SendSignal")) {
 		json_int_t pid = json_integer_value(json_object_get(
 			json_object_get(msg, "process"), "pid"));
@@ -738,9 +746,8 @@ static void proc_unary(struct call *c, const char *method, json_t *msg)
 static const char *engine_lang(const char *l)
 {
 	static const char *const map[][2] = {
-		{ "python", "python" }, { "py", "python" },
-		{ "js", "js" },		{ "javascript", "js" },
-		{ "node", "js" },	{ "bash", "bash" },
+		{ "python", "python" }, { "py", "python" }, { "js", "js" },
+		{ "javascript", "js" }, { "node", "js" },   { "bash", "bash" },
 		{ "sh", "bash" },	{ NULL, NULL },
 	};
 	for (int i = 0; map[i][0]; i++)
@@ -823,7 +830,8 @@ static void exec_result(struct exec_job *j, json_t *res)
 	e2b_denials_text(&den, res);
 	const char *status = json_string_value(json_object_get(res, "status"));
 	if (json_is_object(error)) {
-		const char *v = json_string_value(json_object_get(error, "value"));
+		const char *v =
+			json_string_value(json_object_get(error, "value"));
 		json_t *val = json_string(v ? v : "");
 		if (den.len) {
 			json_decref(val);
@@ -837,8 +845,8 @@ static void exec_result(struct exec_job *j, json_t *res)
 			 json_pack("{s:s, s:O?, s:o, s:o}", "type", "error",
 				   "name", json_object_get(error, "name"),
 				   "value", val, "traceback",
-				   traceback_text(json_object_get(error,
-								  "traceback"))));
+				   traceback_text(json_object_get(
+					   error, "traceback"))));
 	} else {
 		if (den.len)
 			exec_chunk(j, "stderr", den.buf, den.len, 0);
@@ -899,10 +907,11 @@ static void execute(struct call *c)
 			 "language '%.40s' is not served by ward (python, js, "
 			 "bash)",
 			 lang);
-		json_t *line = json_pack("{s:s, s:s, s:s, s:s}", "type", "error",
-					 "name", "WardError", "value", msg,
-					 "traceback", "");
-		char *t = line ? json_dumps(line, JSON_COMPACT) : NULL, *all = NULL;
+		json_t *line = json_pack("{s:s, s:s, s:s, s:s}", "type",
+					 "error", "name", "WardError", "value",
+					 msg, "traceback", "");
+		char *t = line ? json_dumps(line, JSON_COMPACT) : NULL,
+		     *all = NULL;
 		json_decref(line);
 		if (t && asprintf(&all, "%s\n{\"type\":\"end_of_execution\"}\n",
 				  t) < 0)
@@ -916,7 +925,8 @@ static void execute(struct call *c)
 	p = json_pack("{s:s, s:O, s:b}", "session_id", c->sid, "code", code,
 		      "stream", 1);
 	if (lang)
-		json_object_set_new(p, "language", json_string(engine_lang(lang)));
+		json_object_set_new(p, "language",
+				    json_string(engine_lang(lang)));
 	if (json_is_string(ctx))
 		json_object_set(p, "context_id", ctx);
 	if (json_is_object(envs) && json_object_size(envs))
@@ -942,8 +952,9 @@ static json_t *context_json(json_t *ctx, const char *lang)
 {
 	const char *cwd = json_string_value(json_object_get(ctx, "cwd"));
 	json_t *id = json_object_get(ctx, "context_id");
-	const char *l = lang ? lang
-			     : json_string_value(json_object_get(ctx, "language"));
+	const char *l =
+		lang ? lang
+		     : json_string_value(json_object_get(ctx, "language"));
 
 	if (!id)
 		id = json_object_get(ctx, "id");
@@ -984,7 +995,8 @@ static void contexts(struct call *c, const char *rest)
 		}
 		if (call(c, "context.create", p, &res) == 0) {
 			e2b_reply_json(c->rp, 200,
-				       context_json(res, lang ? lang : "python"));
+				       context_json(res,
+						    lang ? lang : "python"));
 			json_decref(res);
 		}
 		json_decref(body);
@@ -1013,13 +1025,14 @@ static void contexts(struct call *c, const char *rest)
 			     m, rest);
 			return;
 		}
-		if (call(c, method, json_pack("{s:s}", "context_id", id), &res) ==
-		    0) {
+		if (call(c, method, json_pack("{s:s}", "context_id", id),
+			 &res) == 0) {
 			json_decref(res);
 			e2b_reply_bytes(c->rp, 204, NULL, NULL, 0);
 		}
 	} else {
-		fail(c, 404, "not_found", "%s /contexts%s: not served", m, rest);
+		fail(c, 404, "not_found", "%s /contexts%s: not served", m,
+		     rest);
 	}
 }
 
@@ -1034,7 +1047,8 @@ void e2b_sandbox_request(struct e2b *e, const char *sid, struct e2b_req *r,
 	snprintf(c.sid, sizeof(c.sid), "%s", sid);
 	c.connect = !strncmp(url, "/filesystem.Filesystem/", 23) ||
 		    !strncmp(url, "/process.Process/", 17);
-	bool jupyter = !strcmp(url, "/execute") || !strncmp(url, "/contexts", 9);
+	bool jupyter = !strcmp(url, "/execute") ||
+		       !strncmp(url, "/contexts", 9);
 	if (strlen(sid) >= sizeof(c.sid)) {
 		fail(&c, 502, "unavailable", "sandbox %.40s... is not running",
 		     sid);
@@ -1052,8 +1066,15 @@ void e2b_sandbox_request(struct e2b *e, const char *sid, struct e2b_req *r,
 		execute(&c);
 	} else if (!strncmp(url, "/contexts", 9)) {
 		contexts(&c, url + 9);
-	} else if (!strcmp(url, "/process.Process/Start") && !strcmp(m, "POST")) {
+	} else if (!strcmp(url, "/process.Process/Start") &&
+		   !strcmp(m, "POST")) {
 		proc_start(&c);
+	} else if (!strcmp(url, "/filesystem.Filesystem/WatchDir") ||
+		   !strcmp(url, "/process.Process/Connect") ||
+		   !strcmp(url, "/process.Process/StreamInput")) {
+		fail(&c, 501, "unimplemented",
+		     "%s is not served by ward (docs/agents.md lists what is)",
+		     url + 1);
 	} else if (c.connect && !strcmp(m, "POST")) {
 		json_t *msg = body_json(&c, true);
 		if (!msg)

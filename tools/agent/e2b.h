@@ -37,8 +37,8 @@ int e2b_serve(struct ws_server *s, const struct e2b_options *o);
 
 /* ---- one request, as the handlers see it (e2b-http.c fills it) ---- */
 
-struct e2b_file {		/* one part of a multipart upload */
-	char *name;		/* its filename (the SDK puts the path there) */
+struct e2b_file {   /* one part of a multipart upload */
+	char *name; /* its filename (the SDK puts the path there) */
 	char *data;
 	size_t len;
 };
@@ -91,16 +91,16 @@ e2b_reply_error(struct e2b_reply *rp, unsigned status, const char *fmt, ...);
 
 #define E2B_ENVD_VERSION "0.5.7" /* the envd whose API is served */
 
-struct proc {	/* a command running in a sandbox (process.Process) */
+struct proc { /* a command running in a sandbox (process.Process) */
 	struct proc *next;
 	unsigned pid;
 	struct ws_cancel *cancel; /* its stream's */
-	json_t *config;		   /* the ProcessConfig it was started with */
+	json_t *config;		  /* the ProcessConfig it was started with */
 };
 
 struct sbx {
 	struct sbx *next;
-	char id[32];			/* the ward session's id */
+	char id[32]; /* the ward session's id */
 	char run_id[40];
 	char template_id[64];
 	char envd_token[2 * E2B_TOKEN_HEX + 1];	   /* X-Access-Token */
@@ -116,7 +116,7 @@ struct sbx {
 struct e2b {
 	struct ws_server *srv;
 	const char *api_key;
-	double max_life_s;   /* the longest timeout a sandbox may get */
+	double max_life_s;    /* the longest timeout a sandbox may get */
 	pthread_mutex_t lock; /* the list, the sandboxes, next_pid */
 	struct sbx *list;
 	unsigned next_pid;
@@ -159,15 +159,15 @@ bool e2b_secret_eq(const char *secret, const char *given);
 unsigned e2b_connect_status(const char *code);
 /* The JSON message of an enveloped (streaming) request body: 0, or -1
  * with a message in why. */
-int e2b_connect_unwrap(const char *body, size_t len, json_t **msg,
-		       char *why, size_t why_len);
+int e2b_connect_unwrap(const char *body, size_t len, json_t **msg, char *why,
+		       size_t why_len);
 /* Writes one envelope (flags 0: a message; 2: end of stream) to st. */
 void e2b_connect_put(struct e2b_stream *st, unsigned flags, json_t *msg);
 /* The end of a stream, with an error when code is not NULL. */
 void e2b_connect_end(struct e2b_stream *st, const char *code,
 		     const char *message);
 /* A unary error reply (application/json {code, message}). */
-void e2b_connect_error(struct e2b_reply *rp, const char *code,
-		       const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void e2b_connect_error(struct e2b_reply *rp, const char *code, const char *fmt,
+		       ...) __attribute__((format(printf, 3, 4)));
 
 #endif
