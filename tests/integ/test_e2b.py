@@ -167,6 +167,17 @@ def test_e2b_key_tokens_and_limits_over_raw_http(ctx):
     assert st == 200 and json.loads(data)[0]["path"] == "/home/user/ok.bin", (st, data)
     st, _, data = s.request("GET", "/files?path=/home/user/ok.bin", headers=h)
     assert (st, data) == (200, b"\0\1\2")
+    # multipart: a boundary is needed, and the whole form is capped too
+    st, _, data = s.request("POST", "/files", b"xx", dict(h, **{"Content-Type": "multipart/form-data"}))
+    assert st == 400 and b"boundary" in data, (st, data)
+    part = (b"--BOUNDARY42\r\nContent-Disposition: form-data; name=\"file\"; filename=\"/home/user/p%d\"\r\n"
+            b"Content-Type: application/octet-stream\r\n\r\n" + b"\1" * (40 << 20) + b"\r\n")
+    body = part % 1 + part % 2 + b"--BOUNDARY42--\r\n"
+    st, _, data = s.request("POST", "/files", body, dict(h, **{"Content-Type": "multipart/form-data; boundary=BOUNDARY42"}))
+    assert st == 413, (st, data[:300])
+    st, _, data = s.request("POST", "/files", part % 3 + b"--BOUNDARY42--\r\n",
+                            dict(h, **{"Content-Type": "multipart/form-data; boundary=BOUNDARY42"}))
+    assert st == 200 and json.loads(data) == [{"name": "p3", "type": "file", "path": "/home/user/p3"}], (st, data)
     # Connect: a unary call's JSON; a stream's envelope must be one
     st, ct, data = s.request("POST", "/filesystem.Filesystem/Stat", "{bad",
                              dict(h, **{"Content-Type": "application/json"}))
@@ -177,6 +188,9 @@ def test_e2b_key_tokens_and_limits_over_raw_http(ctx):
     st, ct, data = s.request("POST", "/process.Process/Start", b"\0\0\0\0\x09{}",
                              dict(h, **{"Content-Type": "application/connect+json"}))
     assert st == 400 and b"envelope" in data, (st, data)
+    st, _, data = s.request("POST", "/filesystem.Filesystem/WatchDir", struct.pack(">BI", 0, 2) + b"{}",
+                            dict(h, **{"Content-Type": "application/connect+json"}))
+    assert st == 501 and json.loads(data)["code"] == "unimplemented", (st, data)
     msg = json.dumps({"process": {"cmd": "/bin/bash", "args": ["-l", "-c", "echo framed"]}}).encode()
     st, ct, data = s.request("POST", "/process.Process/Start", struct.pack(">BI", 0, len(msg)) + msg,
                              dict(h, **{"Content-Type": "application/connect+json"}))
@@ -190,9 +204,6 @@ def test_e2b_key_tokens_and_limits_over_raw_http(ctx):
     assert frames[-1] == (2, {}), frames
     assert frames[-2][1]["event"]["end"]["exitCode"] == 0, frames
     assert {"event": {"data": {"stdout": "ZnJhbWVkCg=="}}} in [f[1] for f in frames], frames
-    st, _, data = s.request("POST", "/filesystem.Filesystem/WatchDir", struct.pack(">BI", 0, 2) + b"{}",
-                            dict(h, **{"Content-Type": "application/connect+json"}))
-    assert st == 501 and json.loads(data)["code"] == "unimplemented", (st, data)
     s.stop()
 
 

@@ -239,7 +239,9 @@ static struct MHD_Response *stream_start(struct MHD_Connection *conn,
 struct conn_state {
 	struct e2b_req req;
 	size_t cap, limit;
+	size_t seen; /* bytes of a multipart body so far */
 	struct MHD_PostProcessor *pp;
+	bool bad_form; /* multipart/form-data without a usable boundary */
 };
 
 static int add_part(struct conn_state *cs, const char *filename)
@@ -339,10 +341,7 @@ static struct conn_state *conn_new(struct MHD_Connection *conn, const char *url)
 					 MHD_HTTP_HEADER_CONTENT_TYPE);
 	if (ct && !strncasecmp(ct, "multipart/form-data", 19)) {
 		cs->pp = MHD_create_post_processor(conn, 64 << 10, on_part, cs);
-		if (!cs->pp) {
-			free(cs);
-			return NULL;
-		}
+		cs->bad_form = !cs->pp;
 	}
 	return cs;
 }
@@ -389,10 +388,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	}
 	if (*data_size) {
 		int rc = 0;
-		if (cs->pp) {
-			if (MHD_post_process(cs->pp, data, *data_size) !=
-				    MHD_YES &&
-			    !cs->req.too_large)
+		if (cs->bad_form) {
+			/* answered when the body is in */
+		} else if (cs->pp) {
+			/* the whole form is capped too, not only each file */
+			cs->seen += *data_size;
+			if (cs->seen > cs->limit)
+				cs->req.too_large = true;
+			else if (MHD_post_process(cs->pp, data, *data_size) !=
+					 MHD_YES &&
+				 !cs->req.too_large)
 				rc = -EINVAL;
 		} else {
 			rc = append_body(cs, data, *data_size);
@@ -403,7 +408,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	struct e2b_reply rp = { 0 };
 	cs->req.method = method;
 	cs->req.url = url;
-	e2b_handle(e, &cs->req, &rp);
+	if (cs->bad_form)
+		e2b_reply_error(
+			&rp, 400,
+			"a multipart/form-data body needs a boundary (2 "
+			"characters or more) in its Content-Type");
+	else
+		e2b_handle(e, &cs->req, &rp);
+	if (!rp.status)
+		e2b_reply_error(&rp, 500, "%s %s: no answer (a bug in ward)",
+				method, url);
 	return queue(conn, &rp);
 }
 
