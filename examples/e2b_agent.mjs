@@ -1,7 +1,7 @@
 // An agent's code-interpreter tool on the official E2B SDK, unmodified,
 // against ward (`ward serve --listen`) instead of E2B's cloud.
 //
-//   WARD_API_KEY=secret ward serve --listen 127.0.0.1:49982 &
+//   WARD_API_KEY=secret ward serve --listen 127.0.0.1:49982 --profile sh &
 //   export E2B_API_URL=http://127.0.0.1:49982 E2B_SANDBOX_URL=http://127.0.0.1:49982
 //   export E2B_API_KEY=secret
 //   node examples/e2b_agent.mjs [OUT_DIR]

@@ -68,11 +68,16 @@ def need_sdk():
         raise Skip("tests/e2b/node_modules is missing: run tools/install-deps (npm ci in tests/e2b)")
 
 
-def sdk(ctx, scenario):
+# The default profile runs python3 only; commands, js and bash need the sh
+# profile (/usr/bin's programs), as an E2B agent's server would be started.
+OPEN = ("--profile", "sh")
+
+
+def sdk(ctx, scenario, *server_args):
     """Runs one scenario of e2e.mjs against a fresh server; returns what it
     saw and the server (stopped, so every run is closed)."""
     need_sdk()
-    s = Server(ctx)
+    s = Server(ctx, *server_args)
     p = subprocess.run([wardtest.NODE, os.path.join(E2B_DIR, "e2e.mjs"), scenario],
                        capture_output=True, text=True, timeout=300, env=s.env(), cwd=E2B_DIR)
     s.stop()
@@ -118,14 +123,14 @@ def test_e2b_sdk_files(ctx):
 
 
 def test_e2b_sdk_commands(ctx):
-    seen, _ = sdk(ctx, "commands")
+    seen, _ = sdk(ctx, "commands", *OPEN)
     run_id = run_of(ctx, seen["sandbox_id"])
     codes = [c["code"] for c in ctx.sql("select code from cells where run_id=? order by n", run_id)]
     assert "echo hi; echo oops >&2; echo $GREETING" in codes[0], codes
 
 
 def test_e2b_sdk_languages_and_contexts(ctx):
-    seen, _ = sdk(ctx, "languages")
+    seen, _ = sdk(ctx, "languages", *OPEN)
     run_of(ctx, seen["sandbox_id"])
 
 
@@ -134,7 +139,7 @@ def test_e2b_sdk_bad_input(ctx):
 
 
 def test_e2b_key_tokens_and_limits_over_raw_http(ctx):
-    s = Server(ctx)
+    s = Server(ctx, *OPEN)
     # the control API wants the key; none, or a wrong one, is 401
     for headers in ({}, {"X-API-Key": "nope"}, {"X-API-Key": KEY + "x"}):
         st, _, data = s.request("GET", "/v2/sandboxes", headers=headers)
@@ -232,7 +237,7 @@ def test_e2b_client_that_hangs_up_cancels_its_cell(ctx):
 
 def test_e2b_example_agent(ctx):
     need_sdk()
-    s = Server(ctx)
+    s = Server(ctx, *OPEN)
     p = subprocess.run([wardtest.NODE, os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples",
                                                     "e2b_agent.mjs"), ctx.tmp],
                        capture_output=True, text=True, timeout=300, env=s.env(), cwd=ctx.tmp)

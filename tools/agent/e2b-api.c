@@ -251,17 +251,6 @@ static int strings_object(json_t *o, const char *what, struct e2b_reply *rp)
 	return 0;
 }
 
-static const char *profile_of(const char *template_id)
-{
-	static const char *const ours[] = { "code-interpreter-v1", "base",
-					    "code-interpreter", NULL };
-
-	for (int i = 0; ours[i]; i++)
-		if (!strcmp(template_id, ours[i]))
-			return NULL;
-	return template_id; /* a ward profile by that name */
-}
-
 static void api_create(struct e2b *e, json_t *body, struct e2b_reply *rp)
 {
 	const char *tpl =
@@ -289,8 +278,8 @@ static void api_create(struct e2b *e, json_t *body, struct e2b_reply *rp)
 	p = json_pack("{s:s}", "language", "python");
 	if (p && envs && json_is_object(envs))
 		json_object_set(p, "env", envs);
-	if (p && profile_of(tpl))
-		json_object_set_new(p, "profile", json_string(profile_of(tpl)));
+	/* the template is only a name here: the policy is the operator's
+	 * (ward serve --profile/--policy), never the client's to choose */
 	if (e2b_engine(e, "session.create", p, NULL, NULL, NULL, &res, &err) <
 	    0) {
 		e2b_reply_error(rp, err.code == WS_E_LIMIT ? 429 : 400,
