@@ -253,7 +253,7 @@ static int add_part(struct conn_state *cs, const char *filename)
 	if (!nf)
 		return -ENOMEM;
 	r->files = nf;
-	nf[r->n_files] = (struct e2b_file){ strdup(filename), NULL, 0 };
+	nf[r->n_files] = (struct e2b_file){ strdup(filename), NULL, 0, 0 };
 	if (!nf[r->n_files].name)
 		return -ENOMEM;
 	r->n_files++;
@@ -280,11 +280,16 @@ static enum MHD_Result on_part(void *cls, enum MHD_ValueKind kind,
 		r->too_large = true;
 		return MHD_YES;
 	}
-	char *nd = realloc(f->data, f->len + size + 1);
-	if (!nd)
-		return MHD_NO;
-	memcpy(nd + f->len, data, size);
-	f->data = nd;
+	if (f->len + size + 1 > f->cap) {
+		/* doubling: the parts come in small pieces */
+		size_t cap = (f->len + size + 1) * 2;
+		char *nd = realloc(f->data, cap);
+		if (!nd)
+			return MHD_NO;
+		f->data = nd;
+		f->cap = cap;
+	}
+	memcpy(f->data + f->len, data, size);
 	f->len += size;
 	return MHD_YES;
 }

@@ -40,7 +40,7 @@ int e2b_serve(struct ws_server *s, const struct e2b_options *o);
 struct e2b_file {   /* one part of a multipart upload */
 	char *name; /* its filename (the SDK puts the path there) */
 	char *data;
-	size_t len;
+	size_t len, cap;
 };
 
 struct e2b_req {
