@@ -55,8 +55,8 @@ async function lifecycle() {
   // cells keep state; stdout streams before the cell ends
   const events = [];
   const t0 = Date.now();
-  const first = await sbx.runCode("import os, time\nx = 41\nprint('hello', flush=True)\ntime.sleep(1)\n" +
-                                  "print(os.environ.get('WARD_E2E'))", {
+  const first = await sbx.runCode("import os, sys, time\nx = 41\nprint('hello', flush=True)\ntime.sleep(1)\n" +
+                                  "print(os.environ.get('WARD_E2E'))\nprint('careful', file=sys.stderr)", {
     onStdout: (m) => events.push(["stdout", m.line, Date.now() - t0]),
     onStderr: (m) => events.push(["stderr", m.line, Date.now() - t0]),
   });
@@ -64,6 +64,8 @@ async function lifecycle() {
   assert.equal(first.error, undefined);
   assert.deepEqual(first.logs.stdout.join(""), "hello\nfrom-create\n");
   assert.equal(events[0][1], "hello\n");
+  assert.ok(events.some((e) => e[0] === "stderr" && e[1] === "careful\n"), "onStderr got the stderr line");
+  assert.deepEqual(first.logs.stderr, ["careful\n"]);
   assert.ok(events[0][2] < t1 - 700, `the first line came at ${events[0][2]} ms, the end at ${t1} ms`);
   const second = await sbx.runCode("x + 1", { onResult: (r) => events.push(["result", r.text]) });
   assert.equal(second.text, "42");
@@ -104,6 +106,12 @@ async function lifecycle() {
   await rejects(Sandbox.connect(sbx.sandboxId), SandboxNotFoundError, null, "connect to a killed sandbox");
   assert.ok(!(await Sandbox.list().nextItems()).some((s) => s.sandboxId === sbx.sandboxId));
   await other.kill();
+
+  // a sandbox's timeout ends it
+  const brief = await Sandbox.create({ timeoutMs: 1000 });
+  await new Promise((r) => setTimeout(r, 3000));
+  assert.equal(await brief.isRunning(), false);
+  await rejects(Sandbox.getInfo(brief.sandboxId), SandboxNotFoundError, null, "getInfo after the timeout");
 }
 
 async function files() {

@@ -100,8 +100,8 @@ def test_e2b_sdk_lifecycle_and_cells(ctx):
     assert seen["run_id"] == run_id, seen
     cells = ctx.sql("select n, code, status from cells where run_id=? order by n", run_id)
     codes = [c["code"] for c in cells]
-    assert codes[:2] == ["import os, time\nx = 41\nprint('hello', flush=True)\ntime.sleep(1)\n"
-                         "print(os.environ.get('WARD_E2E'))", "x + 1"], codes
+    assert codes[:2] == ["import os, sys, time\nx = 41\nprint('hello', flush=True)\ntime.sleep(1)\n"
+                         "print(os.environ.get('WARD_E2E'))\nprint('careful', file=sys.stderr)", "x + 1"], codes
     assert "1/0" in codes and "x" in codes, codes
     statuses = {c["code"]: c["status"] for c in cells}
     assert statuses["import time\ntime.sleep(30)"] == "cancelled", statuses
