@@ -159,8 +159,9 @@ def test_e2b_key_tokens_and_limits_over_raw_http(ctx):
         st, _, data = s.request("GET", "/files?path=/home/user/x", headers=h)
         assert st == 401, (t, st, data)
     h = dict(base, **{"X-Access-Token": tok})
-    # the health check needs no token; an unknown sandbox is 502 (gone)
-    assert s.request("GET", "/health", headers=base)[0] == 204
+    # the health check wants the token too; an unknown sandbox is 502 (gone)
+    assert s.request("GET", "/health", headers=base)[0] == 401
+    assert s.request("GET", "/health", headers=h)[0] == 204
     st, _, data = s.request("GET", "/health", headers={"E2b-Sandbox-Id": "s-nope"})
     assert st == 502, (st, data)
     # uploads are capped (413), JSON bodies too

@@ -179,8 +179,9 @@ static int call(struct call *c, const char *method, json_t *params,
 
 /* Is the sandbox there, and did the request bring its token? The code
  * interpreter's calls bring the traffic token (contexts) or the envd
- * one (/execute); envd's bring the envd one. /health needs none. */
-static int admit(struct call *c, bool jupyter, bool open)
+ * one (/execute); envd's (/health too) bring the envd one. A sandbox that
+ * is gone is 502 first, as E2B's proxy answers: isRunning() is false. */
+static int admit(struct call *c, bool jupyter)
 {
 	struct e2b *e = c->e;
 	const char *tok = e2b_header(c->r, "X-Access-Token"),
@@ -198,7 +199,7 @@ static int admit(struct call *c, bool jupyter, bool open)
 		     c->sid, why[0] ? ": " : " (never created here)", why);
 		return -1;
 	}
-	ok = open || e2b_secret_eq(x->envd_token, tok) ||
+	ok = e2b_secret_eq(x->envd_token, tok) ||
 	     (jupyter && e2b_secret_eq(x->traffic_token, traffic));
 	pthread_mutex_unlock(&e->lock);
 	if (!ok) {
@@ -1054,7 +1055,7 @@ void e2b_sandbox_request(struct e2b *e, const char *sid, struct e2b_req *r,
 		     sid);
 		return;
 	}
-	if (admit(&c, jupyter, !strcmp(url, "/health")) < 0)
+	if (admit(&c, jupyter) < 0)
 		return;
 	if (!strcmp(url, "/health")) {
 		e2b_reply_bytes(rp, 204, NULL, NULL, 0);
