@@ -733,7 +733,9 @@ def _sdk_close(ctx, *args):
                         ctx.db] + list(args), capture_output=True, text=True, timeout=120,
                        cwd=ctx.tmp)
     assert p.returncode == 0, p.stderr[-4000:]
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    seen = json.loads(p.stdout.strip().splitlines()[-1])
+    assert "Sanitizer" not in seen["stderr"], seen["stderr"]
+    return seen
 
 
 def test_mcp_sessions_of_a_client_that_closes_are_closed_by_it(ctx):

@@ -977,13 +977,18 @@ def test_client_that_disconnects_cancels_its_running_cells(ctx):
 
 def test_end_of_input_answers_what_was_sent(ctx):
     """A client that only stops sending (a heredoc) still gets every answer."""
-    p = subprocess.run([wardtest.ward_bin(), "serve", "--db", ctx.db],
-                       input=b'{"id":1,"method":"run","params":{"code":"import time\\ntime.sleep(0.5)\\n6*7"}}\n',
+    p = subprocess.run([wardtest.ward_bin(), "serve", "-v", "--db", ctx.db],
+                       input=b'{"id":0,"method":"session.create","params":{}}\n'
+                             b'{"id":1,"method":"run","params":{"code":"import time\\ntime.sleep(0.5)\\n6*7"}}\n',
                        capture_output=True, timeout=60, cwd=ctx.tmp)
     assert p.returncode == 0, p.stderr
-    r = json.loads(p.stdout)
-    assert r["result"]["status"] == "ok" and _main(r["result"]) == "42", r
+    r = {m["id"]: m for m in map(json.loads, p.stdout.splitlines())}
+    assert r[1]["result"]["status"] == "ok" and _main(r[1]["result"]) == "42", r
     assert b"--listen" in p.stderr and b"one client" in p.stderr, p.stderr
+    # -v: ward's milestones
+    sid = r[0]["result"]["session_id"].encode()
+    assert b"session " + sid + b" started" in p.stderr, p.stderr
+    assert b"session " + sid + b" (run " in p.stderr and b"the server ends" in p.stderr, p.stderr
 
 
 def test_close_ends_a_running_cell_promptly(ctx):

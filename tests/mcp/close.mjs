@@ -3,14 +3,15 @@
 // the official SDK client, runs a cell in each, and closes the client (the
 // SDK ends stdin, then sends SIGTERM 2 s later if ward has not exited, then
 // SIGKILL); with "running", a cell of the first session is still running
-// then. Prints {ids: the sessions' run ids, close_ms}.
+// then. Prints {ids: the sessions' run ids, close_ms, stderr: ward's}.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
 const [ward, db, mode] = process.argv.slice(2);
 const transport = new StdioClientTransport({ command: ward, args: ["mcp", "--db", db],
                                              stderr: "pipe" });
-transport.stderr.on("data", () => {});
+let stderr = "";
+transport.stderr.on("data", (d) => { stderr += d; });
 const client = new Client({ name: "close-test", version: "1.0.0" });
 await client.connect(transport);
 const ids = [], sids = [];
@@ -28,4 +29,5 @@ if (mode === "running") {
 }
 const t = Date.now();
 await client.close();
-console.log(JSON.stringify({ ids, close_ms: Date.now() - t }));
+await new Promise((r) => setTimeout(r, 200)); // the last of stderr
+console.log(JSON.stringify({ ids, close_ms: Date.now() - t, stderr }));

@@ -77,6 +77,8 @@ struct job {
 	json_t *id; /* the request's id (in msg); NULL for a batch */
 	struct ws_cancel *cancel; /* fired by notifications/cancelled */
 	bool cancelled;		  /* m->lock */
+	unsigned long long seq;	  /* requests read */
+	char sid[32]; /* a run_code's session_id, or "" */
 	/* while a tools/call that asked for progress runs */
 	json_t *progress_token;
 	long long progress;
@@ -407,10 +409,29 @@ static json_t *handle_batch(struct mcp *m, json_t *batch, struct job *j);
 
 /* A call's thread: the call, its answer (none when it was cancelled), and
  * its place in flight given up. */
+/* Lock held: is a run_code on j's session that came before j still in
+ * flight? Runs on one session go in the order they came: a thread that
+ * started later may reach the session first. */
+static bool run_before(const struct mcp *m, const struct job *j)
+{
+	for (const struct job *o = m->jobs; o; o = o->next)
+		if (o->seq < j->seq && !strcmp(o->sid, j->sid))
+			return true;
+	return false;
+}
+
 static void *job_main(void *arg)
 {
 	struct job *j = arg;
 	struct mcp *m = j->m;
+
+	pthread_mutex_lock(&m->lock);
+	while (j->sid[0] && !j->cancelled && run_before(m, j)) {
+		struct timespec ts;
+		ws_time_in(&ts, CLOCK_MONOTONIC, 100);
+		pthread_cond_timedwait(&m->cond, &m->lock, &ts);
+	}
+	pthread_mutex_unlock(&m->lock);
 	json_t *resp = json_is_array(j->msg) ? handle_batch(m, j->msg, j)
 					     : handle(m, j->msg, j);
 
@@ -446,7 +467,15 @@ static json_t *enqueue(struct mcp *m, json_t *msg, json_t *id)
 	j->m = m;
 	j->msg = json_incref(msg);
 	j->id = id;
+	json_t *params = json_object_get(msg, "params");
+	const char *sid = mcp_str_at(json_object_get(params, "arguments"),
+				     "session_id");
+	const char *tool = mcp_str_at(params, "name");
+	if (tool && !strcmp(tool, "run_code") && sid &&
+	    strlen(sid) < sizeof(j->sid))
+		strcpy(j->sid, sid);
 	pthread_mutex_lock(&m->lock);
+	j->seq = ++m->seq;
 	if (m->n_jobs >= MAX_INFLIGHT) {
 		pthread_mutex_unlock(&m->lock);
 		job_free(j);
@@ -488,6 +517,7 @@ static void cancel_request(struct mcp *m, json_t *params)
 			j->cancelled = true;
 			ws_cancel_fire(j->cancel);
 		}
+	pthread_cond_broadcast(&m->cond);
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -500,6 +530,7 @@ static void cancel_all(struct mcp *m)
 		j->cancelled = true;
 		ws_cancel_fire(j->cancel);
 	}
+	pthread_cond_broadcast(&m->cond);
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -508,15 +539,17 @@ static void *tick_main(void *arg)
 {
 	struct mcp *m = arg;
 
+	struct timespec next;
+
+	ws_time_in(&next, CLOCK_MONOTONIC, TICK_MS);
 	pthread_mutex_lock(&m->lock);
 	while (!m->eof) {
-		struct timespec ts;
-
-		ws_time_in(&ts, CLOCK_MONOTONIC, TICK_MS);
-		if (pthread_cond_timedwait(&m->cond, &m->lock, &ts) ==
+		/* woken often (calls end): the tick keeps its own time */
+		if (pthread_cond_timedwait(&m->cond, &m->lock, &next) ==
 		    ETIMEDOUT) {
 			pthread_mutex_unlock(&m->lock);
 			ws_server_tick(m->ws);
+			ws_time_in(&next, CLOCK_MONOTONIC, TICK_MS);
 			pthread_mutex_lock(&m->lock);
 		}
 	}
@@ -524,10 +557,11 @@ static void *tick_main(void *arg)
 	return NULL;
 }
 
-/* SIGTERM, SIGINT, SIGHUP (blocked in every thread): the calls are
+/* SIGTERM, SIGINT, SIGHUP (blocked in every other thread): the calls are
  * cancelled and the reader stops as at the end of input, so that the
  * sessions are closed as the client's (ward would otherwise die with
- * them running). */
+ * them running). A second signal is delivered to this thread, unblocked
+ * now, and ends ward as it would have without this. */
 static void *signal_main(void *arg)
 {
 	struct mcp *m = arg;
@@ -542,6 +576,12 @@ static void *signal_main(void *arg)
 		return NULL;
 	debug("mcp: SIG%s: cancelling the calls, closing the sessions",
 	      sigabbrev_np(sig));
+	/* a second one while that goes on: ward stops at once */
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigaction(SIGTERM, &dfl, NULL);
+	sigaction(SIGINT, &dfl, NULL);
+	sigaction(SIGHUP, &dfl, NULL);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	pthread_mutex_lock(&m->lock);
 	m->stopping = true;
 	pthread_mutex_unlock(&m->lock);
@@ -549,6 +589,8 @@ static void *signal_main(void *arg)
 	char b = 's';
 	ssize_t w = write(m->wake[1], &b, 1);
 	(void)w;
+	for (;;)
+		pause(); /* alive, to take the second signal */
 	return NULL;
 }
 

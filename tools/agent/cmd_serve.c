@@ -103,7 +103,8 @@ static void usage(FILE *f)
 		"  --policy FILE        default policy file of new sessions\n"
 		"  --timeout SECONDS    default per-cell timeout (30)\n"
 		"  --idle SECONDS       close a session idle this long (600)\n"
-		"  --max-life SECONDS   close a session this old (3600)\n"
+		"  --max-life SECONDS   close a session this old (3600): the default\n"
+		"                       and the cap of session.create's life_s\n"
 		"  --max-sessions N     sessions open at once (16)\n"
 		"  --max-timeout SEC    cap on any cell's timeout_s (none): a larger\n"
 		"                       one is capped, and the result says so\n"
@@ -159,6 +160,7 @@ struct srv {
 	pthread_cond_t done;  /* a request finished */
 	struct req *reqs;
 	int n;
+	unsigned long long seq; /* requests read */
 	bool broken; /* stdout's reader is gone */
 	pthread_mutex_t out;
 };
@@ -170,13 +172,45 @@ struct req {
 	const char *method;
 	json_t *params;
 	struct ws_cancel *cancel;
+	unsigned long long seq;
+	char sid[32]; /* a run's session_id, or "" */
+	bool cancelled;
 };
+
+/* Lock held: is a run on r's session that came before r still in
+ * flight? Runs on one session go in the order they came: a thread that
+ * started later may reach the session first. */
+static bool run_before(const struct srv *v, const struct req *r)
+{
+	for (const struct req *o = v->reqs; o; o = o->next)
+		if (o->seq < r->seq && !strcmp(o->sid, r->sid))
+			return true;
+	return false;
+}
+
+/* Waits until the runs on r's session that came before it are over (or
+ * r is cancelled: the session server then answers "cancelled"). */
+static void await_order(struct srv *v, struct req *r)
+{
+	if (!r->sid[0])
+		return;
+	pthread_mutex_lock(&v->lock);
+	while (!r->cancelled && run_before(v, r)) {
+		struct timespec ts;
+		ws_time_in(&ts, CLOCK_REALTIME, 100);
+		pthread_cond_timedwait(&v->done, &v->lock, &ts);
+	}
+	pthread_mutex_unlock(&v->lock);
+}
 
 static void cancel_all(struct srv *v)
 {
 	pthread_mutex_lock(&v->lock);
-	for (struct req *r = v->reqs; r; r = r->next)
+	for (struct req *r = v->reqs; r; r = r->next) {
+		r->cancelled = true;
 		ws_cancel_fire(r->cancel);
+	}
+	pthread_cond_broadcast(&v->done);
 	pthread_mutex_unlock(&v->lock);
 }
 
@@ -256,6 +290,7 @@ static void *req_main(void *arg)
 	struct ws_error err;
 	json_t *result = NULL;
 
+	await_order(v, r);
 	if (ws_call_c(v->ws, r->method, r->params, on_stream, &sa, r->cancel,
 		      &result, &err) < 0)
 		emit_error(v, r->id, err.code, err.message);
@@ -291,9 +326,11 @@ static void cancel_method(struct srv *v, json_t *id, json_t *params)
 	pthread_mutex_lock(&v->lock);
 	for (struct req *r = v->reqs; r; r = r->next)
 		if (json_equal(r->id, target)) {
+			r->cancelled = true;
 			ws_cancel_fire(r->cancel);
 			n++;
 		}
+	pthread_cond_broadcast(&v->done);
 	pthread_mutex_unlock(&v->lock);
 	emit(v, json_pack("{s:O, s:{s:O, s:b}}", "id", id, "result", "id",
 			  target, "cancelled", n > 0));
@@ -317,7 +354,12 @@ static void start(struct srv *v, json_t *req, json_t *id, const char *method,
 	r->id = id;
 	r->method = method;
 	r->params = params;
+	const char *sid =
+		json_string_value(json_object_get(params, "session_id"));
+	if (!strcmp(method, "run") && sid && strlen(sid) < sizeof(r->sid))
+		strcpy(r->sid, sid);
 	pthread_mutex_lock(&v->lock);
+	r->seq = ++v->seq;
 	if (v->n >= MAX_INFLIGHT) {
 		pthread_mutex_unlock(&v->lock);
 		req_free(r);
@@ -458,8 +500,10 @@ static void drain(struct srv *v)
 			debug("serve: the client is gone: cancelling "
 			      "%d request(s)",
 			      v->n);
-			for (struct req *r = v->reqs; r; r = r->next)
+			for (struct req *r = v->reqs; r; r = r->next) {
+				r->cancelled = true;
 				ws_cancel_fire(r->cancel);
+			}
 		}
 	}
 	pthread_mutex_unlock(&v->lock);

@@ -38,6 +38,7 @@ struct mcp {
 	pthread_cond_t cond; /* a call ended, or eof */
 	struct job *jobs;
 	int n_jobs;
+	unsigned long long seq; /* tools/call requests read */
 	bool eof, stopping;
 	int wake[2]; /* a stop signal came: the reader stops */
 };

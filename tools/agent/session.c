@@ -19,8 +19,16 @@
  * A cell is framed with a fresh random nonce; the driver echoes it. A
  * frame that does not parse, names another cell, or answers a cell a
  * second time is rejected and reported (channel_errors) and recorded
- * with the cell. One caller thread; the sessions run concurrently in
- * their own processes.
+ * with the cell.
+ *
+ * Threads: any number of callers (session.h says what waits for what).
+ * The server's lock guards the list of sessions and each session's turn
+ * (session-server.h); it is never held while a cell runs or a worker
+ * starts or ends. A run takes its session's turn (busy), owns the
+ * session's fds while it runs, and gives the turn to the next run in
+ * line; a session is freed by whoever drops its last reference (a
+ * closing call waits for the calls that hold it). Workers are forked by
+ * one thread of the server's own (spawner_main).
  */
 #include "tools/agent/session.h"
 #include "tools/agent/session-int.h"
@@ -679,6 +687,8 @@ static int sess_start(struct ws_server *s, json_t *p,
 		s->list = x;
 		s->n++;
 		x->refs = 2; /* the list's and the caller's */
+		debug("session %s started: %s, run %s, %d open", x->id,
+		      x->lang, x->run_id, s->n);
 	}
 	pthread_mutex_unlock(&s->lock);
 	*out = x;
@@ -906,8 +916,10 @@ static void unlink_sess(struct ws_server *s, struct sess *x, const char *why)
 			break;
 		}
 	x->gone = true;
-	if (why && !x->oneshot)
+	if (why && !x->oneshot) {
 		bury(s, x, why);
+		debug("session %s (run %s) %s", x->id, x->run_id, why);
+	}
 	if (x->running)
 		ws_cancel_fire(x->running);
 	x->refs--;
@@ -1343,6 +1355,9 @@ void ws_server_free(struct ws_server *s)
 	pthread_mutex_lock(&s->lock);
 	while ((x = s->list)) {
 		x->refs++;
+		if (!x->retired)
+			debug("session %s (run %s) closed: the server ends",
+			      x->id, x->run_id);
 		unlink_sess(s, x, NULL);
 		x->reap_next = all;
 		all = x;
