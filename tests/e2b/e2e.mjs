@@ -127,6 +127,14 @@ async function files() {
   assert.deepEqual(await f.read("/home/user/bin/all.bin", { format: "bytes" }), bytes);
   await f.write([{ path: "/home/user/m1.txt", data: "one" }, { path: "m2.txt", data: "two" }]);
   assert.equal(await f.read("m2.txt"), "two");
+  // a stream up (octet-stream, chunked) and down; gzip uploads are refused
+  const up = new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode("streamed ")); c.enqueue(new TextEncoder().encode("up")); c.close(); } });
+  await f.write("/home/user/s.txt", up);
+  let down = "";
+  for await (const ch of await f.read("/home/user/s.txt", { format: "stream" })) down += new TextDecoder().decode(ch);
+  assert.equal(down, "streamed up");
+  await rejects(f.write("/home/user/g.txt", "x", { gzip: true }), SandboxError, /415.*uncompressed/, "a gzip upload");
+  assert.equal(await f.exists("/home/user/g.txt"), false);
   // the code sees what was written, and the files sees what the code wrote
   const ex = await sbx.runCode("print(open('/home/user/m1.txt').read())\nopen('made.txt','w').write('by code')");
   assert.equal(ex.logs.stdout.join(""), "one\n");

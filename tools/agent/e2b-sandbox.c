@@ -298,8 +298,19 @@ static json_t *write_one(struct call *c, const char *e2bpath, const char *data,
 static void files_post(struct call *c)
 {
 	struct e2b_req *r = c->r;
-	const char *qpath = e2b_query(r, "path");
-	json_t *out = json_array(), *one;
+	const char *qpath = e2b_query(r, "path"),
+		   *enc = e2b_header(r, "Content-Encoding");
+	json_t *out, *one;
+
+	if (enc && strcasecmp(enc, "identity")) {
+		/* stored as sent, the file would hold the compressed bytes */
+		fail(c, 415, "invalid_argument",
+		     "Content-Encoding %.40s: ward takes uploads uncompressed "
+		     "(files.write without gzip)",
+		     enc);
+		return;
+	}
+	out = json_array();
 
 	if (!r->files && r->len > E2B_MAX_UPLOAD) {
 		fail(c, 413, "resource_exhausted",
