@@ -189,6 +189,14 @@ async function commands() {
   // what a command writes, the files (and cells) see
   await sbx.commands.run("mkdir -p out && printf data > out/f.txt");
   assert.equal(await sbx.files.read("/home/user/out/f.txt"), "data");
+  assert.equal((await sbx.commands.run("pwd; cat f.txt", { cwd: "/home/user/out" })).stdout, "/home/user/out\ndata");
+  await rejects(sbx.commands.run("pwd", { cwd: "/etc" }), InvalidArgumentError, /outside the sandbox's home/, "cwd /etc");
+  const procs = [];
+  const bg = await sbx.commands.run("sleep 30", { background: true });
+  procs.push(...(await sbx.commands.list()));
+  assert.ok(procs.some((p) => p.pid === bg.pid && p.args.includes("-c")), JSON.stringify(procs));
+  assert.equal(await sbx.commands.kill(bg.pid), true);
+  await rejects(bg.wait(), null, null, "a killed command");
   // a denial reaches stderr with its rule and errno
   const den = await rejects(sbx.commands.run(
     "python3 -c \"import socket; socket.create_connection(('192.0.2.1', 80), timeout=5)\""),

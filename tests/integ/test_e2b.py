@@ -191,9 +191,12 @@ def test_e2b_key_tokens_and_limits_over_raw_http(ctx):
     st, ct, data = s.request("POST", "/filesystem.Filesystem/Stat", {"path": "/etc"},
                              dict(h, **{"Content-Type": "application/json"}))
     assert st == 400 and b"outside the sandbox's home" in data, (st, data)
+    # a streaming call's error is the end of its stream (status 200)
     st, ct, data = s.request("POST", "/process.Process/Start", b"\0\0\0\0\x09{}",
                              dict(h, **{"Content-Type": "application/connect+json"}))
-    assert st == 400 and b"envelope" in data, (st, data)
+    assert (st, ct, data[:5]) == (200, "application/connect+json", struct.pack(">BI", 2, len(data) - 5)), data
+    err = json.loads(data[5:])["error"]
+    assert err["code"] == "invalid_argument" and "envelope" in err["message"], err
     st, _, data = s.request("POST", "/filesystem.Filesystem/WatchDir", struct.pack(">BI", 0, 2) + b"{}",
                             dict(h, **{"Content-Type": "application/connect+json"}))
     assert st == 501 and json.loads(data)["code"] == "unimplemented", (st, data)

@@ -8,7 +8,6 @@
  */
 #include "tools/agent/e2b.h"
 
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,19 +78,38 @@ int e2b_connect_unwrap(const char *body, size_t len, json_t **msg, char *why,
 	return 0;
 }
 
+/* One envelope of msg (stolen): malloc'd, *n bytes; NULL when out of
+ * memory. */
+static char *envelope(unsigned flags, json_t *msg, size_t *n)
+{
+	char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+	size_t len = text ? strlen(text) : 0;
+	char *b = text ? malloc(5 + len) : NULL;
+
+	json_decref(msg);
+	if (b) {
+		b[0] = (char)flags;
+		b[1] = (char)(len >> 24);
+		b[2] = (char)(len >> 16);
+		b[3] = (char)(len >> 8);
+		b[4] = (char)len;
+		memcpy(b + 5, text, len);
+		*n = 5 + len;
+	}
+	free(text);
+	return b;
+}
+
 void e2b_connect_put(struct e2b_stream *st, unsigned flags, json_t *msg)
 {
-	char *text = json_dumps(msg, JSON_COMPACT);
-	size_t n = text ? strlen(text) : 2;
-	unsigned char head[5] = { (unsigned char)flags,
-				  (unsigned char)(n >> 24),
-				  (unsigned char)(n >> 16),
-				  (unsigned char)(n >> 8), (unsigned char)n };
+	size_t n;
+	char *b = envelope(flags, msg, &n);
 
-	e2b_stream_put(st, head, sizeof(head));
-	e2b_stream_put(st, text ? text : "{}", n);
-	free(text);
-	json_decref(msg);
+	if (b)
+		e2b_stream_put(st, b, n);
+	else
+		e2b_stream_fail(st);
+	free(b);
 }
 
 void e2b_connect_end(struct e2b_stream *st, const char *code,
@@ -106,15 +124,17 @@ void e2b_connect_end(struct e2b_stream *st, const char *code,
 	e2b_connect_put(st, 0x02, end);
 }
 
-void e2b_connect_error(struct e2b_reply *rp, const char *code, const char *fmt,
-		       ...)
+void e2b_connect_end_reply(struct e2b_reply *rp, const char *code,
+			   const char *message)
 {
-	char msg[1024];
-	va_list ap;
+	size_t n;
+	char *b = envelope(0x02,
+			   json_pack("{s:{s:s, s:s}}", "error", "code", code,
+				     "message", message),
+			   &n);
 
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	e2b_reply_json(rp, e2b_connect_status(code),
-		       json_pack("{s:s, s:s}", "code", code, "message", msg));
+	if (b)
+		e2b_reply_bytes(rp, 200, "application/connect+json", b, n);
+	else
+		e2b_reply_error(rp, 500, "out of memory");
 }

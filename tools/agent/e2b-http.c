@@ -106,9 +106,8 @@ void e2b_stream_put(struct e2b_stream *st, const void *data, size_t len)
 		size_t cap = (st->len + len) * 2 + 4096;
 		char *nb = realloc(st->buf, cap);
 		if (!nb) {
-			st->failed = true;
 			pthread_mutex_unlock(&st->lock);
-			ws_cancel_fire(st->cancel);
+			e2b_stream_fail(st);
 			return;
 		}
 		st->buf = nb;
@@ -120,6 +119,14 @@ void e2b_stream_put(struct e2b_stream *st, const void *data, size_t len)
 	if (write(st->efd, &one, sizeof(one)) < 0) {
 		/* the counter cannot overflow here; nothing to do */
 	}
+}
+
+void e2b_stream_fail(struct e2b_stream *st)
+{
+	pthread_mutex_lock(&st->lock);
+	st->failed = true;
+	pthread_mutex_unlock(&st->lock);
+	ws_cancel_fire(st->cancel);
 }
 
 struct ws_cancel *e2b_stream_cancel(struct e2b_stream *st)

@@ -134,6 +134,7 @@ struct call {
 	struct e2b_req *r;
 	struct e2b_reply *rp;
 	bool connect; /* a Connect route: errors in Connect's shape */
+	bool stream;  /* a server-streaming one: errors end the stream */
 };
 
 static void fail(struct call *c, unsigned status, const char *code,
@@ -147,7 +148,9 @@ static void fail(struct call *c, unsigned status, const char *code,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (c->connect)
+	if (c->stream)
+		e2b_connect_end_reply(c->rp, code, msg);
+	else if (c->connect)
 		e2b_reply_json(c->rp, status,
 			       json_pack("{s:s, s:s}", "code", code, "message",
 					 msg));
@@ -1059,6 +1062,9 @@ void e2b_sandbox_request(struct e2b *e, const char *sid, struct e2b_req *r,
 	snprintf(c.sid, sizeof(c.sid), "%s", sid);
 	c.connect = !strncmp(url, "/filesystem.Filesystem/", 23) ||
 		    !strncmp(url, "/process.Process/", 17);
+	/* the Connect client reads a streaming call's error from its end
+	 * (a status other than 200 loses the message) */
+	c.stream = !strcmp(url, "/process.Process/Start");
 	bool jupyter = !strcmp(url, "/execute") ||
 		       !strncmp(url, "/contexts", 9);
 	if (strlen(sid) >= sizeof(c.sid)) {

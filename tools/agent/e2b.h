@@ -77,6 +77,8 @@ struct e2b_reply {
 };
 
 void e2b_stream_put(struct e2b_stream *st, const void *data, size_t len);
+/* The stream cannot go on (out of memory): it ends with an error. */
+void e2b_stream_fail(struct e2b_stream *st);
 struct ws_cancel *e2b_stream_cancel(struct e2b_stream *st);
 
 /* Replies (e2b-http.c): JSON (stolen; NULL gives 500), bytes, or E2B's
@@ -166,8 +168,9 @@ void e2b_connect_put(struct e2b_stream *st, unsigned flags, json_t *msg);
 /* The end of a stream, with an error when code is not NULL. */
 void e2b_connect_end(struct e2b_stream *st, const char *code,
 		     const char *message);
-/* A unary error reply (application/json {code, message}). */
-void e2b_connect_error(struct e2b_reply *rp, const char *code, const char *fmt,
-		       ...) __attribute__((format(printf, 3, 4)));
+/* A streaming call's whole reply when it fails before it starts: 200 and
+ * the end of the stream with the error. */
+void e2b_connect_end_reply(struct e2b_reply *rp, const char *code,
+			   const char *message);
 
 #endif
