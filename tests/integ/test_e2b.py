@@ -273,3 +273,17 @@ def test_e2b_sigterm_closes_every_sandbox(ctx):
     for sid in ids:
         run = ctx.sql("select status, ended_ns from runs where id=?", run_of(ctx, sid))[0]
         assert run["ended_ns"] and run["status"] == "ok", run
+
+
+def test_e2b_command_line_errors(ctx):
+    env = {k: v for k, v in os.environ.items() if k != "WARD_API_KEY"}
+    r = ctx.ward("serve", "--listen", "127.0.0.1:0", "--db", ctx.db, env=env)
+    assert r.code == 125 and "needs an API key" in r.stderr, r
+    r = ctx.ward("serve", "--listen", "nonsense", "--db", ctx.db, env=dict(env, WARD_API_KEY=KEY))
+    assert r.code == 125 and "give HOST:PORT" in r.stderr, r
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = ctx.ward("serve", "--listen", f"127.0.0.1:{port}", "--db", ctx.db, env=dict(env, WARD_API_KEY=KEY))
+    assert r.code == 125 and "cannot listen" in r.stderr, r

@@ -485,6 +485,15 @@ static int parse_listen(const char *spec, struct sockaddr_storage *ss,
 	return 0;
 }
 
+static bool loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(
+			&((const struct sockaddr_in6 *)ss)->sin6_addr);
+	return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >>
+		24) == 127;
+}
+
 static void on_signal(int sig)
 {
 	char c = (char)sig;
@@ -560,6 +569,13 @@ int e2b_serve(struct ws_server *s, const struct e2b_options *o)
 		goto out;
 	}
 	print_bound(d, &ss);
+	if (!loopback(&ss))
+		fprintf(stderr,
+			"ward: serve: warning: %s is reachable from other "
+			"machines, over plain HTTP (the API key and tokens "
+			"travel in clear): put TLS in front, or listen on "
+			"127.0.0.1\n",
+			spec);
 	struct sigaction sa = { .sa_handler = on_signal,
 				.sa_flags = SA_RESTART };
 	sigemptyset(&sa.sa_mask);
