@@ -256,7 +256,12 @@ async function bad() {
   await rejects(forged.files.list("/home/user"), AuthenticationError, /access token/, "files.list with a wrong token");
   // a timeout above the server's cap
   await rejects(Sandbox.create({ timeoutMs: 10 * 3600_000 }), SandboxError, /above this server's limit/, "a huge timeout");
+  // a kill ends the cell that runs: the cell says so
+  const running = sbx.runCode("import time\nprint('start', flush=True)\ntime.sleep(30)");
+  await new Promise((r) => setTimeout(r, 1000));
   await sbx.kill();
+  const ended = await running;
+  assert.match(ended.error?.value ?? "", /the sandbox was closed while this cell ran/);
 }
 
 async function parallel() {

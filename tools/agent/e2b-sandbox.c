@@ -843,6 +843,9 @@ static void exec_result(struct exec_job *j, json_t *res)
 		put_line(j->st, o);
 	}
 	e2b_denials_text(&den, res);
+	if (json_is_true(json_object_get(res, "session_closed")))
+		ward_strbuf_puts(&den, "the sandbox was closed while this cell "
+				       "ran (killed, or its timeout passed)\n");
 	const char *status = json_string_value(json_object_get(res, "status"));
 	if (json_is_object(error)) {
 		const char *v =
