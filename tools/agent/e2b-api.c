@@ -24,7 +24,8 @@
 
 enum {
 	DEAD_KEEP_MS = 3600 * 1000, /* how long a gone sandbox is remembered */
-	DEFAULT_TIMEOUT_S = 300,    /* E2B's default sandbox timeout */
+	DEAD_KEEP_N = 1024,	 /* and how many at most (the last created) */
+	DEFAULT_TIMEOUT_S = 300, /* E2B's default sandbox timeout */
 };
 
 /* ---- the engine ---- */
@@ -122,14 +123,16 @@ void e2b_tick(struct e2b *e)
 {
 	long long now = e2b_now_ms();
 	char due[64][32];
-	int n = 0;
+	int n = 0, dead = 0;
 
 	pthread_mutex_lock(&e->lock);
 	for (struct sbx **pp = &e->list; *pp;) {
 		struct sbx *x = *pp;
 		if (x->alive && x->end_ms <= now && n < 64)
 			snprintf(due[n++], sizeof(due[0]), "%s", x->id);
-		if (!x->alive && now - x->dead_ms > DEAD_KEEP_MS) {
+		dead += !x->alive;
+		if (!x->alive &&
+		    (now - x->dead_ms > DEAD_KEEP_MS || dead > DEAD_KEEP_N)) {
 			*pp = x->next;
 			sbx_free(x);
 			continue;
