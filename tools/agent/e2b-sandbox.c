@@ -353,7 +353,10 @@ static const char *file_type(const char *t)
 		return "FILE_TYPE_DIRECTORY";
 	if (t && !strcmp(t, "symlink"))
 		return "FILE_TYPE_SYMLINK";
-	return "FILE_TYPE_FILE";
+	if (t && !strcmp(t, "file"))
+		return "FILE_TYPE_FILE";
+	/* a fifo, a socket: E2B has no word for them (the SDK skips it) */
+	return "FILE_TYPE_UNSPECIFIED";
 }
 
 static void perm_string(char *p, unsigned mode, const char *type)
