@@ -2,7 +2,7 @@
 # -Werror and runs every test; `make asan` does the same with ASan+UBSan in
 # build-asan/; `make deps` installs the Debian packages; `make bench` measures.
 
-PKGS     := libseccomp jansson sqlite3 libunwind-generic
+PKGS     := libseccomp jansson sqlite3 libunwind-generic libmicrohttpd
 CC       ?= cc
 O        ?= build
 CFLAGS   ?= -O2 -g
@@ -192,6 +192,7 @@ bench: all
 	/usr/bin/python3 bench/bench.py --build $(O) $(BENCH_ARGS)
 	/usr/bin/python3 bench/forensics.py --build $(O)
 	/usr/bin/python3 bench/sessions.py --build $(O)
+	/usr/bin/python3 bench/e2b.py --build $(O)
 
 check-style:
 	clang-format --dry-run --Werror common/*.[ch] policy/*.[ch] audit/*.[ch] tracer/*.[ch] tools/*.[ch] tools/*/*.[ch] tests/unit/*.[ch] tests/escapes/*.[ch] bench/*.c

@@ -10,6 +10,7 @@
  */
 #include "tools/cmds.h"
 #include "tools/agent/session.h"
+#include "tools/agent/e2b.h"
 #include "tools/agent/session-int.h"
 #include "tools/run/runrec.h"
 
@@ -92,7 +93,17 @@ static void usage(FILE *f)
 		"\"stream\": true, {\"id\", \"event\": \"stdout\"|\"stderr\", \"data\", \"ts\"}\n"
 		"lines come first, with \"data_base64\" exactly when data is not the bytes.\n"
 		"\n"
+		"With --listen HOST:PORT, ward serves E2B's HTTP API instead (the\n"
+		"official E2B SDKs run against it: E2B_API_URL and E2B_SANDBOX_URL set\n"
+		"to http://HOST:PORT, E2B_API_KEY to the key): each sandbox is one\n"
+		"session. docs/agents.md says what is served.\n"
+		"\n"
 		"options:\n"
+		"  --listen HOST:PORT   serve E2B's API over HTTP on HOST:PORT (say\n"
+		"                       127.0.0.1:49982; port 0 picks one, printed\n"
+		"                       on stdout)\n"
+		"  --api-key KEY        the key E2B clients must send (X-API-Key;\n"
+		"                       default: $WARD_API_KEY; required with --listen)\n"
 		"  --db PATH            audit database (default: $WARD_DB, then\n"
 		"                       $XDG_STATE_HOME/ward/audit.db)\n"
 		"  --seal-log FILE      append each session's seal to FILE (as ward run\n"
@@ -127,6 +138,28 @@ static double num_arg(const char *opt, const char *s)
 	if (end == s || *end || v <= 0)
 		die("%s %s: give a positive number", opt, s);
 	return v;
+}
+
+/* --listen: the key, and limits in E2B's terms: a sandbox lives until its
+ * timeout (ward's idle expiry is the lifetime cap), and a cell runs until
+ * the client stops waiting (its runCode timeoutMs) or 300 s. */
+static void e2b_defaults(struct ws_config *cfg, struct e2b_options *eo)
+{
+	if (!eo->api_key)
+		eo->api_key = getenv("WARD_API_KEY");
+	if (!eo->api_key || !*eo->api_key)
+		die("serve: --listen needs an API key: --api-key KEY or "
+		    "WARD_API_KEY (E2B clients send it as E2B_API_KEY)");
+	if (!cfg->max_life_s)
+		cfg->max_life_s = 3600;
+	if (!cfg->idle_s)
+		cfg->idle_s = cfg->max_life_s;
+	if (!cfg->cell_timeout_s)
+		cfg->cell_timeout_s =
+			cfg->max_timeout_s > 0 && cfg->max_timeout_s < 300
+				? cfg->max_timeout_s
+				: 300;
+	eo->max_life_s = cfg->max_life_s;
 }
 
 /* The server's state: the requests in flight (each on its own thread)
@@ -521,11 +554,14 @@ int ward_cmd_serve(int argc, char **argv)
 		{ "max-life", required_argument, 0, 'l' },
 		{ "max-sessions", required_argument, 0, 'm' },
 		{ "max-timeout", required_argument, 0, 'T' },
+		{ "listen", required_argument, 0, 'L' },
+		{ "api-key", required_argument, 0, 'K' },
 		{ "session-worker", no_argument, 0, 'W' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
 	struct ws_config cfg = { 0 };
+	struct e2b_options eo = { 0 };
 	int c;
 
 	while ((c = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
@@ -548,6 +584,8 @@ int ward_cmd_serve(int argc, char **argv)
 		case 'T':
 			cfg.max_timeout_s = num_arg("--max-timeout", optarg);
 			break;
+		case 'L': eo.listen = optarg; break;
+		case 'K': eo.api_key = optarg; break;
 		case 'W': return ws_worker_main();
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return WARD_EXIT_INTERNAL;
@@ -566,20 +604,32 @@ int ward_cmd_serve(int argc, char **argv)
 	/* A client that goes away must not kill the server mid-write. */
 	signal(SIGPIPE, SIG_IGN);
 	struct srv v = { 0 };
-	pthread_mutex_init(&v.lock, NULL);
-	pthread_mutex_init(&v.out, NULL);
-	pthread_cond_init(&v.done, NULL);
-	int rc = ws_stop_signals(on_stop, &v, &v.wake);
-	if (rc < 0)
-		die("serve: cannot take the stop signals: %s", strerror(-rc));
-	warn("serve: no --listen: one client over stdin/stdout (JSON lines); "
-	     "for several clients at once, listen on a port (see `ward serve "
-	     "--help`)");
+	int rc;
+	if (eo.listen) {
+		/* e2b_serve takes SIGINT and SIGTERM itself */
+		e2b_defaults(&cfg, &eo);
+	} else {
+		pthread_mutex_init(&v.lock, NULL);
+		pthread_mutex_init(&v.out, NULL);
+		pthread_cond_init(&v.done, NULL);
+		rc = ws_stop_signals(on_stop, &v, &v.wake);
+		if (rc < 0)
+			die("serve: cannot take the stop signals: %s",
+			    strerror(-rc));
+		warn("serve: no --listen: one client over stdin/stdout (JSON "
+		     "lines); for several clients at once, listen on a port "
+		     "(see `ward serve --help`)");
+	}
 	struct ws_server *s;
 	rc = ws_server_new(&cfg, &s);
 	if (rc < 0)
 		die("cannot start: %s (the audit database: --db, WARD_DB, HOME)",
 		    strerror(-rc));
+	if (eo.listen) {
+		rc = e2b_serve(s, &eo);
+		ws_server_free(s);
+		return rc < 0 ? WARD_EXIT_INTERNAL : 0;
+	}
 	v.ws = s;
 	serve(&v);
 	if (stdout_gone())

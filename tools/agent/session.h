@@ -125,6 +125,10 @@ int ws_call_c(struct ws_server *s, const char *method, json_t *params,
 void ws_server_tick(struct ws_server *s);
 /* A new JSON string for arbitrary bytes: invalid UTF-8 becomes U+FFFD. */
 json_t *ws_json_text(const char *s, size_t len);
+/* Base64 (RFC 4648, padded, strict) to a malloc'd *out of *len bytes:
+ * 0, -EINVAL or -ENOMEM. */
+int ws_base64_decode(const char *s, size_t n, unsigned char **out,
+		     size_t *len);
 /* The id (a string or an integer) of a JSON-RPC request line too long to
  * parse whole, from its first n bytes, when they show it: a new
  * reference, or NULL. */
