@@ -72,6 +72,27 @@ async function lifecycle() {
   assert.ok(events.some((e) => e[0] === "result" && e[1] === "42"), "onResult was called");
   assert.equal(second.executionCount, 2);
 
+  // rich results in E2B's shape: a DataFrame's html and text, display()
+  // before the main result, a matplotlib figure as png
+  const shown = [];
+  const rich = await sbx.runCode(
+    "import pandas as pd\ndisplay(pd.DataFrame({'a': [1, 2]}))\n" +
+    "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n" +
+    "plt.plot([1, 2, 3])\nplt.show()\n" +
+    "class M:\n  def _repr_markdown_(self): return '**md**'\nM()",
+    { onResult: (r) => shown.push(r.formats()) });
+  assert.equal(rich.error, undefined);
+  assert.equal(rich.results.length, 3, JSON.stringify(rich.results.map((r) => r.formats())));
+  assert.match(rich.results[0].html, /<table/);
+  assert.match(rich.results[0].text, /a/);
+  assert.equal(rich.results[0].isMainResult, false);
+  assert.ok(Buffer.from(rich.results[1].png, "base64").subarray(1, 4).toString() === "PNG", "a png");
+  assert.equal(rich.results[2].markdown, "**md**");
+  assert.equal(rich.results[2].isMainResult, true);
+  assert.equal(shown.length, 3, "onResult for each");
+  assert.ok(shown[0].includes("html") && shown[1].includes("png") && shown[2].includes("markdown"),
+            JSON.stringify(shown));
+
   // per-cell envs
   const envs = await sbx.runCode("import os\nprint(os.environ.get('CELL_ONLY'))", { envs: { CELL_ONLY: "yes" } });
   assert.equal(envs.logs.stdout.join(""), "yes\n");
