@@ -187,6 +187,10 @@ async function files() {
     await rejects(f.write(p, "x"), InvalidArgumentError, /outside the sandbox's home/, `write ${p}`);
   }
   await rejects(f.list("/etc"), InvalidArgumentError, /outside the sandbox's home/, "list /etc");
+  // a path too long to map is refused whole, never cut short into another
+  const long = "/home/user/" + "d/".repeat(2100) + "victim.txt";
+  await rejects(f.write(long, "x"), InvalidArgumentError, /too long/, "a path over 4 KiB");
+  assert.equal(await f.exists("/home/user/d"), false, "nothing was made of a cut path");
   await rejects(f.write("/home/user/huge.bin", new Uint8Array((64 << 20) + 1)), SandboxError,
                 /413.*over ward's limit/, "an upload over the cap");
   assert.equal(await f.exists("/home/user/huge.bin"), false);

@@ -47,6 +47,10 @@ static int map_path(const char *in, char *out, size_t n, char *why, size_t wn)
 		}
 		rest = in + h;
 	}
+	if (strlen(rest) >= sizeof(tmp)) { /* never a path cut short */
+		snprintf(why, wn, "path: too long");
+		return -1;
+	}
 	snprintf(tmp, sizeof(tmp), "%s", rest);
 	char *save = NULL;
 	for (char *c = strtok_r(tmp, "/", &save); c;
