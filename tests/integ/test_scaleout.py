@@ -162,6 +162,7 @@ def job_problems(docs, merge_docs):
     for need in ("I=$((JOB_COMPLETION_INDEX + 1))",
                  'ward batch --shard "$I/$WARD_SHARDS" --jobs "$WARD_JOBS"',
                  '--db "$D.db" --out "$D.jsonl"', 'D=$WARD_DATA/shard-$I',
+                 '--require "$WARD_REQUIRE"',
                  'ward-ship "$D.db" "$D.ocsf.jsonl"'):
         if need not in script:
             p.append(f"the pod's command lacks {need}")
@@ -380,6 +381,24 @@ def test_pod_capabilities_are_those_ward_needs(ctx):
         j, err = _run_with_caps(ctx, [c for c in keep if c != "cap_" + cap.lower()])
         layers = {l["name"]: l for l in j["layers"]}
         assert j["status"] != "ok" or not layers["namespaces"]["active"], (cap, j)
+
+
+def test_k8s_pod_refuses_a_node_without_the_layers(ctx):
+    """The pod's preflight: without CAP_SYS_ADMIN (no namespaces) the pod
+    fails at once, exit 125, before its shard's database exists."""
+    if os.geteuid() != 0 or not shutil.which("capsh"):
+        raise wardtest.Skip("needs root and capsh")
+    env = _bin(ctx)
+    data = _data(ctx, "data")
+    script, penv = _pod_script(_kind(_yaml("batch-job.yaml"), "Job"))
+    e = dict(env)
+    e.update(penv)
+    e.update(WARD_DATA=data, JOB_COMPLETION_INDEX="0")
+    drop = [c for c in _all_caps().split(",") if c == "cap_sys_admin"]
+    r = subprocess.run([shutil.which("capsh"), "--drop=" + ",".join(drop), "--", "-c",
+                        script], env=e, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 125 and "namespaces" in r.stderr, r
+    assert not os.path.exists(os.path.join(data, "shard-1.db"))
 
 
 def test_masked_proc_needs_root_or_unmasked(ctx):
