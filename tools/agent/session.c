@@ -633,16 +633,6 @@ static long long life_ms(const struct ws_server *s, double asked, bool *capped)
 	return (long long)((cut ? s->cfg.max_life_s : asked) * 1000);
 }
 
-/* What session.create (or a one-shot run) asks for. */
-struct start {
-	const char *lang, *profile, *policy;
-	double timeout, memory_mb, life_s;
-	json_t *env, *metadata;
-	struct ws_cancel *oneshot; /* a one-shot's: it starts busy */
-};
-
-static int sess_spawn(struct ws_server *s, const struct start *st,
-		      struct sess **out, struct ws_error *err);
 
 /* A slot under max_sessions, kept while the session starts (the lock is
  * not held while a worker starts: other calls go on). */
@@ -708,7 +698,7 @@ static int check_metadata(json_t *md, struct ws_error *err)
 static int sess_start(struct ws_server *s, json_t *p, struct ws_cancel *oneshot,
 		      struct sess **out, struct ws_error *err)
 {
-	struct start st = { .lang = "python",
+	struct ws_start st = { .lang = "python",
 			    .timeout = s->cfg.cell_timeout_s,
 			    .life_s = s->cfg.max_life_s,
 			    .env = json_object_get(p, "env"),
@@ -747,7 +737,9 @@ static int sess_start(struct ws_server *s, json_t *p, struct ws_cancel *oneshot,
 	if (reserve_slot(s, err) < 0)
 		return -1;
 	struct sess *x = NULL;
-	int rc = sess_spawn(s, &st, &x, err);
+	int rc = ws_pool_take(s, &st, &x);
+	if (!x)
+		rc = ws_sess_spawn(s, &st, &x, err);
 	pthread_mutex_lock(&s->lock);
 	s->starting--;
 	if (!rc) {
@@ -773,9 +765,9 @@ static void cond_init(pthread_cond_t *c)
 	pthread_condattr_destroy(&ca);
 }
 
-/* The session's worker started, its run recorded (*out, not listed). */
-static int sess_spawn(struct ws_server *s, const struct start *st,
-		      struct sess **out, struct ws_error *err)
+/* See session-server.h. */
+int ws_sess_spawn(struct ws_server *s, const struct ws_start *st,
+		  struct sess **out, struct ws_error *err)
 {
 	struct sess *x = calloc(1, sizeof(*x));
 	int ctl[2] = { -1, -1 }, cells[2] = { -1, -1 }, res[2] = { -1, -1 },
@@ -846,7 +838,8 @@ static int sess_spawn(struct ws_server *s, const struct start *st,
 
 	json_t *cfg = json_pack("{s:s, s:s, s:s, s:f}", "language", lang, "db",
 				s->db, "workdir", x->workdir, "max_life_s",
-				s->cfg.max_life_s);
+				st->worker_life_s > 0 ? st->worker_life_s
+						      : s->cfg.max_life_s);
 	if (profile)
 		json_object_set_new(cfg, "profile", json_string(profile));
 	if (policy)
@@ -950,7 +943,7 @@ struct sess *ws_find_sess(struct ws_server *s, json_t *p, bool need,
 }
 
 /* Closes x for good: nobody holds it any more. */
-static void finish(struct ws_server *s, struct sess *x)
+void ws_sess_finish(struct ws_server *s, struct sess *x)
 {
 	/* the worker sealed the run when it ended; the cells and artifacts
 	 * written here get their own seal, bound to it (audit/chain.c) */
@@ -967,7 +960,7 @@ void ws_sess_put(struct ws_server *s, struct sess *x)
 	pthread_cond_broadcast(&x->turn);
 	pthread_mutex_unlock(&s->lock);
 	if (last)
-		finish(s, x);
+		ws_sess_finish(s, x);
 }
 
 /* Lock held: takes x off the list (why: for the requests that name it
@@ -1429,6 +1422,7 @@ void ws_server_free(struct ws_server *s)
 
 	if (!s)
 		return;
+	ws_pool_free(s); /* its sessions closed as never used */
 	pthread_mutex_lock(&s->lock);
 	while ((x = s->list)) {
 		x->refs++;
