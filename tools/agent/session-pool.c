@@ -180,7 +180,7 @@ static char *warmup_code(const char *modules, char *msg, size_t n)
 		"    try:\n"
 		"        __import__(__ward_m)\n"
 		"    except BaseException as __ward_e:\n"
-		"        raise ImportError('ward --preload: cannot import %s: "
+		"        raise ImportError('cannot import %s: "
 		"%s: %s' % (__ward_m, type(__ward_e).__name__, __ward_e)) "
 		"from None\n"
 		"del __ward_m\n");
@@ -203,8 +203,18 @@ static int warmup_failed(json_t *res, struct ws_error *err)
 		return ws_fail(err, WS_E_INTERNAL,
 			       "--preload: the warm-up did not finish within "
 			       "the cell timeout (--timeout)");
-	return ws_fail(err, WS_E_INTERNAL, "--preload: %s",
-		       v ? v : st ? st : "the warm-up failed");
+	json_t *d = json_array_get(
+		json_object_get(json_object_get(res, "policy"), "denials"), 0);
+	const char *sc = json_string_value(json_object_get(d, "syscall")),
+		   *tg = json_string_value(json_object_get(d, "target")),
+		   *rule = json_string_value(json_object_get(d, "rule"));
+
+	return ws_fail(err, WS_E_INTERNAL, "--preload: %s%s%s%s%s%s%s%s",
+		       v ? v : st ? st : "the warm-up failed",
+		       sc ? " (the policy denied " : "", sc ? sc : "",
+		       sc ? " " : "", tg && sc ? tg : "",
+		       sc ? ", rule " : "", sc ? (rule ? rule : "?") : "",
+		       sc ? ")" : "");
 }
 
 /* A pooled session started and warmed up (one reference, the pool's),
