@@ -87,9 +87,10 @@ def tree(pid):
     while todo:
         p = todo.pop()
         out.append(p)
-        try:
-            with open("/proc/%d/task/%d/children" % (p, p)) as f:
-                todo += [int(c) for c in f.read().split()]
+        try:  # the server's workers are its spawner thread's children
+            for t in os.listdir("/proc/%d/task" % p):
+                with open("/proc/%d/task/%s/children" % (p, t)) as f:
+                    todo += [int(c) for c in f.read().split()]
         except OSError:
             pass
     return out

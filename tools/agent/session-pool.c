@@ -29,17 +29,24 @@
 #include "tools/agent/session.h"
 #include "tools/agent/session-server.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "common/log.h"
 #include "common/json.h"
 
-enum { BACKOFF_MAX_MS = 30000 };
+enum {
+	BACKOFF_MAX_MS = 30000,
+	WARMUP_MIN_S = 120, /* a warm-up's time limit, at least (a refill
+			     * runs behind the sessions in use) */
+	REFILL_NICE = 10,   /* a refill's priority, until its hand-out */
+};
 
 /* A warm-up cell's row, kept until its session leaves the pool. */
 struct ws_warm {
@@ -52,6 +59,7 @@ struct ws_warm {
 
 struct ws_pool {
 	int want;
+	int prio; /* the server's nice value */
 	char *code; /* the warm-up cell (NULL: no --preload) */
 	/* [s] the sessions ready, oldest first (linked by next) */
 	struct sess *ready, **tail;
@@ -219,7 +227,8 @@ static int warmup_failed(json_t *res, struct ws_error *err)
 
 /* A pooled session started and warmed up (one reference, the pool's),
  * or NULL with err. */
-static struct sess *pool_make(struct ws_server *s, struct ws_error *err)
+static struct sess *pool_make(struct ws_server *s, int nice,
+			      struct ws_error *err)
 {
 	struct ws_pool *p = s->pool;
 	struct ws_start st = {
@@ -229,6 +238,7 @@ static struct sess *pool_make(struct ws_server *s, struct ws_error *err)
 		.timeout = s->cfg.cell_timeout_s,
 		.life_s = s->cfg.max_life_s,
 		.worker_life_s = 2 * s->cfg.max_life_s,
+		.nice = nice,
 	};
 	struct sess *x = NULL;
 	json_t *res = NULL;
@@ -238,7 +248,12 @@ static struct sess *pool_make(struct ws_server *s, struct ws_error *err)
 	x->refs = 1;
 	if (!p->code)
 		return x;
-	struct cell_limits cl = ws_cell_limits_of(s, s->cfg.cell_timeout_s);
+	struct cell_limits cl = {
+		.timeout_s = s->cfg.cell_timeout_s > WARMUP_MIN_S
+				     ? s->cfg.cell_timeout_s
+				     : WARMUP_MIN_S,
+	};
+	cl.asked_s = cl.timeout_s;
 	x->busy = x->warming = true;
 	x->count = -1; /* the warm-up is cell 0; the caller's first is 1 */
 	int rc = ws_run_cell(s, x, p->code, strlen(p->code), &cl, NULL, NULL,
@@ -311,6 +326,36 @@ static const char *unusable(struct ws_server *s, struct sess *x)
 	return NULL;
 }
 
+/* Every thread of pid and of the processes under it at the server's own
+ * priority again (a refill ran at REFILL_NICE: only root may lower a nice
+ * value, and only root's refills are niced). */
+static void renice_tree(pid_t pid, int prio)
+{
+	char path[64];
+	DIR *d;
+	struct dirent *e;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if (!(d = opendir(path)))
+		return;
+	while ((e = readdir(d))) {
+		int tid = atoi(e->d_name);
+		if (tid <= 0)
+			continue;
+		if (setpriority(PRIO_PROCESS, (id_t)tid, prio) < 0)
+			warn_errno("pool: thread %d: setpriority", tid);
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/children",
+			 (int)pid, tid);
+		FILE *f = fopen(path, "re");
+		int kid;
+		while (f && fscanf(f, "%d", &kid) == 1)
+			renice_tree(kid, prio);
+		if (f)
+			fclose(f);
+	}
+	closedir(d);
+}
+
 /* x, taken from the pool, made st's session: its times start now. */
 static void hand_out(struct ws_server *s, struct sess *x,
 		     const struct ws_start *st)
@@ -318,6 +363,8 @@ static void hand_out(struct ws_server *s, struct sess *x,
 	double life = st->life_s < s->cfg.max_life_s ? st->life_s
 						      : s->cfg.max_life_s;
 
+	if (x->worker > 0 && s->drop)
+		renice_tree(x->worker, s->pool->prio);
 	x->created_ns = ws_realtime_ns();
 	x->created_ms = x->last_ms = x->shown_last_ms = ws_mono_ms();
 	x->expires_ms = x->created_ms + (long long)(life * 1000);
@@ -394,7 +441,7 @@ static void *pool_main(void *arg)
 		long long now = ws_mono_ms();
 		if (p->n_ready < p->want && now >= next_try) {
 			pthread_mutex_unlock(&s->lock);
-			x = pool_make(s, &err);
+			x = pool_make(s, s->drop ? REFILL_NICE : 0, &err);
 			if (!x)
 				warn("pool: cannot start a pooled session: %s",
 				     err.message);
@@ -449,6 +496,10 @@ int ws_server_pool(struct ws_server *s, int n, const char *preload, char *msg,
 		return -EINVAL;
 	}
 	p->want = n;
+	errno = 0;
+	p->prio = getpriority(PRIO_PROCESS, 0);
+	if (errno)
+		p->prio = 0;
 	p->tail = &p->ready;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -456,7 +507,7 @@ int ws_server_pool(struct ws_server *s, int n, const char *preload, char *msg,
 	pthread_condattr_destroy(&ca);
 	s->pool = p;
 	/* the first one here: a preload that fails stops the server */
-	struct sess *x = pool_make(s, &err);
+	struct sess *x = pool_make(s, 0, &err);
 	if (!x) {
 		snprintf(msg, msg_len, "%s", err.message);
 		s->pool = NULL;

@@ -159,6 +159,8 @@ struct ws_start {
 	const char *lang, *profile, *policy;
 	double timeout, memory_mb, life_s;
 	double worker_life_s; /* the worker's wall limit (0: max_life_s) */
+	int nice; /* the worker's and its sandbox's nice value (0: as the
+		   * server's) */
 	json_t *env, *metadata;
 	struct ws_cancel *oneshot; /* a one-shot's: it starts busy */
 };

@@ -48,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/random.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -436,7 +437,7 @@ static int lift(int fd)
 }
 
 __attribute__((noreturn)) static void exec_worker(int ctl, int cells, int res,
-						  int out, int err)
+						  int out, int err, int nice)
 {
 	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	sigset_t none;
@@ -445,6 +446,8 @@ __attribute__((noreturn)) static void exec_worker(int ctl, int cells, int res,
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	prctl(PR_SET_PDEATHSIG, SIGTERM); /* the server gone: end the run */
+	if (nice > 0) /* a pool's refill: behind the sessions in use */
+		setpriority(PRIO_PROCESS, 0, nice);
 	ctl = lift(ctl);
 	cells = lift(cells);
 	res = lift(res);
@@ -571,6 +574,7 @@ int ws_get_num(json_t *p, const char *key, double *out,
 struct ws_spawn {
 	struct ws_spawn *next;
 	int fds[5];
+	int nice;
 	pid_t pid;
 	int err;
 	bool done;
@@ -592,7 +596,7 @@ static void *spawner_main(void *arg)
 		pid_t pid = fork();
 		if (pid == 0)
 			exec_worker(q->fds[0], q->fds[1], q->fds[2], q->fds[3],
-				    q->fds[4]);
+				    q->fds[4], q->nice);
 		int e = errno;
 		pthread_mutex_lock(&s->lock);
 		q->pid = pid;
@@ -607,9 +611,11 @@ static void *spawner_main(void *arg)
 /* A worker forked by the spawner thread with these fds (exec_worker);
  * its pid, or -1 with errno. */
 static pid_t spawn_worker(struct ws_server *s, int ctl, int cells, int res,
-			  int out, int err)
+			  int out, int err, int nice)
 {
-	struct ws_spawn q = { .fds = { ctl, cells, res, out, err }, .pid = -1 };
+	struct ws_spawn q = { .fds = { ctl, cells, res, out, err },
+			      .nice = nice,
+			      .pid = -1 };
 
 	pthread_mutex_lock(&s->lock);
 	q.next = s->spawn_q;
@@ -817,7 +823,8 @@ int ws_sess_spawn(struct ws_server *s, const struct ws_start *st,
 	/* Room for output written between cells, read at the next call. */
 	fcntl(o1[0], F_SETPIPE_SZ, 1 << 20);
 	fcntl(o2[0], F_SETPIPE_SZ, 1 << 20);
-	pid_t pid = spawn_worker(s, ctl[1], cells[1], res[1], o1[1], o2[1]);
+	pid_t pid = spawn_worker(s, ctl[1], cells[1], res[1], o1[1], o2[1],
+				 st->nice);
 	int fork_errno = errno;
 	close(ctl[1]);
 	close(cells[1]);
