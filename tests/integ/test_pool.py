@@ -9,6 +9,7 @@ is imported by the session driver itself, so sys.modules tells.
 """
 import json
 import os
+import subprocess
 import time
 
 import wardtest
@@ -164,3 +165,28 @@ def test_pool_e2b_listen(ctx):
         s.stop()
     rows = [json.loads(r["result"])["pool"] for r in ctx.sql("select result from cells where n=0")]
     assert sum(1 for p in rows if p["handed_out_ns"]) == 1, rows
+
+
+def test_pool_preloaded_pandas_is_wards_warmup_in_the_record(ctx):
+    """--preload pandas: the caller's first pandas cell finds it imported,
+    and the record tells ward's imports (before the hand-out) from the
+    caller's cell."""
+    if subprocess.run(["/usr/bin/python3", "-c", "import pandas"],
+                      capture_output=True).returncode:
+        raise wardtest.Skip("pandas is not installed for /usr/bin/python3")
+    s = Serve(ctx, "--pool", "1", "--preload", "pandas")
+    try:
+        r = s.ok("session.create", {})
+        res = s.run(r["session_id"], "import sys; print('pandas' in sys.modules)\n"
+                    "import pandas as pd; pd.DataFrame({'a': [1, 2, 3]}).median()")
+        assert out_of(res) == "True\n" and res["status"] == "ok", res
+    finally:
+        assert s.close() == 0
+    w = warmup_of(ctx, r["run_id"])
+    handed = w["result"]["pool"]["handed_out_ns"]
+    opened = ctx.events(r["run_id"], "syscall='openat' and target like '%/pandas/%'")
+    assert opened, "no pandas file opened in the run"
+    # every pandas file was opened by ward's warm-up, before the hand-out
+    assert all(e["ts_ns"] < handed for e in opened), [e for e in opened if e["ts_ns"] >= handed][:3]
+    cell1 = ctx.sql("select started_ns from cells where run_id=? and n=1", r["run_id"])[0]
+    assert handed <= cell1["started_ns"], (handed, cell1)
