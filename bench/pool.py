@@ -140,7 +140,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default="build")
     ap.add_argument("-n", type=int, default=10)
-    ap.add_argument("--gap", type=float, default=3.0,
+    ap.add_argument("--gap", type=float, default=5.0,
                     help="seconds for the pool to refill between samples")
     a = ap.parse_args()
     ward = os.path.abspath(os.path.join(a.build, "ward"))

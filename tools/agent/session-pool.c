@@ -46,6 +46,9 @@ enum {
 	WARMUP_MIN_S = 120, /* a warm-up's time limit, at least (a refill
 			     * runs behind the sessions in use) */
 	REFILL_NICE = 10,   /* a refill's priority, until its hand-out */
+	/* a refill waits this long after a hand-out while the pool still
+	 * has one ready: the caller's first cells come first */
+	REFILL_DELAY_MS = 1000,
 };
 
 /* A warm-up cell's row, kept until its session leaves the pool. */
@@ -64,6 +67,7 @@ struct ws_pool {
 	/* [s] the sessions ready, oldest first (linked by next) */
 	struct sess *ready, **tail;
 	int n_ready;
+	long long taken_ms; /* [s] the last hand-out (monotonic) */
 	bool stop; /* [s] */
 	pthread_cond_t cond; /* [s] taken from, or stop */
 	pthread_t th;
@@ -388,6 +392,7 @@ int ws_pool_take(struct ws_server *s, const struct ws_start *st,
 	for (;;) {
 		pthread_mutex_lock(&s->lock);
 		struct sess *x = pop(p);
+		p->taken_ms = ws_mono_ms();
 		pthread_mutex_unlock(&s->lock);
 		if (!x) {
 			debug("pool: empty, a fresh session starts");
@@ -439,6 +444,9 @@ static void *pool_main(void *arg)
 			continue;
 		}
 		long long now = ws_mono_ms();
+		long long calm = p->n_ready ? p->taken_ms + REFILL_DELAY_MS : 0;
+		if (next_try < calm)
+			next_try = calm;
 		if (p->n_ready < p->want && now >= next_try) {
 			pthread_mutex_unlock(&s->lock);
 			x = pool_make(s, s->drop ? REFILL_NICE : 0, &err);
