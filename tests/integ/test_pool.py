@@ -89,6 +89,11 @@ def test_pool_hands_out_warm_sessions_once_and_refills(ctx):
         run = ctx.sql("select ended_ns, status from runs where id=?", u["run_id"])[0]
         assert run["ended_ns"] and run["status"] == "ok", run
         assert u["run_id"] not in seen_runs
+        shown = ctx.ward("show", u["run_id"]).stdout
+        assert "ward's warm-up, --preload; the session was never handed out: the server ended" \
+            in shown, shown[-2000:]
+    shown = ctx.ward("show", sorted(seen_runs)[0]).stdout
+    assert "ward's warm-up, --preload; the session was handed out at +" in shown, shown[-2000:]
 
 
 def test_pool_other_settings_start_fresh(ctx):

@@ -62,13 +62,13 @@ struct ws_warm {
 
 struct ws_pool {
 	int want;
-	int prio; /* the server's nice value */
+	int prio;   /* the server's nice value */
 	char *code; /* the warm-up cell (NULL: no --preload) */
 	/* [s] the sessions ready, oldest first (linked by next) */
 	struct sess *ready, **tail;
 	int n_ready;
-	long long taken_ms; /* [s] the last hand-out (monotonic) */
-	bool stop; /* [s] */
+	long long taken_ms;  /* [s] the last hand-out (monotonic) */
+	bool stop;	     /* [s] */
 	pthread_cond_t cond; /* [s] taken from, or stop */
 	pthread_t th;
 	bool th_started;
@@ -114,11 +114,12 @@ static int record_warmup(struct ws_server *s, struct sess *x,
 	if (!w)
 		return 0;
 	x->warm = NULL;
-	json_object_set_new(
-		w->result, "pool",
-		json_pack("{s:o, s:o}", "handed_out_ns",
-			  handed_ns ? json_integer(handed_ns) : json_null(),
-			  "closed_unused", why ? json_string(why) : json_null()));
+	json_object_set_new(w->result, "pool",
+			    json_pack("{s:o, s:o}", "handed_out_ns",
+				      handed_ns ? json_integer(handed_ns)
+						: json_null(),
+				      "closed_unused",
+				      why ? json_string(why) : json_null()));
 	char *rj = json_dumps(w->result, JSON_COMPACT);
 	struct audit_cell ac = {
 		.run_id = x->run_id,
@@ -181,21 +182,21 @@ static char *warmup_code(const char *modules, char *msg, size_t n)
 		p += len + (p[len] == ',');
 	}
 	if (!count) {
-		snprintf(msg, n, "--preload: no module named; give names "
-				 "separated by commas, e.g. pandas,numpy");
+		snprintf(msg, n,
+			 "--preload: no module named; give names "
+			 "separated by commas, e.g. pandas,numpy");
 		ward_strbuf_free(&sb);
 		return NULL;
 	}
 	ward_strbuf_puts(
-		&sb,
-		"):\n"
-		"    try:\n"
-		"        __import__(__ward_m)\n"
-		"    except BaseException as __ward_e:\n"
-		"        raise ImportError('cannot import %s: "
-		"%s: %s' % (__ward_m, type(__ward_e).__name__, __ward_e)) "
-		"from None\n"
-		"del __ward_m\n");
+		&sb, "):\n"
+		     "    try:\n"
+		     "        __import__(__ward_m)\n"
+		     "    except BaseException as __ward_e:\n"
+		     "        raise ImportError('cannot import %s: "
+		     "%s: %s' % (__ward_m, type(__ward_e).__name__, __ward_e)) "
+		     "from None\n"
+		     "del __ward_m\n");
 	if (sb.truncated) {
 		ward_strbuf_free(&sb);
 		snprintf(msg, n, "out of memory");
@@ -222,11 +223,12 @@ static int warmup_failed(json_t *res, struct ws_error *err)
 		   *rule = json_string_value(json_object_get(d, "rule"));
 
 	return ws_fail(err, WS_E_INTERNAL, "--preload: %s%s%s%s%s%s%s%s",
-		       v ? v : st ? st : "the warm-up failed",
+		       v    ? v
+		       : st ? st
+			    : "the warm-up failed",
 		       sc ? " (the policy denied " : "", sc ? sc : "",
-		       sc ? " " : "", tg && sc ? tg : "",
-		       sc ? ", rule " : "", sc ? (rule ? rule : "?") : "",
-		       sc ? ")" : "");
+		       sc ? " " : "", tg && sc ? tg : "", sc ? ", rule " : "",
+		       sc ? (rule ? rule : "?") : "", sc ? ")" : "");
 }
 
 /* A pooled session started and warmed up (one reference, the pool's),
@@ -365,7 +367,7 @@ static void hand_out(struct ws_server *s, struct sess *x,
 		     const struct ws_start *st)
 {
 	double life = st->life_s < s->cfg.max_life_s ? st->life_s
-						      : s->cfg.max_life_s;
+						     : s->cfg.max_life_s;
 
 	if (x->worker > 0 && s->drop)
 		renice_tree(x->worker, s->pool->prio);
@@ -594,5 +596,6 @@ void ws_pool_start(struct ws_server *s, const struct ws_pool_opts *po,
 		    rc == -EINVAL ? msg : strerror(-rc));
 	}
 	debug("%s: pool of %d ready to fill%s%s", who, po->n,
-	      po->preload ? ", preloading " : "", po->preload ? po->preload : "");
+	      po->preload ? ", preloading " : "",
+	      po->preload ? po->preload : "");
 }
