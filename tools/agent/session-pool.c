@@ -67,9 +67,10 @@ struct ws_pool {
 	/* [s] the sessions ready, oldest first (linked by next) */
 	struct sess *ready, **tail;
 	int n_ready;
-	long long taken_ms;  /* [s] the last hand-out (monotonic) */
-	bool stop;	     /* [s] */
-	pthread_cond_t cond; /* [s] taken from, or stop */
+	long long taken_ms;	  /* [s] the last hand-out (monotonic) */
+	bool stop;		  /* [s] */
+	struct ws_cancel *cancel; /* fired at stop: a running warm-up ends */
+	pthread_cond_t cond;	  /* [s] taken from, or stop */
 	pthread_t th;
 	bool th_started;
 };
@@ -263,14 +264,17 @@ static struct sess *pool_make(struct ws_server *s, int nice,
 	x->busy = x->warming = true;
 	x->count = -1; /* the warm-up is cell 0; the caller's first is 1 */
 	int rc = ws_run_cell(s, x, p->code, strlen(p->code), &cl, NULL, NULL,
-			     -1, false, &res, err);
+			     p->cancel->fd, false, &res, err);
 	x->busy = x->warming = false;
 	const char *status = json_string_value(json_object_get(res, "status"));
 	if (!rc && (!status || strcmp(status, "ok") || x->dead))
 		rc = warmup_failed(res, err);
 	json_decref(res);
 	if (rc < 0) {
-		discard(s, x, "its warm-up failed");
+		discard(s, x,
+			atomic_load(&p->cancel->fired)
+				? "the server ended during its warm-up"
+				: "its warm-up failed");
 		return NULL;
 	}
 	return x;
@@ -452,7 +456,7 @@ static void *pool_main(void *arg)
 		if (p->n_ready < p->want && now >= next_try) {
 			pthread_mutex_unlock(&s->lock);
 			x = pool_make(s, s->drop ? REFILL_NICE : 0, &err);
-			if (!x)
+			if (!x && !atomic_load(&p->cancel->fired))
 				warn("pool: cannot start a pooled session: %s",
 				     err.message);
 			pthread_mutex_lock(&s->lock);
@@ -483,6 +487,7 @@ static void *pool_main(void *arg)
 static void pool_destroy(struct ws_pool *p)
 {
 	pthread_cond_destroy(&p->cond);
+	ws_cancel_free(p->cancel);
 	free(p->code);
 	free(p);
 }
@@ -504,6 +509,11 @@ int ws_server_pool(struct ws_server *s, int n, const char *preload, char *msg,
 	if (preload && !(p->code = warmup_code(preload, msg, msg_len))) {
 		free(p);
 		return -EINVAL;
+	}
+	if (!(p->cancel = ws_cancel_new())) {
+		free(p->code);
+		free(p);
+		return -ENOMEM;
 	}
 	p->want = n;
 	errno = 0;
@@ -546,6 +556,7 @@ void ws_pool_free(struct ws_server *s)
 	p->stop = true;
 	pthread_cond_broadcast(&p->cond);
 	pthread_mutex_unlock(&s->lock);
+	ws_cancel_fire(p->cancel);
 	if (p->th_started)
 		pthread_join(p->th, NULL);
 	all = p->ready;
