@@ -192,6 +192,7 @@ bench: all
 	/usr/bin/python3 bench/bench.py --build $(O) $(BENCH_ARGS)
 	/usr/bin/python3 bench/forensics.py --build $(O)
 	/usr/bin/python3 bench/sessions.py --build $(O)
+	/usr/bin/python3 bench/pool.py --build $(O)
 	/usr/bin/python3 bench/e2b.py --build $(O)
 
 check-style:

@@ -853,6 +853,7 @@ static void usage(FILE *f)
 		"  --max-request BYTES  longest request line (%u)\n"
 		"  --max-timeout SEC    cap on the timeout_s a model asks for (none): a\n"
 		"                       larger one is capped, and the result says so\n"
+		WS_POOL_HELP
 		"  -v                   ward's own milestones on stderr\n"
 		"  -h, --help           this text\n"
 		"\n"
@@ -887,7 +888,7 @@ static long parse_count(const char *opt, const char *s, long max)
 }
 
 static void parse_args(int argc, char **argv, struct ws_config *cfg,
-		       size_t *max_request)
+		       size_t *max_request, struct ws_pool_opts *po)
 {
 	enum {
 		O_DB = 256,
@@ -900,7 +901,9 @@ static void parse_args(int argc, char **argv, struct ws_config *cfg,
 		O_REQ,
 		O_MAXT,
 		O_SEAL_LOG,
-		O_SEAL_SYSLOG
+		O_SEAL_SYSLOG,
+		O_POOL,
+		O_PRELOAD
 	};
 	static const struct option opts[] = {
 		{ "db", required_argument, 0, O_DB },
@@ -914,6 +917,8 @@ static void parse_args(int argc, char **argv, struct ws_config *cfg,
 		{ "max-sessions", required_argument, 0, O_MAX },
 		{ "max-request", required_argument, 0, O_REQ },
 		{ "max-timeout", required_argument, 0, O_MAXT },
+		{ "pool", required_argument, 0, O_POOL },
+		{ "preload", required_argument, 0, O_PRELOAD },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -952,6 +957,8 @@ static void parse_args(int argc, char **argv, struct ws_config *cfg,
 			cfg->max_timeout_s =
 				parse_seconds("--max-timeout", optarg);
 			break;
+		case O_POOL: po->n = ws_pool_count_arg(optarg); break;
+		case O_PRELOAD: po->preload = optarg; break;
 		case ':':
 			die("mcp: %s needs a value (see `ward mcp --help`)",
 			    argv[optind - 1]);
@@ -998,9 +1005,10 @@ int ward_cmd_mcp(int argc, char **argv)
 	};
 	struct mcp m = { .max_request = DEFAULT_MAX_REQUEST };
 	struct reader r = { 0 };
+	struct ws_pool_opts po = { 0 };
 	int rc;
 
-	parse_args(argc, argv, &cfg, &m.max_request);
+	parse_args(argc, argv, &cfg, &m.max_request, &po);
 	/* A client that goes away must not kill ward before it has ended
    * the sessions (children reset their signals before exec). */
 	signal(SIGPIPE, SIG_IGN);
@@ -1022,6 +1030,7 @@ int ward_cmd_mcp(int argc, char **argv)
 		errno = -rc;
 		die_errno("mcp: cannot start");
 	}
+	ws_pool_start(m.ws, &po, "mcp");
 	pthread_t ticker;
 	rc = pthread_create(&ticker, NULL, tick_main, &m);
 	if (rc) {

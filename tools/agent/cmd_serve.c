@@ -119,6 +119,7 @@ static void usage(FILE *f)
 		"  --max-timeout SEC    cap on any cell's timeout_s (none): a larger\n"
 		"                       one is capped, and the result says so\n"
 		"                       (timeout_s, timeout_capped_from)\n"
+		WS_POOL_HELP
 		"  -v                   ward's own milestones on stderr\n"
 		"  -h, --help           this text\n"
 		"\n"
@@ -554,6 +555,8 @@ int ward_cmd_serve(int argc, char **argv)
 		{ "max-life", required_argument, 0, 'l' },
 		{ "max-sessions", required_argument, 0, 'm' },
 		{ "max-timeout", required_argument, 0, 'T' },
+		{ "pool", required_argument, 0, 'O' },
+		{ "preload", required_argument, 0, 'R' },
 		{ "listen", required_argument, 0, 'L' },
 		{ "api-key", required_argument, 0, 'K' },
 		{ "session-worker", no_argument, 0, 'W' },
@@ -562,6 +565,7 @@ int ward_cmd_serve(int argc, char **argv)
 	};
 	struct ws_config cfg = { 0 };
 	struct e2b_options eo = { 0 };
+	struct ws_pool_opts po = { 0 };
 	int c;
 
 	while ((c = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
@@ -584,6 +588,8 @@ int ward_cmd_serve(int argc, char **argv)
 		case 'T':
 			cfg.max_timeout_s = num_arg("--max-timeout", optarg);
 			break;
+		case 'O': po.n = ws_pool_count_arg(optarg); break;
+		case 'R': po.preload = optarg; break;
 		case 'L': eo.listen = optarg; break;
 		case 'K': eo.api_key = optarg; break;
 		case 'W': return ws_worker_main();
@@ -625,6 +631,7 @@ int ward_cmd_serve(int argc, char **argv)
 	if (rc < 0)
 		die("cannot start: %s (the audit database: --db, WARD_DB, HOME)",
 		    strerror(-rc));
+	ws_pool_start(s, &po, "serve");
 	if (eo.listen) {
 		rc = e2b_serve(s, &eo);
 		ws_server_free(s);

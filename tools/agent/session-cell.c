@@ -930,6 +930,8 @@ int ws_run_cell(struct ws_server *s, struct sess *x, const char *code,
 				  one_shot, cl);
 	if (x->ext)
 		ws_ctx_mark(x, o);
+	if (x->warming)
+		json_object_set_new(o, "phase", json_string("warmup"));
 	char *rj = json_dumps(o, JSON_COMPACT);
 	struct audit_cell ac = {
 		.run_id = x->run_id,
@@ -941,7 +943,9 @@ int ws_run_cell(struct ws_server *s, struct sess *x, const char *code,
 		.status = ce.status,
 		.result_json = rj ? rj : "{}",
 	};
-	int arc = audit_cell(s->au, &ac);
+	/* a pool's warm-up is recorded when its session leaves the pool */
+	int arc = x->warming ? ws_pool_keep_warmup(x, &ac, o)
+			     : audit_cell(s->au, &ac);
 	free(rj);
 	json_decref(c->frame);
 	json_decref(c->errors);

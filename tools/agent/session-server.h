@@ -114,6 +114,13 @@ struct sess {
 	 * the session's contexts (NULL: none yet; [s]) */
 	struct cell_ext *ext;
 	struct ws_ctxs *cx;
+	/* session-pool.c's: a pooled session's warm-up cell (n 0), kept
+	 * unrecorded (warm: its audit row, code and result owned here)
+	 * until the session leaves the pool, when it is written with the
+	 * hand-out time or why it was never used; warming: the cell running
+	 * now is the warm-up (ws_run_cell keeps its row here) */
+	bool warming;
+	struct ws_warm *warm;
 };
 
 /* A session that is gone, remembered so that a request naming it learns
@@ -143,7 +150,37 @@ struct ws_server {
 	pthread_cond_t spawn_cond, spawn_done;
 	struct ws_spawn *spawn_q;
 	bool spawn_stop;
+	struct ws_pool *pool; /* --pool (session-pool.c), or NULL */
 };
+
+/* What session.create (or a one-shot run) asks for: a session started
+ * with these (ws_sess_spawn). */
+struct ws_start {
+	const char *lang, *profile, *policy;
+	double timeout, memory_mb, life_s;
+	double worker_life_s; /* the worker's wall limit (0: max_life_s) */
+	int nice; /* the worker's and its sandbox's nice value (0: as the
+		   * server's) */
+	json_t *env, *metadata;
+	struct ws_cancel *oneshot; /* a one-shot's: it starts busy */
+};
+/* A session's worker started, its run recorded (*out: not listed, one
+ * reference for the caller to own); -1 with err otherwise. */
+int ws_sess_spawn(struct ws_server *s, const struct ws_start *st,
+		  struct sess **out, struct ws_error *err);
+/* A session nobody else holds, closed (its cells sealed) and freed. */
+void ws_sess_finish(struct ws_server *s, struct sess *x);
+
+/* The pool (session-pool.c): a pooled session for st when the pool has
+ * one made with the same settings (*out, not listed, its hand-out
+ * recorded; the pool refills behind it), else 0 with *out NULL; the pool
+ * stopped and its sessions closed as never used (ws_server_free); a
+ * warm-up's result kept (ws_run_cell, for a warming session). */
+int ws_pool_take(struct ws_server *s, const struct ws_start *st,
+		 struct sess **out);
+void ws_pool_free(struct ws_server *s);
+int ws_pool_keep_warmup(struct sess *x, const struct audit_cell *ac,
+			json_t *result);
 
 /* A cell's time limit: what was asked, and what the operator's cap
  * (ws_config.max_timeout_s) made of it. */

@@ -48,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/random.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -436,7 +437,7 @@ static int lift(int fd)
 }
 
 __attribute__((noreturn)) static void exec_worker(int ctl, int cells, int res,
-						  int out, int err)
+						  int out, int err, int nice)
 {
 	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	sigset_t none;
@@ -445,6 +446,8 @@ __attribute__((noreturn)) static void exec_worker(int ctl, int cells, int res,
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	prctl(PR_SET_PDEATHSIG, SIGTERM); /* the server gone: end the run */
+	if (nice > 0) /* a pool's refill: behind the sessions in use */
+		setpriority(PRIO_PROCESS, 0, nice);
 	ctl = lift(ctl);
 	cells = lift(cells);
 	res = lift(res);
@@ -571,6 +574,7 @@ int ws_get_num(json_t *p, const char *key, double *out,
 struct ws_spawn {
 	struct ws_spawn *next;
 	int fds[5];
+	int nice;
 	pid_t pid;
 	int err;
 	bool done;
@@ -592,7 +596,7 @@ static void *spawner_main(void *arg)
 		pid_t pid = fork();
 		if (pid == 0)
 			exec_worker(q->fds[0], q->fds[1], q->fds[2], q->fds[3],
-				    q->fds[4]);
+				    q->fds[4], q->nice);
 		int e = errno;
 		pthread_mutex_lock(&s->lock);
 		q->pid = pid;
@@ -607,9 +611,11 @@ static void *spawner_main(void *arg)
 /* A worker forked by the spawner thread with these fds (exec_worker);
  * its pid, or -1 with errno. */
 static pid_t spawn_worker(struct ws_server *s, int ctl, int cells, int res,
-			  int out, int err)
+			  int out, int err, int nice)
 {
-	struct ws_spawn q = { .fds = { ctl, cells, res, out, err }, .pid = -1 };
+	struct ws_spawn q = { .fds = { ctl, cells, res, out, err },
+			      .nice = nice,
+			      .pid = -1 };
 
 	pthread_mutex_lock(&s->lock);
 	q.next = s->spawn_q;
@@ -633,16 +639,6 @@ static long long life_ms(const struct ws_server *s, double asked, bool *capped)
 	return (long long)((cut ? s->cfg.max_life_s : asked) * 1000);
 }
 
-/* What session.create (or a one-shot run) asks for. */
-struct start {
-	const char *lang, *profile, *policy;
-	double timeout, memory_mb, life_s;
-	json_t *env, *metadata;
-	struct ws_cancel *oneshot; /* a one-shot's: it starts busy */
-};
-
-static int sess_spawn(struct ws_server *s, const struct start *st,
-		      struct sess **out, struct ws_error *err);
 
 /* A slot under max_sessions, kept while the session starts (the lock is
  * not held while a worker starts: other calls go on). */
@@ -708,7 +704,7 @@ static int check_metadata(json_t *md, struct ws_error *err)
 static int sess_start(struct ws_server *s, json_t *p, struct ws_cancel *oneshot,
 		      struct sess **out, struct ws_error *err)
 {
-	struct start st = { .lang = "python",
+	struct ws_start st = { .lang = "python",
 			    .timeout = s->cfg.cell_timeout_s,
 			    .life_s = s->cfg.max_life_s,
 			    .env = json_object_get(p, "env"),
@@ -747,7 +743,9 @@ static int sess_start(struct ws_server *s, json_t *p, struct ws_cancel *oneshot,
 	if (reserve_slot(s, err) < 0)
 		return -1;
 	struct sess *x = NULL;
-	int rc = sess_spawn(s, &st, &x, err);
+	int rc = ws_pool_take(s, &st, &x);
+	if (!x)
+		rc = ws_sess_spawn(s, &st, &x, err);
 	pthread_mutex_lock(&s->lock);
 	s->starting--;
 	if (!rc) {
@@ -773,9 +771,9 @@ static void cond_init(pthread_cond_t *c)
 	pthread_condattr_destroy(&ca);
 }
 
-/* The session's worker started, its run recorded (*out, not listed). */
-static int sess_spawn(struct ws_server *s, const struct start *st,
-		      struct sess **out, struct ws_error *err)
+/* See session-server.h. */
+int ws_sess_spawn(struct ws_server *s, const struct ws_start *st,
+		  struct sess **out, struct ws_error *err)
 {
 	struct sess *x = calloc(1, sizeof(*x));
 	int ctl[2] = { -1, -1 }, cells[2] = { -1, -1 }, res[2] = { -1, -1 },
@@ -825,7 +823,8 @@ static int sess_spawn(struct ws_server *s, const struct start *st,
 	/* Room for output written between cells, read at the next call. */
 	fcntl(o1[0], F_SETPIPE_SZ, 1 << 20);
 	fcntl(o2[0], F_SETPIPE_SZ, 1 << 20);
-	pid_t pid = spawn_worker(s, ctl[1], cells[1], res[1], o1[1], o2[1]);
+	pid_t pid = spawn_worker(s, ctl[1], cells[1], res[1], o1[1], o2[1],
+				 st->nice);
 	int fork_errno = errno;
 	close(ctl[1]);
 	close(cells[1]);
@@ -846,7 +845,8 @@ static int sess_spawn(struct ws_server *s, const struct start *st,
 
 	json_t *cfg = json_pack("{s:s, s:s, s:s, s:f}", "language", lang, "db",
 				s->db, "workdir", x->workdir, "max_life_s",
-				s->cfg.max_life_s);
+				st->worker_life_s > 0 ? st->worker_life_s
+						      : s->cfg.max_life_s);
 	if (profile)
 		json_object_set_new(cfg, "profile", json_string(profile));
 	if (policy)
@@ -950,7 +950,7 @@ struct sess *ws_find_sess(struct ws_server *s, json_t *p, bool need,
 }
 
 /* Closes x for good: nobody holds it any more. */
-static void finish(struct ws_server *s, struct sess *x)
+void ws_sess_finish(struct ws_server *s, struct sess *x)
 {
 	/* the worker sealed the run when it ended; the cells and artifacts
 	 * written here get their own seal, bound to it (audit/chain.c) */
@@ -967,7 +967,7 @@ void ws_sess_put(struct ws_server *s, struct sess *x)
 	pthread_cond_broadcast(&x->turn);
 	pthread_mutex_unlock(&s->lock);
 	if (last)
-		finish(s, x);
+		ws_sess_finish(s, x);
 }
 
 /* Lock held: takes x off the list (why: for the requests that name it
@@ -1429,6 +1429,7 @@ void ws_server_free(struct ws_server *s)
 
 	if (!s)
 		return;
+	ws_pool_free(s); /* its sessions closed as never used */
 	pthread_mutex_lock(&s->lock);
 	while ((x = s->list)) {
 		x->refs++;

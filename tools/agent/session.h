@@ -149,6 +149,38 @@ int ws_stop_signals(void (*on_stop)(void *), void *arg, int *wake);
 /* Standard base64, strictly: only the alphabet, padding at the end;
  * *out (malloc'd, the caller frees it) and *len, or -EINVAL, -ENOMEM. */
 int ws_base64_decode(const char *s, size_t n, unsigned char **out, size_t *len);
+/* The warm pool (ward serve/mcp --pool N --preload MODULES): n python
+ * sessions started ahead with the server's defaults (profile, policy),
+ * each of which has imported the modules named (comma-separated, or
+ * NULL) in a warm-up cell of its own run (cell 0, "phase": "warmup")
+ * before it is handed out once, to a session.create or one-shot run whose
+ * settings are the pool's; the pool refills on a thread of its own. The
+ * first pooled session is made here: a module that does not import
+ * under the policy fails it (-EINVAL; msg names the module). 0, -EINVAL
+ * (msg says why), -ENOMEM. Once, after ws_server_new, before calls. */
+int ws_server_pool(struct ws_server *s, int n, const char *preload, char *msg,
+		   size_t msg_len);
+/* For the servers' mains: --pool N and --preload MODULES parsed and
+ * started (who: "serve", "mcp"); a bad count, --preload without --pool,
+ * or a pool that cannot start ends the process (125, the reason on
+ * stderr; the server freed first). n 0: no pool. */
+struct ws_pool_opts {
+	int n;
+	const char *preload;
+};
+int ws_pool_count_arg(const char *arg);
+void ws_pool_start(struct ws_server *s, const struct ws_pool_opts *po,
+		   const char *who);
+#define WS_POOL_HELP                                                          \
+	"  --pool N             keep N python sessions started ahead with\n"   \
+	"                       the defaults (--profile/--policy); each is\n" \
+	"                       handed out once, to a session.create or\n"    \
+	"                       one-shot run with those settings, and the\n"  \
+	"                       pool refills behind it\n"                      \
+	"  --preload MODULES    with --pool: each pooled interpreter imports\n" \
+	"                       these first (e.g. pandas,numpy), as ward's\n" \
+	"                       warm-up cell 0 of its run; one that fails to\n" \
+	"                       import stops the server at its start (125)\n"
 /* The audit database the server records to. */
 const char *ws_server_db(const struct ws_server *s);
 

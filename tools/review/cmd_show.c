@@ -444,6 +444,11 @@ struct show_cell {
 	long long n, start, end;
 	char *status, *code;
 	size_t code_len;
+	/* a pool's warm-up (ward serve --preload): when its session was
+	 * handed out (0: never), else why it was not (NULL: not a warm-up) */
+	bool warmup;
+	long long handed_ns;
+	char *unused;
 };
 
 struct show_ctx {
@@ -739,6 +744,25 @@ static bool wanted(const struct show_opts *o, const struct audit_item *it)
 	return show_filter_item(&o->f, it);
 }
 
+/* A pool's warm-up cell: its result says "phase": "warmup" and
+ * "pool": {handed_out_ns, closed_unused} (tools/agent/session-pool.c). */
+static void warmup_of(const struct audit_cell *c, struct show_cell *sc)
+{
+	json_t *r = c->result_json ? json_loads(c->result_json, 0, NULL) : NULL;
+	const char *phase = json_string_value(json_object_get(r, "phase"));
+	json_t *pool = json_object_get(r, "pool");
+	const char *why =
+		json_string_value(json_object_get(pool, "closed_unused"));
+
+	if (phase && !strcmp(phase, "warmup")) {
+		sc->warmup = true;
+		sc->handed_ns = json_integer_value(
+			json_object_get(pool, "handed_out_ns"));
+		sc->unused = why ? strdup(why) : NULL;
+	}
+	json_decref(r);
+}
+
 static int keep_cell(const struct audit_cell *c, void *arg)
 {
 	struct show_ctx *ctx = arg;
@@ -761,6 +785,7 @@ static int keep_cell(const struct audit_cell *c, void *arg)
 			memcpy(nc[ctx->n_cells].code, c->code, c->code_len);
 		nc[ctx->n_cells].code[c->code_len] = '\0';
 	}
+	warmup_of(c, &nc[ctx->n_cells]);
 	ctx->n_cells++;
 	return 0;
 }
@@ -790,8 +815,18 @@ static void print_cells_until(struct show_ctx *ctx, long long ts)
 			ctx->next_start++;
 		} else if (e && e->end <= ts) {
 			stamp(ctx, e->end, "<<", 0);
-			printf("cell %lld: %s\n", e->n,
+			printf("cell %lld: %s", e->n,
 			       e->status ? e->status : "-");
+			if (e->warmup && e->handed_ns)
+				printf(" (ward's warm-up, --preload; the "
+				       "session was handed out at %+.6f: "
+				       "what follows is the caller's)",
+				       (double)(e->handed_ns - ctx->t0) / 1e9);
+			else if (e->warmup)
+				printf(" (ward's warm-up, --preload; the "
+				       "session was never handed out: %s)",
+				       e->unused ? e->unused : "?");
+			fputc('\n', stdout);
 			ctx->next_end++;
 		} else {
 			return;
@@ -847,6 +882,7 @@ static int show_text(struct audit *a, const char *id, const struct show_opts *o)
 		puts("(none in this run)");
 	for (size_t i = 0; i < ctx.n_cells; i++) {
 		free(ctx.cells[i].status);
+		free(ctx.cells[i].unused);
 		free(ctx.cells[i].code);
 	}
 	free(ctx.cells);
