@@ -581,6 +581,17 @@ def test_ship_follows_runs_and_vector_fields(ctx):
     # no database yet: nothing, and no error
     r = subprocess.run(ship + ["0"], env=env, capture_output=True, text=True)
     assert r.returncode == 0 and os.path.getsize(out) == 0, r
+    # a database still being made (the batch beside it has just created
+    # the file): the loop waits for it instead of dying (seen in the Slurm
+    # script, whose shipper starts with its batch)
+    open(db, "w").close()
+    p = subprocess.Popen(ship + ["1"], env=env, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    assert p.poll() is None, p.stderr.read()
+    os.unlink(db)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=20)
+    assert p.returncode == 0, err
     ctx.run("print(1)", "--db", db, db=False)
     ctx.run("open('/etc/shadow')", "--db", db, db=False)
     assert subprocess.run(ship + ["0"], env=env).returncode == 0
