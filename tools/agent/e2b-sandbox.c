@@ -253,6 +253,20 @@ static int path_arg(struct call *c, json_t *msg, const char *key, char *out,
 	return 0;
 }
 
+/* A "cwd" of from (if any) into p as the engine's, the path as the code
+ * sees it (commands, contexts): 0, or -1 with the request failed. */
+static int put_cwd(struct call *c, json_t *from, json_t *p)
+{
+	char cwd[4096];
+
+	if (!json_string_value(json_object_get(from, "cwd")))
+		return 0;
+	if (path_arg(c, from, "cwd", cwd, sizeof(cwd)) < 0)
+		return -1;
+	json_object_set_new(p, "cwd", e2b_path(cwd));
+	return 0;
+}
+
 /* ---- envd: /files ---- */
 
 static void files_get(struct call *c)
@@ -657,7 +671,7 @@ static char *command_line(json_t *proc)
 
 static void proc_start(struct call *c)
 {
-	char why[600], cwd[4096];
+	char why[600];
 	json_t *msg, *proc;
 
 	if (e2b_connect_unwrap(c->r->body, c->r->len, &msg, why, sizeof(why)) <
@@ -687,14 +701,10 @@ static void proc_start(struct call *c)
 	json_t *envs = json_object_get(proc, "envs");
 	if (json_is_object(envs) && json_object_size(envs))
 		json_object_set(p, "env", envs);
-	if (json_string_value(json_object_get(proc, "cwd"))) {
-		if (path_arg(c, proc, "cwd", cwd, sizeof(cwd)) < 0) {
-			json_decref(p);
-			json_decref(msg);
-			return;
-		}
-		/* the engine's cwd is the path as the code sees it */
-		json_object_set_new(p, "cwd", e2b_path(cwd));
+	if (put_cwd(c, proc, p) < 0) {
+		json_decref(p);
+		json_decref(msg);
+		return;
 	}
 	const char *tmo = e2b_header(c->r, "Connect-Timeout-Ms");
 	if (tmo && atof(tmo) > 0)
@@ -993,7 +1003,6 @@ static void contexts(struct call *c, const char *rest)
 {
 	const char *m = c->r->method;
 	json_t *res, *body;
-	char cwd[4096];
 
 	if (!*rest && !strcmp(m, "POST")) {
 		if (!(body = body_json(c, true)))
@@ -1010,13 +1019,10 @@ static void contexts(struct call *c, const char *rest)
 		}
 		json_t *p = json_pack("{s:s}", "language",
 				      lang ? engine_lang(lang) : "python");
-		if (json_string_value(json_object_get(body, "cwd"))) {
-			if (path_arg(c, body, "cwd", cwd, sizeof(cwd)) < 0) {
-				json_decref(p);
-				json_decref(body);
-				return;
-			}
-			json_object_set_new(p, "cwd", e2b_path(cwd));
+		if (put_cwd(c, body, p) < 0) {
+			json_decref(p);
+			json_decref(body);
+			return;
 		}
 		if (call(c, "context.create", p, &res) == 0) {
 			e2b_reply_json(c->rp, 200,
