@@ -242,6 +242,44 @@ pid_t tracer_ns_pgrp(pid_t host)
 	return status_last(host, "NSpgid:");
 }
 
+/* The session of host (as ward sees it) if it has ended and waits to be
+ * reaped (a zombie), else 0: from /proc/HOST/stat, "pid (comm) state ppid
+ * pgrp session ...", comm read past its last ')'. */
+static pid_t zombie_session(pid_t host)
+{
+	char buf[1024];
+	const char *p;
+	char state;
+	int ppid, pgrp, sid;
+
+	if (proc_read(host, "stat", buf, sizeof(buf)) <= 0)
+		return 0;
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %c %d %d %d", &state, &ppid, &pgrp, &sid) != 4)
+		return 0;
+	return state == 'Z' ? (pid_t)sid : 0;
+}
+
+pid_t tracer_ns_unreaped(struct tracer *t, pid_t id, bool group)
+{
+	unsigned n = t->n_gone < 64 ? t->n_gone : 64;
+
+	if (id <= 0 || !t->root)
+		return 0;
+	for (unsigned i = 0; i < n; i++) {
+		pid_t h = t->gone[i];
+		/* a zombie's pid is not reused before it is reaped, and no
+		 * process outside the run can be in the run's session */
+		if (h <= 0 || zombie_session(h) != t->root)
+			continue;
+		if (group ? tracer_ns_pgrp(h) == id
+			  : status_last(h, "NSpid:") == id &&
+				    status_last(h, "Tgid:") == h)
+			return h;
+	}
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* the init's side (runs in the cloned child; never returns to ward)   */
 

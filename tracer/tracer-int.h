@@ -284,6 +284,12 @@ pid_t tracer_ns_host_pid(struct tracer *t, pid_t nspid);
 pid_t tracer_ns_pid(struct tracer *t, pid_t host);
 /* The process group of host as the code sees it (0 if unknown). */
 pid_t tracer_ns_pgrp(pid_t host);
+/* A process of the run that has ended but is not yet reaped by its parent
+ * (so no longer a tracee, yet still the run's: its pid and group cannot be
+ * another's until then), named by the code's pid (group false) or process
+ * group (group true): its host pid, or 0. Only the last 64 ends are known
+ * (t->gone). */
+pid_t tracer_ns_unreaped(struct tracer *t, pid_t id, bool group);
 /* Resolve paths in the run's mount namespace from now on (resolve.c):
  * root_fd is an O_PATH fd of the run's root directory, owned by the
  * resolver until tracer_dircache_free. */

@@ -548,6 +548,28 @@ def test_signal_outside_run_denied(ctx):
     assert all(e["errno"] == 1 and e["rule"] == "signals" for e in d if e["syscall"] == "kill")
 
 
+def test_signal_to_an_ended_unreaped_child_of_the_run_allowed(ctx):
+    # A child that has ended is no longer ward's tracee, but until its
+    # parent reaps it its pid and its process group are still the run's:
+    # the kernel signals them without error, and so must ward.
+    code = ("import os, signal, time\n"
+            "p = os.fork()\n"
+            "if p == 0:\n os.setpgid(0, 0); os._exit(0)\n"
+            "time.sleep(0.3)\n"
+            "for f, who in ((os.killpg, 'group'), (os.kill, 'pid')):\n"
+            " try:\n  f(p, signal.SIGTERM); print(who, 'ok')\n"
+            " except OSError as e: print(who, 'errno', e.errno)\n"
+            "print(os.waitpid(p, 0)[1])\n"
+            "try:\n os.killpg(p, signal.SIGTERM); print('reaped ok')\n"
+            "except OSError as e: print('reaped errno', e.errno)\n")
+    r = ctx.run(code)
+    # once reaped, the group is gone: ESRCH natively; ward refuses it as
+    # not the run's (EPERM), which is what it says of any unknown group
+    assert r.stdout == "group ok\npid ok\n0\nreaped errno 1\n", r
+    d = [e for e in ctx.denials(ctx.last_run()["id"]) if e["syscall"] == "kill"]
+    assert len(d) == 1 and d[0]["errno"] == 1 and d[0]["rule"] == "signals", d
+
+
 def test_kill_floor_kills(ctx):
     code = "import ctypes\nlibc = ctypes.CDLL(None)\nprint('before', flush=True)\nlibc.syscall(101, 16, 0, 0, 0)\nprint('after')"
     r = ctx.run(code)

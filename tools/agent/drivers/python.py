@@ -845,21 +845,11 @@ def _kid_start(lang, m):
     return kid
 
 
-def _kid_end(kid, grace=0.0):
-    # Its group killed while its channel is still open (at EOF it would
-    # end by itself: a group gone, or a zombie's, is not the run's to
-    # signal), unless it is gone already; then its status. grace: seconds
-    # to let a kid whose channel ended finish its exit first (ward stops
-    # counting an exiting process as the run's before the kernel reaps it,
-    # so a signal to its group then would be refused as another's).
+def _kid_end(kid):
+    # Its group killed (an ended kid's group too: until reaped it is
+    # still the run's), unless it is reaped already; then its status.
     try:
         pid, st = os.waitpid(kid[0], os.WNOHANG)
-        if pid == 0 and grace > 0:
-            import time
-            end = time.monotonic() + grace
-            while pid == 0 and time.monotonic() < end:
-                time.sleep(0.002)
-                pid, st = os.waitpid(kid[0], os.WNOHANG)
         if pid == 0:
             try:
                 os.killpg(kid[0], _signal.SIGKILL)
@@ -999,7 +989,7 @@ def _kid_cell(h, m):
     if line is not None:
         return line
     del _kids[key]
-    st = _kid_end(kid, 0.5)
+    st = _kid_end(kid)
     code = (128 + os.WTERMSIG(st) if st is not None and os.WIFSIGNALED(st)
             else os.WEXITSTATUS(st) if st is not None else 1)
     return _fail_frame(h, "ContextEnded",
