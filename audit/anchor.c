@@ -335,6 +335,15 @@ int audit_seal_log_open(struct audit *a)
 		return audit_fail(a, -EINVAL, "seal log %s: not a regular file",
 				  path);
 	}
+	/* a log made now (or still empty) is in its directory for good
+	 * before a seal is written to it: after a power loss the seals
+	 * that were synced are there, not a missing file */
+	int r = st.st_size == 0 ? audit_sync_parent(path) : 0;
+	if (r) {
+		close(fd);
+		return audit_fail(a, r, "seal log %s: cannot sync its "
+				  "directory: %s", path, strerror(-r));
+	}
 	a->seal_log = strdup(path);
 	if (!a->seal_log) {
 		close(fd);

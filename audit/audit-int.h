@@ -282,6 +282,9 @@ int audit_link_parse(json_t *chain, struct audit_run_link *l);
  * otherwise they are dropped. */
 void audit_seals_done(struct audit *a, bool committed);
 /* Opens $WARD_SEAL_LOG for a writer handle, if set. 0 or -errno. */
+/* Makes a file just created durable in its directory (fsync of the
+ * directory): 0 or -errno. */
+int audit_sync_parent(const char *path);
 int audit_seal_log_open(struct audit *a);
 void audit_seal_log_close(struct audit *a);
 /* A writer found the WAL lost (a->wal): kept in ward_meta ('wal_lost

@@ -10,9 +10,11 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -181,7 +183,62 @@ static struct audit *open_rw(const char *path)
 	return a;
 }
 
+/* fsync as the code under test calls it: the directories synced are noted
+ * (by inode), then the call is made. */
+static ino_t synced_dirs[64];
+static int n_synced_dirs;
+
+int fsync(int fd)
+{
+	struct stat st;
+
+	if (!fstat(fd, &st) && S_ISDIR(st.st_mode) && n_synced_dirs < 64)
+		synced_dirs[n_synced_dirs++] = st.st_ino;
+	return (int)syscall(SYS_fsync, fd);
+}
+
+static bool dir_synced(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return false;
+	for (int i = 0; i < n_synced_dirs; i++)
+		if (synced_dirs[i] == st.st_ino)
+			return true;
+	return false;
+}
+
 /* -------------------------------- tests -------------------------------- */
+
+/* A seal log that ward makes is in its directory for good before a seal
+ * goes into it (the directory synced); one that exists with seals is
+ * opened without that cost. */
+static void test_seal_log_made_durable(void)
+{
+	const char *dir = tpath("seals"), *log = tpath("seals/seal.log");
+	struct audit *a;
+
+	ok(mkdir(dir, 0700) == 0, "seal log directory made");
+	setenv("WARD_SEAL_LOG", log, 1);
+	n_synced_dirs = 0;
+	a = open_rw(tpath("seals.db"));
+	ok(a != NULL, "open with a new seal log");
+	ok(access(log, F_OK) == 0, "the seal log is made");
+	ok(dir_synced(dir), "its directory is synced");
+	audit_close(a);
+	int fd = open(log, O_WRONLY | O_APPEND | O_CLOEXEC);
+	ok(fd >= 0 && write(fd, "x\n", 2) == 2, "a line in the log");
+	if (fd >= 0)
+		close(fd);
+	n_synced_dirs = 0;
+	a = open_rw(tpath("seals.db"));
+	ok(a != NULL && !dir_synced(dir),
+	   "a log with lines in it: no directory sync");
+	audit_close(a);
+	unsetenv("WARD_SEAL_LOG");
+}
+
 
 static void test_default_path(void)
 {
@@ -1651,6 +1708,7 @@ int main(void)
 	test_not_db();
 	test_readonly_missing();
 	test_eacces();
+	test_seal_log_made_durable();
 	nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	ok(access(tmpdir, F_OK) != 0, "temporary directory removed");
 	return done_testing();
