@@ -1507,8 +1507,8 @@ static void tracer_init(struct tracer *t, const struct tracer_opts *o,
 	/* TEST ONLY: WARD_TEST_COPY_ALWAYS=1 copies every checked argument,
 	 * as a kernel without PROCMAP_QUERY does (tests compare both). */
 	t->copy_private = scratch_can_query() &&
-			  !(getenv("WARD_TEST_COPY_ALWAYS") &&
-			    !strcmp(getenv("WARD_TEST_COPY_ALWAYS"), "1"));
+			  !(tracer_test_env("WARD_TEST_COPY_ALWAYS") &&
+			    !strcmp(tracer_test_env("WARD_TEST_COPY_ALWAYS"), "1"));
 	{
 		cpu_set_t cpus;
 		t->ncpus = sched_getaffinity(0, sizeof(cpus), &cpus) == 0

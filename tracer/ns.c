@@ -397,7 +397,7 @@ SPAWN_SIDE void tracer_ns_child(struct spawn_ctx *c)
 			   "namespace");
 	/* TEST ONLY: an init that never forks (tests/integ/test_contain.py:
 	 * the run's stop must still end it). */
-	if (getenv("WARD_TEST_INIT_STALL"))
+	if (tracer_test_env("WARD_TEST_INIT_STALL"))
 		pause();
 	if (clone(code_main, c->code_stack, CLONE_VM | CLONE_VFORK | SIGCHLD,
 		  c) < 0)

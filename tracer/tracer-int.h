@@ -14,6 +14,7 @@
 #include <seccomp.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <linux/types.h>
 #include <sys/user.h>
 
@@ -667,6 +668,20 @@ int tracer_landlock_build(const struct tracer_landlock *ll, const char **what);
 /* Plan Landlock for the run and record the layer (warns once on stderr
  * when it is missing or partial). 0, or -errno with setup_error set. */
 int tracer_landlock_setup(struct tracer *t);
+/* A TEST ONLY switch from ward's environment (WARD_TEST_*: stalls, a lower
+ * Landlock ABI, forced copies, a failing unwinder): read only by the
+ * test-hooks build (build/ward-test-hooks, -DWARD_TEST_HOOKS); build/ward
+ * reads none, so no environment can weaken or slow a real ward. */
+static inline const char *tracer_test_env(const char *name)
+{
+#ifdef WARD_TEST_HOOKS
+	return getenv(name);
+#else
+	(void)name;
+	return NULL;
+#endif
+}
+
 #ifdef WARD_TEST_HOOKS
 /*
  * TEST ONLY, in the test-hooks build (-DWARD_TEST_HOOKS,

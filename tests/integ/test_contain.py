@@ -362,7 +362,7 @@ def test_stop_ends_an_init_that_never_forks(ctx):
     assert time.monotonic() - t0 < 30
     run = ctx.last_run()
     assert run["status"] == "timeout" and "wall time" in run["cause"], run
-    p = subprocess.Popen([ward_bin(), "run", "--db", ctx.db, "-c", "print(1)"],
+    p = subprocess.Popen([wardtest.bin_for(env), "run", "--db", ctx.db, "-c", "print(1)"],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          cwd=ctx.tmp)
     time.sleep(0.5)
@@ -390,7 +390,7 @@ def test_failed_record_ends_a_child_not_yet_in_its_cgroups(ctx):
     try:
         env = dict(os.environ, WARD_TEST_SPAWN_STALL_MS="14000")
         t0 = time.monotonic()
-        p = subprocess.run([ward_bin(), "run", "--db", ctx.db, "-c", "print(2)"], env=env,
+        p = subprocess.run([wardtest.bin_for(env), "run", "--db", ctx.db, "-c", "print(2)"], env=env,
                            capture_output=True, text=True, timeout=60, cwd=ctx.tmp)
         took = time.monotonic() - t0
     finally:

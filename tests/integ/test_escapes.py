@@ -336,7 +336,7 @@ RACE_ENV = dict(os.environ, WARD_TEST_LANDLOCK_ABI="0")
 
 
 def ward(ctx, opts, script, argv, pass_fds=(), timeout=150, env=None):
-    cmd = [wardtest.ward_bin(), "run", "--db", ctx.db] + opts + [script, "--"] + argv
+    cmd = [wardtest.bin_for(env), "run", "--db", ctx.db] + opts + [script, "--"] + argv
     p = subprocess.run(cmd, capture_output=True, timeout=timeout, cwd=ctx.tmp,
                        pass_fds=pass_fds, stdin=subprocess.DEVNULL, env=env)
     return wardtest.Result(p, p.stdout.decode(errors="replace"),

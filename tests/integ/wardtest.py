@@ -38,6 +38,14 @@ def hooks_bin():
     return p
 
 
+def bin_for(env):
+    """The ward to run with env: build/ward-test-hooks when env sets a
+    TEST ONLY switch (WARD_TEST_*: build/ward reads none), else build/ward."""
+    if env and any(k.startswith("WARD_TEST_") for k in env):
+        return hooks_bin()
+    return ward_bin()
+
+
 def native_env(workdir):
     """The environment ward gives the code, for native comparison runs."""
     return {"HOME": workdir, "TMPDIR": os.path.join(workdir, "tmp"),
@@ -75,8 +83,9 @@ class Ctx:
     def ward(self, *args, stdin=None, timeout=120, env=None, db=True, text=True,
              binary=None):
         """Run `ward ARGS` (with --db for run/runs/show unless db=False),
-        or binary ARGS (another build of ward)."""
-        argv = [binary or ward_bin()] + list(args)
+        or binary ARGS (another build of ward; by default the test-hooks
+        build when env sets a WARD_TEST_* switch)."""
+        argv = [binary or bin_for(env)] + list(args)
         if db and len(args) > 0 and args[0] in ("run", "runs", "show"):
             argv[2:2] = ["--db", self.db]
         e = dict(os.environ) if env is None else env
