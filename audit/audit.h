@@ -368,6 +368,17 @@ int audit_verify_links(struct audit *a, bool chain, const char *seal_log,
 		       struct audit_links *out,
 		       int (*fn)(const struct audit_problem *, void *),
 		       void *arg);
+/* The links of one run (full id) in the chain of runs, without reading
+ * the rest of it run by run: the run sealed before it is there at the
+ * place before with the seal it names, and the run at the place after (or
+ * the chain's head) names it with its seal. Problems go to fn as in
+ * audit_verify_links ("chain of runs"), *problems counts them; a run with
+ * no place in the chain (sealed before it, or not sealed) has none. 0, or
+ * -errno. */
+int audit_verify_neighbours(struct audit *a, const char *run_id,
+			    unsigned *problems,
+			    int (*fn)(const struct audit_problem *, void *),
+			    void *arg);
 /* Whether DB-wal still holds what was committed to it: read (before the
  * database is opened: SQLite's first open rebuilds the index) from the
  * WAL index in DB-shm and the WAL's frames. lost: committed transactions

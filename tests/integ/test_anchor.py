@@ -84,6 +84,44 @@ def test_chain_of_runs_catches_deleted_and_inserted_runs(ctx):
     assert f"both have place #3: a run was inserted" in r.stdout, r
 
 
+def test_verify_one_run_checks_its_neighbours(ctx):
+    """ward verify RUN checks RUN's two links, not only its own rows: the
+    run sealed before it, the run sealed after it, or the chain's head."""
+    a, b, c, d = _runs(ctx, 4)
+    for rid in (a, b, c, d):
+        r = tv._verify(ctx, rid)
+        assert r.code == 0 and f"{rid}: intact" in r.stdout, r
+    _exec(ctx, ("delete from runs where id = ?", (b,)))
+    # the run after the deleted one: its predecessor is gone
+    r = tv._verify(ctx, c)
+    assert r.code == 1 and f"{c}: TAMPERED" in r.stdout, r
+    assert f"  chain of runs #2: run {b} (sealed #2, before run {c}) is missing: deleted" \
+        in r.stdout, r
+    # the run before it: its successor is gone
+    r = tv._verify(ctx, a, "--json")
+    assert r.code == 1, r
+    run = json.loads(r.stdout)["runs"][0]
+    assert run["verdict"] == "tampered", run
+    assert any(f"the run sealed after run {a} (#2) is missing: deleted" in x["what"]
+               for x in run["problems"]), run
+    # a run whose neighbours are whole is still intact
+    r = tv._verify(ctx, d)
+    assert r.code == 0 and f"{d}: intact" in r.stdout, r
+    # the newest run deleted: the one before it is no longer the head's
+    _exec(ctx, ("delete from runs where id = ?", (d,)))
+    r = tv._verify(ctx, c)
+    assert r.code == 1 and f"the runs sealed after run {c} (#4 to #4, the newest run {d})" \
+        in r.stdout, r
+    # a run put in another's place: both see it
+    a2, b2, c2 = _runs(ctx, 3)
+    ch = _chain(ctx, b2)
+    ch["prev"]["seal"] = "0" * 64
+    _exec(ctx, ("update runs set chain = ? where id = ?", (json.dumps(ch), b2)))
+    r = tv._verify(ctx, a2)
+    assert r.code == 1 and f"names run {a2} (seal 0000000000000000...) as sealed before it" \
+        in r.stdout, r
+
+
 def test_chain_of_runs_moved_run(ctx):
     """A seal that names another place than its own is caught by its own
     seal (the place is sealed) and by the chain."""
