@@ -19,7 +19,7 @@
 #include "audit/audit.h"
 #include "common/sha256.h"
 
-#define AUDIT_SCHEMA_VERSION 5
+#define AUDIT_SCHEMA_VERSION 6
 #define AUDIT_APPLICATION_ID 0x77617264 /* "ward", PRAGMA application_id */
 #define AUDIT_BUSY_MS	     10000	/* wait this long for the lock */
 #define AUDIT_BATCH_ROWS     256	/* commit after this many rows */
