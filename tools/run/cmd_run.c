@@ -1549,6 +1549,9 @@ int ward_cmd_run(int argc, char **argv)
 	if (st.ran) {
 		/* a phase row each; the events of each are those of its
 		 * processes */
+		/* the run (its record) begins as the setup starts */
+		if (ri.start_ns > st.started_ns && ri.start_ns < st.ended_ns)
+			st.started_ns = ri.start_ns;
 		prc = record_phase(au, run_id, 1, "setup", &st.r, st.started_ns,
 				   st.ended_ns, 0, st.code, st.code_len);
 		if (!prc && main_ran)
