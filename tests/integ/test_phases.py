@@ -227,7 +227,8 @@ def setup_policy(ctx):
         pol = json.load(f)
     pol["fs"].append({"id": "made-ro", "path": "$WORKDIR/made", "deny": ["write", "create"]})
     pol["phases"] = {"setup": {"fs": [{"id": "made-rw", "path": "$WORKDIR/made",
-                                       "allow": ["write", "create"]}]}}
+                                       "allow": ["write", "create"]}],
+                               "exec": {"allow": ["/usr/bin/sleep"]}}}
     path = ctx.path("setup-policy.json")
     with open(path, "w") as f:
         json.dump(pol, f)
@@ -267,3 +268,49 @@ def test_setup_needs_a_setup_phase(ctx):
     assert "has no setup phase" in r.stderr and "docs/policy.md" in r.stderr, r
     r = ctx.run("print(1)", "--setup-code", "print(0)", "--setup", "x.py")
     assert r.code == 125 and "one of --setup" in r.stderr, r
+
+
+def test_session_setup_over_serve(ctx):
+    from test_serve import Serve, PARAMS
+    pol = setup_policy(ctx)
+    s = Serve(ctx)
+    try:
+        res = s.ok("session.create", {"policy": pol, "setup": {
+            "language": "python",
+            "code": "import subprocess\n"
+                    "subprocess.Popen(['/usr/bin/sleep', '371'])\n"
+                    "open('made', 'w').write('by setup'); print('set up')\n"}})
+        sid, run_id = res["session_id"], res["run_id"]
+        assert res["setup"]["status"] == "ok", res
+        assert res["setup"]["stdout"] == "set up\n", res
+        # the setup's process is gone before the first cell
+        assert not wardtest.pids_matching("/usr/bin/sleep\0" + "371"), "setup's sleep lives on"
+        out = s.run(sid, "print(open('made').read())")
+        assert out["logs"]["stdout"] == ["by setup\n"], out
+        out = s.run(sid, "open('made', 'a').write('x')")
+        assert out["error"]["name"] == "PermissionError", out
+        # a setup string is in the session's language
+        res2 = s.ok("session.create", {"policy": pol, "setup": "print('again')"})
+        assert res2["setup"]["stdout"] == "again\n", res2
+        msg = s.err("session.create", {"policy": pol, "setup": "import sys; sys.exit(4)"},
+                    PARAMS)
+        assert "setup failed" in msg and "run " in msg, msg
+        failed_run = msg.rsplit("run ", 1)[1].strip()
+        msg = s.err("session.create", {"setup": "print(1)"}, PARAMS)
+        assert "has no setup phase" in msg, msg
+    finally:
+        assert s.close() == 0
+    phases = ctx.sql("select name, status, first_serial, last_serial from phases "
+                     "where run_id=? order by n", run_id)
+    assert [p["name"] for p in phases] == ["setup", "main"], phases
+    assert phases[1]["first_serial"] == phases[0]["last_serial"] + 1, phases
+    sleeps = ctx.sql("select signal, exit_ns from processes where run_id=? and exe like "
+                     "'%/sleep'", run_id)
+    assert sleeps and sleeps[0]["signal"] == 9, sleeps
+    denied = ctx.sql("select proc_serial from events where run_id=? and rule='made-ro'",
+                     run_id)
+    assert denied and all(d["proc_serial"] > phases[0]["last_serial"] for d in denied)
+    run = ctx.sql("select status, cause from runs where id=?", failed_run)[0]
+    assert run["status"] == "error", run
+    assert ctx.sql("select name, exit_code from phases where run_id=?", failed_run) == [
+        {"name": "setup", "exit_code": 4}]

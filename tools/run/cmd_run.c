@@ -1253,37 +1253,6 @@ static int setup_run(struct setup_step *st, struct tracer_opts *to,
 	return rc;
 }
 
-/* One phase row: n, name, its result, its processes (serials after
- * first), its code (NULL: the run's). */
-static int record_phase(struct audit *au, const char *run_id, int n,
-			const char *name, const struct tracer_result *r,
-			long long t0, long long t1, int first, const char *code,
-			size_t code_len)
-{
-	json_t *lj = layers_json(r);
-	char *layers = json_dumps(lj, JSON_COMPACT);
-	struct audit_phase ph = {
-		.run_id = run_id,
-		.n = n,
-		.name = name,
-		.started_ns = t0,
-		.ended_ns = t1,
-		.first_serial = r->processes ? first + 1 : 0,
-		.last_serial = r->processes ? first + (int)r->processes : 0,
-		.status = r->status,
-		.exit_code = r->signal ? -1 : r->exit_code,
-		.cause = r->cause,
-		.code = code,
-		.code_len = code_len,
-		.layers_json = layers,
-	};
-	int rc = audit_phase(au, &ph);
-
-	json_decref(lj);
-	free(layers);
-	return rc;
-}
-
 /* The run's result from its two phases: main's, with the setup's counts
  * added; or, when the setup failed and the code never ran, the setup's
  * (moved out of st) with a cause saying so. */
@@ -1552,12 +1521,17 @@ int ward_cmd_run(int argc, char **argv)
 		/* the run (its record) begins as the setup starts */
 		if (ri.start_ns > st.started_ns && ri.start_ns < st.ended_ns)
 			st.started_ns = ri.start_ns;
-		prc = record_phase(au, run_id, 1, "setup", &st.r, st.started_ns,
-				   st.ended_ns, 0, st.code, st.code_len);
+		json_t *slj = layers_json(&st.r);
+		char *sl = json_dumps(slj, JSON_COMPACT);
+		json_decref(slj);
+		prc = ward_record_phase(au, run_id, 1, "setup", &st.r,
+					st.started_ns, st.ended_ns, 0, st.code,
+					st.code_len, sl);
+		free(sl);
 		if (!prc && main_ran)
-			prc = record_phase(au, run_id, 2, "main", &r, main_t0,
-					   realtime_ns(), to.first_serial, NULL,
-					   0);
+			prc = ward_record_phase(au, run_id, 2, "main", &r,
+						main_t0, realtime_ns(),
+						to.first_serial, NULL, 0, NULL);
 		if (prc < 0)
 			warn("audit database %s: the run's phases: %s", db,
 			     audit_errmsg(au));
