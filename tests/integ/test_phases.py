@@ -314,3 +314,30 @@ def test_session_setup_over_serve(ctx):
     assert run["status"] == "error", run
     assert ctx.sql("select name, exit_code from phases where run_id=?", failed_run) == [
         {"name": "setup", "exit_code": 4}]
+
+
+def test_session_setup_over_mcp(ctx):
+    from test_mcp import Mcp
+    pol = setup_policy(ctx)
+    m = Mcp(ctx, "--policy", pol)
+    try:
+        m.initialize()
+        tools = m.request("tools/list")["result"]["tools"]
+        create = [t for t in tools if t["name"] == "create_session"][0]
+        assert "setup" in create["inputSchema"]["properties"], create
+        s = m.call("create_session", language="python",
+                   setup={"code": "open('made', 'w').write('by setup')"})
+        assert not s.get("isError"), s
+        assert s["structuredContent"]["setup"]["status"] == "ok", s
+        sid = s["structuredContent"]["session_id"]
+        a = m.call("run_code", session_id=sid, code="print(open('made').read())")
+        assert "".join(a["structuredContent"]["logs"]["stdout"]) == "by setup\n", a
+        b = m.call("run_code", session_id=sid, code="open('made', 'w')")
+        assert b["structuredContent"]["error"]["name"] == "PermissionError", b
+        bad = m.call("create_session", setup={"code": "raise SystemExit(2)"})
+        assert bad.get("isError") and "setup failed" in str(bad), bad
+    finally:
+        assert m.close() == 0
+    run_id = s["structuredContent"]["run_id"]
+    assert [p["name"] for p in ctx.sql("select name from phases where run_id=? order by n",
+                                       run_id)] == ["setup", "main"]

@@ -796,18 +796,24 @@ static int keep_cell(const struct audit_cell *c, void *arg)
 }
 
 /* The run's phases, shown in the timeline where they start and end as a
- * session's cells are (a run has phases or cells, not both). */
+ * session's cells are, before them (the setup comes first); a session's
+ * main phase is its cells, so it is not shown twice. */
 static int keep_phases(struct show_ctx *ctx)
 {
+	size_t n = 0, cells = ctx->n_cells;
+	struct show_cell *nc =
+		realloc(ctx->cells, (cells + ctx->phases.n + 1) * sizeof(*nc));
+
+	if (!nc)
+		return -ENOMEM;
+	ctx->cells = nc;
+	memmove(nc + ctx->phases.n, nc, cells * sizeof(*nc));
 	for (size_t i = 0; i < ctx->phases.n; i++) {
 		const struct run_phase *p = &ctx->phases.v[i];
-		struct show_cell *nc =
-			realloc(ctx->cells, (ctx->n_cells + 1) * sizeof(*nc));
 
-		if (!nc)
-			return -ENOMEM;
-		ctx->cells = nc;
-		nc[ctx->n_cells++] = (struct show_cell){
+		if (cells && !strcmp(p->name, "main"))
+			continue;
+		nc[n++] = (struct show_cell){
 			.n = p->n,
 			.start = p->start,
 			.end = p->end,
@@ -817,6 +823,8 @@ static int keep_phases(struct show_ctx *ctx)
 			.last = p->last,
 		};
 	}
+	memmove(nc + n, nc + ctx->phases.n, cells * sizeof(*nc));
+	ctx->n_cells = n + cells;
 	return 0;
 }
 
@@ -914,9 +922,9 @@ static int show_text(struct audit *a, const char *id, const struct show_opts *o)
 		print_limits(o);
 	r = run_phases_load(a, id, &ctx.phases);
 	if (!r)
-		r = keep_phases(&ctx);
-	if (!r)
 		r = audit_cells_each(a, id, keep_cell, &ctx);
+	if (!r)
+		r = keep_phases(&ctx);
 	if (!r)
 		r = audit_timeline_each(a, id, print_item, &ctx);
 	if (!r)
