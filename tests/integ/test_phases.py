@@ -341,3 +341,29 @@ def test_session_setup_over_mcp(ctx):
     run_id = s["structuredContent"]["run_id"]
     assert [p["name"] for p in ctx.sql("select name from phases where run_id=? order by n",
                                        run_id)] == ["setup", "main"]
+
+
+def test_batch_runs_the_setup_in_each_samples_sandbox(ctx):
+    pol = setup_policy(ctx)
+    setup = ctx.write("prep.py", "open('made', 'w').write('prepared')\n")
+    samples = ctx.write("s.jsonl", "".join(json.dumps(s) + "\n" for s in [
+        {"id": "reads", "code": "print(open('made').read())", "expect_stdout": "prepared\n"},
+        {"id": "writes", "code": "open('made', 'w')", "expect_exit": 1},
+    ]))
+    out = ctx.path("out.jsonl")
+    # a relative setup file is batch's, passed to each run by its path
+    r = ctx.ward("batch", "--db", ctx.db, "--out", out, "--progress", "none",
+                 "--policy", pol, "--setup", "prep.py", samples)
+    assert r.code == 0, r
+    with open(out) as f:
+        lines = {l["id"]: l for l in map(json.loads, f)}
+    assert set(lines) == {"reads", "writes"}, lines
+    runs = ctx.sql("select id from runs")
+    assert len(runs) == 2, runs
+    for run in runs:
+        names = [p["name"] for p in ctx.sql(
+            "select name from phases where run_id=? order by n", run["id"])]
+        assert names == ["setup", "main"], names
+    denied = ctx.sql("select count(*) n from events where rule='made-ro'")[0]["n"]
+    assert denied == 1, denied
+    assert os.path.exists(setup)
