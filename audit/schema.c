@@ -444,6 +444,7 @@ static int migrate(struct audit *a, long long version)
 	a->layers_col = version >= 2;
 	a->v4_cols = version >= 4;
 	a->v5_cols = version >= 5;
+	a->v6_tables = version >= 6;
 	if (version >= AUDIT_SCHEMA_VERSION || a->readonly)
 		return 0;
 	r = exec_sql(a, "BEGIN IMMEDIATE");
@@ -463,6 +464,7 @@ static int migrate(struct audit *a, long long version)
 	a->layers_col = !r;
 	a->v4_cols = !r;
 	a->v5_cols = !r;
+	a->v6_tables = !r;
 	return r;
 }
 

@@ -367,3 +367,21 @@ def test_batch_runs_the_setup_in_each_samples_sandbox(ctx):
     denied = ctx.sql("select count(*) n from events where rule='made-ro'")[0]["n"]
     assert denied == 1, denied
     assert os.path.exists(setup)
+
+
+def test_merge_keeps_the_phases(ctx):
+    import sqlite3
+    pol = setup_policy(ctx)
+    src = ctx.path("src.db")
+    r = ctx.ward("run", "--db", src, "--policy", pol, "--setup-code",
+                 "open('made', 'w').write('x')", "-c", "print(open('made').read())")
+    assert r.code == 0, r
+    out = ctx.path("merged.db")
+    r = ctx.ward("merge", src, "-o", out)
+    assert r.code == 0, r
+    con = sqlite3.connect(out)
+    try:
+        names = [n for (n,) in con.execute("select name from phases order by n")]
+    finally:
+        con.close()
+    assert names == ["setup", "main"], names
