@@ -228,7 +228,7 @@ def setup_policy(ctx):
     pol["fs"].append({"id": "made-ro", "path": "$WORKDIR/made", "deny": ["write", "create"]})
     pol["phases"] = {"setup": {"fs": [{"id": "made-rw", "path": "$WORKDIR/made",
                                        "allow": ["write", "create"]}],
-                               "exec": {"allow": ["/usr/bin/sleep"]}}}
+                               "exec": {"allow": ["/usr/bin/sleep", "/usr/bin/dash"]}}}
     path = ctx.path("setup-policy.json")
     with open(path, "w") as f:
         json.dump(pol, f)
@@ -385,3 +385,19 @@ def test_merge_keeps_the_phases(ctx):
     finally:
         con.close()
     assert names == ["setup", "main"], names
+
+
+def test_rerun_runs_the_recorded_setup(ctx):
+    pol = setup_policy(ctx)
+    setup = ctx.write("prep.sh", "echo prepared > made\n")
+    r = ctx.ward("run", "--policy", pol, "--setup", setup, "-c", "print(open('made').read())")
+    assert r.code == 0 and r.stdout == "prepared\n\n", r
+    first = ctx.last_run()["id"]
+    os.unlink(setup)  # the record holds it
+    r = ctx.ward("rerun", "--db", ctx.db, first)
+    assert r.code == 0 and "equivalent" in r.stdout, r
+    again = ctx.last_run()["id"]
+    assert again != first
+    rows = ctx.sql("select name, code from phases where run_id=? order by n", again)
+    assert [p["name"] for p in rows] == ["setup", "main"], rows
+    assert rows[0]["code"] in (b"echo prepared > made\n", "echo prepared > made\n"), rows
