@@ -401,3 +401,18 @@ def test_rerun_runs_the_recorded_setup(ctx):
     rows = ctx.sql("select name, code from phases where run_id=? order by n", again)
     assert [p["name"] for p in rows] == ["setup", "main"], rows
     assert rows[0]["code"] in (b"echo prepared > made\n", "echo prepared > made\n"), rows
+
+
+def test_session_setup_with_the_official_mcp_sdk(ctx):
+    import subprocess
+    mcp_dir = os.path.join(os.path.dirname(__file__), "..", "mcp")
+    wardtest.require(wardtest.NODE)
+    if not os.path.isdir(os.path.join(mcp_dir, "node_modules", "@modelcontextprotocol", "sdk")):
+        raise wardtest.Skip("tests/mcp/node_modules is missing: run tools/install-deps")
+    p = subprocess.run([wardtest.NODE, os.path.join(mcp_dir, "setup.mjs"), wardtest.ward_bin(),
+                        ctx.db, setup_policy(ctx)],
+                       capture_output=True, text=True, timeout=120, cwd=ctx.tmp)
+    assert p.returncode == 0, p.stderr[-6000:]
+    run_id = json.loads(p.stdout.strip().splitlines()[-1])["run_id"]
+    assert [r["name"] for r in ctx.sql("select name from phases where run_id=? order by n",
+                                       run_id)] == ["setup", "main"]
