@@ -1415,7 +1415,8 @@ static int parse_phase(struct vctx *c, json_t *root, const char *name,
 		rc = parse_sections(c, v, sections, NELEM(sections));
 	c->phase = false;
 	c->p = base;
-	if (!rc && !(ph->name = strdup(base->name)))
+	/* a policy's "name" was parsed again; else the base's default */
+	if (!rc && !ph->name && !(ph->name = strdup(base->name)))
 		rc = -ENOMEM;
 	if (!rc && !(ph->text = strdup(base->text)))
 		rc = -ENOMEM;
