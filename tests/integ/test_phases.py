@@ -416,3 +416,26 @@ def test_session_setup_with_the_official_mcp_sdk(ctx):
     run_id = json.loads(p.stdout.strip().splitlines()[-1])["run_id"]
     assert [r["name"] for r in ctx.sql("select name from phases where run_id=? order by n",
                                        run_id)] == ["setup", "main"]
+
+
+def test_recheck_judges_the_setup_by_the_setup_phase(ctx):
+    pol = setup_policy(ctx)
+    r = ctx.ward("run", "--policy", pol, "--setup-code", "open('made', 'w').write('x')",
+                 "-c", "print(open('made').read())")
+    assert r.code == 0, r
+    run_id = ctx.last_run()["id"]
+    # the same policy: nothing changes, the setup's write included
+    r = ctx.ward("recheck", "--db", ctx.db, "--policy", pol, "--json", run_id)
+    assert r.code == 0, r
+    assert r.json()["runs"][0]["changed"] == 0, r.stdout
+    # without the phase, the setup's write would have been denied
+    with open(pol) as f:
+        p = json.load(f)
+    del p["phases"]
+    flat = ctx.path("flat.json")
+    with open(flat, "w") as f:
+        json.dump(p, f)
+    r = ctx.ward("recheck", "--db", ctx.db, "--policy", flat, "--json", run_id)
+    changes = r.json()["runs"][0]
+    assert changes["changed"] >= 1, r.stdout
+    assert "made-rw" in r.stdout and "made-ro" in r.stdout, r.stdout
