@@ -1876,14 +1876,16 @@ static const char phased[] =
 	" \"fs\": ["
 	"  {\"id\": \"usr\", \"path\": \"/usr\", \"allow\": [\"read\", \"exec\"]},"
 	"  {\"id\": \"wd\", \"path\": \"$WORKDIR\", \"allow\": [\"read\", \"write\", \"create\"]},"
-	"  {\"id\": \"site-ro\", \"path\": \"$WORKDIR/site\", \"deny\": [\"write\", \"create\"]}],"
+	"  {\"id\": \"site-ro\", \"path\": \"$WORKDIR/site\", \"deny\": [\"write\", \"create\"]},"
+	"  {\"id\": \"key-no\", \"path\": \"/etc/key\", \"deny\": [\"read\"]}],"
 	" \"exec\": {\"allow\": [\"/usr/bin/python3\"]},"
 	" \"net\": {\"socket\": [\"unix\"], \"rules\": ["
 	"  {\"id\": \"offline\", \"family\": \"inet\", \"action\": \"deny\", \"errno\": \"ENETUNREACH\"}]},"
 	" \"phases\": {\"setup\": {"
 	"  \"description\": \"pip install\","
 	"  \"fs\": [{\"id\": \"site-rw\", \"path\": \"$WORKDIR/site\", \"allow\": [\"write\", \"create\"]},"
-	"         {\"path\": \"/opt\", \"allow\": [\"read\"]}],"
+	"         {\"path\": \"/opt\", \"allow\": [\"read\"]},"
+	"         {\"id\": \"key-yes\", \"path\": \"/etc/key\", \"allow\": [\"read\"]}],"
 	"  \"exec\": {\"allow\": [\"/usr/bin/dash\"]},"
 	"  \"net\": {\"socket\": [\"inet\"], \"rules\": ["
 	"   {\"id\": \"index\", \"family\": \"inet\", \"port\": 8123}]}}}}";
@@ -1940,6 +1942,27 @@ static void test_phases(void)
 
 	ok(!policy_net_beyond_loopback(p) && policy_net_beyond_loopback(s),
 	   "only setup reaches beyond loopback (the host's network)");
+
+	/* a file the policy hides, which the setup may read, exists there */
+	ev_fs(R, "/etc/key");
+	DENIES(p, EACCES, "key-no", "main: the key is denied");
+	ALLOWS(s, "key-yes", "setup: its rule on the same path wins");
+	struct policy_view pv, sv;
+	bool main_hides = false, setup_hides = false, setup_shows = false;
+	if (!policy_view(p, &pv)) {
+		for (size_t i = 0; i < pv.nhide; i++)
+			main_hides |= !strcmp(pv.hide[i], "/etc/key");
+		policy_view_free(&pv);
+	}
+	if (!policy_view(s, &sv)) {
+		for (size_t i = 0; i < sv.nhide; i++)
+			setup_hides |= !strcmp(sv.hide[i], "/etc/key");
+		for (size_t i = 0; i < sv.nshow; i++)
+			setup_shows |= !strcmp(sv.show[i], "/etc/key");
+		policy_view_free(&sv);
+	}
+	ok(main_hides && !setup_hides && setup_shows,
+	   "the view: hidden in main, shown in setup");
 
 	is_int(policy_protect(p, "/db/audit.db"), 0, "protect the record");
 	ev_fs(R, "/db/audit.db");
