@@ -70,7 +70,8 @@ int policy_protect(struct policy *p, const char *path);
  * a whole policy, the base's rules with the phase's own; owned by p (freed,
  * bound to the workdir and protected with it), or NULL when p has no such
  * phase. The base itself is the main phase. A run switches from a phase to
- * main by starting main's processes afresh under p (tools/run/phase.c),
+ * main by starting main's processes afresh under p (ward run: setup_run
+ * in tools/run/cmd_run.c; sessions: tools/agent/session-worker.c),
  * never by changing the policy of running code.
  */
 struct policy *policy_phase(const struct policy *p, const char *name);

@@ -63,7 +63,7 @@ struct run_args {
 	const char *code_arg; /* -c CODE */
 	const char *file;     /* FILE or "-" */
 	/* --setup FILE / --setup-code CODE: run first, under the policy's
-	 * setup phase (tools/run/cmd_run.c, run_setup) */
+	 * setup phase (setup_run below) */
 	const char *setup_file, *setup_code;
 	struct ward_limits lim; /* command-line overrides; 0 = unset */
 	bool keep, json, quiet, summary, no_cgroup;
@@ -1516,9 +1516,9 @@ int ward_cmd_run(int argc, char **argv)
 	json_t *setup_j = NULL;
 	int prc = 0;
 	if (st.ran) {
-		/* a phase row each; the events of each are those of its
-		 * processes */
-		/* the run (its record) begins as the setup starts */
+		/* a phase row each (the events of each are those of its
+		 * processes); the run, its record, begins as the setup
+		 * starts */
 		if (ri.start_ns > st.started_ns && ri.start_ns < st.ended_ns)
 			st.started_ns = ri.start_ns;
 		json_t *slj = layers_json(&st.r);
