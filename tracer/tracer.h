@@ -119,9 +119,10 @@ struct tracer_opts {
 	/* With end_with_root: the cause recorded when the first process
 	 * left others that were ended (NULL: a session's words). */
 	const char *end_cause;
-	/* Phases (docs/policy.md; setup_run in tools/run/cmd_run.c): a run's later phase, started afresh in
-	 * the same record, numbers its processes on from the phase before:
-	 * the first process is first_serial + 1. */
+	/* Phases (docs/policy.md; setup_run in tools/run/cmd_run.c): a
+	 * run's later phase, started afresh in the same record, numbers its
+	 * processes on from the phase before: the first process is
+	 * first_serial + 1. */
 	int first_serial;
 	/* The code's stdin: stdin_fd (borrowed, open for reading) when
 	 * has_stdin, else /dev/null. */
