@@ -289,9 +289,11 @@ def test_session_setup_over_serve(ctx):
         assert out["logs"]["stdout"] == ["by setup\n"], out
         out = s.run(sid, "open('made', 'a').write('x')")
         assert out["error"]["name"] == "PermissionError", out
-        # a setup string is in the session's language
-        res2 = s.ok("session.create", {"policy": pol, "setup": "print('again')"})
-        assert res2["setup"]["stdout"] == "again\n", res2
+        # a setup string is in the session's language; it gets none of the
+        # session's channels (the cell socket, the result pipe)
+        res2 = s.ok("session.create", {"policy": pol, "setup":
+                    "import os; print(sorted(int(f) for f in os.listdir('/proc/self/fd')))"})
+        assert set(json.loads(res2["setup"]["stdout"])) <= {0, 1, 2, 3}, res2
         msg = s.err("session.create", {"policy": pol, "setup": "import sys; sys.exit(4)"},
                     PARAMS)
         assert "setup failed" in msg and "run " in msg, msg
