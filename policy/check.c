@@ -229,9 +229,14 @@ static void fs_consider(const struct policy *p, size_t i,
 	for (int b = 0; b < POL_FS_NBITS; b++) {
 		if (!(bits & (1u << b)))
 			continue;
-		if (best[b] < 0 || r->path.len > best_len[b] ||
-		    (r->path.len == best_len[b] && r->deny &&
-		     !p->fs[best[b]].deny)) {
+		const struct pol_fs_rule *o = best[b] < 0 ? NULL
+							  : &p->fs[best[b]];
+
+		/* longest path; then a phase's rule over the base's; then
+		 * deny */
+		if (!o || r->path.len > best_len[b] ||
+		    (r->path.len == best_len[b] &&
+		     (r->phase != o->phase ? r->phase : r->deny && !o->deny))) {
 			best[b] = (int)i;
 			best_len[b] = r->path.len;
 		}

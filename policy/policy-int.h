@@ -58,7 +58,8 @@ struct pol_fs_rule {
 	struct pol_path path;
 	unsigned allow; /* WARD_FS_* bits; exactly one of allow/deny set */
 	unsigned deny;
-	int err; /* errno for deny; 0 = the policy's errno */
+	int err;    /* errno for deny; 0 = the policy's errno */
+	bool phase; /* a phase's rule: beats a base rule of the same path */
 };
 
 struct pol_net_rule {
@@ -94,6 +95,8 @@ struct pol_sys_rule {
 	int err; /* for deny; default EPERM */
 };
 
+#define POL_MAX_PHASES 1 /* "setup" (load.c's phase_names) */
+
 enum pol_lang { POL_LANG_PYTHON, POL_LANG_NODE, POL_LANG_SH, POL_NLANGS };
 
 struct policy {
@@ -103,7 +106,7 @@ struct policy {
 	bool audit;
 	bool trap_stat;
 	bool view_host; /* "view": "host" (else what the policy grants) */
-	int err; /* default errno for fs denials */
+	int err;	/* default errno for fs denials */
 	char *interp[POL_NLANGS];
 
 	struct pol_fs_rule *fs;
@@ -138,6 +141,12 @@ struct policy {
 	char *workdir;		    /* bound $WORKDIR or NULL */
 	char **protect;		    /* ward's own files (policy_protect) */
 	size_t nprotect;
+
+	/* "phases": each a whole policy (the base with the phase's
+	 * sections), owned here; names are static strings */
+	struct policy *phase[POL_MAX_PHASES];
+	const char *phase_name[POL_MAX_PHASES];
+	size_t nphases;
 };
 
 /* ---- JSON position index (jpos.c) ---- */

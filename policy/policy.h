@@ -65,6 +65,19 @@ int policy_set_workdir(struct policy *p, const char *workdir);
  */
 int policy_protect(struct policy *p, const char *path);
 
+/*
+ * Phases ("phases" key, docs/policy.md): the phase named name ("setup") as
+ * a whole policy, the base's rules with the phase's own; owned by p (freed,
+ * bound to the workdir and protected with it), or NULL when p has no such
+ * phase. The base itself is the main phase. A run switches from a phase to
+ * main by starting main's processes afresh under p (ward run: setup_run
+ * in tools/run/cmd_run.c; sessions: tools/agent/session-worker.c),
+ * never by changing the policy of running code.
+ */
+struct policy *policy_phase(const struct policy *p, const char *name);
+/* The names of p's phases in order; NULL past the last. */
+const char *policy_phase_name(const struct policy *p, size_t i);
+
 enum policy_action {
 	POLICY_ALLOW = 0,
 	POLICY_DENY, /* skip the syscall, return -err */

@@ -981,8 +981,10 @@ static void end_rest(struct tracer *t)
 	pthread_mutex_unlock(&t->lock);
 	if (others)
 		tracer_stop(t, STOP_ENDED,
-			    "the session's interpreter exited; the processes "
-			    "it left were ended");
+			    t->o->end_cause
+				    ? t->o->end_cause
+				    : "the session's interpreter exited; the "
+				      "processes it left were ended");
 }
 
 static void on_exit_status(struct tracer *t, pid_t pid, int status)
@@ -1503,6 +1505,7 @@ static void tracer_init(struct tracer *t, const struct tracer_opts *o,
 	t->ns.init_fd = -1;
 	t->spawn.end_r = t->spawn.end_w = -1;
 	t->audit = o->audit;
+	t->next_serial = o->first_serial;
 	pthread_mutex_init(&t->go_lock, NULL);
 	/* TEST ONLY: WARD_TEST_COPY_ALWAYS=1 copies every checked argument,
 	 * as a kernel without PROCMAP_QUERY does (tests compare both). */

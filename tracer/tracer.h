@@ -50,7 +50,7 @@ struct tracer_opts {
 	 * it gets do not match (never a workdir at a path the policy does
 	 * not mean). */
 	const char *home;
-	bool drop_user;		 /* run the code as uid/gid below */
+	bool drop_user; /* run the code as uid/gid below */
 	uid_t uid;
 	gid_t gid;
 	struct ward_limits limits;   /* 0 = unlimited for each field */
@@ -116,6 +116,14 @@ struct tracer_opts {
 	 * instead of the run waiting for them; the run's status is still
 	 * the interpreter's exit (res.cause says what was ended). */
 	bool end_with_root;
+	/* With end_with_root: the cause recorded when the first process
+	 * left others that were ended (NULL: a session's words). */
+	const char *end_cause;
+	/* Phases (docs/policy.md; setup_run in tools/run/cmd_run.c): a
+	 * run's later phase, started afresh in the same record, numbers its
+	 * processes on from the phase before: the first process is
+	 * first_serial + 1. */
+	int first_serial;
 	/* The code's stdin: stdin_fd (borrowed, open for reading) when
 	 * has_stdin, else /dev/null. */
 	bool has_stdin;

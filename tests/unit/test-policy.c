@@ -1773,7 +1773,8 @@ static void test_view(void)
 	policy_free(p);
 	p = load("{\"version\": 1, \"mode\": \"audit\", \"view\": "
 		 "\"policy\"}");
-	ok(p && !policy_view_host(p), "view: audit mode may ask for the policy's");
+	ok(p && !policy_view_host(p),
+	   "view: audit mode may ask for the policy's");
 	policy_free(p);
 	p = load("{\"version\": 1, \"view\": \"host\", \"fs\": [{\"path\":"
 		 " \"/srv/x\", \"deny\": [\"read\"]}, {\"path\": \"/srv/y\","
@@ -1783,7 +1784,8 @@ static void test_view(void)
 	is_int(policy_view(p, &pv), 0, "view: host, deny rules, a unix path");
 	ok(pv.host && in_list(pv.hide, pv.nhide, "/srv/x"),
 	   "... a deny of read hides even in the host's view");
-	ok(!in_list(pv.hide, pv.nhide, "/srv/y"), "... a deny of write does not");
+	ok(!in_list(pv.hide, pv.nhide, "/srv/y"),
+	   "... a deny of write does not");
 	ok(in_list(pv.show, pv.nshow, "/run/s.sock"),
 	   "... a unix socket path the rules allow is shown");
 	policy_view_free(&pv);
@@ -1804,7 +1806,8 @@ static void test_stat_of_what_is_not_there(void)
 		return;
 	ev_fs(S, "/s");
 	ev.exists = false;
-	DENIES(p, ENOENT, "secret", "stat of a denied path not in the view: ENOENT");
+	DENIES(p, ENOENT, "secret",
+	       "stat of a denied path not in the view: ENOENT");
 	ok(strstr(v.reason, "no such file in the run's view") != NULL, "... %s",
 	   v.reason);
 	ev_fs(S, "/s");
@@ -1866,6 +1869,115 @@ static void test_require(void)
 	ok(policy_layer_name(63) == NULL, "layer names: NULL past the end");
 }
 
+/* ---- phases ---- */
+
+static const char phased[] =
+	"{\"version\": 1, \"name\": \"phased\","
+	" \"fs\": ["
+	"  {\"id\": \"usr\", \"path\": \"/usr\", \"allow\": [\"read\", \"exec\"]},"
+	"  {\"id\": \"wd\", \"path\": \"$WORKDIR\", \"allow\": [\"read\", \"write\", \"create\"]},"
+	"  {\"id\": \"site-ro\", \"path\": \"$WORKDIR/site\", \"deny\": [\"write\", \"create\"]},"
+	"  {\"id\": \"key-no\", \"path\": \"/etc/key\", \"deny\": [\"read\"]}],"
+	" \"exec\": {\"allow\": [\"/usr/bin/python3\"]},"
+	" \"net\": {\"socket\": [\"unix\"], \"rules\": ["
+	"  {\"id\": \"offline\", \"family\": \"inet\", \"action\": \"deny\", \"errno\": \"ENETUNREACH\"}]},"
+	" \"phases\": {\"setup\": {"
+	"  \"description\": \"pip install\","
+	"  \"fs\": [{\"id\": \"site-rw\", \"path\": \"$WORKDIR/site\", \"allow\": [\"write\", \"create\"]},"
+	"         {\"path\": \"/opt\", \"allow\": [\"read\"]},"
+	"         {\"id\": \"key-yes\", \"path\": \"/etc/key\", \"allow\": [\"read\"]}],"
+	"  \"exec\": {\"allow\": [\"/usr/bin/dash\"]},"
+	"  \"net\": {\"socket\": [\"inet\"], \"rules\": ["
+	"   {\"id\": \"index\", \"family\": \"inet\", \"port\": 8123}]}}}}";
+
+/* setup is the base plus its own rules, which win; main (the base) never
+ * sees them */
+static void test_phases(void)
+{
+	struct policy *p = load(phased), *s;
+
+	if (!ok(p != NULL, "a phased policy loads"))
+		return;
+	s = policy_phase(p, "setup");
+	ok(s != NULL && s != p, "the setup phase is a policy of its own");
+	ok(policy_phase(p, "main") == NULL && policy_phase(p, "x") == NULL,
+	   "no phase but setup");
+	is_str(policy_phase_name(p, 0), "setup", "phase 0 is setup");
+	ok(policy_phase_name(p, 1) == NULL, "one phase");
+	if (!s) {
+		policy_free(p);
+		return;
+	}
+	is_str(policy_name(s), "phased", "a phase has its base's name");
+	is_int(policy_set_workdir(p, "/w"), 0, "bind the workdir");
+
+	ev_fs(W, "/w/site/a.py");
+	DENIES(p, EACCES, "site-ro", "main: the site dir is read-only");
+	ALLOWS(s, "site-rw", "setup: its rule beats the base's on one path");
+	ev_fs(W, "/w/other");
+	ALLOWS(s, "wd", "setup keeps the base's rules");
+	ev_fs(R, "/usr/lib/x");
+	ALLOWS(s, "usr", "setup reads /usr by the base's rule");
+	ev_fs(R, "/opt/x");
+	DENIES(p, EACCES, "default", "main: no rule for /opt");
+	ALLOWS(s, "phases.setup.fs[1]", "a phase rule's id is its JSON path");
+
+	ev_exec("/usr/bin/dash", true);
+	DENIES(p, EACCES, "default", "main: no shell");
+	ALLOWS(s, "phases.setup.exec.allow[0]", "setup: its exec glob");
+	ev_exec("/usr/bin/python3", true);
+	ALLOWS(s, "exec.allow[0]", "setup: the base's exec globs too");
+
+	ev_socket(AF_INET);
+	DENIES(p, EAFNOSUPPORT, "default", "main: no inet sockets");
+	ALLOWS(s, "net.socket", "setup: its socket families are added");
+	ev_socket(AF_UNIX);
+	ALLOWS(s, "net.socket", "setup: and the base's kept");
+
+	ev_inet(WARD_NET_CONNECT, AF_INET, "127.0.0.1", 8123);
+	DENIES(p, ENETUNREACH, "offline", "main: the index is denied");
+	ALLOWS(s, "index", "setup: its net rules come first");
+	ev_inet(WARD_NET_CONNECT, AF_INET, "127.0.0.1", 80);
+	DENIES(s, ENETUNREACH, "offline", "setup: other peers, the base's");
+
+	ok(!policy_net_beyond_loopback(p) && policy_net_beyond_loopback(s),
+	   "only setup reaches beyond loopback (the host's network)");
+
+	/* a file the policy hides, which the setup may read, exists there */
+	ev_fs(R, "/etc/key");
+	DENIES(p, EACCES, "key-no", "main: the key is denied");
+	ALLOWS(s, "key-yes", "setup: its rule on the same path wins");
+	struct policy_view pv, sv;
+	bool main_hides = false, setup_hides = false, setup_shows = false;
+	if (!policy_view(p, &pv)) {
+		for (size_t i = 0; i < pv.nhide; i++)
+			main_hides |= !strcmp(pv.hide[i], "/etc/key");
+		policy_view_free(&pv);
+	}
+	if (!policy_view(s, &sv)) {
+		for (size_t i = 0; i < sv.nhide; i++)
+			setup_hides |= !strcmp(sv.hide[i], "/etc/key");
+		for (size_t i = 0; i < sv.nshow; i++)
+			setup_shows |= !strcmp(sv.show[i], "/etc/key");
+		policy_view_free(&sv);
+	}
+	ok(main_hides && !setup_hides && setup_shows,
+	   "the view: hidden in main, shown in setup");
+
+	is_int(policy_protect(p, "/db/audit.db"), 0, "protect the record");
+	ev_fs(R, "/db/audit.db");
+	DENIES(s, EACCES, "floor.record", "the record is guarded in setup");
+	is_int(policy_set_workdir(p, "/v"), 0, "rebind");
+	ev_fs(W, "/v/site/a.py");
+	ALLOWS(s, "site-rw", "rebinding reaches the phase");
+	policy_free(p);
+
+	p = load("{\"version\": 1}");
+	ok(p && !policy_phase(p, "setup") && !policy_phase_name(p, 0),
+	   "a policy without phases has none");
+	policy_free(p);
+}
+
 int main(void)
 {
 	test_errnames();
@@ -1897,5 +2009,6 @@ int main(void)
 	test_view();
 	test_stat_of_what_is_not_there();
 	test_require();
+	test_phases();
 	return done_testing();
 }

@@ -852,8 +852,7 @@ static void usage(FILE *f)
 		"  --max-sessions N     sessions open at once (16)\n"
 		"  --max-request BYTES  longest request line (%u)\n"
 		"  --max-timeout SEC    cap on the timeout_s a model asks for (none): a\n"
-		"                       larger one is capped, and the result says so\n"
-		WS_POOL_HELP
+		"                       larger one is capped, and the result says so\n" WS_POOL_HELP
 		"  -v                   ward's own milestones on stderr\n"
 		"  -h, --help           this text\n"
 		"\n"

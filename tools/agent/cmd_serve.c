@@ -118,8 +118,7 @@ static void usage(FILE *f)
 		"  --max-sessions N     sessions open at once (16)\n"
 		"  --max-timeout SEC    cap on any cell's timeout_s (none): a larger\n"
 		"                       one is capped, and the result says so\n"
-		"                       (timeout_s, timeout_capped_from)\n"
-		WS_POOL_HELP
+		"                       (timeout_s, timeout_capped_from)\n" WS_POOL_HELP
 		"  -v                   ward's own milestones on stderr\n"
 		"  -h, --help           this text\n"
 		"\n"
@@ -156,10 +155,10 @@ static void e2b_defaults(struct ws_config *cfg, struct e2b_options *eo)
 	if (!cfg->idle_s)
 		cfg->idle_s = cfg->max_life_s;
 	if (!cfg->cell_timeout_s)
-		cfg->cell_timeout_s =
-			cfg->max_timeout_s > 0 && cfg->max_timeout_s < 300
-				? cfg->max_timeout_s
-				: 300;
+		cfg->cell_timeout_s = cfg->max_timeout_s > 0 &&
+						      cfg->max_timeout_s < 300
+					      ? cfg->max_timeout_s
+					      : 300;
 	eo->max_life_s = cfg->max_life_s;
 }
 

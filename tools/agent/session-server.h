@@ -75,6 +75,7 @@ struct sess {
 	 * changes those two unlocked) */
 	long long shown_count, shown_last_ms;
 	json_t *metadata;	/* the creator's, as given (or NULL) */
+	json_t *setup;		/* how its setup phase went (or NULL) */
 	struct sess *reap_next; /* expire()'s list of sessions to close */
 	char id[24];
 	char lang[8];
@@ -162,6 +163,9 @@ struct ws_start {
 	int nice; /* the worker's and its sandbox's nice value (0: as the
 		   * server's) */
 	json_t *env, *metadata;
+	/* {"code", "language"}: run first under the policy's setup phase
+	 * (session-worker.c), or NULL */
+	json_t *setup;
 	struct ws_cancel *oneshot; /* a one-shot's: it starts busy */
 };
 /* A session's worker started, its run recorded (*out: not listed, one

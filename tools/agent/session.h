@@ -127,8 +127,7 @@ void ws_server_tick(struct ws_server *s);
 json_t *ws_json_text(const char *s, size_t len);
 /* Base64 (RFC 4648, padded, strict) to a malloc'd *out of *len bytes:
  * 0, -EINVAL or -ENOMEM. */
-int ws_base64_decode(const char *s, size_t n, unsigned char **out,
-		     size_t *len);
+int ws_base64_decode(const char *s, size_t n, unsigned char **out, size_t *len);
 /* The id (a string or an integer) of a JSON-RPC request line too long to
  * parse whole, from its first n bytes, when they show it: a new
  * reference, or NULL. */
@@ -171,14 +170,14 @@ struct ws_pool_opts {
 int ws_pool_count_arg(const char *arg);
 void ws_pool_start(struct ws_server *s, const struct ws_pool_opts *po,
 		   const char *who);
-#define WS_POOL_HELP                                                          \
-	"  --pool N             keep N python sessions started ahead with\n"   \
-	"                       the defaults (--profile/--policy); each is\n" \
-	"                       handed out once, to a session.create or\n"    \
-	"                       one-shot run with those settings, and the\n"  \
-	"                       pool refills behind it\n"                      \
+#define WS_POOL_HELP                                                            \
+	"  --pool N             keep N python sessions started ahead with\n"    \
+	"                       the defaults (--profile/--policy); each is\n"   \
+	"                       handed out once, to a session.create or\n"      \
+	"                       one-shot run with those settings, and the\n"    \
+	"                       pool refills behind it\n"                       \
 	"  --preload MODULES    with --pool: each pooled interpreter imports\n" \
-	"                       these first (e.g. pandas,numpy), as ward's\n" \
+	"                       these first (e.g. pandas,numpy), as ward's\n"   \
 	"                       warm-up cell 0 of its run; one that fails to\n" \
 	"                       import stops the server at its start (125)\n"
 /* The audit database the server records to. */

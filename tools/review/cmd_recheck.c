@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "policy/event-json.h"
 #include "policy/policy.h"
+#include "tools/review/phases.h"
 #include "tools/review/view.h"
 
 #define EXAMPLES 3
@@ -317,6 +318,9 @@ struct run_state {
 
 struct recheck {
 	struct policy *pol;
+	/* the run's phases: its setup's events are judged by the policy's
+	 * setup phase, when it has one */
+	struct run_phases phases;
 	const struct opts *o;
 	struct ward_event ev; /* large: reused */
 	struct run_state rs;
@@ -462,7 +466,12 @@ static int judge_row(const struct audit_event_row *row, void *arg)
 		return note_cannot(rs, row, "the run has no recorded workdir");
 	if (policy_event_from_row(&pr, &rc->ev, why, sizeof(why)) < 0)
 		return note_cannot(rs, row, why);
-	policy_check(rc->pol, &rc->ev, &v);
+	const char *phase = run_phase_of(&rc->phases, e->proc_serial);
+	const struct policy *pol = phase && !strcmp(phase, "setup") &&
+						   policy_phase(rc->pol, phase)
+					   ? policy_phase(rc->pol, phase)
+					   : rc->pol;
+	policy_check(pol, &rc->ev, &v);
 	rs->rechecked++;
 	to = v.action == POLICY_ALLOW  ? OUT_ALLOW
 	     : v.action == POLICY_DENY ? OUT_DENY
@@ -692,7 +701,10 @@ static int recheck_runs(struct audit *a, struct recheck *rc, struct run_list *l,
 			free(l->v[i].workdir);
 			l->v[i].workdir = NULL;
 		}
-		r = audit_scan_run(scan, run->id, judge_row, rc);
+		run_phases_free(&rc->phases);
+		r = run_phases_load(a, run->id, &rc->phases);
+		if (!r)
+			r = audit_scan_run(scan, run->id, judge_row, rc);
 		if (r) {
 			warn("recheck: reading run %s in %s: %s", run->id, path,
 			     r == -ENOMEM ? "out of memory" : audit_errmsg(a));
@@ -710,6 +722,7 @@ static int recheck_runs(struct audit *a, struct recheck *rc, struct run_list *l,
 			print_run_text(&rc->rs);
 	}
 	reset_run(&rc->rs);
+	run_phases_free(&rc->phases);
 	audit_scan_close(scan);
 	if (!r)
 		print_summary(rc);

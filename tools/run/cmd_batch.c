@@ -120,7 +120,8 @@ static void usage(FILE *f)
 		"passed on to every ward run: --policy FILE, --profile NAME, --timeout SEC,\n"
 		"--cpu SEC, --memory SIZE, --max-procs N, --max-output SIZE, --max-events N,\n"
 		"--max-disk SIZE, --interpreter P, --require LAYERS, --seal-log FILE,\n"
-		"--no-cgroup (see `ward run --help`)\n"
+		"--no-cgroup, --setup FILE, --setup-code CODE (see `ward run --help`;\n"
+		"the setup runs in each sample's own sandbox, before its code)\n"
 		"\n"
 		"Ctrl-C (SIGINT) or SIGTERM: no new sample starts, the running ones are\n"
 		"stopped and their result lines say \"cancelled\" (each run's record says\n"
@@ -192,6 +193,8 @@ static int parse_args(int argc, char **argv, struct batch_opts *o)
 		{ "interpreter", required_argument, 0, O_PASS },
 		{ "require", required_argument, 0, O_PASS },
 		{ "seal-log", required_argument, 0, O_PASS },
+		{ "setup", required_argument, 0, O_PASS },
+		{ "setup-code", required_argument, 0, O_PASS },
 		{ "no-cgroup", no_argument, 0, O_PASS_FLAG },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
@@ -239,8 +242,13 @@ static int parse_args(int argc, char **argv, struct batch_opts *o)
 			if (asprintf(&o->pass[o->n_pass++], "--%s",
 				     opts[idx].name) < 0)
 				die("out of memory");
-			if (c == O_PASS &&
-			    !(o->pass[o->n_pass++] = strdup(optarg)))
+			/* a setup file by its full path: each run's */
+			if (c == O_PASS && !strcmp(opts[idx].name, "setup")) {
+				o->pass[o->n_pass] = realpath(optarg, NULL);
+				if (!o->pass[o->n_pass++])
+					die_errno("--setup %s", optarg);
+			} else if (c == O_PASS &&
+				   !(o->pass[o->n_pass++] = strdup(optarg)))
 				die("out of memory");
 			break;
 		case ':':

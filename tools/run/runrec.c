@@ -387,3 +387,27 @@ int ward_record_begin(struct ward_record *r)
 	r->au = au;
 	return 0;
 }
+
+int ward_record_phase(struct audit *au, const char *run_id, int n,
+		      const char *name, const struct tracer_result *r,
+		      long long t0, long long t1, int first, const char *code,
+		      size_t code_len, const char *layers_json)
+{
+	struct audit_phase ph = {
+		.run_id = run_id,
+		.n = n,
+		.name = name,
+		.started_ns = t0,
+		.ended_ns = t1,
+		.first_serial = r->processes ? first + 1 : 0,
+		.last_serial = r->processes ? first + (int)r->processes : 0,
+		.status = r->status,
+		.exit_code = r->signal ? -1 : r->exit_code,
+		.cause = r->cause,
+		.code = code,
+		.code_len = code_len,
+		.layers_json = layers_json,
+	};
+
+	return audit_phase(au, &ph);
+}
