@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 import wardtest
@@ -499,18 +500,29 @@ def test_ward_sigkilled_leaves_nothing(ctx):
     wait_until(lambda: len(ours()) == 1, 5)
     left = ours()
     assert len(left) == 1 and os.path.exists(left[0] + ".lock"), left
-    # and the next ward takes them away: their lock is free
+    # and the next ward takes them away: their lock is free; a free lock
+    # whose directory is gone too
+    orphan = tempfile.mkdtemp(prefix="ward-", dir="/tmp")
+    os.rmdir(orphan)
+    open(orphan + ".lock", "w").close()
     r = ctx.run("pass")
     assert r.code == 0, r
     assert not os.path.exists(left[0]) and not os.path.exists(left[0] + ".lock"), left
+    assert not os.path.exists(orphan + ".lock")
     # a live ward's workdir is never swept: its lock is held
     p = spawn([ward_bin(), "run", "--db", ctx.db, "-c", f"import time\ntime.sleep(30)  # {marker}"],
               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         assert wait_until(lambda: len(pids_matching(marker)) >= 2), pids_matching(marker)
+        # (the one whose lock a process of this ward's holds: other wards
+        # may be running beside the tests)
+        def held_by_p(d):
+            return any(wardtest.descends(h, p.pid) for h in wardtest.fd_holders(d + ".lock"))
+        assert wait_until(lambda: [d for d in set(glob.glob("/tmp/ward-*")) - before
+                                   if not d.endswith(".lock") and held_by_p(d)], 5)
         live = [d for d in set(glob.glob("/tmp/ward-*")) - before
-                if not d.endswith(".lock") and os.path.exists(d + ".lock") and not lock_free(d)]
-        assert len(live) == 1, live
+                if not d.endswith(".lock") and held_by_p(d)]
+        assert len(live) == 1 and not lock_free(live[0]), live
         assert ctx.run("pass").code == 0
         assert os.path.isdir(live[0]) and os.path.exists(live[0] + ".lock"), live
     finally:

@@ -231,6 +231,48 @@ def host_view_policy(ctx, name="default", **changes):
     return path
 
 
+def fd_holders(path):
+    """pids of processes that hold the file at path open (by inode: a
+    file opened before it got its name, like ward's workdir locks, shows
+    another name in /proc)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{d}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                f = os.stat(f"/proc/{d}/fd/{fd}")
+            except OSError:
+                continue
+            if (f.st_dev, f.st_ino) == (st.st_dev, st.st_ino):
+                out.append(int(d))
+                break
+    return out
+
+
+def descends(pid, root):
+    """Whether pid is root or a descendant of it (by /proc's ppid)."""
+    for _ in range(64):
+        if pid == root:
+            return True
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+        if pid <= 1:
+            return False
+    return False
+
+
 def quota_holders(mount_point):
     """pids of processes that see a workdir quota (ward's tmpfs) mounted at
     mount_point, in whatever mount namespace they are."""

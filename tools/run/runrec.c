@@ -193,17 +193,24 @@ void ward_workdir_keep(const char *path, int lock_fd)
 }
 
 /* The directory of a lock /tmp/ward-XXXXXX.lock: a directory, not a
- * symlink (its owner may be the code's uid: ward hands it over). */
-static bool swept_dir(const char *name, char *dir, size_t n)
+ * symlink (its owner may be the code's uid: ward hands it over). *orphan:
+ * there is no such directory (its ward died between removing it and its
+ * lock, or something else removed it). */
+static bool swept_dir(const char *name, char *dir, size_t n, bool *orphan)
 {
 	size_t len = strlen(name);
 	struct stat st;
 
+	*orphan = false;
 	if (len < 6 + 5 || strncmp(name, "ward-", 5) ||
 	    strcmp(name + len - 5, ".lock") ||
 	    (size_t)snprintf(dir, n, "/tmp/%.*s", (int)(len - 5), name) >= n)
 		return false;
-	return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+	if (lstat(dir, &st) < 0) {
+		*orphan = errno == ENOENT;
+		return *orphan;
+	}
+	return S_ISDIR(st.st_mode);
 }
 
 int ward_sweep_workdirs(void)
@@ -216,9 +223,10 @@ int ward_sweep_workdirs(void)
 		return -errno;
 	while ((e = readdir(d))) {
 		char dir[PATH_MAX], lock[PATH_MAX];
+		bool orphan;
 		int fd;
 
-		if (!swept_dir(e->d_name, dir, sizeof(dir)))
+		if (!swept_dir(e->d_name, dir, sizeof(dir), &orphan))
 			continue;
 		snprintf(lock, sizeof(lock), "/tmp/%s", e->d_name);
 		fd = open(lock, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -231,8 +239,11 @@ int ward_sweep_workdirs(void)
 		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
 		    st.st_uid == geteuid() &&
 		    flock(fd, LOCK_EX | LOCK_NB) == 0 &&
-		    ward_rm_workdir(dir) == 0)
-			swept++;
+		    (orphan ? unlink(lock) : ward_rm_workdir(dir)) == 0)
+			swept++; /* (an orphan: a lock is made with its
+				  * directory there, and linkat never
+				  * replaces a name, so none is made anew
+				  * at this one while it exists) */
 		close(fd);
 	}
 	closedir(d);
