@@ -170,6 +170,12 @@ bool tracer_ns_init_stop(struct tracer *t, pid_t pid, int status)
 		tracer_resolve_ns(t, fd);
 	else if (fd >= 0)
 		close(fd);
+	/* The proxy listens in the run's network namespace before the code
+	 * runs (proxy.c); without it the run does not start. */
+	if (tracer_proxy_start(t, pid) < 0)
+		tracer_stop(t, STOP_POLICY,
+			    "net.allow_domains: ward's proxy could not be set "
+			    "up in the run's network namespace");
 	debug("init %d forked the code: %d", (int)pid, (int)t->root);
 	ptrace(PTRACE_DETACH, pid, 0, 0);
 	return true;
