@@ -1,0 +1,293 @@
+"""The egress proxy (net.allow_domains): the code's only way out is ward's
+proxy inside the run's network namespace. Loopback only: the origin
+servers are threads of this test on 127.0.0.1, named with --add-host and
+reachable because the policy's net.allow_private names 127.0.0.1."""
+import json
+import os
+import socket
+import threading
+import http.server
+
+from wardtest import listener
+
+PROFILE = os.path.join(os.path.dirname(__file__), "..", "..", "profiles", "default.json")
+
+
+class Origin:
+    """A loopback HTTP server that records each request's Host and path."""
+
+    def __init__(self):
+        seen = self.seen = []
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                seen.append((self.headers.get("Host"), self.path))
+                body = b"origin says hi\n"
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.port = self.srv.server_address[1]
+        self.t = threading.Thread(target=self.srv.serve_forever, daemon=True)
+        self.t.start()
+
+    def close(self):
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+class HelloSink:
+    """A TCP server that keeps the first bytes of each connection (a TLS
+    ClientHello, when the proxy forwards one) and closes it."""
+
+    def __init__(self):
+        self.got = []
+        self.s = socket.socket()
+        self.s.bind(("127.0.0.1", 0))
+        self.s.listen(8)
+        self.s.settimeout(0.2)
+        self.port = self.s.getsockname()[1]
+        self.stop = False
+        self.t = threading.Thread(target=self.loop, daemon=True)
+        self.t.start()
+
+    def loop(self):
+        while not self.stop:
+            try:
+                c, _ = self.s.accept()
+            except OSError:
+                continue
+            c.settimeout(3)
+            data = b""
+            try:
+                data = c.recv(65536)
+            except OSError:
+                pass
+            self.got.append(data)
+            c.close()
+
+    def close(self):
+        self.stop = True
+        self.t.join(2)
+        self.s.close()
+
+
+def proxy_policy(ctx, domains, private=("127.0.0.1",), hosts=None, **net):
+    with open(PROFILE) as f:
+        pol = json.load(f)
+    pol["net"]["allow_domains"] = domains
+    if private is not None:
+        pol["net"]["allow_private"] = list(private)
+    if hosts:
+        pol["net"]["hosts"] = hosts
+    pol["net"].update(net)
+    path = ctx.path("proxy-policy.json")
+    with open(path, "w") as f:
+        json.dump(pol, f)
+    return path
+
+
+def run(ctx, code, *opts):
+    """ward run OPTS -c CODE -- ARGS (opts: everything before "--")."""
+    opts = list(opts)
+    i = opts.index("--") if "--" in opts else len(opts)
+    return ctx.ward("run", *opts[:i], "-c", code, *opts[i:])
+
+
+def proxy_rows(ctx):
+    rid = ctx.last_run()["id"]
+    rows = ctx.events(rid, "syscall = 'proxy'")
+    for r in rows:
+        r["args"] = json.loads(r["args"])
+    return rows
+
+
+GET = ("import urllib.request, urllib.error, sys\n"
+       "try:\n"
+       "    print(urllib.request.urlopen(sys.argv[1], timeout=20).read().decode())\n"
+       "except urllib.error.HTTPError as e:\n"
+       "    print('HTTP', e.code, e.read().decode())\n")
+
+
+def test_allowed_name_through_http_proxy(ctx):
+    o = Origin()
+    try:
+        pol = proxy_policy(ctx, [f"mirror.test:{o.port}"])
+        r = run(ctx, GET, "--policy", pol, "--add-host", "mirror.test:127.0.0.1",
+                    "--", f"http://mirror.test:{o.port}/simple/x?y=1")
+    finally:
+        o.close()
+    assert r.code == 0 and "origin says hi" in r.stdout, r
+    # the origin saw the name the code asked for, in origin form
+    assert o.seen == [(f"mirror.test:{o.port}", "/simple/x?y=1")], o.seen
+    rows = proxy_rows(ctx)
+    assert len(rows) == 1, rows
+    row = rows[0]
+    assert row["decision"] == "allow" and row["rule"] == "net.allow_domains[0]", row
+    a = row["args"]
+    assert (a["name"], a["port"], a["addr"], a["method"]) == \
+        ("mirror.test", o.port, "127.0.0.1", "GET"), a
+    assert a["bytes_up"] > 50 and a["bytes_down"] > 15 and a["duration_ms"] >= 0, a
+    assert row["target"] == f"127.0.0.1:{o.port}", row
+    # the code's own connect went to the proxy, allowed by net.proxy
+    conns = ctx.events(ctx.last_run()["id"], "syscall = 'connect'")
+    assert conns and all(c["rule"] == "net.proxy" for c in conns), conns
+
+
+def test_refused_name_is_told_and_recorded(ctx):
+    port, state, stop = listener()
+    try:
+        pol = proxy_policy(ctx, ["mirror.test:443"])
+        r = run(ctx, GET, "--policy", pol, "--add-host", "other.test:127.0.0.1",
+                    "--", f"http://other.test:{port}/")
+    finally:
+        stop()
+    assert r.code == 0, r
+    assert f"HTTP 403 ward: proxy to other.test:{port}: no net.allow_domains entry" \
+        in r.stdout, r
+    assert state["accepted"] == 0
+    rows = proxy_rows(ctx)
+    assert [(x["decision"], x["rule"], x["errno"]) for x in rows] == \
+        [("deny", "default", 111)], rows
+    assert rows[0]["raw"] == f"other.test:{port}"
+    # ward show lists it with the run's other decisions
+    s = ctx.ward("show", ctx.last_run()["id"])
+    assert f"DENY   proxy other.test:{port}" in s.stdout, s
+
+
+TLS = ("import socket, ssl, sys\n"
+       "name, port, sni = sys.argv[1], sys.argv[2], sys.argv[3]\n"
+       "s = socket.create_connection(('127.0.0.1', 3128), timeout=10)\n"
+       "s.sendall(f'CONNECT {name}:{port} HTTP/1.1\\r\\nHost: {name}:{port}\\r\\n\\r\\n'.encode())\n"
+       "head = b''\n"
+       "while b'\\r\\n\\r\\n' not in head:\n"
+       "    b = s.recv(1)\n"
+       "    if not b: break\n"
+       "    head += b\n"
+       "print('PROXY', head.split(b'\\r\\n')[0].decode())\n"
+       "if b' 200 ' in head:\n"
+       "    c = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)\n"
+       "    c.check_hostname = False\n"
+       "    c.verify_mode = ssl.CERT_NONE\n"
+       "    try:\n"
+       "        c.wrap_socket(s, server_hostname=sni)\n"
+       "    except (OSError, ssl.SSLError) as e:\n"
+       "        print('TLS ended', type(e).__name__)\n")
+
+
+def test_connect_forwards_the_client_hello(ctx):
+    sink = HelloSink()
+    try:
+        pol = proxy_policy(ctx, [f"*.tls.test:{sink.port}"])
+        r = run(ctx, TLS, "--policy", pol, "--add-host", "a.tls.test:127.0.0.1",
+                    "--", "a.tls.test", str(sink.port), "a.tls.test")
+    finally:
+        sink.close()
+    assert r.code == 0 and "PROXY HTTP/1.1 200 Connection established" in r.stdout, r
+    assert len(sink.got) == 1 and sink.got[0][:1] == b"\x16", sink.got
+    assert b"a.tls.test" in sink.got[0]
+    rows = proxy_rows(ctx)
+    assert len(rows) == 1 and rows[0]["decision"] == "allow", rows
+    assert rows[0]["args"]["sni"] == "a.tls.test" and rows[0]["args"]["method"] == "CONNECT"
+    assert rows[0]["rule"] == "net.allow_domains[0]"
+
+
+def test_sni_other_than_connect_name_is_refused(ctx):
+    sink = HelloSink()
+    try:
+        pol = proxy_policy(ctx, [f"a.tls.test:{sink.port}"])
+        r = run(ctx, TLS, "--policy", pol, "--add-host", "a.tls.test:127.0.0.1",
+                    "--", "a.tls.test", str(sink.port), "refused.example")
+    finally:
+        sink.close()
+    assert r.code == 0 and "TLS ended" in r.stdout, r
+    # the origin got no byte of the hello
+    assert all(g == b"" for g in sink.got), sink.got
+    rows = proxy_rows(ctx)
+    assert len(rows) == 1, rows
+    assert (rows[0]["decision"], rows[0]["rule"]) == ("deny", "net.proxy-sni"), rows
+    assert rows[0]["args"]["sni"] == "refused.example"
+    assert "the TLS server name is refused.example" in rows[0]["reason"]
+
+
+def test_metadata_address_refused_even_when_named(ctx):
+    """A name the policy allows that resolves to the metadata address is
+    refused: the address is judged after resolution."""
+    pol = proxy_policy(ctx, ["evil.test:80", "lo.test:80"], private=None)
+    code = GET + "urllib.request.urlopen\n"
+    r = run(ctx, GET, "--policy", pol, "--add-host", "evil.test:169.254.169.254",
+                "--", "http://evil.test/latest/meta-data/")
+    assert r.code == 0 and "HTTP 403" in r.stdout and "cloud metadata" in r.stdout, r
+    rows = proxy_rows(ctx)
+    assert [(x["decision"], x["rule"]) for x in rows] == [("deny", "net.proxy-address")]
+    assert rows[0]["args"]["addr"] == "169.254.169.254"
+    # a loopback answer to a name, without net.allow_private naming it
+    r = run(ctx, code.replace("urllib.request.urlopen\n", ""), "--policy", pol,
+                "--add-host", "lo.test:::ffff:127.0.0.1", "--", "http://lo.test/")
+    assert "HTTP 403" in r.stdout and "127.0.0.0/8 (loopback)" in r.stdout, r
+
+
+def test_direct_connect_still_denied(ctx):
+    port, state, stop = listener()
+    try:
+        pol = proxy_policy(ctx, [f"mirror.test:{port}"])
+        code = ("import socket\n"
+                "for a in [('127.0.0.1', %d), ('1.1.1.1', 443)]:\n"
+                "    try:\n"
+                "        socket.create_connection(a, timeout=5); print('CONNECTED')\n"
+                "    except OSError as e:\n"
+                "        print('ERR', e.errno)\n" % port)
+        r = ctx.run(code, "--policy", pol)
+    finally:
+        stop()
+    assert r.code == 0 and r.stdout.split() == ["ERR", "111", "ERR", "111"], r
+    assert state["accepted"] == 0
+    d = ctx.denials(ctx.last_run()["id"])
+    assert sum(x["syscall"] == "connect" and x["rule"] == "default" for x in d) == 2, d
+
+
+def test_policy_errors_name_the_place(ctx):
+    with open(PROFILE) as f:
+        pol = json.load(f)
+    cases = [
+        ({"allow_domains": ["pypi.org"]}, "net.allow_domains[0]", "needs a port"),
+        ({"allow_domains": ["pypi.org:0"]}, "net.allow_domains[0]", "1 to 65535"),
+        ({"allow_domains": ["*.:443"]}, "net.allow_domains[0]", "not a host name"),
+        ({"allow_domains": "pypi.org:443"}, "net.allow_domains", "must be an array"),
+        ({"hosts": {"m.test": "nope"}}, "net.hosts.m.test", "not an IPv4 or IPv6"),
+        ({"allow_private": ["10.0.0.0/33"]}, "net.allow_private[0]", "CIDR"),
+    ]
+    for extra, where, msg in cases:
+        p = dict(pol, net=dict(pol["net"], **extra))
+        text = json.dumps(p, indent=1)
+        path = ctx.write("bad.json", text)
+        r = ctx.run("print(1)", "--policy", path)
+        assert r.code == 125, (extra, r)
+        assert f"{path}:" in r.stderr and f": {where}: " in r.stderr and msg in r.stderr, \
+            (extra, r.stderr)
+    r = ctx.run("print(1)", "--add-host", "no-ip-here")
+    assert r.code == 125 and "--add-host \"no-ip-here\": must be NAME:IP" in r.stderr, r
+
+
+def test_export_has_the_connection(ctx):
+    o = Origin()
+    try:
+        pol = proxy_policy(ctx, [f"mirror.test:{o.port}"])
+        r = run(ctx, GET, "--policy", pol, "--add-host", "mirror.test:127.0.0.1",
+                    "--", f"http://mirror.test:{o.port}/")
+    finally:
+        o.close()
+    assert r.code == 0, r
+    rid = ctx.last_run()["id"]
+    out = ctx.ward("export", "--db", ctx.db, rid)
+    rows = [json.loads(l) for l in out.stdout.splitlines()]
+    px = [x for x in rows if x.get("syscall") == "proxy" or
+          (x.get("event") or {}).get("syscall") == "proxy"]
+    assert out.code == 0 and px, out.stdout[:2000]
+    v = ctx.ward("verify", "--db", ctx.db, rid)
+    assert v.code == 0 and "intact" in v.stdout, v
