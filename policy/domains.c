@@ -120,8 +120,7 @@ int pol_host_parse(const char *name, const char *ip, struct pol_host *h,
 	h->name = strdup(nm);
 	return h->name ? 0 : -ENOMEM;
 badname:
-	snprintf(why, n, "\"%s\" is not a host name (like mirror.test)",
-		 name);
+	snprintf(why, n, "\"%s\" is not a host name (like mirror.test)", name);
 	return -EINVAL;
 }
 
@@ -143,8 +142,7 @@ bool policy_net_proxy(const struct policy *p)
 	return p->has_domains;
 }
 
-static bool domain_match(const struct pol_domain *d, const char *name,
-			 int port)
+static bool domain_match(const struct pol_domain *d, const char *name, int port)
 {
 	size_t nl = strlen(name), dl = strlen(d->name);
 
@@ -157,8 +155,8 @@ static bool domain_match(const struct pol_domain *d, const char *name,
 	       strcmp(name + nl - dl, d->name) == 0;
 }
 
-static void verdict(struct policy_verdict *out, enum policy_action a,
-		    int err, const char *rule)
+static void verdict(struct policy_verdict *out, enum policy_action a, int err,
+		    const char *rule)
 {
 	memset(out, 0, sizeof(*out));
 	out->action = a;
@@ -171,7 +169,8 @@ void policy_domain_check(const struct policy *p, const char *name, int port,
 {
 	char nm[HOST_NAME_MAXLEN + 2];
 
-	if (strlen(name) >= sizeof(nm) || (strcpy(nm, name), !host_name_ok(nm))) {
+	if (strlen(name) >= sizeof(nm) ||
+	    (strcpy(nm, name), !host_name_ok(nm))) {
 		verdict(out, POLICY_DENY, ECONNREFUSED, "net.proxy-name");
 		snprintf(out->reason, sizeof(out->reason),
 			 "proxy request: the target is not a host name");
@@ -253,7 +252,10 @@ struct blocked {
 	const char *what;
 };
 
-#define V4(a, b, c, d) { a, b, c, d }
+#define V4(a, b, c, d)                                                         \
+	{                                                                      \
+		a, b, c, d                                                     \
+	}
 static const struct blocked blocked[] = {
 	{ AF_INET, V4(0, 0, 0, 0), 8, "0.0.0.0/8 (this network)" },
 	{ AF_INET, V4(10, 0, 0, 0), 8, "10.0.0.0/8 (private)" },
@@ -268,7 +270,10 @@ static const struct blocked blocked[] = {
 	{ AF_INET, V4(198, 18, 0, 0), 15, "198.18.0.0/15 (benchmarking)" },
 	{ AF_INET, V4(224, 0, 0, 0), 4, "224.0.0.0/4 (multicast)" },
 	{ AF_INET, V4(240, 0, 0, 0), 4, "240.0.0.0/4 (reserved)" },
-	{ AF_INET6, { 0 }, 96, "::/96 (unspecified, loopback, IPv4-compatible)" },
+	{ AF_INET6,
+	  { 0 },
+	  96,
+	  "::/96 (unspecified, loopback, IPv4-compatible)" },
 	{ AF_INET6, { 0xfc }, 7, "fc00::/7 (unique local)" },
 	{ AF_INET6, { 0xfe, 0x80 }, 10, "fe80::/10 (link-local)" },
 	{ AF_INET6, { 0xfe, 0xc0 }, 10, "fec0::/10 (site-local)" },

@@ -1037,8 +1037,8 @@ static int parse_reach(struct vctx *c, json_t *v)
 		old = push_idx(c, i);
 		rc = get_string(c, e, &str);
 		if (!rc)
-			rc = parse_cidr(c, str, strchr(str, ':') ? AF_INET6
-								 : AF_INET,
+			rc = parse_cidr(c, str,
+					strchr(str, ':') ? AF_INET6 : AF_INET,
 					&r);
 		pop(c, old);
 		if (rc)
@@ -1106,9 +1106,9 @@ static int parse_proxy_keys(struct vctx *c, json_t *v)
 
 static int parse_net(struct vctx *c, json_t *v)
 {
-	static const char *const keys[] = { "socket",	     "rules",
-					    "errno",	     "allow_domains",
-					    "hosts",	     "allow_private",
+	static const char *const keys[] = { "socket", "rules",
+					    "errno",  "allow_domains",
+					    "hosts",  "allow_private",
 					    NULL };
 	uint64_t fams = 0;
 	json_t *m;

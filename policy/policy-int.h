@@ -126,7 +126,7 @@ struct policy {
 	bool audit;
 	bool trap_stat;
 	bool view_host; /* "view": "host" (else what the policy grants) */
-	int err; /* default errno for fs denials */
+	int err;	/* default errno for fs denials */
 	char *interp[POL_NLANGS];
 
 	struct pol_fs_rule *fs;
@@ -230,8 +230,7 @@ pol_set_error(struct policy_error *err, const char *file, int line, int col,
 
 /* "name:port" or "*.suffix:port" into d (d->id not set). 0, or -EINVAL
  * with why filled, -ENOMEM. */
-int pol_domain_parse(const char *s, struct pol_domain *d, char *why,
-		     size_t n);
+int pol_domain_parse(const char *s, struct pol_domain *d, char *why, size_t n);
 /* A host name and an address literal into h. 0, -EINVAL (why), -ENOMEM. */
 int pol_host_parse(const char *name, const char *ip, struct pol_host *h,
 		   char *why, size_t n);

@@ -59,10 +59,10 @@
 
 enum {
 	PROXY_CONN_MAX = 64,
-	PROXY_HEAD_S = 10,     /* to send the request head */
-	PROXY_HELLO_S = 10,    /* to send the ClientHello after "200" */
-	PROXY_CONNECT_S = 10,  /* to connect to the origin */
-	PROXY_IDLE_S = 120,    /* a relay without a byte either way */
+	PROXY_HEAD_S = 10,    /* to send the request head */
+	PROXY_HELLO_S = 10,   /* to send the ClientHello after "200" */
+	PROXY_CONNECT_S = 10, /* to connect to the origin */
+	PROXY_IDLE_S = 120,   /* a relay without a byte either way */
 	PROXY_HELLO_MAX = 16384 + 2048 + 5,
 	PROXY_RELAY_BUF = 65536,
 };
@@ -151,8 +151,7 @@ static int send_all(struct conn *c, int fd, const char *b, size_t len)
 
 /* ---- the record ---- */
 
-static void json_field(struct ward_strbuf *sb, const char *key,
-		       const char *val)
+static void json_field(struct ward_strbuf *sb, const char *key, const char *val)
 {
 	ward_strbuf_appendf(sb, "%s\"%s\":", sb->len > 1 ? "," : "", key);
 	if (val)
@@ -181,9 +180,8 @@ static void record(struct conn *c, const struct policy_verdict *v)
 			    "\"duration_ms\":%lld}",
 			    c->up, c->down, now_ms() - c->t0_ms);
 	snprintf(raw, sizeof(raw), "%s:%d", c->name, c->port);
-	snprintf(target, sizeof(target), strchr(c->addr, ':') ? "[%s]:%d"
-							      : "%s:%d",
-		 c->addr, c->port);
+	snprintf(target, sizeof(target),
+		 strchr(c->addr, ':') ? "[%s]:%d" : "%s:%d", c->addr, c->port);
 	struct audit_event e = {
 		.ts_ns = c->ts_ns,
 		.nr = -1,
@@ -262,12 +260,11 @@ static int read_head(struct conn *c, char *why, size_t n)
 	return rc;
 }
 
-static int connect_to(struct conn *c, const struct sockaddr *sa,
-		      socklen_t len)
+static int connect_to(struct conn *c, const struct sockaddr *sa, socklen_t len)
 {
 	long long deadline = now_ms() + PROXY_CONNECT_S * 1000LL;
-	int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-			0);
+	int fd = socket(sa->sa_family,
+			SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	int err = 0;
 	socklen_t el = sizeof(err);
 
@@ -378,21 +375,26 @@ static int check_hello(struct conn *c, char *why, size_t n)
 		if (r > 0) {
 			c->have += (size_t)r;
 		} else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
-			snprintf(why, n, "CONNECT %s:%d: the code sent no TLS "
-				 "ClientHello", c->name, c->port);
+			snprintf(why, n,
+				 "CONNECT %s:%d: the code sent no TLS "
+				 "ClientHello",
+				 c->name, c->port);
 			return -EPIPE;
 		} else if (wait_fd(c, c->cfd, POLLIN, deadline) != 1) {
-			snprintf(why, n, "CONNECT %s:%d: no TLS ClientHello "
-				 "within %d s", c->name, c->port, PROXY_HELLO_S);
+			snprintf(why, n,
+				 "CONNECT %s:%d: no TLS ClientHello "
+				 "within %d s",
+				 c->name, c->port, PROXY_HELLO_S);
 			return -ETIMEDOUT;
 		}
 	}
 	if (rc == -EINVAL) {
-		snprintf(why, n,
-			 "CONNECT %s:%d: what followed is not a TLS ClientHello "
-			 "(CONNECT carries TLS only; plain HTTP goes as "
-			 "http:// requests)",
-			 c->name, c->port);
+		snprintf(
+			why, n,
+			"CONNECT %s:%d: what followed is not a TLS ClientHello "
+			"(CONNECT carries TLS only; plain HTTP goes as "
+			"http:// requests)",
+			c->name, c->port);
 		return rc;
 	}
 	if (rc == -ENOENT)
@@ -405,8 +407,10 @@ static int check_hello(struct conn *c, char *why, size_t n)
 	if (nl && c->name[nl - 1] == '.')
 		nl--;
 	if (sl != nl || strncasecmp(c->sni, c->name, nl) != 0) {
-		snprintf(why, n, "CONNECT %.80s:%d: the TLS server name is "
-			 "%.80s", c->name, c->port, c->sni);
+		snprintf(why, n,
+			 "CONNECT %.80s:%d: the TLS server name is "
+			 "%.80s",
+			 c->name, c->port, c->sni);
 		return -EACCES;
 	}
 	return 0;
@@ -435,7 +439,8 @@ static void relay(struct conn *c, long long up_left)
 		if (rc <= 0 || p[2].revents)
 			break;
 		for (int i = 0; i < 2; i++) {
-			int from = i ? c->ufd : c->cfd, to = i ? c->cfd : c->ufd;
+			int from = i ? c->ufd : c->cfd,
+			    to = i ? c->cfd : c->ufd;
 			size_t want = PROXY_RELAY_BUF;
 			ssize_t r;
 
@@ -719,8 +724,8 @@ void tracer_proxy_stop(struct tracer *t)
 char **tracer_proxy_env(char *const *envp)
 {
 	static const char *const names[] = {
-		"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy",
-		"https_proxy", "all_proxy", "NO_PROXY", "no_proxy",
+		"HTTP_PROXY",  "HTTPS_PROXY", "ALL_PROXY", "http_proxy",
+		"https_proxy", "all_proxy",   "NO_PROXY",  "no_proxy",
 	};
 	size_t n = 0, k = 0, nn = sizeof(names) / sizeof(names[0]);
 	char **env;

@@ -13,10 +13,10 @@
 #include <string.h>
 #include <strings.h>
 
-#define REFUSE(...)                                  \
-	do {                                         \
-		snprintf(why, n, __VA_ARGS__);       \
-		return -EINVAL;                      \
+#define REFUSE(...)                                                            \
+	do {                                                                   \
+		snprintf(why, n, __VA_ARGS__);                                 \
+		return -EINVAL;                                                \
 	} while (0)
 
 /* Where the head ends (just past CR LF CR LF), 0 if not within len;
@@ -42,13 +42,14 @@ static long head_end(const char *buf, size_t len)
 static bool token_char(char ch)
 {
 	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-	       (ch >= '0' && ch <= '9') || (ch && strchr("!#$%&'*+-.^_`|~", ch));
+	       (ch >= '0' && ch <= '9') ||
+	       (ch && strchr("!#$%&'*+-.^_`|~", ch));
 }
 
 /* "host[:port]" in s[0..len) into host/port; port defaults to def (0: a
  * port is required). 0 or -EINVAL. */
-static int authority(const char *s, size_t len, int def, char *host,
-		     size_t hn, int *port)
+static int authority(const char *s, size_t len, int def, char *host, size_t hn,
+		     int *port)
 {
 	size_t hl = len;
 	const char *colon = NULL;
@@ -155,8 +156,8 @@ static bool name_is(const char *s, size_t len, const char *name)
 }
 
 /* One header line s[0..len) (no CR LF). */
-static int header(const char *s, size_t len, struct proxy_req *r,
-		  int *nhost, char *why, size_t n)
+static int header(const char *s, size_t len, struct proxy_req *r, int *nhost,
+		  char *why, size_t n)
 {
 	const char *colon = memchr(s, ':', len), *v, *ve;
 	size_t nl;
@@ -195,8 +196,8 @@ static int header(const char *s, size_t len, struct proxy_req *r,
 
 		if (++*nhost > 1)
 			REFUSE("more than one Host header");
-		if (authority(v, (size_t)(ve - v), r->connect ? r->port : 80,
-			      h, sizeof(h), &port) ||
+		if (authority(v, (size_t)(ve - v), r->connect ? r->port : 80, h,
+			      sizeof(h), &port) ||
 		    strcasecmp(h, r->host) != 0 || port != r->port)
 			REFUSE("the Host header names another host than the "
 			       "request target");
@@ -248,9 +249,14 @@ int proxy_parse_head(const char *buf, size_t len, struct proxy_req *r,
 static bool hop_header(const char *s, size_t nl)
 {
 	static const char *const hop[] = {
-		"connection", "keep-alive", "proxy-connection",
-		"proxy-authorization", "proxy-authenticate", "te",
-		"trailer", "upgrade",
+		"connection",
+		"keep-alive",
+		"proxy-connection",
+		"proxy-authorization",
+		"proxy-authenticate",
+		"te",
+		"trailer",
+		"upgrade",
 	};
 
 	for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
@@ -291,11 +297,11 @@ long proxy_rewrite(const char *buf, const struct proxy_req *r, char *out,
 		p = (size_t)(eol - buf) + 2;
 	}
 	if (ok && !r->has_host) {
-		int w = r->port == 80 ? snprintf(line, sizeof(line),
-						 "Host: %s\r\n", r->host)
-				      : snprintf(line, sizeof(line),
-						 "Host: %s:%d\r\n", r->host,
-						 r->port);
+		int w = r->port == 80
+				? snprintf(line, sizeof(line), "Host: %s\r\n",
+					   r->host)
+				: snprintf(line, sizeof(line),
+					   "Host: %s:%d\r\n", r->host, r->port);
 		ok = w > 0 && put(out, n, &at, line, (size_t)w);
 	}
 	ok = ok && put(out, n, &at, "Connection: close\r\n\r\n", 21);

@@ -1774,7 +1774,8 @@ static void test_view(void)
 	policy_free(p);
 	p = load("{\"version\": 1, \"mode\": \"audit\", \"view\": "
 		 "\"policy\"}");
-	ok(p && !policy_view_host(p), "view: audit mode may ask for the policy's");
+	ok(p && !policy_view_host(p),
+	   "view: audit mode may ask for the policy's");
 	policy_free(p);
 	p = load("{\"version\": 1, \"view\": \"host\", \"fs\": [{\"path\":"
 		 " \"/srv/x\", \"deny\": [\"read\"]}, {\"path\": \"/srv/y\","
@@ -1784,7 +1785,8 @@ static void test_view(void)
 	is_int(policy_view(p, &pv), 0, "view: host, deny rules, a unix path");
 	ok(pv.host && in_list(pv.hide, pv.nhide, "/srv/x"),
 	   "... a deny of read hides even in the host's view");
-	ok(!in_list(pv.hide, pv.nhide, "/srv/y"), "... a deny of write does not");
+	ok(!in_list(pv.hide, pv.nhide, "/srv/y"),
+	   "... a deny of write does not");
 	ok(in_list(pv.show, pv.nshow, "/run/s.sock"),
 	   "... a unix socket path the rules allow is shown");
 	policy_view_free(&pv);
@@ -1805,7 +1807,8 @@ static void test_stat_of_what_is_not_there(void)
 		return;
 	ev_fs(S, "/s");
 	ev.exists = false;
-	DENIES(p, ENOENT, "secret", "stat of a denied path not in the view: ENOENT");
+	DENIES(p, ENOENT, "secret",
+	       "stat of a denied path not in the view: ENOENT");
 	ok(strstr(v.reason, "no such file in the run's view") != NULL, "... %s",
 	   v.reason);
 	ev_fs(S, "/s");
@@ -1870,11 +1873,11 @@ static void test_require(void)
 /* net.allow_domains and the proxy's address floor (policy/domains.c). */
 static void test_domains(void)
 {
-	struct policy *p = load(
-		"{\"version\": 1, \"net\": {\"allow_domains\": "
-		"[\"PyPI.org.:443\", \"*.pythonhosted.org:443\"], "
-		"\"hosts\": {\"m.test\": \"10.1.2.3\"}, "
-		"\"allow_private\": [\"10.1.0.0/16\"]}}");
+	struct policy *p =
+		load("{\"version\": 1, \"net\": {\"allow_domains\": "
+		     "[\"PyPI.org.:443\", \"*.pythonhosted.org:443\"], "
+		     "\"hosts\": {\"m.test\": \"10.1.2.3\"}, "
+		     "\"allow_private\": [\"10.1.0.0/16\"]}}");
 	static const struct {
 		const char *name;
 		int port;

@@ -1219,7 +1219,8 @@ int ward_cmd_run(int argc, char **argv)
 	struct policy *pol = load_policy(&a, lang);
 	debug("policy %s loaded", policy_name(pol));
 	for (size_t i = 0; i < a.n_hosts; i++)
-		if (policy_add_host(pol, a.hosts[i], errbuf, sizeof(errbuf)) < 0)
+		if (policy_add_host(pol, a.hosts[i], errbuf, sizeof(errbuf)) <
+		    0)
 			die("%s", errbuf);
 	/* Compile the filter while the rest is set up. It reads only the
 	 * policy's trap_stat and syscall rules, which nothing changes from
