@@ -291,3 +291,68 @@ def test_export_has_the_connection(ctx):
     assert out.code == 0 and px, out.stdout[:2000]
     v = ctx.ward("verify", "--db", ctx.db, rid)
     assert v.code == 0 and "intact" in v.stdout, v
+
+
+class Holder:
+    """A loopback server that accepts and then never answers."""
+
+    def __init__(self):
+        self.s = socket.socket()
+        self.s.bind(("127.0.0.1", 0))
+        self.s.listen(64)
+        self.s.settimeout(0.2)
+        self.port = self.s.getsockname()[1]
+        self.conns = []
+        self.stop = False
+        self.t = threading.Thread(target=self.loop, daemon=True)
+        self.t.start()
+
+    def loop(self):
+        while not self.stop:
+            try:
+                self.conns.append(self.s.accept()[0])
+            except OSError:
+                pass
+
+    def close(self):
+        self.stop = True
+        self.t.join(2)
+        for c in self.conns:
+            c.close()
+        self.s.close()
+
+
+def test_hostile_client_and_silent_origin_do_not_hold_ward(ctx):
+    """Bounded: a head over 16 KiB is refused, 40 connections that never
+    send a head and a relay to an origin that never answers do not keep the
+    run (or ward) from ending when the code does."""
+    import time
+    h = Holder()
+    try:
+        pol = proxy_policy(ctx, [f"slow.test:{h.port}"])
+        code = ("import socket, sys\n"
+                "idle = [socket.create_connection(('127.0.0.1', 3128)) for _ in range(40)]\n"
+                "s = socket.create_connection(('127.0.0.1', 3128), timeout=10)\n"
+                "try:\n"
+                "    s.sendall(b'GET http://slow.test/ HTTP/1.1\\r\\nX: ' + b'a' * 20000)\n"
+                "except OSError:\n"
+                "    pass\n"
+                "print(s.recv(4096).split(b'\\r\\n')[0].decode(), flush=True)\n"
+                "s = socket.create_connection(('127.0.0.1', 3128), timeout=10)\n"
+                "s.sendall(f'GET http://slow.test:{sys.argv[1]}/ HTTP/1.1\\r\\n\\r\\n'.encode())\n"
+                "print('sent', flush=True)\n"
+                "import os; os._exit(0)\n")
+        t0 = time.monotonic()
+        r = run(ctx, code, "--policy", pol, "--add-host", "slow.test:127.0.0.1",
+                "--", str(h.port))
+        took = time.monotonic() - t0
+    finally:
+        h.close()
+    assert r.code == 0 and r.stdout.split("\n")[:2] == ["HTTP/1.1 400 Bad Request", "sent"], r
+    assert took < 8, f"the run took {took:.1f} s"
+    rows = proxy_rows(ctx)
+    assert any(x["rule"] == "net.proxy-request" and "over 16384" in x["reason"]
+               for x in rows), rows
+    # the relay to the silent origin was ended by the run's end, recorded
+    assert any(x["decision"] == "allow" and x["raw"] == f"slow.test:{h.port}"
+               for x in rows), rows
