@@ -289,6 +289,15 @@ def test_export_has_the_connection(ctx):
     px = [x for x in rows if x.get("syscall") == "proxy" or
           (x.get("event") or {}).get("syscall") == "proxy"]
     assert out.code == 0 and px, out.stdout[:2000]
+    out = ctx.ward("export", "--db", ctx.db, "--format", "ocsf", rid)
+    px = [x for x in map(json.loads, out.stdout.splitlines())
+          if x["unmapped"]["ward"].get("syscall") == "proxy"]
+    assert out.code == 0 and len(px) == 1, out.stdout[:2000]
+    e = px[0]
+    assert e["class_uid"] == 4001 and e["activity_name"] == "Open", e
+    assert e["dst_endpoint"] == {"ip": "127.0.0.1", "port": o.port,
+                                 "hostname": "mirror.test"}, e
+    assert e["traffic"]["bytes_in"] > 0 and e["traffic"]["bytes_out"] > 0, e
     v = ctx.ward("verify", "--db", ctx.db, rid)
     assert v.code == 0 and "intact" in v.stdout, v
 
