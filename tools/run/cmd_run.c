@@ -1398,6 +1398,7 @@ int ward_cmd_run(int argc, char **argv)
 	free(wd.path);
 	free(code);
 	free(a.envs);
+	free(a.hosts);
 	free_inputs(&a);
 	free(a.inputs);
 	return status;
