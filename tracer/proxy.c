@@ -2,14 +2,16 @@
  * proxy.c - the egress proxy (net.allow_domains): the code's only way out
  * of its network namespace.
  *
- * The run keeps its own network namespace with loopback only. At the
- * init's clone of the code (ns.c), before the code runs one instruction,
- * a short-lived thread of ward enters that namespace (setns), makes a
- * listening TCP socket on 127.0.0.1:POLICY_PROXY_PORT and leaves: the
- * socket is ward's, lives in the run's namespace, and nothing inside can
- * reach anything else. Every other thread of ward stays in the host's
- * namespace, so the connections the proxy makes to origin servers are
- * made from outside the sandbox.
+ * The run keeps its own network namespace with loopback only. The run's
+ * init (ns.c), once it has made that namespace, makes a listening TCP
+ * socket on 127.0.0.1:POLICY_PROXY_PORT in it (CLOEXEC: the code never
+ * holds it); at the init's clone of the code, before the code runs one
+ * instruction, ward takes it with pidfd_getfd. The socket is ward's, lives
+ * in the run's namespace, and nothing inside can reach anything else.
+ * ward's threads are in the host's namespace, so the connections the
+ * proxy makes to origin servers are made from outside the sandbox. (No
+ * setns: that needs CAP_SYS_ADMIN in ward's own user namespace, which an
+ * ordinary user's ward lacks.)
  *
  * Threads: an acceptor, and one thread per connection (at most
  * PROXY_CONN_MAX at once), never the ptrace loop's thread. Every wait is
@@ -51,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -606,61 +609,32 @@ static void *accept_main(void *arg)
 	return NULL;
 }
 
-/* ---- the listening socket in the run's namespace ---- */
+/* ---- start and stop ---- */
 
-struct mk {
-	int nsfd;
-	int fd; /* the socket, or -errno */
-};
-
-static void *make_listener(void *arg)
+/* ward's copy of the init's fd (the init is stopped at its clone of the
+ * code, traced by ward: pidfd_getfd's ptrace check passes, root or not). */
+static int take_fd(struct tracer *t, pid_t init, int init_fd)
 {
-	struct mk *m = arg;
-	struct sockaddr_in sa = { .sin_family = AF_INET,
-				  .sin_port = htons(POLICY_PROXY_PORT),
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int fd, one = 1;
+	int pfd = t->ns.init_fd, fd;
+	bool mine = false;
 
-	/* this thread only: it ends right after */
-	if (setns(m->nsfd, CLONE_NEWNET) < 0) {
-		m->fd = -errno;
-		return NULL;
+	if (init_fd < 0)
+		return -ENOENT;
+	if (pfd < 0) {
+		pfd = (int)syscall(SYS_pidfd_open, init, 0);
+		if (pfd < 0)
+			return -errno;
+		mine = true;
 	}
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0) {
-		m->fd = -errno;
-		return NULL;
-	}
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    listen(fd, 64) < 0) {
-		m->fd = -errno;
-		close(fd);
-		return NULL;
-	}
-	m->fd = fd;
-	return NULL;
+	fd = (int)syscall(SYS_pidfd_getfd, pfd, init_fd, 0); /* CLOEXEC */
+	if (fd < 0)
+		fd = -errno;
+	if (mine)
+		close(pfd);
+	return fd;
 }
 
-static int listener_in(pid_t init)
-{
-	char path[64];
-	struct mk m = { -1, -EIO };
-	pthread_t th;
-	int rc;
-
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)init);
-	m.nsfd = open(path, O_RDONLY | O_CLOEXEC);
-	if (m.nsfd < 0)
-		return -errno;
-	rc = pthread_create(&th, NULL, make_listener, &m);
-	if (rc == 0)
-		pthread_join(th, NULL);
-	close(m.nsfd);
-	return rc ? -rc : m.fd;
-}
-
-int tracer_proxy_start(struct tracer *t, pid_t init)
+int tracer_proxy_start(struct tracer *t, pid_t init, int init_fd)
 {
 	struct tracer_proxy *px;
 	int p[2], fd, rc;
@@ -669,7 +643,7 @@ int tracer_proxy_start(struct tracer *t, pid_t init)
 		return 0;
 	if (!(t->ns.flags & CLONE_NEWNET))
 		return -EPERM;
-	fd = listener_in(init);
+	fd = take_fd(t, init, init_fd);
 	if (fd < 0)
 		return fd;
 	px = calloc(1, sizeof(*px));

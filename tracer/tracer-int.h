@@ -711,10 +711,11 @@ long long tracer_now_ns(void);
 
 /* ---- the egress proxy (proxy.c) ---- */
 
-/* With net.allow_domains: the proxy's socket in the network namespace of
- * init (the run's), and its threads. 0 (also when the policy has no
- * domains), -EPERM (the run has the host's network namespace), -errno. */
-int tracer_proxy_start(struct tracer *t, pid_t init);
+/* With net.allow_domains: takes the proxy's socket from the init (its fd
+ * init_fd, made in the run's network namespace) and starts the proxy's
+ * threads. 0 (also when the policy has no domains), -EPERM (the run has
+ * the host's network namespace), -errno. */
+int tracer_proxy_start(struct tracer *t, pid_t init, int init_fd);
 /* Ends every connection and thread of the proxy; their rows are queued.
  * No-op without one. */
 void tracer_proxy_stop(struct tracer *t);

@@ -8,7 +8,7 @@ import socket
 import threading
 import http.server
 
-from wardtest import listener
+from wardtest import listener, ward_as_nobody
 
 PROFILE = os.path.join(os.path.dirname(__file__), "..", "..", "profiles", "default.json")
 
@@ -365,3 +365,24 @@ def test_hostile_client_and_silent_origin_do_not_hold_ward(ctx):
     # the relay to the silent origin was ended by the run's end, recorded
     assert any(x["decision"] == "allow" and x["raw"] == f"slow.test:{h.port}"
                for x in rows), rows
+
+
+def test_as_an_ordinary_user(ctx):
+    """ward as uid 65534 (a user namespace, no CAP_SYS_ADMIN of its own):
+    the proxy's socket is made by the run's init and taken with
+    pidfd_getfd; the code holds no socket of ward's when it starts."""
+    o = Origin()
+    try:
+        pol = proxy_policy(ctx, [f"mirror.test:{o.port}"])
+        os.chmod(pol, 0o644)
+        code = ("import os, urllib.request\n"
+                "fds = [os.readlink('/proc/self/fd/' + f) for f in os.listdir('/proc/self/fd')]\n"
+                "print('sockets at start:', sum(x.startswith('socket:') for x in fds))\n"
+                f"print(urllib.request.urlopen('http://mirror.test:{o.port}/u').read().decode())\n")
+        p, home = ward_as_nobody(ctx, "run", "--db", lambda h: os.path.join(h, "a.db"),
+                                 "--policy", pol, "--add-host", "mirror.test:127.0.0.1",
+                                 "-c", code)
+    finally:
+        o.close()
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert p.stdout.splitlines() == ["sockets at start: 0", "origin says hi"], p.stdout
