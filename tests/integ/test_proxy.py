@@ -390,4 +390,4 @@ def test_as_an_ordinary_user(ctx):
     finally:
         o.close()
     assert p.returncode == 0, (p.stdout, p.stderr)
-    assert p.stdout.splitlines() == ["sockets at start: 0", "origin says hi"], p.stdout
+    assert p.stdout.split("\n")[:2] == ["sockets at start: 0", "origin says hi"], p.stdout
