@@ -391,3 +391,23 @@ def test_as_an_ordinary_user(ctx):
         o.close()
     assert p.returncode == 0, (p.stdout, p.stderr)
     assert p.stdout.split("\n")[:2] == ["sockets at start: 0", "origin says hi"], p.stdout
+
+
+def test_batch_passes_add_host(ctx):
+    o = Origin()
+    try:
+        pol = proxy_policy(ctx, [f"mirror.test:{o.port}"])
+        s = ctx.write("s.jsonl", json.dumps(
+            {"id": "fetch", "code": "import urllib.request\n"
+             f"print(urllib.request.urlopen('http://mirror.test:{o.port}/b').read().decode().strip())",
+             "expect_stdout": "origin says hi\n"}) + "\n")
+        out = ctx.path("res.jsonl")
+        r = ctx.ward("batch", "--db", ctx.db, "--out", out, "--policy", pol,
+                     "--add-host", "mirror.test:127.0.0.1", s)
+    finally:
+        o.close()
+    assert r.code == 0, r
+    with open(out) as f:
+        res = [json.loads(l) for l in f]
+    assert len(res) == 1 and res[0]["pass"] is True, res
+    assert o.seen == [(f"mirror.test:{o.port}", "/b")], o.seen
