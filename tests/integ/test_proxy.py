@@ -411,3 +411,30 @@ def test_batch_passes_add_host(ctx):
         res = [json.loads(l) for l in f]
     assert len(res) == 1 and res[0]["pass"] is True, res
     assert o.seen == [(f"mirror.test:{o.port}", "/b")], o.seen
+
+
+def test_recheck_judges_proxy_rows_again(ctx):
+    """ward recheck decides a proxy row again by name, then by the address
+    it reached: another allow_domains list or allow_private changes it."""
+    o = Origin()
+    try:
+        pol = proxy_policy(ctx, [f"mirror.test:{o.port}", f"evil.test:{o.port}"])
+        r = run(ctx, GET + "urllib.request.urlopen\n", "--policy", pol,
+                "--add-host", "mirror.test:127.0.0.1",
+                "--add-host", "evil.test:169.254.169.254",
+                "--", f"http://mirror.test:{o.port}/")
+        assert r.code == 0 and "origin says hi" in r.stdout, r
+        r = run(ctx, GET, "--policy", pol, "--add-host", "evil.test:169.254.169.254",
+                "--", f"http://evil.test:{o.port}/")
+        assert "HTTP 403" in r.stdout, r
+    finally:
+        o.close()
+    other = proxy_policy(ctx, [f"evil.test:{o.port}"],
+                         private=("127.0.0.1", "169.254.169.254"))
+    r = ctx.ward("recheck", "--db", ctx.db, "--all", "--policy", other, "--json")
+    assert r.code == 0, r
+    text = r.stdout
+    assert "net.allow_domains[0] -> default" in ctx.ward(
+        "recheck", "--db", ctx.db, "--all", "--policy", other).stdout
+    assert "net.proxy-address -> net.allow_domains[0]" in ctx.ward(
+        "recheck", "--db", ctx.db, "--all", "--policy", other).stdout, text
