@@ -438,3 +438,40 @@ def test_recheck_judges_proxy_rows_again(ctx):
         "recheck", "--db", ctx.db, "--all", "--policy", other).stdout
     assert "net.proxy-address -> net.allow_domains[0]" in ctx.ward(
         "recheck", "--db", ctx.db, "--all", "--policy", other).stdout, text
+
+
+def test_session_cells_go_through_the_proxy(ctx):
+    """ward serve: a session whose policy has allow_domains and net.hosts
+    reaches the name from every cell, one proxy row per connection."""
+    import subprocess
+    from wardtest import ward_bin
+    o = Origin()
+    try:
+        pol = proxy_policy(ctx, [f"mirror.test:{o.port}"],
+                           hosts={"mirror.test": "127.0.0.1"})
+        p = subprocess.Popen([ward_bin(), "serve", "--db", ctx.db], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             cwd=ctx.tmp)
+        try:
+            def call(i, method, params):
+                p.stdin.write(json.dumps({"id": i, "method": method, "params": params}) + "\n")
+                p.stdin.flush()
+                return json.loads(p.stdout.readline())
+            sid = call(1, "session.create", {"language": "python", "policy": pol}
+                       )["result"]["session_id"]
+            texts = []
+            for i, path in ((2, "a"), (3, "b")):
+                r = call(i, "run", {"session_id": sid, "code":
+                                    "import urllib.request\n"
+                                    f"urllib.request.urlopen('http://mirror.test:{o.port}/{path}')"
+                                    ".read().decode()"})["result"]
+                texts.append(r["results"][0]["text"])
+        finally:
+            p.stdin.close()
+            p.wait(timeout=60)
+    finally:
+        o.close()
+    assert texts == ["'origin says hi\\n'"] * 2, texts
+    assert [s[1] for s in o.seen] == ["/a", "/b"], o.seen
+    rows = ctx.sql("select raw, decision from events where syscall = 'proxy'")
+    assert rows == [{"raw": f"mirror.test:{o.port}", "decision": "allow"}] * 2, rows
