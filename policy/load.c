@@ -130,6 +130,9 @@ static const char *const builtin_ids[] = {
 	POL_RULE_SIGNALS,
 	POL_RULE_PROC_MEM,
 	POL_RULE_ARG_FLOOR,
+	POLICY_PROXY_RULE,
+	"net.proxy-name",
+	"net.proxy-address",
 	/* the supervisor's own decisions (tracer/loop.c): ward recheck keeps
 	 * rows with these rules (and floor.*) as not the policy's */
 	"copy",
@@ -982,9 +985,186 @@ const char *pol_family_name(int family)
 	return NULL;
 }
 
+/* *arr (of *n elements of size sz) made room for more and a zeroed end:
+ * a phase's entries follow the base's (the base's are in a phase's copy). */
+static int grow_by(void **arr, size_t n, size_t more, size_t sz)
+{
+	void *nv = realloc(*arr, (n + more + 1) * sz);
+
+	if (!nv)
+		return -ENOMEM;
+	memset((char *)nv + n * sz, 0, (more + 1) * sz);
+	*arr = nv;
+	return 0;
+}
+
+/* net.allow_domains: ["pypi.org:443", "*.pythonhosted.org:443"]; each
+ * entry's rule id is its JSON path (phases.setup.net.allow_domains[0] in a
+ * phase) */
+static int parse_domains(struct vctx *c, json_t *v)
+{
+	char why[sizeof(c->err->msg)];
+	size_t i, old;
+	json_t *e;
+	int rc = want(c, v, JSON_ARRAY, "an array of \"NAME:PORT\" strings");
+
+	if (rc)
+		return rc;
+	c->p->has_domains = true;
+	if (grow_by((void **)&c->p->domains, c->p->ndomains,
+		    json_array_size(v), sizeof(*c->p->domains)))
+		return -ENOMEM;
+	json_array_foreach(v, i, e)
+	{
+		struct pol_domain *d = &c->p->domains[c->p->ndomains];
+		const char *str;
+
+		old = push_idx(c, i);
+		rc = get_string(c, e, &str);
+		if (!rc && (rc = pol_domain_parse(str, d, why, sizeof(why))) ==
+				   -EINVAL)
+			rc = fail(c, "%s", why);
+		if (!rc && !(d->id = strdup(c->path)))
+			rc = -ENOMEM;
+		pop(c, old);
+		if (rc) {
+			free(d->name);
+			return rc;
+		}
+		c->p->ndomains++;
+	}
+	return 0;
+}
+
+/* net.hosts: {"mirror.test": "127.0.0.1"} */
+static int parse_hosts(struct vctx *c, json_t *v)
+{
+	char why[sizeof(c->err->msg)];
+	const char *name;
+	json_t *e;
+	size_t old;
+	int rc = want(c, v, JSON_OBJECT, "an object of \"NAME\": \"IP\"");
+
+	if (rc)
+		return rc;
+	if (grow_by((void **)&c->p->hosts, c->p->nhosts, json_object_size(v),
+		    sizeof(*c->p->hosts)))
+		return -ENOMEM;
+	json_object_foreach(v, name, e)
+	{
+		const char *ip;
+
+		old = push_key(c, name);
+		rc = get_string(c, e, &ip);
+		if (!rc &&
+		    (rc = pol_host_parse(name, ip, &c->p->hosts[c->p->nhosts],
+					 why, sizeof(why))) == -EINVAL)
+			rc = fail(c, "%s", why);
+		pop(c, old);
+		if (rc)
+			return rc;
+		c->p->nhosts++;
+	}
+	return 0;
+}
+
+/* net.allow_private: ["127.0.0.1", "10.1.0.0/16"] */
+static int parse_reach(struct vctx *c, json_t *v)
+{
+	size_t i, old;
+	json_t *e;
+	int rc = want(c, v, JSON_ARRAY, "an array of addresses or CIDRs");
+
+	if (rc)
+		return rc;
+	if (grow_by((void **)&c->p->reach, c->p->nreach, json_array_size(v),
+		    sizeof(*c->p->reach)))
+		return -ENOMEM;
+	json_array_foreach(v, i, e)
+	{
+		struct pol_net_rule r = { 0 };
+		const char *str;
+
+		old = push_idx(c, i);
+		rc = get_string(c, e, &str);
+		if (!rc)
+			rc = parse_cidr(c, str,
+					strchr(str, ':') ? AF_INET6 : AF_INET,
+					&r);
+		pop(c, old);
+		if (rc)
+			return rc;
+		struct pol_cidr *x = &c->p->reach[c->p->nreach];
+		x->family = strchr(str, ':') ? AF_INET6 : AF_INET;
+		memcpy(x->addr, r.addr, 16);
+		x->prefix = r.prefix;
+		c->p->nreach++;
+	}
+	return 0;
+}
+
+/* With allow_domains, the code may reach ward's proxy: a first rule
+ * allowing connect to 127.0.0.1:POLICY_PROXY_PORT, and inet sockets. */
+static int add_proxy_rule(struct policy *p)
+{
+	for (size_t i = 0; i < p->nnet; i++)
+		if (p->net[i].id && !strcmp(p->net[i].id, POLICY_PROXY_RULE))
+			return 0; /* a phase's domains join the base's */
+	struct pol_net_rule *nv = realloc(p->net, (p->nnet + 2) * sizeof(*nv));
+
+	if (!nv)
+		return -ENOMEM;
+	p->net = nv;
+	memmove(nv + 1, nv, p->nnet * sizeof(*nv));
+	memset(nv, 0, sizeof(*nv));
+	memset(nv + p->nnet + 1, 0, sizeof(*nv));
+	p->nnet++;
+	nv->id = strdup(POLICY_PROXY_RULE);
+	if (!nv->id)
+		return -ENOMEM;
+	nv->ops = POL_OP(WARD_NET_CONNECT);
+	nv->family = AF_INET;
+	nv->has_addr = true;
+	inet_pton(AF_INET, "127.0.0.1", nv->addr);
+	nv->prefix = 32;
+	nv->has_port = true;
+	nv->port_lo = nv->port_hi = POLICY_PROXY_PORT;
+	p->sock_families |= 1ull << AF_INET;
+	return 0;
+}
+
+static int parse_proxy_keys(struct vctx *c, json_t *v)
+{
+	static const struct {
+		const char *key;
+		int (*fn)(struct vctx *c, json_t *v);
+	} keys[] = {
+		{ "allow_domains", parse_domains },
+		{ "hosts", parse_hosts },
+		{ "allow_private", parse_reach },
+	};
+	json_t *m;
+	size_t old;
+	int rc = 0;
+
+	for (size_t i = 0; !rc && i < NELEM(keys); i++) {
+		if (!(m = json_object_get(v, keys[i].key)))
+			continue;
+		old = push_key(c, keys[i].key);
+		rc = keys[i].fn(c, m);
+		pop(c, old);
+	}
+	if (!rc && c->p->has_domains)
+		rc = add_proxy_rule(c->p);
+	return rc;
+}
+
 static int parse_net(struct vctx *c, json_t *v)
 {
-	static const char *const keys[] = { "socket", "rules", "errno", NULL };
+	static const char *const keys[] = { "socket", "rules",
+					    "errno",  "allow_domains",
+					    "hosts",  "allow_private",
+					    NULL };
 	uint64_t fams = 0;
 	json_t *m;
 	size_t old;
@@ -1014,8 +1194,10 @@ static int parse_net(struct vctx *c, json_t *v)
 		old = push_key(c, "errno");
 		rc = get_errno(c, m, &c->p->net_err);
 		pop(c, old);
+		if (rc)
+			return rc;
 	}
-	return rc;
+	return parse_proxy_keys(c, v);
 }
 
 static int check_syscall_name(struct vctx *c, struct pol_sys_rule *r)

@@ -80,6 +80,29 @@ struct pol_net_rule {
 	int err;   /* errno for deny; 0 = default for the op */
 };
 
+/* net.allow_domains[i]: "name:port" or "*.suffix:port" (domains.c) */
+struct pol_domain {
+	char *id;   /* "net.allow_domains[2]" */
+	char *name; /* lower case, no trailing dot; for a wildcard the
+		     * suffix after "*." */
+	bool wildcard;
+	int port;
+};
+
+/* net.hosts and --add-host: a name the proxy resolves to addr */
+struct pol_host {
+	char *name; /* lower case */
+	int family; /* AF_INET or AF_INET6 */
+	unsigned char addr[16];
+};
+
+/* net.allow_private[i]: a CIDR of a blocked range the proxy may reach */
+struct pol_cidr {
+	int family;
+	unsigned char addr[16]; /* masked */
+	int prefix;
+};
+
 enum pol_sys_action {
 	POL_SYS_ALLOW,
 	POL_SYS_DENY,
@@ -129,6 +152,15 @@ struct policy {
 	struct pol_net_rule *net;
 	size_t nnet;
 	int net_err; /* connect/send denials */
+	/* the egress proxy (domains.c); has_domains: "allow_domains" given
+	 * (even empty): the run gets ward's proxy */
+	bool has_domains;
+	struct pol_domain *domains;
+	size_t ndomains;
+	struct pol_host *hosts;
+	size_t nhosts;
+	struct pol_cidr *reach;
+	size_t nreach;
 
 	bool signals_any;
 
@@ -202,6 +234,16 @@ int pol_path_bind(struct pol_path *pp, const char *wd);
 __attribute__((format(printf, 6, 7))) void
 pol_set_error(struct policy_error *err, const char *file, int line, int col,
 	      const char *where, const char *fmt, ...);
+
+/* ---- the proxy's names (domains.c) ---- */
+
+/* "name:port" or "*.suffix:port" into d (d->id not set). 0, or -EINVAL
+ * with why filled, -ENOMEM. */
+int pol_domain_parse(const char *s, struct pol_domain *d, char *why, size_t n);
+/* A host name and an address literal into h. 0, -EINVAL (why), -ENOMEM. */
+int pol_host_parse(const char *name, const char *ip, struct pol_host *h,
+		   char *why, size_t n);
+void pol_domains_free(struct policy *p);
 
 /* Family name ("inet", "unix", ...) to AF_ value, -1 if unknown. */
 int pol_family_from_name(const char *name);

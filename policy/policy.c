@@ -282,6 +282,7 @@ void policy_free(struct policy *p)
 		path_free(&p->net[i].path);
 	}
 	free(p->net);
+	pol_domains_free(p);
 	for (size_t i = 0; i < p->nsys; i++) {
 		free(p->sys[i].id);
 		free(p->sys[i].name);

@@ -127,6 +127,36 @@ bool policy_trap_stat(const struct policy *p);
  * or bind allow rule for other addresses, or audit mode)? Without that, ward
  * gives the run a network namespace of its own with only loopback. */
 bool policy_net_beyond_loopback(const struct policy *p);
+/*
+ * The egress proxy (net.allow_domains; domains.c, tracer/proxy.c). With
+ * it the code's only way out is ward's proxy, listening inside the run's
+ * network namespace on 127.0.0.1:POLICY_PROXY_PORT (the policy allows that
+ * connect, rule POLICY_PROXY_RULE).
+ */
+#define POLICY_PROXY_PORT 3128
+#define POLICY_PROXY_RULE "net.proxy"
+bool policy_net_proxy(const struct policy *p);
+/* Decide a request for name:port (any case, a trailing dot ignored): allow
+ * by the first matching net.allow_domains entry (rule its id), else deny
+ * (rule "default", err ECONNREFUSED); a name that is not a valid host name
+ * is denied, rule "net.proxy-name". Pure; always fills *out. */
+void policy_domain_check(const struct policy *p, const char *name, int port,
+			 struct policy_verdict *out);
+/* The address net.hosts / --add-host give name: 0 with *family (AF_INET or
+ * AF_INET6) and addr (4 or 16 bytes) filled, or -ENOENT. */
+int policy_host_lookup(const struct policy *p, const char *name, int *family,
+		       unsigned char addr[16]);
+/* May the proxy connect to this address? Not when it is loopback,
+ * link-local (the metadata address 169.254.169.254 among them), private,
+ * shared, multicast, reserved or unspecified (IPv4-mapped, NAT64 and 6to4
+ * forms judged as the IPv4 address inside), unless net.allow_private
+ * names it. why (may be NULL) says which range refused it. */
+bool policy_proxy_may_reach(const struct policy *p, int family,
+			    const unsigned char *addr, char *why, size_t n);
+/* Add "NAME:IP" (ward run --add-host) to the policy's hosts, ahead of the
+ * policy's own. 0, or -EINVAL with err filled, -ENOMEM. */
+int policy_add_host(struct policy *p, const char *spec, char *err, size_t n);
+
 /* Syscall names that have a raw "syscalls" rule (so the filter traps them). */
 size_t policy_syscall_rule_count(const struct policy *p);
 const char *policy_syscall_rule_name(const struct policy *p, size_t i);

@@ -1621,6 +1621,8 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	sigset_t sigs, old;
 	int sync_w = -1, rc;
 	long long t0 = mono_ms();
+	struct tracer_opts proxy_opts;
+	char **proxy_env = NULL;
 	pid_t pid;
 
 	memset(res, 0, sizeof(*res));
@@ -1628,6 +1630,16 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	res->memory_by = "none";
 	if (!t)
 		return -ENOMEM;
+	if (policy_net_proxy(o->policy)) {
+		/* the code's environment names the proxy (proxy.c) */
+		proxy_opts = *o;
+		proxy_opts.envp = proxy_env = tracer_proxy_env(o->envp);
+		if (!proxy_env) {
+			munmap(t, sizeof(*t));
+			return -ENOMEM;
+		}
+		o = &proxy_opts;
+	}
 	tracer_init(t, o, res);
 
 	sigemptyset(&sigs);
@@ -1697,7 +1709,15 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	if (!t->ns.init)
 		tracee_add(t, pid, NULL); /* else its child, at its fork */
 
+	if (policy_net_proxy(o->policy) &&
+	    (!t->ns.init || !(t->ns.flags & CLONE_NEWNET)))
+		tracer_stop(t, STOP_POLICY,
+			    "net.allow_domains needs the run's own network "
+			    "namespace (none here, or the policy lets the code "
+			    "reach peers beyond loopback directly, or audit "
+			    "mode)");
 	event_loop(t);
+	tracer_proxy_stop(t);
 	debug("last tracee gone");
 	copies_layer(t);
 	retbpf_drain(t);
@@ -1707,6 +1727,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	rc = t->audit_err;
 
 out:
+	tracer_proxy_stop(t);
 	tracer_io_finish(t);   /* when start_child failed after starting it */
 	tracer_record_wait(t); /* when the output thread never started */
 	retbpf_close(t);       /* no thread reads results any more */
@@ -1732,6 +1753,7 @@ out:
 		rc = -ECHILD;
 	tracer_release(t, &f, &sync_w);
 	free(filter.filter);
+	free(proxy_env);
 	munmap(t, sizeof(*t));
 	/* Drop signals that arrived after the run, then restore the mask. */
 	struct timespec zero = { 0, 0 };

@@ -548,6 +548,7 @@ struct tracer {
 	bool files_shared;    /* a clone shared an fd table across processes */
 	long long n_copied;   /* allowed syscalls given copies */
 	long long n_in_place; /* ... whose arguments were the thread's alone */
+	struct tracer_proxy *proxy; /* the egress proxy (proxy.c), or NULL */
 	struct argcopy cp;    /* argument copies of the current stop */
 	struct ward_event ev; /* scratch for the current stop */
 	char bt[4096];	      /* scratch for backtraces */
@@ -728,5 +729,19 @@ int tracer_io_start(struct tracer *t);
 void tracer_io_finish(struct tracer *t);
 
 long long tracer_now_ns(void);
+
+/* ---- the egress proxy (proxy.c) ---- */
+
+/* With net.allow_domains: takes the proxy's socket from the init (its fd
+ * init_fd, made in the run's network namespace) and starts the proxy's
+ * threads. 0 (also when the policy has no domains), -EPERM (the run has
+ * the host's network namespace), -errno. */
+int tracer_proxy_start(struct tracer *t, pid_t init, int init_fd);
+/* Ends every connection and thread of the proxy; their rows are queued.
+ * No-op without one. */
+void tracer_proxy_stop(struct tracer *t);
+/* envp with the proxy variables (HTTP_PROXY, ...; any given dropped): a
+ * new array (free it, not its strings), or NULL. */
+char **tracer_proxy_env(char *const *envp);
 
 #endif

@@ -4,6 +4,7 @@
  * class, $WORKDIR binding, /proc/self aliases, errno names, the kill floor
  * and the shipped profiles.
  */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -1978,6 +1979,90 @@ static void test_phases(void)
 	policy_free(p);
 }
 
+/* net.allow_domains and the proxy's address floor (policy/domains.c). */
+static void test_domains(void)
+{
+	struct policy *p =
+		load("{\"version\": 1, \"net\": {\"allow_domains\": "
+		     "[\"PyPI.org.:443\", \"*.pythonhosted.org:443\"], "
+		     "\"hosts\": {\"m.test\": \"10.1.2.3\"}, "
+		     "\"allow_private\": [\"10.1.0.0/16\"]}}");
+	static const struct {
+		const char *name;
+		int port;
+		const char *rule;
+	} cases[] = {
+		{ "pypi.org", 443, "net.allow_domains[0]" },
+		{ "PYPI.ORG.", 443, "net.allow_domains[0]" },
+		{ "pypi.org", 80, "default" },
+		{ "evil-pypi.org", 443, "default" },
+		{ "files.pythonhosted.org", 443, "net.allow_domains[1]" },
+		{ "a.b.pythonhosted.org", 443, "net.allow_domains[1]" },
+		{ "pythonhosted.org", 443, "default" },
+		{ "xpythonhosted.org", 443, "default" },
+		{ "pypi.org Host: x", 443, "net.proxy-name" },
+		{ "", 443, "net.proxy-name" },
+	};
+	struct policy_verdict vd;
+	unsigned char a[16];
+	int fam = 0;
+
+	if (!ok(p && policy_net_proxy(p), "allow_domains: loads"))
+		return;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		policy_domain_check(p, cases[i].name, cases[i].port, &vd);
+		is_str(vd.rule, cases[i].rule, cases[i].name);
+		ok((vd.action == POLICY_ALLOW) ==
+			   !strncmp(cases[i].rule, "net.allow_domains", 17),
+		   "domain: action goes with the rule");
+	}
+	ok(policy_host_lookup(p, "M.test", &fam, a) == 0 && fam == AF_INET &&
+		   a[0] == 10 && a[3] == 3,
+	   "hosts: m.test");
+	ok(policy_host_lookup(p, "n.test", &fam, a) == -ENOENT, "hosts: miss");
+	ok(policy_add_host(p, "n.test:::1", NULL, 0) == 0 &&
+		   policy_host_lookup(p, "n.test", &fam, a) == 0 &&
+		   fam == AF_INET6 && a[15] == 1,
+	   "--add-host: an IPv6 address");
+	static const struct {
+		int fam;
+		const char *addr;
+		bool may;
+	} addrs[] = {
+		{ AF_INET, "93.184.216.34", true },
+		{ AF_INET, "127.0.0.1", false },
+		{ AF_INET, "169.254.169.254", false },
+		{ AF_INET, "10.0.0.1", false },
+		{ AF_INET, "10.1.9.9", true }, /* allow_private */
+		{ AF_INET, "172.31.0.1", false },
+		{ AF_INET, "192.168.1.1", false },
+		{ AF_INET, "100.100.0.1", false },
+		{ AF_INET, "0.0.0.0", false },
+		{ AF_INET6, "::1", false },
+		{ AF_INET6, "::", false },
+		{ AF_INET6, "::ffff:127.0.0.1", false },
+		{ AF_INET6, "::ffff:169.254.169.254", false },
+		{ AF_INET6, "::ffff:10.1.2.3", true },
+		{ AF_INET6, "64:ff9b::a9fe:a9fe", false },
+		{ AF_INET6, "2002:7f00:1::", false },
+		{ AF_INET6, "fd00::1", false },
+		{ AF_INET6, "fe80::1", false },
+		{ AF_INET6, "2606:4700::1", true },
+	};
+	for (size_t i = 0; i < sizeof(addrs) / sizeof(addrs[0]); i++) {
+		char why[160];
+
+		inet_pton(addrs[i].fam, addrs[i].addr, a);
+		ok(policy_proxy_may_reach(p, addrs[i].fam, a, why,
+					  sizeof(why)) == addrs[i].may,
+		   "may reach %s: %d", addrs[i].addr, addrs[i].may);
+	}
+	policy_free(p);
+	p = load("{\"version\": 1}");
+	ok(p && !policy_net_proxy(p), "no allow_domains: no proxy");
+	policy_free(p);
+}
+
 int main(void)
 {
 	test_errnames();
@@ -2010,5 +2095,6 @@ int main(void)
 	test_stat_of_what_is_not_there();
 	test_require();
 	test_phases();
+	test_domains();
 	return done_testing();
 }

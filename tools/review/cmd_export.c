@@ -641,6 +641,29 @@ static json_t *endpoint(json_t *args)
 	return e;
 }
 
+/* A connection through ward's egress proxy (docs/schema.md, proxy rows):
+ * Network Activity "Open" to the name and the address it resolved to,
+ * with the bytes each way. */
+static json_t *proxy_activity(struct export_ctx *x, json_t *args,
+			      long long ts, const char *suffix)
+{
+	json_t *o = ocsf_base(x, &C_NET, 1, "Open", ts, suffix);
+	json_t *dst = endpoint(args), *tr = json_object(), *ci = json_object();
+
+	set_str(dst, "hostname",
+		json_string_value(json_object_get(args, "name")));
+	json_object_set_new(o, "dst_endpoint", dst);
+	json_object_set_new(o, "src_endpoint", json_object());
+	json_object_set(tr, "bytes_out", json_object_get(args, "bytes_up"));
+	json_object_set(tr, "bytes_in", json_object_get(args, "bytes_down"));
+	json_object_set_new(o, "traffic", tr);
+	json_object_set(o, "duration", json_object_get(args, "duration_ms"));
+	json_object_set_new(ci, "direction_id", json_integer(2));
+	json_object_set_new(ci, "direction", json_string("Outbound"));
+	json_object_set_new(o, "connection_info", ci);
+	return o;
+}
+
 static json_t *connection_info(json_t *args, int direction)
 {
 	static const char *const dirs[] = { "Unknown", "Inbound", "Outbound" };
@@ -784,6 +807,8 @@ static int ocsf_event(const struct audit_col *c, int n, void *arg)
 				    connection_info(args, sock	  ? 0
 							  : local ? 1
 								  : 2));
+	} else if (!strcmp(sc, "proxy")) {
+		o = proxy_activity(x, args, ts, suffix);
 	} else {
 		json_t *k = json_object();
 

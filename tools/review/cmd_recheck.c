@@ -464,14 +464,27 @@ static int judge_row(const struct audit_event_row *row, void *arg)
 		return note_cannot(rs, row, "unknown recorded decision");
 	if (!rs->run->workdir)
 		return note_cannot(rs, row, "the run has no recorded workdir");
-	if (policy_event_from_row(&pr, &rc->ev, why, sizeof(why)) < 0)
-		return note_cannot(rs, row, why);
+	/* judged by the policy of the phase the row was made in */
 	const char *phase = run_phase_of(&rc->phases, e->proc_serial);
 	const struct policy *pol = phase && !strcmp(phase, "setup") &&
 						   policy_phase(rc->pol, phase)
 					   ? policy_phase(rc->pol, phase)
 					   : rc->pol;
-	policy_check(pol, &rc->ev, &v);
+	if (!strcmp(e->syscall, "proxy")) {
+		/* ward's egress proxy: decided by name, then address */
+		if (e->rule && (!strcmp(e->rule, "net.proxy-sni") ||
+				!strcmp(e->rule, "net.proxy-request") ||
+				!strcmp(e->rule, "net.proxy-origin")))
+			return note_cannot(rs, row,
+					   "decided on the connection's bytes, "
+					   "not by the policy");
+		if (policy_proxy_from_row(pol, &pr, &v, why, sizeof(why)) < 0)
+			return note_cannot(rs, row, why);
+	} else if (policy_event_from_row(&pr, &rc->ev, why, sizeof(why)) < 0) {
+		return note_cannot(rs, row, why);
+	} else {
+		policy_check(pol, &rc->ev, &v);
+	}
 	rs->rechecked++;
 	to = v.action == POLICY_ALLOW  ? OUT_ALLOW
 	     : v.action == POLICY_DENY ? OUT_DENY

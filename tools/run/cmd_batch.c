@@ -120,7 +120,7 @@ static void usage(FILE *f)
 		"passed on to every ward run: --policy FILE, --profile NAME, --timeout SEC,\n"
 		"--cpu SEC, --memory SIZE, --max-procs N, --max-output SIZE, --max-events N,\n"
 		"--max-disk SIZE, --interpreter P, --require LAYERS, --seal-log FILE,\n"
-		"--no-cgroup, --setup FILE, --setup-code CODE (see `ward run --help`;\n"
+		"--add-host NAME:IP, --no-cgroup, --setup FILE, --setup-code CODE (see `ward run --help`;\n"
 		"the setup runs in each sample's own sandbox, before its code)\n"
 		"\n"
 		"Ctrl-C (SIGINT) or SIGTERM: no new sample starts, the running ones are\n"
@@ -195,6 +195,7 @@ static int parse_args(int argc, char **argv, struct batch_opts *o)
 		{ "seal-log", required_argument, 0, O_PASS },
 		{ "setup", required_argument, 0, O_PASS },
 		{ "setup-code", required_argument, 0, O_PASS },
+		{ "add-host", required_argument, 0, O_PASS },
 		{ "no-cgroup", no_argument, 0, O_PASS_FLAG },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },

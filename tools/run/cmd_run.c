@@ -72,6 +72,8 @@ struct run_args {
 	unsigned long long require; /* --require: policy_layer_name() bits */
 	char **envs;
 	size_t n_envs;
+	char **hosts; /* --add-host NAME:IP */
+	size_t n_hosts;
 	char **inputs; /* --input files copied into the workdir */
 	size_t n_inputs;
 	struct input_rec *in_recs; /* what copy_inputs() copied, recorded */
@@ -135,6 +137,8 @@ static void usage(FILE *f)
 		"                    record (default 64M, 0: none); a file past the cap\n"
 		"                    is recorded by name, size and SHA-256 only, and\n"
 		"                    `ward rerun` needs it given again\n"
+		"  --add-host NAME:IP  the egress proxy (net.allow_domains) resolves NAME\n"
+		"                    to IP (repeatable; docs/policy.md)\n"
 		"  --env NAME[=VAL]  pass one variable to the code (repeatable); nothing of\n"
 		"                    ward's own environment is passed otherwise. Recorded\n"
 		"                    in runs.env: NAME=VAL with its value (it is in the\n"
@@ -369,7 +373,8 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		O_STDIN,
 		O_TAG,
 		O_SETUP,
-		O_SETUP_CODE
+		O_SETUP_CODE,
+		O_ADD_HOST
 	};
 	static const struct option opts[] = {
 		{ "lang", required_argument, 0, O_LANG },
@@ -405,6 +410,7 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		{ "tag", required_argument, 0, O_TAG },
 		{ "setup", required_argument, 0, O_SETUP },
 		{ "setup-code", required_argument, 0, O_SETUP_CODE },
+		{ "add-host", required_argument, 0, O_ADD_HOST },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -415,7 +421,8 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 	a->keep_inputs = KEEP_INPUTS_DEFAULT;
 	a->envs = calloc((size_t)argc + 1, sizeof(char *));
 	a->inputs = calloc((size_t)argc + 1, sizeof(char *));
-	if (!a->envs || !a->inputs)
+	a->hosts = calloc((size_t)argc + 1, sizeof(char *));
+	if (!a->envs || !a->inputs || !a->hosts)
 		die("out of memory");
 	optind = 1;
 	opterr = 0;
@@ -477,6 +484,7 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		case O_TAG: break; /* only in the recorded argv */
 		case O_SETUP: a->setup_file = optarg; break;
 		case O_SETUP_CODE: a->setup_code = optarg; break;
+		case O_ADD_HOST: a->hosts[a->n_hosts++] = optarg; break;
 		case O_PIN:
 			a->pin_cpu = optarg ? parse_cpu(optarg)
 					    : sched_getcpu();
@@ -518,6 +526,7 @@ int ward_run_args_start(int argc, char **argv, size_t *n_inputs, size_t *n_envs)
 	parse_args(argc, argv, &a);
 	free(a.envs);
 	free(a.inputs);
+	free(a.hosts);
 	*n_inputs = a.n_inputs;
 	*n_envs = a.n_envs;
 	return argc - a.n_script_args;
@@ -1388,6 +1397,10 @@ int ward_cmd_run(int argc, char **argv)
 		ward_record_preopen(&rec.rec);
 	struct policy *pol = load_policy(&a, lang);
 	debug("policy %s loaded", policy_name(pol));
+	for (size_t i = 0; i < a.n_hosts; i++)
+		if (policy_add_host(pol, a.hosts[i], errbuf, sizeof(errbuf)) <
+		    0)
+			die("%s", errbuf);
 	/* Compile the filter while the rest is set up. It reads only the
 	 * policy's trap_stat and syscall rules, which nothing changes from
 	 * here on (the workdir and the record's guard are path rules). On
@@ -1613,6 +1626,7 @@ int ward_cmd_run(int argc, char **argv)
 	free(wd.path);
 	free(code);
 	free(a.envs);
+	free(a.hosts);
 	free_inputs(&a);
 	free(a.inputs);
 	return status;
