@@ -212,7 +212,8 @@ int policy_host_lookup(const struct policy *p, const char *name, int *family,
 	return -ENOENT;
 }
 
-int policy_add_host(struct policy *p, const char *spec, char *err, size_t n)
+static int add_host_one(struct policy *p, const char *spec, char *err,
+			size_t n)
 {
 	const char *colon = strchr(spec, ':');
 	struct pol_host h, *nv;
@@ -241,6 +242,17 @@ int policy_add_host(struct policy *p, const char *spec, char *err, size_t n)
 	nv[0] = h;
 	p->nhosts++;
 	return 0;
+}
+
+/* The policy's and each of its phases' (a phase is a whole policy of its
+ * own: the setup reaches the name the run was told of). */
+int policy_add_host(struct policy *p, const char *spec, char *err, size_t n)
+{
+	int rc = add_host_one(p, spec, err, n);
+
+	for (size_t i = 0; !rc && i < p->nphases; i++)
+		rc = add_host_one(p->phase[i], spec, err, n);
+	return rc;
 }
 
 /* ---- the address floor ---- */

@@ -79,7 +79,7 @@ class Index:
         self.thread.join(5)
 
 
-def phased_policy(ctx, port):
+def phased_policy(ctx, port, setup_net=None):
     """The default profile, offline (the net rule "offline" names the
     denial), its site-packages read-only; a setup phase that may reach the
     index, write site-packages and run pip and a shell. The index rule has
@@ -104,7 +104,7 @@ def phased_policy(ctx, port):
                # pip's user agent names the distribution
                {"id": "pip-distro", "path": "/etc/debian_version", "allow": ["read"]}],
         "exec": {"allow": ["/usr/bin/dash", "/usr/bin/pip3", "/usr/bin/sleep"]},
-        "net": {"rules": [{"id": "index", "family": "inet", "port": port}]},
+        "net": setup_net or {"rules": [{"id": "index", "family": "inet", "port": port}]},
     }}
     path = ctx.path("phased.json")
     with open(path, "w") as f:
@@ -217,6 +217,65 @@ def test_pip_in_setup_then_offline_main(ctx):
     assert [x["name"] for x in rows if x["type"] == "phase"] == ["setup", "main"]
     rep = ctx.ward("report", "--db", ctx.db, "--format", "text", run["id"])
     assert "phase setup" in rep.stdout and "phase main" in rep.stdout, rep
+
+
+def test_pip_by_name_through_the_proxy_in_setup_only(ctx):
+    """The issue's own layout: the setup reaches the index by name through
+    ward's egress proxy (net.allow_domains, the name mapped with
+    --add-host), pip installs; the code imports the package, and neither
+    the name nor the address takes it to the index."""
+    wardtest.require("/usr/bin/pip3")
+    index = Index(ctx.path("index"))
+    try:
+        name = "index.test"
+        pol = phased_policy(ctx, index.port, setup_net={
+            "allow_domains": [f"{name}:{index.port}"],
+            # the test's index is on the host's loopback, which the proxy
+            # refuses unless the policy names it
+            "allow_private": ["127.0.0.1"]})
+        # (pip takes plain http from a name only when told to trust it)
+        setup = ctx.write("setup.sh", SETUP_SH.format(url=f"http://{name}:{index.port}/simple")
+                          .replace("--no-input", f"--no-input --trusted-host {name}"))
+        main = ctx.write("main.py", MAIN_PY.format(port=index.port) + f"""
+import urllib.request
+for url in ("http://{name}:{index.port}/simple/", "http://127.0.0.1:{index.port}/simple/"):
+    try:
+        urllib.request.urlopen(url, timeout=5)
+        print("fetched", url)
+    except Exception as e:
+        print("fetch failed", type(e).__name__)
+print("proxy env", sorted(k for k in os.environ if k.lower().endswith("_proxy")))
+""")
+        r = ctx.ward("run", "--policy", pol, "--add-host", f"{name}:127.0.0.1",
+                     "--setup", setup, main, timeout=180)
+        n_requests = len(index.requests)
+    finally:
+        index.stop()
+    assert "setup done" in r.stdout and r.code == 0, r
+    out = r.stdout.splitlines()
+    assert "imported 42" in out, r
+    assert "index ECONNREFUSED" in out, r
+    assert not any(l.startswith("fetched") for l in out), r
+    assert out.count("fetch failed URLError") == 2, r
+    assert "proxy env []" in out, r  # the code has no proxy to reach
+    assert n_requests >= 2, index.requests
+    run = ctx.last_run()
+    setup_ph, main_ph = ctx.sql("select * from phases where run_id=? order by n", run["id"])
+    rows = ctx.events(run["id"], "syscall = 'proxy'")
+    assert rows and all(e["decision"] == "allow" and e["raw"] == f"{name}:{index.port}"
+                        and e["target"] == f"127.0.0.1:{index.port}" for e in rows), rows
+    assert all(e["rule"] == "phases.setup.net.allow_domains[0]" for e in rows), rows
+    assert all(e["ts_ns"] <= main_ph["started_ns"] for e in rows), rows
+    # main's tries at the index: denied by the supervisor, by address
+    conns = ctx.events(run["id"], "syscall = 'connect' and proc_serial >= ? and target like ?",
+                       main_ph["first_serial"], "127.0.0.1:%")
+    assert conns and all(e["decision"] == "deny" for e in conns), conns
+    # the readers put the proxy's rows (no process of their own) in the
+    # phase of their time
+    j = ctx.ward("show", "--json", run["id"]).json()
+    assert {e["phase"] for e in j["events"] if e["syscall"] == "proxy"} == {"setup"}, j
+    r = ctx.ward("recheck", "--db", ctx.db, "--policy", pol, run["id"])
+    assert r.code == 0, r
 
 
 def setup_policy(ctx):

@@ -831,7 +831,8 @@ static int ocsf_event(const struct audit_col *c, int n, void *arg)
 	if (x->phases.n) /* ward run --setup: setup or main */
 		set_str(w, "phase",
 			run_phase_of(&x->phases,
-				     col_int(c, n, "proc_serial", 0)));
+				     col_int(c, n, "proc_serial", 0),
+				     col_int(c, n, "ts_ns", 0)));
 	json_object_set_new(w, "would_deny", json_boolean(would));
 	{
 		/* the kernel's result: NULL when the call never returned */

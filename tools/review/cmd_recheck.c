@@ -465,7 +465,7 @@ static int judge_row(const struct audit_event_row *row, void *arg)
 	if (!rs->run->workdir)
 		return note_cannot(rs, row, "the run has no recorded workdir");
 	/* judged by the policy of the phase the row was made in */
-	const char *phase = run_phase_of(&rc->phases, e->proc_serial);
+	const char *phase = run_phase_of(&rc->phases, e->proc_serial, e->ts_ns);
 	const struct policy *pol = phase && !strcmp(phase, "setup") &&
 						   policy_phase(rc->pol, phase)
 					   ? policy_phase(rc->pol, phase)

@@ -1064,7 +1064,8 @@ static int event_json(const struct audit_event_row *ev, void *arg)
 			    e->proc_serial > 0 ? json_integer(e->proc_serial)
 					       : json_null());
 	if (ej->phases.n)
-		S("phase", run_phase_of(&ej->phases, e->proc_serial));
+		S("phase",
+		  run_phase_of(&ej->phases, e->proc_serial, e->ts_ns));
 	json_object_set_new(o, "nr", json_integer(e->nr));
 	S("syscall", e->syscall);
 	P("args", e->args_json);

@@ -58,9 +58,21 @@ struct run_phase *run_phase_find(const struct run_phases *p, long long serial)
 	return NULL;
 }
 
-const char *run_phase_of(const struct run_phases *p, long long serial)
+/* A row of no process (ward's egress proxy's connections): the phase
+ * whose time it falls in. */
+static struct run_phase *phase_at(const struct run_phases *p, long long ts)
 {
-	const struct run_phase *ph = run_phase_find(p, serial);
+	for (size_t i = 0; ts > 0 && i < p->n; i++)
+		if (ts >= p->v[i].start && (!p->v[i].end || ts <= p->v[i].end))
+			return &p->v[i];
+	return NULL;
+}
+
+const char *run_phase_of(const struct run_phases *p, long long serial,
+			 long long ts_ns)
+{
+	const struct run_phase *ph = serial > 0 ? run_phase_find(p, serial)
+						: phase_at(p, ts_ns);
 
 	return ph ? ph->name : NULL;
 }

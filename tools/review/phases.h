@@ -31,8 +31,10 @@ int run_phases_load(struct audit *a, const char *run_id, struct run_phases *p);
 void run_phases_free(struct run_phases *p);
 /* The phase whose processes include serial, or NULL. */
 struct run_phase *run_phase_find(const struct run_phases *p, long long serial);
-/* Its name, or NULL. */
-const char *run_phase_of(const struct run_phases *p, long long serial);
+/* Its name, or NULL; a row of no process (serial 0: the egress proxy's)
+ * by its time. */
+const char *run_phase_of(const struct run_phases *p, long long serial,
+			 long long ts_ns);
 /* [{"n", "name", "started_ns", "ended_ns", "first_serial",
  * "last_serial", "status", "exit_code", "cause"}, ...] (new reference),
  * NULL when out of memory. */
