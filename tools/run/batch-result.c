@@ -91,6 +91,8 @@ static int denial_row(const struct audit_event_row *r, void *arg)
 	const char *rule = r->e.rule ? r->e.rule : "-";
 	json_t *n = json_object_get(s->denials, rule);
 
+	if (r->e.ts_ns < s->from_ns)
+		return 0; /* the pool's warm-up: ward's, not the sample's */
 	s->cats |= event_cats(&r->e);
 	return json_object_set_new(s->denials, rule,
 				   json_integer(json_integer_value(n) + 1))
@@ -139,7 +141,7 @@ static int stdout_chunk(const struct audit_output_row *o, void *arg)
 {
 	struct stdout_cmp *c = arg;
 
-	if (o->stream != AUDIT_STDOUT || !c->same)
+	if (o->stream != AUDIT_STDOUT || !c->same || o->ts_ns < c->s->from_ns)
 		return 0;
 	if (c->at + o->len > c->s->expect_stdout_len ||
 	    memcmp(c->s->expect_stdout + c->at, o->data, o->len))
