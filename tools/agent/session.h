@@ -222,7 +222,13 @@ int ws_pool_script(struct ws_server *s, const struct ws_script *sc,
 /* The pool keeps at most n ready from now on (a batch near its end). */
 void ws_pool_want(struct ws_server *s, int n);
 
-/* The audit database the server records to. */
+/* The audit database the server records to, and its handle (borrowed:
+ * thread-safe, the server's until ws_server_free). A process must not
+ * open the database a second time beside it: SQLite's POSIX locks are
+ * the process's, and the second open's own checks (audit/walcheck.c)
+ * close descriptors of the file, which drops the first one's locks. */
 const char *ws_server_db(const struct ws_server *s);
+struct audit;
+struct audit *ws_server_audit(const struct ws_server *s);
 
 #endif

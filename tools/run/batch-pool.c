@@ -128,6 +128,11 @@ void batch_pool_free(struct batch_pool *bp)
 	free(bp);
 }
 
+struct audit *batch_pool_audit(const struct batch_pool *bp)
+{
+	return ws_server_audit(bp->srv);
+}
+
 int batch_pool_fd(const struct batch_pool *bp)
 {
 	return bp->note[0];

@@ -156,6 +156,9 @@ int batch_pool_new(const struct batch_pool_cfg *c, struct batch_pool **out,
 		   char *err, size_t n);
 void batch_pool_free(struct batch_pool *bp);
 int batch_pool_fd(const struct batch_pool *bp);
+/* The pool's handle on the database (borrowed): the batch reads with it
+ * instead of opening the database a second time in its process. */
+struct audit *batch_pool_audit(const struct batch_pool *bp);
 void batch_pool_want(struct batch_pool *bp, int n);
 bool batch_poolable(const struct batch_sample *s);
 int batch_pool_start(struct batch_pool *bp, struct batch_sample *s, int slot,

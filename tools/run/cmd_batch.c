@@ -997,6 +997,46 @@ static void batch_report(struct batch *bt)
 	free(dir);
 }
 
+/* The python samples still to run, for the pool (bt->pool_left). */
+static void pool_count(struct batch *bt)
+{
+	bt->pool_left = 0;
+	for (size_t i = 0; i < bt->s.n; i++)
+		bt->pool_left += bt->s.v[i].state == SAMPLE_PENDING &&
+				 batch_poolable(&bt->s.v[i]);
+}
+
+/* --pool: the pool started for the python samples still to run, unless
+ * an option asks for what pooled sandboxes cannot give. */
+static void pool_setup(struct batch *bt)
+{
+	struct batch_pool_cfg c = {
+		.db = bt->db,
+		.profile = bt->o.profile,
+		.policy = bt->o.policy,
+		.timeout = bt->o.timeout,
+		.preload = bt->o.preload,
+		.batch_id = bt->s.batch_id,
+		.n = bt->o.pool,
+	};
+	char err[800];
+
+	if (bt->o.not_pooled) {
+		warn("--pool: --%s is not given to pooled sandboxes: every "
+		     "sample runs in a fresh one",
+		     bt->o.not_pooled);
+		return;
+	}
+	pool_count(bt);
+	if (!bt->pool_left)
+		return;
+	if (bt->pool_left < (size_t)c.n)
+		c.n = (int)bt->pool_left;
+	if (batch_pool_new(&c, &bt->pool, err, sizeof(err)))
+		die("batch: %s", err);
+	fcntl(batch_pool_fd(bt->pool), F_SETFL, O_NONBLOCK);
+}
+
 /* ---------------------------- main ---------------------------- */
 
 static void setup(struct batch *bt)
@@ -1019,8 +1059,13 @@ static void setup(struct batch *bt)
 			die("--db %s: cannot make the path absolute", bt->db);
 		snprintf(bt->db, sizeof(bt->db), "%s", abs);
 	}
-	/* made (or migrated) once here, not by the first runs at once */
-	if (audit_open(bt->db, false, &bt->a, err, sizeof(err)))
+	/* made (or migrated) once here, not by the first runs at once; with
+	 * a pool, its handle (one open of the database per process) */
+	if (bt->o.pool)
+		pool_setup(bt);
+	if (bt->pool)
+		bt->a = batch_pool_audit(bt->pool);
+	else if (audit_open(bt->db, false, &bt->a, err, sizeof(err)))
 		die("batch: %s", err);
 	n = readlink("/proc/self/exe", bt->exe, sizeof(bt->exe) - 1);
 	if (n <= 0)
@@ -1093,39 +1138,6 @@ static void signals(void)
 	sigaction(SIGCHLD, &sa, NULL);
 }
 
-/* --pool: the pool started for the python samples still to run, unless
- * an option asks for what pooled sandboxes cannot give. */
-static void pool_setup(struct batch *bt)
-{
-	struct batch_pool_cfg c = {
-		.db = bt->db,
-		.profile = bt->o.profile,
-		.policy = bt->o.policy,
-		.timeout = bt->o.timeout,
-		.preload = bt->o.preload,
-		.batch_id = bt->s.batch_id,
-		.n = bt->o.pool,
-	};
-	char err[800];
-
-	if (bt->o.not_pooled) {
-		warn("--pool: --%s is not given to pooled sandboxes: every "
-		     "sample runs in a fresh one",
-		     bt->o.not_pooled);
-		return;
-	}
-	for (size_t i = 0; i < bt->s.n; i++)
-		bt->pool_left += bt->s.v[i].state == SAMPLE_PENDING &&
-				 batch_poolable(&bt->s.v[i]);
-	if (!bt->pool_left)
-		return;
-	if (bt->pool_left < (size_t)c.n)
-		c.n = (int)bt->pool_left;
-	if (batch_pool_new(&c, &bt->pool, err, sizeof(err)))
-		die("batch: %s", err);
-	fcntl(batch_pool_fd(bt->pool), F_SETFL, O_NONBLOCK);
-}
-
 int ward_cmd_batch(int argc, char **argv)
 {
 	struct batch bt = { .out_fd = -1 };
@@ -1139,6 +1151,7 @@ int ward_cmd_batch(int argc, char **argv)
 		batch_shard(&bt.s, bt.o.shard_i, bt.o.shard_n);
 	if (bt.o.progress == PROG_AUTO)
 		bt.o.progress = isatty(2) ? PROG_BAR : PROG_NONE;
+	signals(); /* before the pool's threads: blocked in them too */
 	setup(&bt);
 	bt.t0_ns = now_ns();
 	bt.total = bt.s.n;
@@ -1157,13 +1170,15 @@ int ward_cmd_batch(int argc, char **argv)
 	}
 	if (bt.o.resume)
 		resume_record(&bt);
+	if (bt.pool) { /* what --resume left to run */
+		pool_count(&bt);
+		batch_pool_want(bt.pool, bt.pool_left < (size_t)bt.o.pool
+						 ? (int)bt.pool_left
+						 : bt.o.pool);
+	}
 	/* the sample files a batch killed outright left behind */
 	ward_sweep_workdirs();
-	signals(); /* blocked in the pool's threads too */
-	if (bt.o.pool)
-		pool_setup(&bt);
 	run_all(&bt);
-	batch_pool_free(bt.pool); /* its sandboxes never used: recorded so */
 	if (bt.o.report)
 		batch_report(&bt);
 	summary(&bt);
@@ -1174,7 +1189,11 @@ int ward_cmd_batch(int argc, char **argv)
 	status = stop_signal ? 128 + stop_signal : fail ? 1 : 0;
 	if (bt.out_fd >= 0)
 		close(bt.out_fd);
-	audit_close(bt.a);
+	if (bt.pool)
+		batch_pool_free(bt.pool); /* its sandboxes never used:
+					   * recorded so; bt.a with it */
+	else
+		audit_close(bt.a);
 	batch_samples_free(&bt.s);
 	json_decref(bt.counts);
 	free(bt.cpus);

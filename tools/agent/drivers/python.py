@@ -1087,7 +1087,7 @@ def _script(m):
         tb = e.__traceback__  # from the code's first frame on
         while tb is not None and tb.tb_frame.f_code.co_filename != path:
             tb = tb.tb_next
-        sys.excepthook(type(e), e, tb)
+        sys.excepthook(type(e), e.with_traceback(tb), tb)
         if isinstance(e, KeyboardInterrupt):  # as python3 ends then
             sys.stdout.flush()
             _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
