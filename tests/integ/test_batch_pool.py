@@ -156,3 +156,29 @@ def test_pool_options(ctx):
     assert r.code == 0 and "--memory is not given to pooled sandboxes" in r.stderr, r
     rid = test_batch._lines(out)[0]["run_id"]
     assert ctx.sql("select count(*) as n from cells where run_id = ?", rid)[0]["n"] == 0
+
+
+def test_pool_resume_takes_a_finished_pooled_run_whose_line_was_lost(ctx):
+    s = test_batch._jsonl(ctx, "q.jsonl", [
+        {"id": f"q{i}", "code": f"print({i})", "expect_stdout": f"{i}\n"}
+        for i in range(4)])
+    out = ctx.path("r.jsonl")
+    r = ctx.ward("batch", "--db", ctx.db, "--out", out, "--pool", "1",
+                 "--preload", "json", s, timeout=300)
+    assert r.code == 0, r
+    lines = open(out).read().splitlines(True)
+    full = test_batch._by_id(out)
+    # the batch died after two pooled runs ended, before their lines
+    with open(out, "w") as f:
+        f.writelines(lines[:2])
+    runs_before = len(ctx.sql("select id from runs"))
+    r = ctx.ward("batch", "--db", ctx.db, "--out", out, "--resume", "--pool", "1",
+                 "--preload", "json", s, timeout=300)
+    assert r.code == 0, r
+    # no sample ran again (the pool's new sandbox is never handed out)
+    assert len(ctx.sql("select id from runs")) <= runs_before + 1
+    runs = ctx.sql("select r.id as id, c.result as result from runs r join cells c "
+                   "on c.run_id = r.id and c.n = 1")
+    assert len(runs) == 4, runs
+    assert test_batch._by_id(out) == full, (test_batch._by_id(out), full)
+    assert "2 done before" not in r.stdout and "4 done before" in r.stdout, r.stdout
