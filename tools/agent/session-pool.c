@@ -67,9 +67,9 @@ struct ws_pool {
 	/* [s] the sessions ready, oldest first (linked by next) */
 	struct sess *ready, **tail;
 	int n_ready;
-	int waiting; /* [s] ws_pool_take_wait callers waiting for one */
-	long long taken_ms;	  /* [s] the last hand-out (monotonic) */
-	bool stop;		  /* [s] */
+	int waiting;	    /* [s] ws_pool_take_wait callers waiting for one */
+	long long taken_ms; /* [s] the last hand-out (monotonic) */
+	bool stop;	    /* [s] */
 	struct ws_cancel *cancel; /* fired at stop: a running warm-up ends */
 	pthread_cond_t cond;	  /* [s] taken from, or stop */
 	pthread_t th;

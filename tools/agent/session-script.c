@@ -128,13 +128,12 @@ static void await_end(struct sess *x, struct ws_cancel *cancel)
 }
 
 static int record_script(struct ws_server *s, struct sess *x,
-			 const struct ws_script *sc, long long t0,
-			 long long t1)
+			 const struct ws_script *sc, long long t0, long long t1)
 {
-	json_t *r = json_pack("{s:{s:s?, s:s, s:s, s:i, s:i}}", "script",
-			      "tag", sc->tag, "name", sc->name, "status",
-			      x->end_status, "exit_code", x->end_exit,
-			      "signal", x->end_signal);
+	json_t *r = json_pack("{s:{s:s?, s:s, s:s, s:i, s:i}}", "script", "tag",
+			      sc->tag, "name", sc->name, "status",
+			      x->end_status, "exit_code", x->end_exit, "signal",
+			      x->end_signal);
 	char *rj = r ? json_dumps(r, JSON_COMPACT) : NULL;
 	struct audit_cell ac = {
 		.run_id = x->run_id,

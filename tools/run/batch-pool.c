@@ -65,10 +65,10 @@ static int wall_of(const struct batch_pool_cfg *c, double *wall_s, char *err,
 		return 0;
 	}
 	memset(&perr, 0, sizeof(perr));
-	if ((c->policy ? policy_load_file(c->policy, &pol, &perr)
-		       : policy_load_profile(c->profile ? c->profile
-							: "default",
-					     &pol, &perr)) < 0) {
+	if ((c->policy
+		     ? policy_load_file(c->policy, &pol, &perr)
+		     : policy_load_profile(c->profile ? c->profile : "default",
+					   &pol, &perr)) < 0) {
 		policy_error_format(&perr, msg, sizeof(msg));
 		snprintf(err, n, "--pool: bad policy: %s", msg);
 		return -EINVAL;

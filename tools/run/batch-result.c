@@ -271,9 +271,8 @@ static int pooled_cell(const struct audit_cell *ac, void *arg)
 	const char *v;
 
 	if (ac->n == 0)
-		c->from_ns = json_integer_value(
-			json_object_get(json_object_get(r, "pool"),
-					"handed_out_ns"));
+		c->from_ns = json_integer_value(json_object_get(
+			json_object_get(r, "pool"), "handed_out_ns"));
 	if (ac->n == 1 &&
 	    (v = tag_sample(json_string_value(json_object_get(
 				    json_object_get(r, "script"), "tag")),
@@ -293,9 +292,9 @@ int batch_resume_record(struct audit *a, struct batch_samples *s, size_t *found)
 	rc = seen ? audit_runs_each(a, 0, tagged_run, &t) : -ENOMEM;
 	for (size_t i = 0; !rc && i < t.n; i++)
 		if (t.v[i].pooled)
-			rc = audit_cells_each(a, t.v[i].id, pooled_cell,
-					      (void *[]){ &t.v[i],
-							  (void *)s->batch_id });
+			rc = audit_cells_each(
+				a, t.v[i].id, pooled_cell,
+				(void *[]){ &t.v[i], (void *)s->batch_id });
 	/* runs come newest first: a sample's first tagged run is its
 	 * latest; an interrupted latest run means the sample runs again */
 	for (size_t i = 0; !rc && i < t.n; i++) {

@@ -55,8 +55,8 @@ struct child {
 	struct ward_strbuf out, err;
 	bool exited, signalled;
 	int wstatus;
-	char tmp[64]; /* the sample's files, or "" */
-	int lock_fd;  /* tmp's lock, or -1 */
+	char tmp[64];		     /* the sample's files, or "" */
+	int lock_fd;		     /* tmp's lock, or -1 */
 	struct batch_pooled *pooled; /* run from the pool (batch-pool.c) */
 };
 
@@ -174,8 +174,7 @@ static int cpu_count(void)
 
 /* A pass option the pool gives its sandboxes too, or the first one it
  * cannot (then every sample runs fresh: batch-pool.c). */
-static void pool_option(struct batch_opts *o, const char *name,
-			const char *v)
+static void pool_option(struct batch_opts *o, const char *name, const char *v)
 {
 	if (!strcmp(name, "profile"))
 		o->profile = v;
@@ -828,9 +827,8 @@ static void reap(struct batch *bt, struct child *ch, int n)
 			ch[i].exited = true;
 			ch[i].wstatus = st;
 		}
-	while (bt->pool &&
-	       read(batch_pool_fd(bt->pool), &slot, sizeof(slot)) ==
-		       sizeof(slot))
+	while (bt->pool && read(batch_pool_fd(bt->pool), &slot, sizeof(slot)) ==
+				   sizeof(slot))
 		if (slot >= 0 && slot < n)
 			ch[slot].exited = true;
 }
@@ -900,8 +898,9 @@ static void run_all(struct batch *bt)
 			break;
 		int k = 0;
 		if (bt->pool)
-			pf[k++] = (struct pollfd){ .fd = batch_pool_fd(bt->pool),
-						   .events = POLLIN };
+			pf[k++] =
+				(struct pollfd){ .fd = batch_pool_fd(bt->pool),
+						 .events = POLLIN };
 		for (int i = 0; i < n; i++) {
 			if (!ch[i].pid)
 				continue;
