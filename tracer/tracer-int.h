@@ -456,6 +456,7 @@ struct tracer {
 	int wake_fd;	/* eventfd: main tells the thread to finish */
 	int sig_fd;	/* signalfd: SIGINT, SIGTERM, SIGHUP */
 	int timer_fd;	/* timerfd: wall time limit */
+	long long wall_ms; /* the limit timer_fd stands for (opts.wall_fd) */
 	size_t kept[3]; /* output bytes kept (capped by output_bytes) */
 	size_t cap[3];	/* capacity of res->out[] */
 

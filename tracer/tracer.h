@@ -128,6 +128,12 @@ struct tracer_opts {
 	 * has_stdin, else /dev/null. */
 	bool has_stdin;
 	int stdin_fd;
+	/* A run handed out from a warm pool (tools/agent/session-script.c):
+	 * when > 0, each 8-byte count of ms read from wall_fd (borrowed;
+	 * written by ward's own server, never by the code) re-arms the wall
+	 * time limit to end that long from now, so that a one-shot's limit
+	 * counts from its hand-out, not from the sandbox's start. */
+	int wall_fd;
 };
 
 /* A denial as reported to callers (--json). */

@@ -182,6 +182,10 @@ void ws_sess_finish(struct ws_server *s, struct sess *x);
  * warm-up's result kept (ws_run_cell, for a warming session). */
 int ws_pool_take(struct ws_server *s, const struct ws_start *st,
 		 struct sess **out);
+/* ws_pool_take, waiting for a ready one while the pool runs and cancel
+ * (or NULL) is not fired: -ECANCELED then. */
+int ws_pool_take_wait(struct ws_server *s, const struct ws_start *st,
+		      struct ws_cancel *cancel, struct sess **out);
 void ws_pool_free(struct ws_server *s);
 int ws_pool_keep_warmup(struct sess *x, const struct audit_cell *ac,
 			json_t *result);

@@ -511,6 +511,10 @@ int ws_worker_main(void)
 		.side_out = WS_FD_RESULT,
 		.end_with_root = true,
 		.prepared = prep,
+		/* a pooled one-shot's limit, from its hand-out on
+		 * (session-script.c): the server's only writes after the
+		 * configuration */
+		.wall_fd = WS_FD_CTL,
 	};
 	struct tracer_result r, sr;
 	json_t *setup = json_object_get(cfg, "setup"), *failed = NULL;

@@ -1516,6 +1516,11 @@ const char *ws_server_db(const struct ws_server *s)
 	return s->db;
 }
 
+struct audit *ws_server_audit(const struct ws_server *s)
+{
+	return s->au;
+}
+
 void ws_server_tick(struct ws_server *s)
 {
 	expire(s);

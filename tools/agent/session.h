@@ -3,6 +3,7 @@
 #ifndef WARD_TOOLS_SESSION_H
 #define WARD_TOOLS_SESSION_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <time.h>
 
@@ -180,7 +181,53 @@ void ws_pool_start(struct ws_server *s, const struct ws_pool_opts *po,
 	"                       these first (e.g. pandas,numpy), as ward's\n"   \
 	"                       warm-up cell 0 of its run; one that fails to\n" \
 	"                       import stops the server at its start (125)\n"
-/* The audit database the server records to. */
+/* A one-shot script from the warm pool (ward batch --pool;
+ * session-script.c): the code run in a pooled python sandbox as
+ * `python3 NAME ARGS...` runs it in ward run (NAME written into the
+ * workdir with the files, which are recorded as the run's inputs), its
+ * stdin the bytes given (else /dev/null), its wall limit wall_s counted
+ * from the hand-out; the interpreter's exit is the run's. The warm-up is
+ * the run's cell 0 (everything recorded before handed_out_ns is ward's),
+ * the code cell 1 (its result names tag). Waits for a pooled sandbox
+ * when none is ready; cancel (or NULL) ends the run as a SIGTERM ends
+ * ward run's ("aborted"). 0 once the run has ended and is recorded (*out
+ * says which), -1 with err when no run could be given the code. */
+struct ws_script_file {
+	const char *name; /* no '/' */
+	const char *data;
+	size_t len;
+};
+struct ws_script {
+	const char *code;
+	size_t code_len;
+	const char *name; /* the script's name: main.py, or the file's */
+	char *const *args;
+	size_t n_args;
+	const char *stdin_data;
+	size_t stdin_len;
+	bool has_stdin;
+	const struct ws_script_file *files;
+	size_t n_files;
+	double wall_s; /* 0: the pooled session's own limit */
+	const char *tag;
+	struct ws_cancel *cancel;
+};
+struct ws_script_run {
+	char run_id[40];
+	long long handed_out_ns, ended_ns; /* CLOCK_REALTIME */
+};
+int ws_pool_script(struct ws_server *s, const struct ws_script *sc,
+		   struct ws_script_run *out, struct ws_error *err);
+/* The pool keeps at most n ready from now on (a batch near its end). */
+void ws_pool_want(struct ws_server *s, int n);
+
+/* The audit database the server records to, and its handle (borrowed:
+ * thread-safe, the server's until ws_server_free). A process must not
+ * open the database a second time beside it: SQLite's POSIX locks are
+ * the process's, and the second open's own checks (audit/walcheck.c)
+ * close descriptors of the file, which drops the first one's locks. */
 const char *ws_server_db(const struct ws_server *s);
+struct audit;
+struct audit *ws_server_audit(const struct ws_server *s);
 
 #endif

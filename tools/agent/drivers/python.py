@@ -1040,8 +1040,56 @@ def _command(h, m):
     return frame
 
 
+def _script(m):
+    # ward batch --pool (tools/agent/session-script.c): the code run as
+    # `python3 NAME ARGS...` runs it (a __main__ of its own, sys.argv,
+    # stdin, its traceback and exit status), then this interpreter ends
+    # with that status, which is the run's. No frame answers it.
+    os.close(_CELL_FD)
+    os.close(_RESULT_FD)
+    if m.get("stdin") is not None:
+        data, fd = m["stdin"].encode("utf-8", "surrogatepass"), \
+            os.memfd_create("stdin", os.MFD_CLOEXEC)
+        while data:
+            data = data[os.write(fd, data):]
+        os.lseek(fd, 0, 0)
+        os.dup2(fd, 0)
+        os.close(fd)
+    import builtins
+    del builtins.display
+    sys.modules.pop("ward_display", None)
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+    _signal.signal(_signal.SIGALRM, _signal.SIG_DFL)
+    sys.stdout.reconfigure(line_buffering=False)
+    sys.stderr.reconfigure(line_buffering=False)
+    path = os.path.abspath(m["name"])
+    sys.argv[:] = [m["name"]] + list(m.get("args") or ())
+    sys.path[0] = os.path.dirname(path)
+    main = type(sys)("__main__")
+    main.__file__, main.__cached__ = path, None
+    main.__builtins__ = builtins
+    sys.modules["__main__"] = main
+    try:
+        exec(compile(m["code"], path, "exec"), main.__dict__)
+    except SystemExit:
+        raise
+    except BaseException as e:
+        tb = e.__traceback__  # from the code's first frame on
+        while tb is not None and tb.tb_frame.f_code.co_filename != path:
+            tb = tb.tb_next
+        sys.excepthook(type(e), e.with_traceback(tb), tb)
+        if isinstance(e, KeyboardInterrupt):  # as python3 ends then
+            sys.stdout.flush()
+            _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+            os.kill(os.getpid(), _signal.SIGINT)
+        raise SystemExit(1)
+    raise SystemExit(0)
+
+
 def _ext(ns, h, body):
     import json
+    if body.startswith(b'{"op":"script",'):  # ward's own frame: no answer
+        _script(json.loads(body))
     try:
         m = json.loads(body)
         for cid in m.get("drop") or ():
