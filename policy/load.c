@@ -107,6 +107,7 @@ static const struct named view_names[] = {
 static const struct named net_action_names[] = {
 	{ "allow", 0 },
 	{ "deny", 1 },
+	{ "ask", 2 },
 };
 
 static const struct named lang_names[] = {
@@ -540,9 +541,9 @@ static int get_rule_id(struct vctx *c, json_t *rule, const char *pos,
 static int parse_fs_rule(struct vctx *c, json_t *v, size_t idx)
 {
 	static const char *const keys[] = { "id",    "path", "allow", "deny",
-					    "errno", "why",  NULL };
+					    "ask",   "errno", "why",  NULL };
 	struct pol_fs_rule *r = &c->p->fs[idx];
-	json_t *allow, *deny, *m;
+	json_t *allow, *deny, *ask, *m;
 	char pos[48];
 	uint64_t bits = 0;
 	size_t old;
@@ -564,22 +565,28 @@ static int parse_fs_rule(struct vctx *c, json_t *v, size_t idx)
 		return rc;
 	allow = json_object_get(v, "allow");
 	deny = json_object_get(v, "deny");
-	if (!allow == !deny)
-		return fail(c, "needs exactly one of \"allow\" and \"deny\"");
-	old = push_key(c, allow ? "allow" : "deny");
-	rc = get_enum_list(c, allow ? allow : deny, access_names,
-			   NELEM(access_names), "access", false, &bits);
+	ask = json_object_get(v, "ask");
+	if (!!allow + !!deny + !!ask != 1)
+		return fail(c, "needs exactly one of \"allow\", \"deny\" and "
+			       "\"ask\"");
+	m = allow ? allow : deny ? deny : ask;
+	old = push_key(c, allow ? "allow" : deny ? "deny" : "ask");
+	rc = get_enum_list(c, m, access_names, NELEM(access_names), "access",
+			   false, &bits);
 	pop(c, old);
 	if (rc)
 		return rc;
-	if (allow)
-		r->allow = (unsigned)bits;
-	else
+	if (deny)
 		r->deny = (unsigned)bits;
+	else
+		r->allow = (unsigned)bits;
+	if (ask)
+		r->ask = (unsigned)bits;
 	m = json_object_get(v, "errno");
 	if (m) {
 		old = push_key(c, "errno");
-		rc = allow ? fail(c, "only a \"deny\" rule takes an errno")
+		rc = allow ? fail(c, "only a \"deny\" or \"ask\" rule takes "
+				     "an errno")
 			   : get_errno(c, m, &r->err);
 		pop(c, old);
 	}
@@ -623,7 +630,9 @@ static int parse_fs(struct vctx *c, json_t *v)
 	return each_rule(c, v, &c->p->nfs, parse_fs_rule);
 }
 
-static int parse_exec_allow(struct vctx *c, json_t *v)
+/* The globs of v appended to p->exec_globs (room made by parse_exec),
+ * their ids "exec.KEY[i]". */
+static int parse_exec_globs(struct vctx *c, json_t *v, const char *key)
 {
 	struct policy *p = c->p;
 	size_t i;
@@ -632,24 +641,20 @@ static int parse_exec_allow(struct vctx *c, json_t *v)
 
 	if (rc)
 		return rc;
-	p->exec_globs = calloc(json_array_size(v) + 1, sizeof(char *));
-	p->exec_ids = calloc(json_array_size(v) + 1, sizeof(char *));
-	if (!p->exec_globs || !p->exec_ids)
-		return -ENOMEM;
 	json_array_foreach(v, i, e)
 	{
-		size_t old = push_idx(c, i);
+		size_t old = push_idx(c, i), k = p->nexec;
 		char id[48];
 
-		p->nexec = i + 1;
-		rc = get_dup(c, e, &p->exec_globs[i]);
-		if (!rc && p->exec_globs[i][0] != '/')
+		p->nexec = k + 1;
+		rc = get_dup(c, e, &p->exec_globs[k]);
+		if (!rc && p->exec_globs[k][0] != '/')
 			rc = fail(c, "\"%s\": must be an absolute path glob",
-				  p->exec_globs[i]);
-		if (!rc && strlen(p->exec_globs[i]) >= WARD_PATH_MAX)
+				  p->exec_globs[k]);
+		if (!rc && strlen(p->exec_globs[k]) >= WARD_PATH_MAX)
 			rc = fail(c, "longer than %d bytes", WARD_PATH_MAX - 1);
-		snprintf(id, sizeof(id), "exec.allow[%zu]", i);
-		if (!rc && !(p->exec_ids[i] = strdup(id)))
+		snprintf(id, sizeof(id), "exec.%s[%zu]", key, i);
+		if (!rc && !(p->exec_ids[k] = strdup(id)))
 			rc = -ENOMEM;
 		pop(c, old);
 		if (rc)
@@ -660,17 +665,34 @@ static int parse_exec_allow(struct vctx *c, json_t *v)
 
 static int parse_exec(struct vctx *c, json_t *v)
 {
-	static const char *const keys[] = { "allow", "errno", "why", NULL };
-	json_t *m;
-	size_t old;
+	static const char *const keys[] = { "allow", "ask", "errno", "why",
+					    NULL };
+	struct policy *p = c->p;
+	json_t *m, *ask = json_object_get(v, "ask");
+	size_t old, n;
 	int rc;
 
 	if ((rc = want(c, v, JSON_OBJECT, "an object")) ||
 	    (rc = check_keys(c, v, keys)) || (rc = check_why(c, v)))
 		return rc;
-	if ((m = json_object_get(v, "allow"))) {
+	m = json_object_get(v, "allow");
+	n = json_array_size(m) + json_array_size(ask) + 1;
+	p->exec_globs = calloc(n, sizeof(char *));
+	p->exec_ids = calloc(n, sizeof(char *));
+	if (!p->exec_globs || !p->exec_ids)
+		return -ENOMEM;
+	if (m) {
 		old = push_key(c, "allow");
-		rc = parse_exec_allow(c, m);
+		rc = parse_exec_globs(c, m, "allow");
+		pop(c, old);
+		if (rc)
+			return rc;
+	}
+	/* allow globs first: a program both allow and ask name runs */
+	p->nexec_allow = p->nexec;
+	if (ask) {
+		old = push_key(c, "ask");
+		rc = parse_exec_globs(c, ask, "ask");
 		pop(c, old);
 		if (rc)
 			return rc;
@@ -878,15 +900,17 @@ static int parse_net_rule(struct vctx *c, json_t *v, size_t idx)
 		rc = get_enum(c, m, net_action_names, NELEM(net_action_names),
 			      "action", &x);
 		r->deny = x == 1;
+		r->ask = x == 2;
 		pop(c, old);
 		if (rc)
 			return rc;
 	}
 	if ((m = json_object_get(v, "errno"))) {
 		old = push_key(c, "errno");
-		rc = r->deny ? get_errno(c, m, &r->err)
+		rc = r->deny || r->ask
+			     ? get_errno(c, m, &r->err)
 			     : fail(c, "only a rule with \"action\": \"deny\" "
-				       "takes an errno");
+				       "or \"ask\" takes an errno");
 		pop(c, old);
 	}
 	return rc;
@@ -1217,6 +1241,13 @@ static int parse_scalars(struct vctx *c, json_t *root)
 		p->view_host = x == 1;
 		pop(c, old);
 	}
+	if (!rc && (m = json_object_get(root, "ask_timeout"))) {
+		long long s = 0;
+		old = push_key(c, "ask_timeout");
+		rc = get_int(c, m, 1, 3600, &s); /* seconds */
+		p->ask_timeout_ms = s * 1000;
+		pop(c, old);
+	}
 	if (!rc && (m = json_object_get(root, "signals"))) {
 		old = push_key(c, "signals");
 		rc = get_enum(c, m, signals_names, NELEM(signals_names),
@@ -1258,7 +1289,7 @@ static int parse_root(struct vctx *c, json_t *root)
 		"errno",   "trap_stat", "interpreters", "fs",
 		"exec",	   "net",	"signals",	"syscalls",
 		"limits",  "backtrace", "require",	"view",
-		NULL
+		"ask_timeout", NULL
 	};
 	static const struct {
 		const char *key;
@@ -1303,6 +1334,7 @@ static void set_defaults(struct policy *p)
 {
 	p->err = EACCES;
 	p->exec_err = EACCES;
+	p->ask_timeout_ms = 30000;
 	p->net_err = ECONNREFUSED;
 	p->backtrace = POL_BT_DENY | POL_BT_KILL;
 }

@@ -390,6 +390,24 @@ bool policy_audit_mode(const struct policy *p)
 	return p->audit;
 }
 
+long long policy_ask_timeout_ms(const struct policy *p)
+{
+	return p->ask_timeout_ms;
+}
+
+bool policy_asks(const struct policy *p)
+{
+	if (p->audit)
+		return false; /* allowed there without asking */
+	for (size_t i = 0; i < p->nfs; i++)
+		if (p->fs[i].ask)
+			return true;
+	for (size_t i = 0; i < p->nnet; i++)
+		if (p->net[i].ask)
+			return true;
+	return p->nexec > p->nexec_allow;
+}
+
 /* An allow rule for IPv4/IPv6 whose peers are all loopback addresses. */
 static bool rule_loopback_only(const struct pol_net_rule *r)
 {
