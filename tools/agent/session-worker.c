@@ -390,6 +390,9 @@ int ws_worker_main(void)
 		.side_out = WS_FD_RESULT,
 		.end_with_root = true,
 		.prepared = prep,
+		/* questions of "ask" rules go to the server on the control
+		 * socket, its answers come back there (session-ask.c) */
+		.ask_fd = policy_asks(pol) ? WS_FD_CTL : -1,
 	};
 	struct tracer_result r;
 	rc = tracer_run(&to, &r);

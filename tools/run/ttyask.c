@@ -145,8 +145,11 @@ int ward_ttyask_start(struct ward_ttyask *q)
 	q->tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
 	if (q->tty < 0)
 		return -ENXIO; /* no terminal: nobody to ask */
-	if (ttyname_r(q->tty, name, sizeof(name)) != 0)
-		snprintf(name, sizeof(name), "/dev/tty");
+	/* the terminal's own name (/dev/tty names whichever is ours) */
+	snprintf(name, sizeof(name), "/dev/tty");
+	for (int fd = 2; fd >= 0; fd--)
+		if (isatty(fd) && ttyname_r(fd, name, sizeof(name)) == 0)
+			break;
 	snprintf(q->who, sizeof(q->who), "ward run: terminal %s (uid %d)",
 		 name, (int)getuid());
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, q->fd) < 0 ||

@@ -1,0 +1,190 @@
+"""The "ask" rule action (docs/policy.md, docs/agents.md): a trapped call
+waits while ward asks, then is allowed once, allowed for the run, or
+denied; no answer in ask_timeout, or nobody to ask, denies. Over ward
+serve (JSON lines), ward run on a terminal (a pty) and without one; other
+threads of the code keep running while one waits; the record says who
+answered what, and when."""
+import json
+import os
+import pty
+import select
+import subprocess
+import time
+
+import wardtest
+from test_serve import Serve, _stdout
+
+ASKED = "/etc/hostname"
+
+
+def _policy(ctx, timeout=None, name="ask.json"):
+    """The default profile with an ask rule for reading ASKED."""
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "profiles",
+                           "default.json")) as f:
+        pol = json.load(f)
+    pol["fs"].append({"id": "ask-hostname", "path": ASKED, "ask": ["read"]})
+    if timeout is not None:
+        pol["ask_timeout"] = timeout
+    return ctx.write(name, json.dumps(pol))
+
+
+READ = ("def read():\n"
+        "    try:\n"
+        "        return open(%r).read().strip() and 'read'\n"
+        "    except PermissionError:\n"
+        "        return 'denied'\n") % ASKED
+
+
+class AskServe(Serve):
+    """A serve client that answers each "ask" event with the next answer
+    (after a pause), and keeps the events."""
+
+    def run_answering(self, sid, code, answers, pause=0.0):
+        self.n += 1
+        rid = self.n
+        self.send_raw((json.dumps({"id": rid, "method": "run", "params": {
+            "session_id": sid, "code": code}}) + "\n").encode())
+        asks, acks = [], []
+        while True:
+            m = self.read()
+            if m.get("event") == "ask":
+                asks.append(m["ask"])
+                if answers:
+                    time.sleep(pause)
+                    self.n += 1
+                    acks.append(self.n)
+                    self.send_raw((json.dumps({"id": self.n, "method": "ask.answer", "params": {
+                        "id": m["ask"]["id"], "answer": answers.pop(0),
+                        "by": "test client"}}) + "\n").encode())
+                continue
+            if m.get("id") in acks:
+                assert "result" in m, m
+                continue
+            assert m.get("id") == rid, m
+            return m["result"], asks
+
+
+def test_serve_allow_once_always_and_deny(ctx):
+    s = AskServe(ctx)
+    sid = s.create(policy=_policy(ctx))
+    r, asks = s.run_answering(sid, READ + "print(read(), read(), read())",
+                              ["allow_once", "deny", "allow_always"])
+    assert _stdout(r) == "read denied read\n", r
+    assert len(asks) == 3, asks
+    a = asks[0]
+    assert a["session_id"] == sid and a["rule"] == "ask-hostname", a
+    assert a["target"] == ASKED and a["syscall"] == "openat", a
+    assert "read of /etc/hostname" in a["question"] and a["timeout_ms"] == 30000, a
+    # allowed for the rest of the run: not asked again, in a later cell too
+    r, asks = s.run_answering(sid, READ + "print(read(), read())", [])
+    assert _stdout(r) == "read read\n" and asks == [], (r, asks)
+    # the record: who answered what
+    rows = ctx.events(r["run_id"], "rule = 'ask-hostname'")
+    got = [(e["decision"], e["reason"].split("; asked: ")[1].split(" by ")[0]
+            if "; asked: " in e["reason"] else "earlier") for e in rows]
+    assert got == [("allow", "allow_once"), ("deny", "deny"), ("allow", "allow_always"),
+                   ("allow", "earlier"), ("allow", "earlier")], got
+    assert "by serve: test client at 20" in rows[0]["reason"], rows[0]
+    assert rows[1]["errno"] == 13 and rows[1]["result"] == -13, rows[1]
+    # nothing waits; an answer to a question that no longer waits is refused
+    assert s.ok("ask.list", {}) == {"asks": []}
+    s.err("ask.answer", {"id": asks and asks[0]["id"] or "ask-1", "answer": "deny"}, -32602)
+    s.err("ask.answer", {"id": "ask-1", "answer": "maybe"}, -32602)
+    assert s.close() == 0
+
+
+def test_serve_no_answer_in_ask_timeout_denies(ctx):
+    s = AskServe(ctx)
+    sid = s.create(policy=_policy(ctx, timeout=1))
+    t0 = time.monotonic()
+    r, asks = s.run_answering(sid, READ + "print(read())", [])
+    took = time.monotonic() - t0
+    assert _stdout(r) == "denied\n" and len(asks) == 1, (r, asks)
+    assert 0.9 <= took < 10, took
+    rows = ctx.events(r["run_id"], "rule = 'ask-hostname'")
+    assert [e["decision"] for e in rows] == ["deny"], rows
+    assert "deny by ward (no answer within ask_timeout)" in rows[0]["reason"], rows
+    assert s.close() == 0
+
+
+def test_other_threads_run_while_one_waits(ctx):
+    """A thread waits on its question for 1.5 s; the main thread goes on
+    opening files (trapped calls, decided by ward) meanwhile."""
+    s = AskServe(ctx)
+    sid = s.create(policy=_policy(ctx))
+    code = READ + (
+        "import threading, time\n"
+        "done = []\n"
+        "t = threading.Thread(target=lambda: done.append(read()))\n"
+        "t.start()\n"
+        "n = 0\n"
+        "t0 = time.monotonic()\n"
+        "while not done and time.monotonic() - t0 < 20:\n"
+        "    open('/etc/passwd').close(); n += 1\n"
+        "t.join()\n"
+        "print(done[0], n, round(time.monotonic() - t0, 1))\n")
+    r, asks = s.run_answering(sid, code, ["allow_once"], pause=1.5)
+    what, n, secs = _stdout(r).split()
+    assert what == "read" and len(asks) == 1, r
+    assert float(secs) >= 1.4, r
+    assert int(n) > 200, r  # hundreds of decided opens while it waited
+    assert s.close() == 0
+
+
+def test_run_without_terminal_denies_at_once(ctx):
+    pol = _policy(ctx)
+    t0 = time.monotonic()
+    r = ctx.run(READ + "print(read())", "--policy", pol, stdin="")
+    took = time.monotonic() - t0
+    assert r.code == 0 and r.stdout == "denied\n", r
+    assert took < 10, took  # not the 30 s ask_timeout
+    run = ctx.last_run()
+    rows = ctx.events(run["id"], "rule = 'ask-hostname'")
+    assert [e["decision"] for e in rows] == ["deny"], rows
+    assert "deny by ward (nobody to ask)" in rows[0]["reason"], rows
+
+
+def _pty_run(ctx, code, keys):
+    """ward run on a terminal: each prompt answered with the next key."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.chdir(ctx.tmp)
+        os.execv(wardtest.ward_bin(), ["ward", "run", "--db", ctx.db, "--policy",
+                                       _policy(ctx), "-c", code])
+    out, end = b"", time.time() + 60
+    try:
+        while time.time() < end:
+            r, _, _ = select.select([fd], [], [], 0.5)
+            if not r:
+                continue
+            try:
+                d = os.read(fd, 4096)
+            except OSError:
+                break
+            if not d:
+                break
+            out += d
+            while keys and out.count(b"[d]eny?") > len(keys_sent):
+                k = keys.pop(0)
+                keys_sent.append(k)
+                os.write(fd, k)
+    finally:
+        os.close(fd)
+        _, st = os.waitpid(pid, 0)
+    return out.decode(errors="replace"), os.waitstatus_to_exitcode(st)
+
+
+keys_sent = []
+
+
+def test_run_prompts_on_the_terminal(ctx):
+    keys_sent.clear()
+    out, code = _pty_run(ctx, READ + "print(read(), read(), read(), read(), flush=True)",
+                         [b"o\n", b"d\n", b"a\n"])
+    assert code == 0, out
+    assert out.count("ward: the code asks: read of /etc/hostname: ask by ask-hostname") == 3, out
+    assert "read denied read read" in out, out
+    run = ctx.last_run()
+    rows = ctx.events(run["id"], "rule = 'ask-hostname'")
+    assert [e["decision"] for e in rows] == ["allow", "deny", "allow", "allow"], rows
+    assert "by ward run: terminal /dev/pts/" in rows[0]["reason"], rows
