@@ -188,3 +188,53 @@ def test_run_prompts_on_the_terminal(ctx):
     rows = ctx.events(run["id"], "rule = 'ask-hostname'")
     assert [e["decision"] for e in rows] == ["allow", "deny", "allow", "allow"], rows
     assert "by ward run: terminal /dev/pts/" in rows[0]["reason"], rows
+
+
+# ---- ward mcp: elicitation with the official SDK client ----
+
+MCP_DIR = os.path.join(os.path.dirname(__file__), "..", "mcp")
+
+
+def _sdk_ask(ctx, *mode):
+    wardtest.require(wardtest.NODE)
+    if not os.path.isdir(os.path.join(MCP_DIR, "node_modules", "@modelcontextprotocol", "sdk")):
+        raise wardtest.Skip("tests/mcp/node_modules is missing: run tools/install-deps "
+                            "(npm ci --prefix tests/mcp) to install the MCP SDK client")
+    p = subprocess.run([wardtest.NODE, os.path.join(MCP_DIR, "ask.mjs"), wardtest.ward_bin(),
+                        ctx.db, _policy(ctx, timeout=2)] + list(mode),
+                       capture_output=True, text=True, timeout=120, cwd=ctx.tmp)
+    assert p.returncode == 0, p.stderr[-6000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _answers(ctx, run_id):
+    return [(e["decision"], e["reason"].split("; ")[-1])
+            for e in ctx.events(run_id, "rule = 'ask-hostname'")]
+
+
+def test_mcp_elicitation_allow_once_always_deny_and_timeout(ctx):
+    seen = _sdk_ask(ctx)
+    assert seen["stdout"] == ["read denied read read\n", "denied\n"], seen
+    assert len(seen["asked"]) == 4, seen  # the fourth read of the first run is not asked
+    first = seen["asked"][0]
+    assert "read of /etc/hostname: ask by ask-hostname" in first["message"], first
+    assert first["ask"]["rule"] == "ask-hostname" and first["ask"]["target"] == ASKED, first
+    assert first["schema"]["properties"]["answer"]["enum"] == [
+        "allow_once", "allow_always", "deny"], first
+    got = _answers(ctx, seen["run_ids"][0])
+    assert [d for d, _ in got] == ["allow", "deny", "allow", "allow"], got
+    assert got[0][1].startswith("asked: allow_once by mcp: ward-ask-test 2.0.0 at "), got
+    assert got[2][1].startswith("asked: allow_always by mcp: ward-ask-test 2.0.0"), got
+    assert got[3][1] == "allowed for the run by an earlier answer", got
+    # the second session: no answer within ask_timeout (2 s)
+    assert 1900 <= seen["timeout_ms"] < 3400, seen
+    got = _answers(ctx, seen["run_ids"][1])
+    assert got == [("deny", got[0][1])] and "no answer within ask_timeout" in got[0][1], got
+
+
+def test_mcp_client_without_elicitation_is_never_asked(ctx):
+    seen = _sdk_ask(ctx, "noelicit")
+    assert seen["stdout"] == ["denied denied denied denied\n"], seen
+    got = _answers(ctx, seen["run_ids"][0])
+    assert [d for d, _ in got] == ["deny"] * 4, got
+    assert "no elicitation capability" in got[0][1], got
