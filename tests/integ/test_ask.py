@@ -238,3 +238,58 @@ def test_mcp_client_without_elicitation_is_never_asked(ctx):
     got = _answers(ctx, seen["run_ids"][0])
     assert [d for d, _ in got] == ["deny"] * 4, got
     assert "no elicitation capability" in got[0][1], got
+
+
+# ---- ward serve --listen: GET /ward/asks, POST /ward/asks/ID ----
+
+def test_listen_lists_and_answers_questions(ctx):
+    import http.client
+    import threading
+    from test_e2b import Server, KEY
+    s = Server(ctx, "--policy", _policy(ctx))
+    sb = s.create()
+    h = {"E2b-Sandbox-Id": sb["sandboxID"], "X-Access-Token": sb["envdAccessToken"],
+         "Content-Type": "application/json"}
+    out = []
+
+    def execute():
+        c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
+        c.request("POST", "/execute", json.dumps({"code": READ + "print(read(), read())"}), h)
+        out.append(c.getresponse().read())
+        c.close()
+
+    t = threading.Thread(target=execute)
+    t.start()
+    key = {"X-API-Key": KEY, "Content-Type": "application/json"}
+    for answer in ("allow_once", "deny"):
+        asks = []
+        deadline = time.monotonic() + 20
+        while not asks and time.monotonic() < deadline:
+            st, _, data = s.request("GET", "/ward/asks", headers=key)
+            assert st == 200, (st, data)
+            asks = json.loads(data)["asks"]
+            time.sleep(0.05)
+        assert len(asks) == 1, asks
+        a = asks[0]
+        assert a["session_id"] == sb["sandboxID"] and a["rule"] == "ask-hostname", a
+        st, _, data = s.request("POST", "/ward/asks/" + a["id"], {"answer": answer, "by": "op"},
+                                headers=key)
+        assert st == 200 and json.loads(data) == {"id": a["id"], "answer": answer}, (st, data)
+        # answered: it waits no more, a second answer is refused
+        st, _, data = s.request("POST", "/ward/asks/" + a["id"], {"answer": "allow_once"},
+                                headers=key)
+        assert st == 400 and b"no question" in data, (st, data)
+    t.join(60)
+    lines = [json.loads(x) for x in out[0].splitlines()]
+    assert {"type": "stdout", "text": "read denied\n"} in [
+        {k: x.get(k) for k in ("type", "text")} for x in lines], lines
+    # the key is required; a bad answer is a 400
+    assert s.request("GET", "/ward/asks")[0] == 401
+    st, _, data = s.request("POST", "/ward/asks/ask-1", {"answer": "sure"}, headers=key)
+    assert st == 400 and b"allow_once" in data, (st, data)
+    s.stop()
+    runs = ctx.sql("select distinct run_id from events where rule = 'ask-hostname'")
+    assert len(runs) == 1, runs
+    rows = ctx.events(runs[0]["run_id"], "rule = 'ask-hostname'")
+    assert [e["decision"] for e in rows] == ["allow", "deny"], rows
+    assert "by http: op at " in rows[0]["reason"], rows
