@@ -188,6 +188,13 @@ int tracer_ask(struct tracer *t, struct tracee *tc,
 	}
 	tc->ask_id = id;
 	tc->ask_key = key;
+	tc->ask_nr = ev->nr;
+	tc->ask_sys = ev->name;
+	tc->ask_rule = v->rule;
+	free(tc->ask_target);
+	free(tc->ask_question);
+	tc->ask_target = strdup(target);
+	tc->ask_question = strdup(v->reason);
 	tc->ask_t0_ns = tracer_now_ns();
 	tc->ask_deadline_ms = mono_ms() + timeout;
 	t->n_asking++;
@@ -345,12 +352,43 @@ void tracer_ask_poll(struct tracer *t, int ms,
 		read_answers(t, again);
 }
 
+/* The row of a question its thread did not live to see answered (the
+ * run ended, or was killed, while it waited): the call never returned. */
+static void record_unanswered(struct tracer *t, struct tracee *tc)
+{
+	char reason[320];
+	long long now = tracer_now_ns();
+
+	snprintf(reason, sizeof(reason),
+		 "%s; asked: unanswered (the thread ended while it waited, "
+		 "after %lld ms)",
+		 tc->ask_question ? tc->ask_question : "(question lost)",
+		 (now - tc->ask_t0_ns) / 1000000);
+	struct audit_event e = {
+		.ts_ns = now,
+		.pid = tc->tgid,
+		.tid = tc->tid,
+		.proc_serial = tc->serial,
+		.nr = tc->ask_nr,
+		.syscall = tc->ask_sys,
+		.args_json = "{}",
+		.raw = tc->ask_target,
+		.target = tc->ask_target,
+		.decision = "kill",
+		.rule = tc->ask_rule,
+		.reason = reason,
+	};
+	t->res->events++;
+	evq_write_now(t, &e);
+}
+
 void tracer_ask_gone(struct tracer *t, struct tracee *tc)
 {
 	if (tc->ask_id) {
 		tc->ask_id = 0;
 		t->n_asking--;
 		debug("[%d] gone while it was asked (unanswered)", tc->serial);
+		record_unanswered(t, tc);
 	}
 	free(tc->ask_key);
 	tc->ask_key = NULL;

@@ -263,6 +263,8 @@ static void tracee_free(struct tracee *x)
 {
 	scratch_detach(x);
 	free(x->ask_key);
+	free(x->ask_target);
+	free(x->ask_question);
 	free(x->exe);
 	free(x->argv);
 	free(x);

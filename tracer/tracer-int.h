@@ -404,6 +404,10 @@ struct tracee {
 	int ask_answer; /* ASK_* (ask.c) once answered */
 	char ask_by[96];
 	char *ask_key; /* rule, access and target asked about; owned */
+	/* the question, for its row if the thread ends while it waits */
+	int ask_nr;
+	const char *ask_sys, *ask_rule; /* static; the policy's */
+	char *ask_target, *ask_question; /* owned */
 	struct tracee *next; /* hash chain */
 };
 

@@ -85,12 +85,20 @@ def test_serve_allow_once_always_and_deny(ctx):
     assert got == [("allow", "allow_once"), ("deny", "deny"), ("allow", "allow_always"),
                    ("allow", "earlier"), ("allow", "earlier")], got
     assert "by serve: test client at 20" in rows[0]["reason"], rows[0]
+    # ward show prints the question and the answer of an allowed call too
+    shown = ctx.ward("show", r["run_id"]).stdout
+    assert ("allow  openat /etc/hostname = 3, rule ask-hostname: read of /etc/hostname: "
+            "ask by ask-hostname; asked: allow_once by serve: test client at ") in shown, shown
+    exported = ctx.ward("export", r["run_id"], "--db", ctx.db, db=False).stdout
+    assert "asked: allow_always by serve: test client" in exported, exported[-2000:]
     assert rows[1]["errno"] == 13 and rows[1]["result"] == -13, rows[1]
     # nothing waits; an answer to a question that no longer waits is refused
     assert s.ok("ask.list", {}) == {"asks": []}
     s.err("ask.answer", {"id": asks and asks[0]["id"] or "ask-1", "answer": "deny"}, -32602)
     s.err("ask.answer", {"id": "ask-1", "answer": "maybe"}, -32602)
     assert s.close() == 0
+    v = ctx.ward("verify", "--all", "--db", ctx.db, db=False)
+    assert v.code == 0, v  # the rows of asked calls are in the chain
 
 
 def test_serve_no_answer_in_ask_timeout_denies(ctx):
@@ -293,3 +301,24 @@ def test_listen_lists_and_answers_questions(ctx):
     rows = ctx.events(runs[0]["run_id"], "rule = 'ask-hostname'")
     assert [e["decision"] for e in rows] == ["allow", "deny"], rows
     assert "by http: op at " in rows[0]["reason"], rows
+
+
+def test_wall_limit_while_asking_ends_the_run_and_records_the_question(ctx):
+    """The wall-time limit runs on while a call waits: the run (a session's
+    worker, whose wall limit is --max-life) ends at it as any run does, and
+    the question is recorded as unanswered."""
+    s = AskServe(ctx, "--max-life", "3")
+    sid = s.create(policy=_policy(ctx))
+    t0 = time.monotonic()
+    r, asks = s.run_answering(sid, READ + "print(read())", [])
+    took = time.monotonic() - t0
+    assert len(asks) == 1 and r["status"] != "ok", (r, asks)
+    assert took < 15, took  # not the 30 s ask_timeout
+    run = ctx.sql("select status, cause from runs where id = ?", r["run_id"])[0]
+    assert run["status"] == "timeout", run
+    rows = ctx.events(r["run_id"], "rule = 'ask-hostname'")
+    assert [e["decision"] for e in rows] == ["kill"], rows
+    assert "asked: unanswered (the thread ended while it waited" in rows[0]["reason"], rows
+    assert s.close() == 0
+    v = ctx.ward("verify", "--all", "--db", ctx.db, db=False)
+    assert v.code == 0, v
