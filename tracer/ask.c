@@ -75,8 +75,9 @@ static void remember_always(struct tracer *t, char *key)
 
 static const char *answer_name(int a)
 {
-	return a == ASK_ONCE ? "allow_once" : a == ASK_ALWAYS ? "allow_always"
-							      : "deny";
+	return a == ASK_ONCE	 ? "allow_once"
+	       : a == ASK_ALWAYS ? "allow_always"
+				 : "deny";
 }
 
 /* v becomes the answer a, given by who: the reason says so, with when
@@ -129,9 +130,8 @@ static int send_question(struct tracer *t, unsigned id,
 	return rc;
 }
 
-int tracer_ask(struct tracer *t, struct tracee *tc,
-	       const struct ward_event *ev, const char *target,
-	       struct policy_verdict *v)
+int tracer_ask(struct tracer *t, struct tracee *tc, const struct ward_event *ev,
+	       const char *target, struct policy_verdict *v)
 {
 	char *key = ask_key(ev, target, v);
 	long long timeout = policy_ask_timeout_ms(t->o->policy);
@@ -179,8 +179,9 @@ int tracer_ask(struct tracer *t, struct tracee *tc,
 	rc = send_question(t, id, ev, target, v, timeout);
 	if (rc < 0) {
 		char why[96];
-		snprintf(why, sizeof(why), "ward (the question could not be "
-					   "sent: %s)",
+		snprintf(why, sizeof(why),
+			 "ward (the question could not be "
+			 "sent: %s)",
 			 strerror(-rc));
 		answered(v, ASK_DENY, why, 0);
 		free(key);
@@ -258,11 +259,11 @@ static bool on_line(struct tracer *t, const char *line,
 	json_int_t id = json_integer_value(json_object_get(a, "id"));
 	const char *ans = json_string_value(json_object_get(a, "answer"));
 	const char *by = json_string_value(json_object_get(a, "by"));
-	int kind = !ans				 ? ASK_NONE
-		   : !strcmp(ans, "allow_once")	 ? ASK_ONCE
+	int kind = !ans				  ? ASK_NONE
+		   : !strcmp(ans, "allow_once")	  ? ASK_ONCE
 		   : !strcmp(ans, "allow_always") ? ASK_ALWAYS
-		   : !strcmp(ans, "deny")	 ? ASK_DENY
-						 : ASK_NONE;
+		   : !strcmp(ans, "deny")	  ? ASK_DENY
+						  : ASK_NONE;
 	bool ok = kind != ASK_NONE && id > 0 && id <= 0xffffffffLL;
 
 	if (ok) {

@@ -322,3 +322,77 @@ def test_wall_limit_while_asking_ends_the_run_and_records_the_question(ctx):
     assert s.close() == 0
     v = ctx.ward("verify", "--all", "--db", ctx.db, db=False)
     assert v.code == 0, v
+
+
+# ---- the worker channel fails closed ----
+
+def _worker_answering(ctx, how):
+    """A session worker (`ward serve --session-worker`, as the server starts
+    it: control socket on fd 3, cells on 4, results on 5) whose policy asks
+    before the interpreter reads its encodings package; the question is
+    answered by how(control socket). Returns the rows of the ask rule."""
+    import socket
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "profiles",
+                           "default.json")) as f:
+        pol = json.load(f)
+    pol["fs"].append({"id": "ask-enc", "path": "/usr/lib/python3.11/encodings",
+                      "ask": ["read"]})
+    pfile = ctx.write("enc.json", json.dumps(pol))
+    wd = ctx.path("wd")
+    os.makedirs(os.path.join(wd, "tmp"))
+    os.chmod(wd, 0o777)
+    os.chmod(os.path.join(wd, "tmp"), 0o777)
+    ctl, ctl_w = socket.socketpair()
+    cells, cells_w = socket.socketpair()
+    r, w = os.pipe()
+    high = [os.dup2(fd, 100 + i) for i, fd in enumerate((ctl_w.fileno(), cells_w.fileno(), w))]
+
+    def fds():
+        for i, fd in enumerate(high):
+            os.dup2(fd, 3 + i)
+
+    p = subprocess.Popen([wardtest.ward_bin(), "serve", "--session-worker"], preexec_fn=fds,
+                         pass_fds=(3, 4, 5), stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for fd in high + [w, r]:
+        os.close(fd)
+    ctl_w.close()
+    cells_w.close()
+    ctl.sendall((json.dumps({"language": "python", "db": ctx.db, "workdir": wd,
+                             "max_life_s": 30, "policy": pfile}) + "\n").encode())
+    lines = ctl.makefile("rb")
+    seen = []
+    try:
+        for line in lines:
+            m = json.loads(line)
+            seen.append(sorted(m))
+            if "ask" in m:
+                how(ctl)
+            if "end" in m:
+                break
+        assert p.wait(timeout=60) == 0
+    finally:
+        lines.close()
+        ctl.close()
+        cells.close()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert seen[0] == ["run_id"] and ["ask"] in seen and seen[-1] == ["end"], seen
+    return [(e["decision"], e["reason"]) for e in ctx.events(
+        ctx.last_run()["id"], "rule = 'ask-enc'")]
+
+
+def test_worker_garbled_answer_denies(ctx):
+    rows = _worker_answering(ctx, lambda s: s.sendall(b'{"answer": "yes please"}\n'))
+    assert rows and all(d == "deny" for d, _ in rows), rows
+    assert "asked: deny by ward (a garbled answer)" in rows[0][1], rows
+    # and nothing is asked again on that channel: every later one is denied
+    assert all("deny by ward" in why for _, why in rows[1:]), rows
+
+
+def test_worker_closed_channel_denies(ctx):
+    import socket
+    rows = _worker_answering(ctx, lambda s: s.shutdown(socket.SHUT_WR))
+    assert rows and all(d == "deny" for d, _ in rows), rows
+    assert "asked: deny by ward (the asker is gone)" in rows[0][1], rows

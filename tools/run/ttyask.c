@@ -150,8 +150,8 @@ int ward_ttyask_start(struct ward_ttyask *q)
 	for (int fd = 2; fd >= 0; fd--)
 		if (isatty(fd) && ttyname_r(fd, name, sizeof(name)) == 0)
 			break;
-	snprintf(q->who, sizeof(q->who), "ward run: terminal %s (uid %d)",
-		 name, (int)getuid());
+	snprintf(q->who, sizeof(q->who), "ward run: terminal %s (uid %d)", name,
+		 (int)getuid());
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, q->fd) < 0 ||
 	    pthread_create(&q->thread, NULL, ttyask_main, q) != 0) {
 		int e = errno ? errno : EAGAIN;
