@@ -339,7 +339,7 @@ static long long expire(struct tracer *t,
 	return next;
 }
 
-void tracer_ask_poll(struct tracer *t, int ms,
+void tracer_ask_poll(struct tracer *t, int us,
 		     void (*again)(struct tracer *, struct tracee *))
 {
 	long long next = expire(t, again);
@@ -347,9 +347,10 @@ void tracer_ask_poll(struct tracer *t, int ms,
 
 	if (t->n_asking <= 0)
 		return;
-	if (next < ms)
-		ms = (int)next;
-	if (poll(&p, 1, ms) > 0 && p.revents)
+	if (next * 1000 < us)
+		us = (int)(next * 1000);
+	struct timespec ts = { 0, (long)us * 1000 };
+	if (ppoll(&p, 1, &ts, NULL) > 0 && p.revents)
 		read_answers(t, again);
 }
 

@@ -1177,7 +1177,10 @@ static pid_t next_stop(struct tracer *t, int *status)
 		if (t->nparked > 0)
 			release_stale(t);
 		if (t->n_asking > 0)
-			tracer_ask_poll(t, t->nparked > 0 ? 0 : 1, ask_again);
+			/* the others' next stop found within 100 us, as
+			 * for parked tasks */
+			tracer_ask_poll(t, t->nparked > 0 ? 0 : 100,
+					ask_again);
 		if (t->nparked > 0)
 			nanosleep(&nap, NULL);
 	}

@@ -737,10 +737,11 @@ long long tracer_now_ns(void);
 int tracer_ask(struct tracer *t, struct tracee *tc,
 	       const struct ward_event *ev, const char *target,
 	       struct policy_verdict *v);
-/* With questions waiting: reads answers (up to ms milliseconds) and ends
- * overdue waits; each thread answered is handed to again() at its
- * stop (its syscall decided once more, the answer then applies). */
-void tracer_ask_poll(struct tracer *t, int ms,
+/* With questions waiting: reads answers (waiting up to us microseconds,
+ * < 1 s) and ends overdue waits; each thread answered is handed to
+ * again() at its stop (its syscall decided once more, the answer then
+ * applies). */
+void tracer_ask_poll(struct tracer *t, int us,
 		     void (*again)(struct tracer *, struct tracee *));
 /* tc is gone (or the run ends): its question no longer waits. */
 void tracer_ask_gone(struct tracer *t, struct tracee *tc);
