@@ -396,3 +396,54 @@ def test_worker_closed_channel_denies(ctx):
     rows = _worker_answering(ctx, lambda s: s.shutdown(socket.SHUT_WR))
     assert rows and all(d == "deny" for d, _ in rows), rows
     assert "asked: deny by ward (the asker is gone)" in rows[0][1], rows
+
+
+def test_cancel_ends_the_wait(ctx):
+    """A cell cancelled, or past its timeout, while its call waits: the
+    question is denied at once (the code's thread can take the interrupt),
+    the session lives on."""
+    s = AskServe(ctx)
+    sid = s.create(policy=_policy(ctx))
+    code = READ + "print(read(), flush=True)\nimport time\ntime.sleep(30)"
+    # cancel
+    s.n += 1
+    rid = s.n
+    s.send_raw((json.dumps({"id": rid, "method": "run", "params": {
+        "session_id": sid, "code": code}}) + "\n").encode())
+    m = s.read()
+    assert m.get("event") == "ask", m
+    t0 = time.monotonic()
+    s.send_raw((json.dumps({"id": "c", "method": "cancel", "params": {"id": rid}}) + "\n").encode())
+    while True:
+        m = s.read()
+        if m.get("id") == rid:
+            break
+    r = m["result"]
+    assert r["status"] == "cancelled" and not r.get("session_closed"), r
+    assert time.monotonic() - t0 < 5, r
+    # denied, and the interrupt then reached the thread
+    assert r["error"]["name"] == "KeyboardInterrupt", r
+    assert r["policy"]["denials"][0]["rule"] == "ask-hostname", r
+    r2 = s.run(sid, "print('alive')")
+    assert _stdout(r2) == "alive\n", r2
+    rows = ctx.events(r["run_id"], "rule = 'ask-hostname'")
+    assert [e["decision"] for e in rows][:1] == ["deny"], rows
+    assert "asked: deny by ward: the cell was interrupted" in rows[0]["reason"], rows
+    assert s.close() == 0
+
+
+def test_cell_timeout_while_asking(ctx):
+    s = AskServe(ctx)
+    sid = s.create(policy=_policy(ctx), timeout_s=1)
+    t0 = time.monotonic()
+    r, asks = s.run_answering(sid, READ + "print(read())", [])
+    # denied at the cell's time limit; the code caught the PermissionError
+    # and ended just then (or the driver's interrupt came first)
+    assert len(asks) == 1 and r["status"] in ("ok", "timeout"), r
+    assert time.monotonic() - t0 < 5, r
+    assert _stdout(r) == "denied\n", r
+    rows = ctx.events(r["run_id"], "rule = 'ask-hostname'")
+    assert len(rows) == 1 and rows[0]["decision"] == "deny", rows
+    assert "asked: deny by ward: the cell's time was up" in rows[0]["reason"], rows
+    assert s.run(sid, "print('alive')")["logs"]["stdout"] == ["alive\n"]
+    assert s.close() == 0

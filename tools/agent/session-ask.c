@@ -165,6 +165,29 @@ int ws_ask_answer(struct ws_server *s, const char *id, const char *answer,
 	return 0;
 }
 
+void ws_ask_cancel(struct sess *x, const char *why)
+{
+	struct ws_server *s = x->srv;
+	char ids[16][24];
+	int n = 0;
+	struct ws_error err;
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->ask_lock);
+	for (struct ws_ask *a = s->asks; a && n < 16; a = a->next) {
+		const char *rid =
+			json_string_value(json_object_get(a->ev, "run_id"));
+		if (rid && !strcmp(rid, x->run_id))
+			snprintf(ids[n++], sizeof(ids[0]), "%s", a->id);
+	}
+	pthread_mutex_unlock(&s->ask_lock);
+	/* more than 16 at once: the rest end with the run or their
+	 * timeout */
+	for (int i = 0; i < n; i++)
+		ws_ask_answer(s, ids[i], "deny", "ward", why, &err);
+}
+
 static int m_list(struct ws_server *s, json_t **res)
 {
 	json_t *arr = json_array();

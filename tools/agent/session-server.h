@@ -201,6 +201,9 @@ struct cell_limits {
 /* session-ask.c: a line from x's worker that is a question ({"ask"}):
  * kept and passed to the server's ask_fn; false for any other line. */
 bool ws_ask_line(struct sess *x, const char *line);
+/* x's questions waiting (its cell interrupted: cancel, timeout) answered
+ * "deny", recorded as by "ward: why". */
+void ws_ask_cancel(struct sess *x, const char *why);
 /* The server's questions: "ask.list" and "ask.answer" (1: not theirs). */
 int ws_ask_call(struct ws_server *s, const char *method, json_t *p,
 		json_t **res, struct ws_error *err);
