@@ -108,6 +108,7 @@ static const struct named view_names[] = {
 static const struct named net_action_names[] = {
 	{ "allow", 0 },
 	{ "deny", 1 },
+	{ "ask", 2 },
 };
 
 static const struct named lang_names[] = {
@@ -544,9 +545,9 @@ static int get_rule_id(struct vctx *c, json_t *rule, const char *pos,
 static int parse_fs_rule(struct vctx *c, json_t *v, size_t idx)
 {
 	static const char *const keys[] = { "id",    "path", "allow", "deny",
-					    "errno", "why",  NULL };
+					    "ask",   "errno", "why",  NULL };
 	struct pol_fs_rule *r = &c->p->fs[idx];
-	json_t *allow, *deny, *m;
+	json_t *allow, *deny, *ask, *m;
 	uint64_t bits = 0;
 	size_t old;
 	int rc;
@@ -566,22 +567,28 @@ static int parse_fs_rule(struct vctx *c, json_t *v, size_t idx)
 		return rc;
 	allow = json_object_get(v, "allow");
 	deny = json_object_get(v, "deny");
-	if (!allow == !deny)
-		return fail(c, "needs exactly one of \"allow\" and \"deny\"");
-	old = push_key(c, allow ? "allow" : "deny");
-	rc = get_enum_list(c, allow ? allow : deny, access_names,
-			   NELEM(access_names), "access", false, &bits);
+	ask = json_object_get(v, "ask");
+	if (!!allow + !!deny + !!ask != 1)
+		return fail(c, "needs exactly one of \"allow\", \"deny\" and "
+			       "\"ask\"");
+	m = allow ? allow : deny ? deny : ask;
+	old = push_key(c, allow ? "allow" : deny ? "deny" : "ask");
+	rc = get_enum_list(c, m, access_names, NELEM(access_names), "access",
+			   false, &bits);
 	pop(c, old);
 	if (rc)
 		return rc;
-	if (allow)
-		r->allow = (unsigned)bits;
-	else
+	if (deny)
 		r->deny = (unsigned)bits;
+	else
+		r->allow = (unsigned)bits;
+	if (ask)
+		r->ask = (unsigned)bits;
 	m = json_object_get(v, "errno");
 	if (m) {
 		old = push_key(c, "errno");
-		rc = allow ? fail(c, "only a \"deny\" rule takes an errno")
+		rc = allow ? fail(c, "only a \"deny\" or \"ask\" rule takes "
+				     "an errno")
 			   : get_errno(c, m, &r->err);
 		pop(c, old);
 	}
@@ -644,7 +651,9 @@ static int parse_fs(struct vctx *c, json_t *v)
 	return rc;
 }
 
-static int parse_exec_allow(struct vctx *c, json_t *v)
+/* The globs of v appended to p->exec_globs, their ids their JSON paths,
+ * marked exec.ask ones when ask. */
+static int parse_exec_globs(struct vctx *c, json_t *v, bool ask)
 {
 	struct policy *p = c->p;
 	size_t i;
@@ -655,7 +664,9 @@ static int parse_exec_allow(struct vctx *c, json_t *v)
 	    (rc = grow(&p->exec_globs, p->nexec, json_array_size(v),
 		       sizeof(char *))) ||
 	    (rc = grow(&p->exec_ids, p->nexec, json_array_size(v),
-		       sizeof(char *))))
+		       sizeof(char *))) ||
+	    (rc = grow(&p->exec_ask, p->nexec, json_array_size(v),
+		       sizeof(bool))))
 		return rc;
 	json_array_foreach(v, i, e)
 	{
@@ -663,6 +674,7 @@ static int parse_exec_allow(struct vctx *c, json_t *v)
 
 		/* counted first: policy_free releases a partly parsed one */
 		p->nexec++;
+		p->exec_ask[k] = ask;
 		rc = get_dup(c, e, &p->exec_globs[k]);
 		if (!rc && p->exec_globs[k][0] != '/')
 			rc = fail(c, "\"%s\": must be an absolute path glob",
@@ -682,17 +694,26 @@ static int parse_exec_allow(struct vctx *c, json_t *v)
 
 static int parse_exec(struct vctx *c, json_t *v)
 {
-	static const char *const keys[] = { "allow", "errno", "why", NULL };
-	json_t *m;
+	static const char *const keys[] = { "allow", "ask", "errno", "why",
+					    NULL };
+	json_t *m, *ask = json_object_get(v, "ask");
 	size_t old;
 	int rc;
 
 	if ((rc = want(c, v, JSON_OBJECT, "an object")) ||
 	    (rc = check_keys(c, v, keys)) || (rc = check_why(c, v)))
 		return rc;
-	if ((m = json_object_get(v, "allow"))) {
+	m = json_object_get(v, "allow");
+	if (m) {
 		old = push_key(c, "allow");
-		rc = parse_exec_allow(c, m);
+		rc = parse_exec_globs(c, m, false);
+		pop(c, old);
+		if (rc)
+			return rc;
+	}
+	if (ask) {
+		old = push_key(c, "ask");
+		rc = parse_exec_globs(c, ask, true);
 		pop(c, old);
 		if (rc)
 			return rc;
@@ -898,15 +919,17 @@ static int parse_net_rule(struct vctx *c, json_t *v, size_t idx)
 		rc = get_enum(c, m, net_action_names, NELEM(net_action_names),
 			      "action", &x);
 		r->deny = x == 1;
+		r->ask = x == 2;
 		pop(c, old);
 		if (rc)
 			return rc;
 	}
 	if ((m = json_object_get(v, "errno"))) {
 		old = push_key(c, "errno");
-		rc = r->deny ? get_errno(c, m, &r->err)
+		rc = r->deny || r->ask
+			     ? get_errno(c, m, &r->err)
 			     : fail(c, "only a rule with \"action\": \"deny\" "
-				       "takes an errno");
+				       "or \"ask\" takes an errno");
 		pop(c, old);
 	}
 	return rc;
@@ -1434,6 +1457,13 @@ static int parse_scalars(struct vctx *c, json_t *root)
 		p->view_host = x == 1;
 		pop(c, old);
 	}
+	if (!rc && (m = json_object_get(root, "ask_timeout"))) {
+		long long s = 0;
+		old = push_key(c, "ask_timeout");
+		rc = get_int(c, m, 1, 3600, &s); /* seconds */
+		p->ask_timeout_ms = s * 1000;
+		pop(c, old);
+	}
 	if (!rc && (m = json_object_get(root, "signals"))) {
 		old = push_key(c, "signals");
 		rc = get_enum(c, m, signals_names, NELEM(signals_names),
@@ -1501,7 +1531,7 @@ static int parse_root(struct vctx *c, json_t *root)
 		"errno",   "trap_stat", "interpreters", "fs",
 		"exec",	   "net",	"signals",	"syscalls",
 		"limits",  "backtrace", "require",	"view",
-		"phases",  NULL
+		"phases",  "ask_timeout", NULL
 	};
 	static const struct section sections[] = {
 		{ "interpreters", parse_interpreters },
@@ -1534,6 +1564,7 @@ static void set_defaults(struct policy *p)
 {
 	p->err = EACCES;
 	p->exec_err = EACCES;
+	p->ask_timeout_ms = 30000;
 	p->net_err = ECONNREFUSED;
 	p->backtrace = POL_BT_DENY | POL_BT_KILL;
 }

@@ -58,6 +58,8 @@ struct pol_fs_rule {
 	struct pol_path path;
 	unsigned allow; /* WARD_FS_* bits; exactly one of allow/deny set */
 	unsigned deny;
+	unsigned ask; /* an "ask" rule: its bits, in allow too (so every
+		       * upper bound counts them as allowed) */
 	int err;    /* errno for deny; 0 = the policy's errno */
 	bool phase; /* a phase's rule: beats a base rule of the same path */
 };
@@ -77,7 +79,8 @@ struct pol_net_rule {
 	char *abstract;
 	size_t abstract_len;
 	bool deny; /* action */
-	int err;   /* errno for deny; 0 = default for the op */
+	bool ask;  /* action "ask" (deny false: bounds count it allowed) */
+	int err;   /* errno for deny and ask; 0 = default for the op */
 };
 
 /* net.allow_domains[i]: "name:port" or "*.suffix:port" (domains.c) */
@@ -144,8 +147,10 @@ struct policy {
 	unsigned fs_bucket[257];
 
 	char **exec_globs;
-	char **exec_ids; /* "exec.allow[i]" */
+	char **exec_ids; /* "exec.allow[i]", then "exec.ask[i]" */
 	size_t nexec;
+	bool *exec_ask; /* exec_globs[i] is an exec.ask glob (a phase's
+			all follow the base's) */
 	int exec_err;
 
 	uint64_t sock_families; /* bit per AF_ value below 64 */
@@ -163,6 +168,7 @@ struct policy {
 	size_t nreach;
 
 	bool signals_any;
+	long long ask_timeout_ms; /* "ask_timeout" */
 
 	struct pol_sys_rule *sys;
 	size_t nsys;

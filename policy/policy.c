@@ -276,6 +276,7 @@ void policy_free(struct policy *p)
 	}
 	free(p->exec_globs);
 	free(p->exec_ids);
+	free(p->exec_ask);
 	for (size_t i = 0; i < p->nnet; i++) {
 		free(p->net[i].id);
 		free(p->net[i].abstract);
@@ -414,6 +415,27 @@ const char *policy_text(const struct policy *p)
 bool policy_audit_mode(const struct policy *p)
 {
 	return p->audit;
+}
+
+long long policy_ask_timeout_ms(const struct policy *p)
+{
+	return p->ask_timeout_ms;
+}
+
+bool policy_asks(const struct policy *p)
+{
+	if (p->audit)
+		return false; /* allowed there without asking */
+	for (size_t i = 0; i < p->nfs; i++)
+		if (p->fs[i].ask)
+			return true;
+	for (size_t i = 0; i < p->nnet; i++)
+		if (p->net[i].ask)
+			return true;
+	for (size_t i = 0; i < p->nexec; i++)
+		if (p->exec_ask[i])
+			return true;
+	return false;
 }
 
 /* An allow rule for IPv4/IPv6 whose peers are all loopback addresses. */

@@ -82,11 +82,17 @@ enum policy_action {
 	POLICY_ALLOW = 0,
 	POLICY_DENY, /* skip the syscall, return -err */
 	POLICY_KILL, /* end the whole run */
+	/* an "ask" rule: the caller asks who runs the code (the tracer's
+	 * opts.ask_fd), then allows or denies with err; reason is the
+	 * question, rule the rule that asks. Never returned in audit mode
+	 * (allowed there, would_deny set). */
+	POLICY_ASK,
 };
 
 struct policy_verdict {
 	enum policy_action action;
-	int err;	  /* errno for POLICY_DENY, else 0 */
+	int err;	  /* errno for POLICY_DENY (and for POLICY_ASK: the
+			   * errno if the answer is no), else 0 */
 	const char *rule; /* rule id ("fs[3]", its "id", or "default");
 			    * borrowed until policy_free, never NULL */
 	char reason[192]; /* short, human: "read of /etc/shadow: no fs rule
@@ -120,6 +126,11 @@ const char *policy_name(const struct policy *p);
 /* The policy's JSON text exactly as loaded (for the audit record). */
 const char *policy_text(const struct policy *p);
 bool policy_audit_mode(const struct policy *p);
+/* How long an "ask" waits for its answer before it is denied
+ * ("ask_timeout", default 30 s), in milliseconds. */
+long long policy_ask_timeout_ms(const struct policy *p);
+/* Has the policy any "ask" rule (and is it enforcing)? */
+bool policy_asks(const struct policy *p);
 /* Trap the stat family (stat, lstat, newfstatat, statx, access,
  * faccessat(2), readlink(at), statfs, getxattr family)? */
 bool policy_trap_stat(const struct policy *p);

@@ -262,6 +262,9 @@ static struct tracee *tracee_add(struct tracer *t, pid_t tid,
 static void tracee_free(struct tracee *x)
 {
 	scratch_detach(x);
+	free(x->ask_key);
+	free(x->ask_target);
+	free(x->ask_question);
 	free(x->exe);
 	free(x->argv);
 	free(x);
@@ -308,6 +311,7 @@ static void tracee_remove(struct tracer *t, struct tracee *gone)
 {
 	clone_done(t, gone);	/* ended in its clone */
 	release_ended(t, gone); /* ended in its call, or after it */
+	tracer_ask_gone(t, gone); /* ended while it was asked */
 	pthread_mutex_lock(&t->lock);
 	for (struct tracee **pp = &t->tab[bucket(gone->tid)]; *pp;
 	     pp = &(*pp)->next) {
@@ -518,7 +522,16 @@ static void apply_verdict(struct tracer *t, struct tracee *tc,
 	const char *target = event_target(ev, buf, sizeof(buf));
 	const char *bt = NULL;
 	int copied;
+	struct policy_verdict no;
 
+	if (v->action == POLICY_ASK) {
+		/* every question is answered before (ask.c): never here,
+		 * but if so, no */
+		no = *v;
+		no.action = POLICY_DENY;
+		no.err = v->err ? v->err : EACCES;
+		v = &no;
+	}
 	if (v->backtrace &&
 	    tracer_backtrace(tc->tid, tc->tgid, t->bt, sizeof(t->bt)) == 0)
 		bt = t->bt;
@@ -598,6 +611,7 @@ static void apply_verdict(struct tracer *t, struct tracee *tc,
 			note_denial(t, ev, v, target);
 		}
 		break;
+	case POLICY_ASK: /* made a denial above */
 	case POLICY_DENY:
 		if (record_event(t, tc, ev, v, target, bt, RES_ERR) < 0)
 			return; /* killed (evq_failed): it goes no further */
@@ -724,6 +738,15 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 #ifdef WARD_TEST_HOOKS
 		tracer_landlock_test_fs_off(t, ev, &v);
 #endif
+	}
+	/* an "ask": the thread waits, stopped, for its answer (ask.c) */
+	if (v.action == POLICY_ASK) {
+		char tb[WARD_PATH_MAX * 2 + 8];
+		if (tracer_ask(t, tc, ev, event_target(ev, tb, sizeof(tb)),
+			       &v) > 0)
+			return;
+	} else if (tc->ask_key) {
+		tracer_ask_gone(t, tc); /* an answer for another call */
 	}
 	/* The record's own bound. Every decision is a row of the database,
 	 * outside every limit of the code's: a loop of trapped calls would
@@ -1113,6 +1136,17 @@ static void handle_status(struct tracer *t, pid_t pid, int status)
 	}
 }
 
+/* A thread answered (ask.c): its stop is handled again, as it came. */
+static void ask_again(struct tracer *t, struct tracee *tc)
+{
+	if (atomic_load(&t->stop_reason) != STOP_NONE) {
+		kill(tc->tid, SIGKILL);
+		ptrace(PTRACE_CONT, tc->tid, 0, 0);
+		return;
+	}
+	on_seccomp(t, tc);
+}
+
 /*
  * The next stop of any tracee. On VMs the dominant cost of a trap is not
  * the two context switches but waking an idle CPU for each of them. With
@@ -1134,14 +1168,23 @@ static pid_t next_stop(struct tracer *t, int *status)
 		} while (mono_us() < until);
 	}
 	/* With tasks held for their parent's event: not past PARK_US
-	 * (0: time to look them up). */
-	while (t->nparked > 0) {
+	 * (0: time to look them up). With threads waiting for answers
+	 * (ask.c): the others' stops served as they come, answers read
+	 * between them. */
+	while (t->nparked > 0 || t->n_asking > 0) {
 		struct timespec nap = { 0, 100000 };
 		w = waitpid(-1, status, __WALL | WNOHANG);
 		if (w != 0)
 			return w;
-		release_stale(t);
-		nanosleep(&nap, NULL);
+		if (t->nparked > 0)
+			release_stale(t);
+		if (t->n_asking > 0)
+			/* the others' next stop found within 100 us, as
+			 * for parked tasks */
+			tracer_ask_poll(t, t->nparked > 0 ? 0 : 100,
+					ask_again);
+		if (t->nparked > 0)
+			nanosleep(&nap, NULL);
 	}
 	return waitpid(-1, status, __WALL);
 }
@@ -1601,6 +1644,7 @@ static void tracer_release(struct tracer *t, struct spawn_fds *f, int *sync_w)
 			tracee_free(x);
 		}
 	}
+	tracer_ask_free(t);
 	pthread_mutex_destroy(&t->lock);
 	pthread_mutex_destroy(&t->q_lock);
 	pthread_mutex_destroy(&t->w_lock);

@@ -404,6 +404,17 @@ struct tracee {
 	/* its allowed call is in the kernel and its row waits for the
 	 * call's exit stop (evq_hold; else, when held, for retbpf.c) */
 	bool exit_stop;
+	/* an "ask" (ask.c): the question this thread waits on, stopped at
+	 * its seccomp stop (0: none), and then its answer */
+	unsigned ask_id;
+	long long ask_deadline_ms, ask_t0_ns;
+	int ask_answer; /* ASK_* (ask.c) once answered */
+	char ask_by[96];
+	char *ask_key; /* rule, access and target asked about; owned */
+	/* the question, for its row if the thread ends while it waits */
+	int ask_nr;
+	const char *ask_sys, *ask_rule; /* static; the policy's */
+	char *ask_target, *ask_question; /* owned */
 	struct tracee *next; /* hash chain */
 };
 
@@ -473,6 +484,15 @@ struct tracer {
 	 * stops */
 	struct retbpf *rb;
 	int kick_fd; /* eventfd: the queue is long, write it now */
+	/* questions of "ask" rules (ask.c): threads waiting, the next id,
+	 * what was allowed for the run, answer bytes not yet a line */
+	int n_asking;
+	unsigned ask_seq;
+	bool ask_closed; /* opts.ask_fd gave EOF or garbage: deny */
+	char **ask_always;
+	size_t n_always;
+	char ask_buf[4096];
+	size_t ask_len;
 
 	/* the memory limit as a cgroup (cgroup.c); "" when not used */
 	char cg_dir[WARD_PATH_MAX];
@@ -744,5 +764,24 @@ void tracer_proxy_stop(struct tracer *t);
 /* envp with the proxy variables (HTTP_PROXY, ...; any given dropped): a
  * new array (free it, not its strings), or NULL. */
 char **tracer_proxy_env(char *const *envp);
+
+/* ---- ask.c: the questions of "ask" rules ---- */
+
+/* v is POLICY_ASK for ev (target as recorded): returns 1 when tc now
+ * waits for the answer (left stopped; tracer_ask_poll resumes it), or 0
+ * with v turned into the answer (allow or deny, reason saying who
+ * answered and when). */
+int tracer_ask(struct tracer *t, struct tracee *tc,
+	       const struct ward_event *ev, const char *target,
+	       struct policy_verdict *v);
+/* With questions waiting: reads answers (waiting up to us microseconds,
+ * < 1 s) and ends overdue waits; each thread answered is handed to
+ * again() at its stop (its syscall decided once more, the answer then
+ * applies). */
+void tracer_ask_poll(struct tracer *t, int us,
+		     void (*again)(struct tracer *, struct tracee *));
+/* tc is gone (or the run ends): its question no longer waits. */
+void tracer_ask_gone(struct tracer *t, struct tracee *tc);
+void tracer_ask_free(struct tracer *t);
 
 #endif

@@ -134,6 +134,15 @@ struct tracer_opts {
 	 * time limit to end that long from now, so that a one-shot's limit
 	 * counts from its hand-out, not from the sandbox's start. */
 	int wall_fd;
+	/* Who answers the questions of "ask" rules (docs/policy.md): a
+	 * socket (borrowed, > 0) on which the tracer writes one JSON line
+	 * per question, {"ask": {"id", "question", "rule", "syscall",
+	 * "target", "timeout_ms"}}, and reads answer lines {"answer": {"id",
+	 * "answer": "allow_once"|"allow_always"|"deny", "by"}}. A line that
+	 * is not that, or the socket's end, denies every question waiting
+	 * and every one after. 0 (or < 0): nobody to ask, every question is
+	 * denied at once. No answer within the policy's ask_timeout: deny. */
+	int ask_fd;
 };
 
 /* A denial as reported to callers (--json). */

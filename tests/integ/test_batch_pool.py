@@ -3,6 +3,7 @@ a warm pool, each used once; every sample gives the result line and the
 record it gives without --pool (ids and durations aside), the warm-up is
 the run's cell 0 and does not count for the sample."""
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -182,3 +183,28 @@ def test_pool_resume_takes_a_finished_pooled_run_whose_line_was_lost(ctx):
     assert len(runs) == 4, runs
     assert test_batch._by_id(out) == full, (test_batch._by_id(out), full)
     assert "2 done before" not in r.stdout and "4 done before" in r.stdout, r.stdout
+
+
+def test_pool_with_a_policy_that_asks_runs_every_sample_fresh(ctx):
+    """A pooled sandbox's control socket carries its one-shot limit, and a
+    policy's ask rules need it for their questions: such a batch runs every
+    sample fresh, says so once, and nobody answers a batch: the asked call
+    is denied."""
+    import json as _json
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "profiles",
+                           "default.json")) as f:
+        pol = _json.load(f)
+    pol["fs"].append({"id": "ask-hosts", "path": "/etc/hosts", "ask": ["read"]})
+    path = ctx.write("ask.json", _json.dumps(pol))
+    s = test_batch._jsonl(ctx, "one.jsonl", [
+        {"id": "a", "code": "try:\n open('/etc/hosts').read(); print('read')\n"
+                            "except OSError as e: print('errno', e.errno)\n"}])
+    out = ctx.path("a.jsonl")
+    r = ctx.ward("batch", "--db", ctx.db, "--out", out, "--pool", "1", "--policy", path, s)
+    assert r.code == 0 and r.stderr.count("the policy has ask rules") == 1, r
+    line = test_batch._lines(out)[0]
+    assert line["status"] == "ok", line
+    rid = line["run_id"]
+    assert ctx.sql("select count(*) as n from cells where run_id = ?", rid)[0]["n"] == 0
+    ev = ctx.sql("select decision, rule from events where run_id = ? and target = '/etc/hosts'", rid)
+    assert ev and all(e["decision"] == "deny" and e["rule"] == "ask-hosts" for e in ev), ev

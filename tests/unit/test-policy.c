@@ -39,7 +39,10 @@ static struct ward_event ev; /* large: one, reused */
 
 static const char *action_name(enum policy_action a)
 {
-	return a == POLICY_ALLOW ? "allow" : a == POLICY_DENY ? "deny" : "kill";
+	return a == POLICY_ALLOW  ? "allow"
+	       : a == POLICY_DENY ? "deny"
+	       : a == POLICY_ASK  ? "ask"
+				  : "kill";
 }
 
 /* ---- building events ---- */
@@ -168,6 +171,7 @@ static int verdict_is(const struct policy *p, int rc, enum policy_action a,
 #define DENIES(p, err, rule, what)                                             \
 	verdict_is(p, 0, POLICY_DENY, err, rule, what)
 #define KILLS(p, rule, what) verdict_is(p, 0, POLICY_KILL, 0, rule, what)
+#define ASKS(p, err, rule, what) verdict_is(p, 0, POLICY_ASK, err, rule, what)
 
 static struct policy *load(const char *text)
 {
@@ -844,6 +848,79 @@ static void test_exec(void)
 	is_str(v.reason, "exec of /bin/sh: not in exec.allow", "exec reason");
 	ev_exec("/usr/local/bin/true", false);
 	ALLOWS(p, "exec.missing", "missing program: allowed (kernel ENOENT)");
+	policy_free(p);
+}
+
+/* ---- "ask" rules ---- */
+
+static void test_ask(void)
+{
+	struct policy *p = load(
+		"{\"version\": 1, \"ask_timeout\": 5, \"fs\": ["
+		" {\"path\": \"/data\", \"allow\": [\"read\", \"stat\"]},"
+		" {\"id\": \"ask-data\", \"path\": \"/data/private\","
+		"  \"ask\": [\"read\", \"write\"], \"errno\": \"EPERM\"},"
+		" {\"path\": \"/data/private/ok\", \"allow\": [\"read\"]},"
+		" {\"path\": \"/data/private/no\", \"deny\": [\"read\"]},"
+		" {\"path\": \"/data/private/no\", \"ask\": [\"read\"]},"
+		" {\"path\": \"/tie\", \"allow\": [\"read\"]},"
+		" {\"id\": \"ask-tie\", \"path\": \"/tie\", \"ask\": [\"read\"]}],"
+		" \"exec\": {\"allow\": [\"/usr/bin/python3*\"],"
+		"  \"ask\": [\"/usr/bin/*\"]},"
+		" \"net\": {\"socket\": [\"inet\"], \"rules\": ["
+		"  {\"id\": \"ask-api\", \"family\": \"inet\","
+		"   \"addr\": \"10.0.0.0/8\", \"port\": 443, \"action\": \"ask\"}]}}");
+	struct policy *q = load("{\"version\": 1}");
+
+	if (!ok(p && q, "ask policies load"))
+		goto out;
+	is_int((int)policy_ask_timeout_ms(p), 5000, "ask_timeout in ms");
+	is_int((int)policy_ask_timeout_ms(q), 30000, "ask_timeout default 30 s");
+	ok(policy_asks(p) && !policy_asks(q), "policy_asks");
+	ev_fs(R, "/data/private/a");
+	ASKS(p, EPERM, "ask-data", "read under an ask rule asks");
+	is_str(v.reason, "read of /data/private/a: ask by ask-data",
+	       "the question names the access, path and rule");
+	ev_fs(R | W, "/data/private/a");
+	ASKS(p, EPERM, "ask-data", "read+write: asked once for both");
+	ev_fs(S, "/data/private/a");
+	ALLOWS(p, "fs[0]", "stat: the ask rule does not name it");
+	ev_fs(C, "/data/private/a");
+	DENIES(p, EACCES, "default", "create: nothing allows or asks");
+	ev_fs(R, "/data/private/ok/x");
+	ALLOWS(p, "fs[2]", "a longer allow wins over the ask");
+	ev_fs(R, "/data/private/no/x");
+	DENIES(p, EACCES, "fs[3]", "deny wins a tie with ask");
+	ev_fs(R, "/tie/x");
+	ASKS(p, EACCES, "ask-tie", "ask wins a tie with allow");
+	ev_fs2(D, "/data/x", C, "/data/private/y");
+	DENIES(p, EACCES, "default", "a rename: the denied part decides");
+	ev_fs2(R, "/data/x", W, "/data/private/y");
+	ASKS(p, EPERM, "ask-data", "two paths: the asked one asks");
+	ev_exec("/usr/bin/python3.11", true);
+	ALLOWS(p, "exec.allow[0]", "exec allow comes before ask");
+	ev_exec("/usr/bin/curl", true);
+	ASKS(p, EACCES, "exec.ask[0]", "exec.ask glob asks");
+	is_str(v.reason, "exec of /usr/bin/curl: ask by exec.ask[0]",
+	       "exec question");
+	ev_exec("/bin/sh", true);
+	DENIES(p, EACCES, "default", "exec outside both: denied");
+	ev_inet(WARD_NET_CONNECT, AF_INET, "10.1.2.3", 443);
+	ASKS(p, ECONNREFUSED, "ask-api", "net action ask");
+	ev_inet(WARD_NET_CONNECT, AF_INET, "10.1.2.3", 80);
+	DENIES(p, ECONNREFUSED, "default", "net: another port is denied");
+out:
+	policy_free(p);
+	policy_free(q);
+	/* audit mode: never asks, allows with would_deny */
+	p = load("{\"version\": 1, \"mode\": \"audit\", \"fs\": ["
+		 "{\"path\": \"/x\", \"ask\": [\"read\"]}]}");
+	if (ok(p != NULL, "audit ask policy loads")) {
+		ev_fs(R, "/x/y");
+		ALLOWS(p, "fs[0]", "audit mode: an ask is allowed");
+		ok(v.would_deny && !policy_asks(p),
+		   "  with would_deny, and nobody is asked");
+	}
 	policy_free(p);
 }
 
@@ -2087,6 +2164,7 @@ int main(void)
 	test_profile_default();
 	test_profile_default_limits();
 	test_profile_node_sh();
+	test_ask();
 	test_profile_audit();
 	test_bound_default();
 	test_bound_rules();

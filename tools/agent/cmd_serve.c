@@ -75,6 +75,10 @@ static void usage(FILE *f)
 		"  context.list   {session_id}\n"
 		"  context.remove, context.restart  {session_id, context_id}\n"
 		"  command.run    {session_id, cmd, env?, cwd?, stdin?, timeout_s?, stream?}\n"
+		"  ask.answer     {id, answer: allow_once|allow_always|deny, by?}  (a\n"
+		"                 question of an \"ask\" rule, sent as {\"event\": \"ask\",\n"
+		"                 \"ask\": {id, session_id, question, rule, target, ...}})\n"
+		"  ask.list       {}  (the questions waiting)\n"
 		"\n"
 		"In a python session, run takes language js (node) and bash (sh) too, a\n"
 		"context_id (contexts share no state) and env for that cell alone;\n"
@@ -254,6 +258,13 @@ static void emit(struct srv *v, json_t *o)
 			debug("serve: stdout is gone: cancelling every request");
 		cancel_all(v);
 	}
+}
+
+/* A question of a session's "ask" rule (session-ask.c): an event line
+ * the client answers with ask.answer. */
+static void on_ask(void *arg, json_t *ask)
+{
+	emit(arg, json_pack("{s:s, s:O}", "event", "ask", "ask", ask));
 }
 
 static void emit_error(struct srv *v, json_t *id, int code, const char *msg)
@@ -637,6 +648,7 @@ int ward_cmd_serve(int argc, char **argv)
 		return rc < 0 ? WARD_EXIT_INTERNAL : 0;
 	}
 	v.ws = s;
+	ws_server_on_ask(s, on_ask, &v);
 	serve(&v);
 	if (stdout_gone())
 		cancel_all(&v);

@@ -122,6 +122,7 @@ struct sess {
 	 * now is the warm-up (ws_run_cell keeps its row here) */
 	bool warming;
 	struct ws_warm *warm;
+	struct ws_server *srv; /* its server (questions: session-ask.c) */
 };
 
 /* A session that is gone, remembered so that a request naming it learns
@@ -152,6 +153,14 @@ struct ws_server {
 	struct ws_spawn *spawn_q;
 	bool spawn_stop;
 	struct ws_pool *pool; /* --pool (session-pool.c), or NULL */
+	/* questions of "ask" rules waiting (session-ask.c), under ask_lock
+	 * (never taken with lock held after it: it may be taken under
+	 * lock) */
+	pthread_mutex_t ask_lock;
+	struct ws_ask *asks;
+	unsigned ask_seq;
+	ws_ask_fn ask_fn;
+	void *ask_arg;
 };
 
 /* What session.create (or a one-shot run) asks for: a session started
@@ -196,6 +205,17 @@ struct cell_limits {
 	double timeout_s, asked_s;
 	bool capped;
 };
+
+/* session-ask.c: a line from x's worker that is a question ({"ask"}):
+ * kept and passed to the server's ask_fn; false for any other line. */
+bool ws_ask_line(struct sess *x, const char *line);
+/* x's questions waiting (its cell interrupted: cancel, timeout) answered
+ * "deny", recorded as by "ward: why". */
+void ws_ask_cancel(struct sess *x, const char *why);
+/* The server's questions: "ask.list" and "ask.answer" (1: not theirs). */
+int ws_ask_call(struct ws_server *s, const char *method, json_t *p,
+		json_t **res, struct ws_error *err);
+void ws_ask_free(struct ws_server *s);
 
 /* Small helpers (session.c; their contracts are at their definitions). */
 long long ws_mono_ms(void);

@@ -511,10 +511,14 @@ int ws_worker_main(void)
 		.side_out = WS_FD_RESULT,
 		.end_with_root = true,
 		.prepared = prep,
-		/* a pooled one-shot's limit, from its hand-out on
-		 * (session-script.c): the server's only writes after the
-		 * configuration */
-		.wall_fd = WS_FD_CTL,
+		/* questions of "ask" rules go to the server on the control
+		 * socket, its answers come back there (session-ask.c); else
+		 * the server's only writes after the configuration are a
+		 * pooled one-shot's limit, from its hand-out on
+		 * (session-script.c; a policy that asks is never pooled for
+		 * one-shots) */
+		.ask_fd = policy_asks(pol) ? WS_FD_CTL : -1,
+		.wall_fd = policy_asks(pol) ? -1 : WS_FD_CTL,
 	};
 	struct tracer_result r, sr;
 	json_t *setup = json_object_get(cfg, "setup"), *failed = NULL;

@@ -341,7 +341,8 @@ void ws_read_ctl(struct sess *x)
 	x->ctlbuf[x->ctl_len] = '\0';
 	while ((nl = strchr(x->ctlbuf, '\n'))) {
 		*nl = '\0';
-		parse_end(x, x->ctlbuf);
+		if (!ws_ask_line(x, x->ctlbuf))
+			parse_end(x, x->ctlbuf);
 		x->ctl_len -= (size_t)(nl + 1 - x->ctlbuf);
 		memmove(x->ctlbuf, nl + 1, x->ctl_len + 1);
 	}
@@ -875,6 +876,7 @@ int ws_sess_spawn(struct ws_server *s, const struct ws_start *st,
 	close(o1[1]);
 	close(o2[1]);
 	x->ctl = ctl[0];
+	x->srv = s;
 	x->cells = cells[0];
 	x->res = res[0];
 	x->out[1] = o1[0];
@@ -1460,6 +1462,7 @@ int ws_server_new(const struct ws_config *cfg, struct ws_server **out)
 		return rc;
 	}
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->ask_lock, NULL);
 	pthread_cond_init(&s->spawn_cond, NULL);
 	pthread_cond_init(&s->spawn_done, NULL);
 	rc = -pthread_create(&s->spawner, NULL, spawner_main, s);
@@ -1508,6 +1511,8 @@ void ws_server_free(struct ws_server *s)
 	pthread_cond_destroy(&s->spawn_cond);
 	pthread_cond_destroy(&s->spawn_done);
 	pthread_mutex_destroy(&s->lock);
+	ws_ask_free(s);
+	pthread_mutex_destroy(&s->ask_lock);
 	free(s);
 }
 
@@ -1550,13 +1555,16 @@ static int dispatch(struct ws_server *s, const char *method, json_t *p,
 	rc = ws_ctx_call(s, method, p, fn, fn_arg, cancel, result, err);
 	if (rc <= 0)
 		return rc;
+	rc = ws_ask_call(s, method, p, result, err);
+	if (rc <= 0)
+		return rc;
 	return ws_fail(err, WS_E_METHOD,
 		       "unknown method '%s'; methods: session.create, "
 		       "session.list, session.update, session.close, run, "
 		       "files.write, files.read, files.list, files.stat, "
 		       "files.mkdir, files.remove, files.rename, "
 		       "context.create, context.list, context.remove, "
-		       "context.restart, command.run",
+		       "context.restart, command.run, ask.list, ask.answer",
 		       method);
 }
 

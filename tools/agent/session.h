@@ -124,6 +124,28 @@ int ws_call_c(struct ws_server *s, const char *method, json_t *params,
  * or alive too long (ws_call does too; a server waiting for input calls
  * this now and then), and read what idle sessions wrote. Any thread. */
 void ws_server_tick(struct ws_server *s);
+
+/*
+ * Questions of a session's "ask" rules (docs/agents.md): its code waits,
+ * stopped in the syscall, until the question is answered or its
+ * timeout_ms passes (then: deny). fn(arg, ask) is called for each new
+ * question, on whatever thread read it (it must not call ws_call for the
+ * same session and must not block long): ask is {id, session_id?,
+ * run_id, question, rule, syscall, target, timeout_ms}, borrowed for the
+ * call. Once, after ws_server_new, before calls; without it questions
+ * still wait for "ask.answer" (e.g. an HTTP client listing them).
+ * Methods:
+ *   "ask.list"   {} -> {asks: [ask]}: the questions waiting now
+ *   "ask.answer" {id, answer: "allow_once"|"allow_always"|"deny", by?}
+ *                -> {id, answer}; WS_E_PARAMS for an id that no longer
+ *                waits (answered, timed out, its run ended)
+ * ws_ask_answer is "ask.answer" as a function; via: who answers
+ * ("serve", "mcp", "http"), by: who they are (NULL: unknown).
+ */
+typedef void (*ws_ask_fn)(void *arg, json_t *ask);
+void ws_server_on_ask(struct ws_server *s, ws_ask_fn fn, void *arg);
+int ws_ask_answer(struct ws_server *s, const char *id, const char *answer,
+		  const char *via, const char *by, struct ws_error *err);
 /* A new JSON string for arbitrary bytes: invalid UTF-8 becomes U+FFFD. */
 json_t *ws_json_text(const char *s, size_t len);
 /* Base64 (RFC 4648, padded, strict) to a malloc'd *out of *len bytes:

@@ -487,8 +487,9 @@ static int judge_row(const struct audit_event_row *row, void *arg)
 	}
 	rs->rechecked++;
 	to = v.action == POLICY_ALLOW  ? OUT_ALLOW
-	     : v.action == POLICY_DENY ? OUT_DENY
-				       : OUT_KILL;
+	     : v.action == POLICY_DENY || v.action == POLICY_ASK
+		     ? OUT_DENY /* an ask nobody answers */
+		     : OUT_KILL;
 	from_err = from == OUT_DENY ? e->err : 0;
 	to_err = to == OUT_DENY ? v.err : 0;
 	if (from == to && from_err == to_err)

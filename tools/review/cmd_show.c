@@ -695,7 +695,9 @@ static void print_event(const struct show_ctx *ctx, const struct audit_item *it)
 	}
 	if (e->would_deny)
 		fputs(" (audit mode: would be denied)", stdout);
-	if ((stop || e->would_deny) && e->reason) {
+	/* an "ask" rule's decision: the question and who answered */
+	bool asked = e->reason && strstr(e->reason, "; asked: ");
+	if ((stop || e->would_deny || asked) && e->reason) {
 		fputs(": ", stdout);
 		view_str(stdout, e->reason);
 	}

@@ -55,15 +55,6 @@ static int wall_of(const struct batch_pool_cfg *c, double *wall_s, char *err,
 	struct ward_limits lim;
 	char *end, msg[600];
 
-	if (c->timeout) {
-		*wall_s = strtod(c->timeout, &end);
-		if (end == c->timeout || *end || *wall_s <= 0) {
-			snprintf(err, n, "--timeout %s: give seconds",
-				 c->timeout);
-			return -EINVAL;
-		}
-		return 0;
-	}
 	memset(&perr, 0, sizeof(perr));
 	if ((c->policy
 		     ? policy_load_file(c->policy, &pol, &perr)
@@ -73,9 +64,28 @@ static int wall_of(const struct batch_pool_cfg *c, double *wall_s, char *err,
 		snprintf(err, n, "--pool: bad policy: %s", msg);
 		return -EINVAL;
 	}
+	/* a pooled sandbox's control socket carries its one-shot limit,
+	 * and a policy that asks needs it for its questions */
+	if (policy_asks(pol)) {
+		policy_free(pol);
+		snprintf(err, n, "--pool: the policy has ask rules, which a "
+				 "pooled sandbox does not serve: every sample "
+				 "runs in a fresh one (nobody answers a "
+				 "batch's questions: each is denied)");
+		return -ENOTSUP;
+	}
 	policy_limits(pol, &lim);
-	*wall_s = (double)(lim.wall_ms ? lim.wall_ms : DEFAULT_WALL_MS) / 1000;
 	policy_free(pol);
+	if (c->timeout) {
+		*wall_s = strtod(c->timeout, &end);
+		if (end == c->timeout || *end || *wall_s <= 0) {
+			snprintf(err, n, "--timeout %s: give seconds",
+				 c->timeout);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	*wall_s = (double)(lim.wall_ms ? lim.wall_ms : DEFAULT_WALL_MS) / 1000;
 	return 0;
 }
 
@@ -108,7 +118,7 @@ int batch_pool_new(const struct batch_pool_cfg *c, struct batch_pool **out,
 				 msg);
 	}
 	if (rc) {
-		if (rc != -EINVAL)
+		if (rc != -EINVAL && rc != -ENOTSUP)
 			snprintf(err, n, "--pool: %s", strerror(-rc));
 		batch_pool_free(bp);
 		return rc;

@@ -1046,7 +1046,12 @@ static void pool_setup(struct batch *bt)
 		return;
 	if (bt->pool_left < (size_t)c.n)
 		c.n = (int)bt->pool_left;
-	if (batch_pool_new(&c, &bt->pool, err, sizeof(err)))
+	int rc = batch_pool_new(&c, &bt->pool, err, sizeof(err));
+	if (rc == -ENOTSUP) {
+		warn("%s", err);
+		return;
+	}
+	if (rc)
 		die("batch: %s", err);
 	fcntl(batch_pool_fd(bt->pool), F_SETFL, O_NONBLOCK);
 }

@@ -30,6 +30,7 @@
 #include "tracer/tracer.h"
 #include "tools/run/recguard.h"
 #include "tools/run/runrec.h"
+#include "tools/run/ttyask.h"
 #include "tools/run/workfiles.h"
 
 #define SANDBOX_UID 65534 /* nobody */
@@ -1498,6 +1499,11 @@ int ward_cmd_run(int argc, char **argv)
 		.has_stdin = a.stdin_file != NULL,
 		.stdin_fd = stdin_fd,
 	};
+	/* "ask" rules: asked on the terminal, never the code's stdin;
+	 * without one, denied at once */
+	struct ward_ttyask ask = { .fd = { -1, -1 }, .tty = -1 };
+	if (policy_asks(pol))
+		to.ask_fd = ward_ttyask_start(&ask);
 	struct tracer_result r;
 	struct wf_snap before;
 	wf_snap_take(wd.path, &before);
@@ -1516,6 +1522,7 @@ int ward_cmd_run(int argc, char **argv)
 	if (main_ran) {
 		debug("starting the code");
 		rc = tracer_run(&to, &r);
+		ward_ttyask_stop(&ask);
 		tracer_layer_add(&r, "workdir-quota", wd.quota,
 				 wd.quota_detail);
 		ward_workdir_layer(&r, wd.path, wd.home);
