@@ -1400,6 +1400,11 @@ static int attach_check(struct tracer *t, pid_t pid)
 				 need[i].key, need[i].want);
 			return -EPERM;
 		}
+	/* what ward saw, not what the maker says it loaded */
+	tracer_layer_add(t->res, "seccomp", true,
+			 "attached: the process's own filters (its maker's; "
+			 "checked in /proc: Seccomp 2, NoNewPrivs 1, one "
+			 "thread, no effective capability)");
 	return 0;
 }
 

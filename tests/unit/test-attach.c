@@ -260,6 +260,10 @@ static void supervised_case(struct policy *pol, const struct sock_fprog *filter)
 		id);
 	snprintf(want, sizeof(want), "openat deny %s", secret);
 	is_str(q(sql, got, sizeof(got)), want, "recorded: the denial");
+	const struct tracer_layer *sc = layer(&r, "seccomp");
+	ok(sc && sc->active && strstr(sc->detail, "attached: "),
+	   "attached run: the seccomp layer says what ward checked (%s)",
+	   sc ? sc->detail : "none");
 	tracer_result_free(&r);
 	ok(no_children(), "attached run: nothing left");
 }
