@@ -1523,39 +1523,52 @@ static pid_t start_child(struct tracer *t, const struct sock_fprog *filter,
 	return seize_and_release(t, pid, sync_w);
 }
 
+/* Whether pid's namespace name (under /proc/PID/ns/) differs from ward's. */
+static bool ns_differs(pid_t pid, const char *name)
+{
+	char path[80];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, name);
+	if (stat(path, &a) < 0)
+		/* a pid namespace unshared but with no process yet has no
+		 * reaper, and the kernel shows no link for it */
+		return errno == ENOENT && !strcmp(name, "pid_for_children") &&
+		       kill(pid, 0) == 0;
+	snprintf(path, sizeof(path), "/proc/self/ns/%s", name);
+	return stat(path, &b) == 0 && a.st_ino != b.st_ino;
+}
+
 /* Which of ward's own namespaces the attached process has left: recorded
- * as what they are, made by its maker. */
+ * as what they are, made by its maker. A pid namespace it unshared is its
+ * children's (pid_for_children): the process itself stays where it was,
+ * as ward's init does; the layer is active with a pid namespace and a
+ * mount namespace of its own. */
 static void attached_ns_layer(struct tracer *t, pid_t pid)
 {
-	static const char *const names[] = { "pid", "mnt", "net",
-					     "ipc", "uts", "user" };
-	char d[200], path[64];
+	static const char *const names[] = { "mnt", "net", "ipc", "uts",
+					     "user" };
+	char d[200];
 	size_t n = 0;
-	bool pid_mnt = true;
+	bool own_pid = ns_differs(pid, "pid"),
+	     kids_pid = ns_differs(pid, "pid_for_children");
 
 	d[0] = '\0';
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		struct stat a, b;
-		snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid,
-			 names[i]);
-		bool own = stat(path, &a) == 0 &&
-			   snprintf(path, sizeof(path), "/proc/self/ns/%s",
-				    names[i]) > 0 &&
-			   stat(path, &b) == 0 && a.st_ino != b.st_ino;
-		if (own)
+	if (own_pid || kids_pid)
+		n = (size_t)snprintf(d, sizeof(d), "%s",
+				     own_pid ? "pid" : "pid (its children's)");
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (ns_differs(pid, names[i]) && n < sizeof(d))
 			n += (size_t)snprintf(d + n, sizeof(d) - n, "%s%s",
 					      n ? ", " : "", names[i]);
-		else if (i < 2)
-			pid_mnt = false;
-		if (n >= sizeof(d))
-			n = sizeof(d) - 1;
-	}
 	char detail[300];
 	snprintf(detail, sizeof(detail),
 		 "attached: the process's own namespaces, made by its maker: "
 		 "%s",
 		 n ? d : "none");
-	tracer_layer_add(t->res, "namespaces", pid_mnt, detail);
+	tracer_layer_add(t->res, "namespaces",
+			 (own_pid || kids_pid) && ns_differs(pid, "mnt"),
+			 detail);
 }
 
 /* Attach: the caller's process (tracer_opts.attach) seized and released.

@@ -42,7 +42,9 @@ static char tmp[256], secret[300], allowed[300], dbpath[300];
 struct maker {
 	const struct sock_fprog *filter; /* NULL: none (refused) */
 	bool second_thread;		 /* refused */
-	int unshare;			 /* CLONE_NEW* to enter first */
+	bool fork_init; /* after its release: fork, the child (pid 1 of its
+			 * new pid namespace) opens and says its pid */
+	int unshare;	/* CLONE_NEW* to enter first */
 };
 
 static void *idle(void *arg)
@@ -98,6 +100,19 @@ __attribute__((noreturn)) static void sandbox(const struct maker *m,
 		if (r <= 0)
 			_exit(124); /* EOF: not released */
 		n += (size_t)r;
+	}
+	if (m->fork_init) {
+		pid_t kid = fork();
+		if (kid == 0) {
+			fd = open(secret, O_RDONLY | O_CLOEXEC);
+			printf("child pid=%d secret=%s\n", (int)getpid(),
+			       err_name(fd, errno));
+			fflush(stdout);
+			_exit(0);
+		}
+		int st = 0;
+		waitpid(kid, &st, 0);
+		_exit(kid > 0 && WIFEXITED(st) ? WEXITSTATUS(st) : 125);
 	}
 	fd = open(secret, O_RDONLY | O_CLOEXEC);
 	const char *sec = err_name(fd, errno);
@@ -268,6 +283,36 @@ static void supervised_case(struct policy *pol, const struct sock_fprog *filter)
 	ok(no_children(), "attached run: nothing left");
 }
 
+/* The zygote's child's next step (docs/performance.md): in a new pid
+ * namespace of its own it forks once more, and that child, pid 1 there, is
+ * traced from its first instruction (PTRACE_O_TRACEFORK) and decided on. */
+static void pid_namespace_case(struct policy *pol,
+			       const struct sock_fprog *filter)
+{
+	struct maker m = { .filter = filter,
+			   .unshare = CLONE_NEWPID | CLONE_NEWNS |
+				      CLONE_NEWNET | CLONE_NEWIPC |
+				      CLONE_NEWUTS,
+			   .fork_init = true };
+	struct tracer_result r;
+	char id[AUDIT_RUN_ID_LEN + 1];
+
+	int rc = run(pol, &m, &r, id);
+	is_int(rc, 0, "pid namespace: tracer_run returns 0");
+	is_int(r.exit_code, 0, "pid namespace: exit 0");
+	is_str(r.out[1], "child pid=1 secret=EACCES\n",
+	       "pid namespace: its fork is pid 1 there, traced and decided on");
+	is_int(r.processes, 2, "pid namespace: both processes recorded");
+	is_int(r.denials, 1, "pid namespace: the child's denial counted");
+	const struct tracer_layer *ns = layer(&r, "namespaces");
+	ok(ns && ns->active &&
+		   strstr(ns->detail,
+			  "pid (its children's), mnt, net, ipc, uts"),
+	   "pid namespace: recorded active (%s)", ns ? ns->detail : "none");
+	tracer_result_free(&r);
+	ok(no_children(), "pid namespace: nothing left");
+}
+
 static void refused_case(struct policy *pol, struct maker *m, const char *why,
 			 const char *what)
 {
@@ -317,6 +362,7 @@ int main(int argc, char **argv)
 		return done_testing();
 	}
 	supervised_case(pol, &filter);
+	pid_namespace_case(pol, &filter);
 	struct maker nofilter = { 0 };
 	refused_case(pol, &nofilter, "NoNewPrivs", "no filter, no_new_privs");
 	struct maker threads = { .filter = &filter, .second_thread = true };
