@@ -42,6 +42,7 @@ static char tmp[256], secret[300], allowed[300], dbpath[300];
 struct maker {
 	const struct sock_fprog *filter; /* NULL: none (refused) */
 	bool second_thread;		 /* refused */
+	bool cgroup; /* the run's memory and pids cgroups, entered from outside */
 	bool fork_init; /* after its release: fork, the child (pid 1 of its
 			 * new pid namespace) opens and says its pid */
 	int unshare;	/* CLONE_NEW* to enter first */
@@ -181,9 +182,11 @@ static int run(struct policy *pol, struct maker *m, struct tracer_result *r,
 		.home = tmp,
 		.policy = pol,
 		.capture = true,
-		.no_cgroup = true,
+		.no_cgroup = !m->cgroup,
 		.pin_cpu = -1,
 		.limits = { .nofile = 77,
+			    .memory_bytes = m->cgroup ? 256LL << 20 : 0,
+			    .procs = m->cgroup ? 16 : 0,
 			    .fsize_bytes = 1 << 20,
 			    .wall_ms = 20000 },
 		.attach = make,
@@ -237,7 +240,8 @@ static void supervised_case(struct policy *pol, const struct sock_fprog *filter)
 {
 	struct maker m = { .filter = filter,
 			   .unshare = CLONE_NEWNET | CLONE_NEWUTS |
-				      CLONE_NEWIPC };
+				      CLONE_NEWIPC,
+			   .cgroup = true };
 	struct tracer_result r;
 	char want[200], id[AUDIT_RUN_ID_LEN + 1], sql[300], got[300];
 
@@ -249,11 +253,16 @@ static void supervised_case(struct policy *pol, const struct sock_fprog *filter)
 	snprintf(want, sizeof(want),
 		 "before=ENOSYS go=%cg secret=EACCES allowed=ok "
 		 "nofile=77 fsize=1048576\n",
-		 'r');
+		 !strncmp(r.memory_by, "cgroup", 6) ? 'c' : 'r');
 	is_str(r.out[1], want,
 	       "untraced: a trapped call fails (ENOSYS); seized: the policy "
 	       "decides; rlimits set from outside");
 	is_int(r.denials, 1, "attached run: the denial is counted");
+	const struct tracer_layer *cg = layer(&r, "cgroup-memory");
+	ok(!strncmp(r.memory_by, "cgroup", 6) && cg && cg->active,
+	   "attached run: entered the run's memory cgroup from outside (%s: "
+	   "%s)",
+	   r.memory_by, cg ? cg->detail : "no layer");
 	is_int(r.processes, 1, "attached run: one process");
 	const struct tracer_layer *ns = layer(&r, "namespaces");
 	ok(ns && strstr(ns->detail, "net, ipc, uts") && !ns->active,
