@@ -628,7 +628,7 @@ static int read_links(struct audit *a, struct lctx *c, bool chain,
 				       0, NULL);
 
 		if (id &&
-		    json_integer_value(json_object_get(o, "version")) == 2)
+		    json_integer_value(json_object_get(o, "version")) >= 2)
 			r = entry_add(c, id, o);
 		else if (id && json_is_object(o))
 			c->out->older++;
