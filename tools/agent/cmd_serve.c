@@ -15,7 +15,6 @@
 #include "tools/run/runrec.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <poll.h>
@@ -174,11 +173,7 @@ static json_t *serve_setup(const char *file, const char *code,
 		    "leave out one of them",
 		    opt);
 	if (file) {
-		int fd = open(file, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			die_errno("--setup %s", file);
-		text = ward_read_all(fd, &len);
-		close(fd);
+		text = ward_read_path(file, &len);
 		if (!text)
 			die_errno("--setup %s", file);
 		if (strlen(text) != len)

@@ -707,13 +707,8 @@ static void copy_inputs(struct run_args *a, const char *workdir, bool drop)
 		const char *src = a->inputs[i];
 		const char *base = strrchr(src, '/');
 		size_t len = 0;
-		char *dst, *data;
-		int fd = open(src, O_RDONLY | O_CLOEXEC);
+		char *dst, *data = ward_read_path(src, &len);
 
-		if (fd < 0)
-			die_errno("--input %s", src);
-		data = ward_read_all(fd, &len);
-		close(fd);
 		if (!data)
 			die_errno("--input %s", src);
 		base = base ? base + 1 : src;

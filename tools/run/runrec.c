@@ -467,3 +467,18 @@ char *ward_read_all(int fd, size_t *len)
 	}
 	return buf;
 }
+
+char *ward_read_path(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *data;
+	int e;
+
+	if (fd < 0)
+		return NULL;
+	data = ward_read_all(fd, len);
+	e = errno;
+	close(fd);
+	errno = e;
+	return data;
+}

@@ -33,6 +33,8 @@ const char *ward_lang_of_file(const char *file);
 /* All of fd, NUL-terminated (malloc'd, the caller frees; *len its bytes),
  * or NULL with errno set. */
 char *ward_read_all(int fd, size_t *len);
+/* The same for the file at path. */
+char *ward_read_path(const char *path, size_t *len);
 
 /* A run's record being begun (tracer_opts.record): db and ri in; the rest
  * filled in by ward_record_begin. */
