@@ -676,7 +676,7 @@ static void tags_free(struct tags *g)
 /* What the seal covers, computed from the database. */
 struct sealed {
 	struct tags run, procs, inputs;
-	struct tags phases; /* seal version 3 */
+	struct tags phases;	 /* seal version 3 */
 	struct tags cells, arts; /* sealed apart (cells_seal) */
 	bool session;		 /* code_name is "session" */
 	bool has_run;

@@ -564,7 +564,8 @@ size_t learn_flagged(const struct learn *l)
 {
 	const struct fs_ent *f = l->fs.v;
 	const struct net_ent *e = l->net.v;
-	size_t n = (l->sig.flagged > 0) + (l->setup ? learn_flagged(l->setup) : 0);
+	size_t n =
+		(l->sig.flagged > 0) + (l->setup ? learn_flagged(l->setup) : 0);
 
 	for (size_t i = 0; i < l->fs.n; i++)
 		n += !f[i].dead && f[i].why.flagged;

@@ -83,6 +83,10 @@ static void usage(FILE *f)
 		"    that the code gets its ENOENT again, and never folded or counted;\n"
 		"    this needs the kernel's result in the record (events.result), and\n"
 		"    is used when the database has it\n"
+		"  - a run with a setup (ward run --setup under a policy with a setup\n"
+		"    phase in audit mode): the files, programs and peers of the\n"
+		"    setup's processes are learned apart, as \"phases\": {\"setup\"};\n"
+		"    the code gets none of them unless it used them too\n"
 		"ward's floors (clone flags, /proc/PID/mem, the argument floor, device\n"
 		"nodes) hold under any policy and are not learned.\n"
 		"\n"
@@ -481,7 +485,8 @@ static int row_cb(const struct audit_event_row *row, void *arg)
 	}
 	/* the setup's processes: its phase (what they may do more than the
 	 * code; the policy-wide sections stay the main learner's) */
-	bool setup = ps->run->setup_last && row->e.proc_serial >= ps->run->setup_first &&
+	bool setup = ps->run->setup_last &&
+		     row->e.proc_serial >= ps->run->setup_first &&
 		     row->e.proc_serial <= ps->run->setup_last;
 	if (ps->l) {
 		struct learn *l = ps->l;
