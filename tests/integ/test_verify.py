@@ -353,26 +353,26 @@ def test_edit_delete_insert_phase_row(ctx):
     row deleted, one inserted, each named with its row n."""
     rid = _run_with_setup(ctx)
     assert _verify(ctx, rid).code == 0
-    for col, val in (("run_id", None), ("n", 7), ("name", "main"), ("started_ns", 1),
+    other = _run(ctx, "print(1)")["run_id"]
+    for col, val in (("run_id", other), ("n", 7), ("name", "main"), ("started_ns", 1),
                      ("ended_ns", 2), ("first_serial", 5), ("last_serial", 9),
                      ("status", "ok2"), ("exit_code", 4), ("cause", "none"),
                      ("code", b"print('other setup')"), ("layers", "[]")):
-        shutil.copy(ctx.db, ctx.db + ".orig")
-        if col == "run_id":  # moved to another run: gone from this one
-            other = _run(ctx, "print(1)")["run_id"]
-            _tamper(ctx, "update phases set run_id=? where run_id=? and n=1", other, rid)
-        else:
-            _tamper(ctx, f"update phases set {col}=? where run_id=? and n=1", val, rid)
+        old = ctx.sql(f"select {col} v from phases where run_id=? and n=1", rid)[0]["v"]
+        _tamper(ctx, f"update phases set {col}=? where run_id=? and n=1", val, rid)
         r, _, p = _problems(ctx, rid)
         assert r.code == 1 and p, (col, p)
         assert all(x["table"] == "phases" for x in p), (col, p)
-        if col not in ("run_id", "n"):
+        if col not in ("run_id", "n"):  # (those move the row away)
             assert _named(p, "phases", 1) and len(p) == 1, (col, p)
             assert "changed" in p[0]["what"], (col, p)
         r = _verify(ctx, rid)
         assert "phases" in r.stdout, (col, r)
-        os.replace(ctx.db + ".orig", ctx.db)
-    assert _verify(ctx, rid).code == 0
+        # put it back: intact again
+        key = {"run_id": (other, 1), "n": (rid, val)}.get(col, (rid, 1))
+        _tamper(ctx, f"update phases set {col}=? where run_id=? and n=?", old, *key)
+        assert _verify(ctx, rid).code == 0, col
+    assert _verify(ctx, other).code == 0
     _tamper(ctx, "delete from phases where run_id=? and n=2", rid)
     r, _, p = _problems(ctx, rid)
     assert r.code == 1 and len(p) == 1 and "deleted" in p[0]["what"], p
