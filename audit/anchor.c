@@ -686,6 +686,8 @@ static struct link_entry *find_id(struct lctx *c, const char *id)
 {
 	struct link_entry key, *kp = &key, **hit;
 
+	if (!c->n) /* by_id is NULL then: no bsearch on it */
+		return NULL;
 	snprintf(key.id, sizeof(key.id), "%s", id);
 	hit = bsearch(&kp, c->by_id, c->n, sizeof(*c->by_id), by_id);
 	return hit ? *hit : NULL;
