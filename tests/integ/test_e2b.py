@@ -349,6 +349,7 @@ def test_e2b_failing_setup_fails_create(ctx):
     assert run["status"] == "error", run
     assert ctx.sql("select name, exit_code from phases where run_id=?", run_id) == [
         {"name": "setup", "exit_code": 4}]
+    assert ctx.sql("select count(*) n from runs")[0]["n"] == 1, "one attempt, no retry"
 
 
 def test_e2b_setup_option_errors(ctx):
