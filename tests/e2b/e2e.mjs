@@ -325,7 +325,11 @@ async function setup() {
   const ex = await sbx.runCode(process.env.WARD_E2E_CODE);
   assert.equal(ex.error, undefined, `the cell failed: ${JSON.stringify(ex.error)}`);
   seen.stdout = ex.logs.stdout.join("");
-  await sbx.kill();
+  // every sandbox has its own setup, not only the first
+  const again = await Sandbox.create({ timeoutMs: 120_000 });
+  seen.run_id2 = (await Sandbox.getInfo(again.sandboxId)).metadata.ward_run_id;
+  seen.stdout2 = (await again.runCode(process.env.WARD_E2E_CODE)).logs.stdout.join("");
+  await Promise.all([sbx.kill(), again.kill()]);
 }
 
 async function setup_fails() {

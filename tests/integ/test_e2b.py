@@ -304,12 +304,16 @@ def test_e2b_setup_code_runs_before_each_sandbox(ctx):
                   "open('made', 'w').write('by the server setup')",
                   env={"WARD_E2E_CODE": code})
     assert seen["stdout"] == "by the server setup\nagain PermissionError\n", seen
-    run_id = seen["run_id"]
-    assert run_of(ctx, seen["sandbox_id"]) == run_id
-    phases = ctx.sql("select name, status, code from phases where run_id=? order by n", run_id)
-    assert [(p["name"], p["status"]) for p in phases] == [("setup", "ok"), ("main", "ok")], phases
-    assert b"by the server setup" in phases[0]["code"], phases
-    assert ctx.ward("verify", "--db", ctx.db, run_id).code == 0
+    assert seen["stdout2"] == seen["stdout"], seen
+    assert run_of(ctx, seen["sandbox_id"]) == seen["run_id"]
+    assert seen["run_id2"] != seen["run_id"], seen
+    for run_id in (seen["run_id"], seen["run_id2"]):
+        phases = ctx.sql("select name, status, code from phases where run_id=? order by n",
+                         run_id)
+        assert [(p["name"], p["status"]) for p in phases] == [("setup", "ok"), ("main", "ok")], \
+            phases
+        assert b"by the server setup" in phases[0]["code"], phases
+        assert ctx.ward("verify", "--db", ctx.db, run_id).code == 0
 
 
 def test_e2b_setup_file_pip_from_a_loopback_index(ctx):
