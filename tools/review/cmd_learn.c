@@ -370,8 +370,8 @@ static int read_runs(struct audit *a, const struct opts *o, const char *path,
 
 /* State of one pass over the rows of one run. */
 struct pass {
-	struct learn *l;	    /* learning, or */
-	const struct policy *check; /* checking the result */
+	struct learn *l;		  /* learning, or */
+	const struct policy *check;	  /* checking the result */
 	const struct policy *check_setup; /* check's setup phase, or NULL */
 	const struct run_info *run;
 	struct ward_event ev;
