@@ -628,7 +628,7 @@ static int read_links(struct audit *a, struct lctx *c, bool chain,
 				       0, NULL);
 
 		if (id &&
-		    json_integer_value(json_object_get(o, "version")) == 2)
+		    json_integer_value(json_object_get(o, "version")) >= 2)
 			r = entry_add(c, id, o);
 		else if (id && json_is_object(o))
 			c->out->older++;
@@ -686,6 +686,8 @@ static struct link_entry *find_id(struct lctx *c, const char *id)
 {
 	struct link_entry key, *kp = &key, **hit;
 
+	if (!c->n) /* by_id is NULL then: no bsearch on it */
+		return NULL;
 	snprintf(key.id, sizeof(key.id), "%s", id);
 	hit = bsearch(&kp, c->by_id, c->n, sizeof(*c->by_id), by_id);
 	return hit ? *hit : NULL;

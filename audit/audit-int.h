@@ -82,7 +82,7 @@ struct audit_chain_key {
 			     * is chained */
 };
 
-#define AUDIT_SEAL_ST_COUNT 6
+#define AUDIT_SEAL_ST_COUNT 7
 
 /* A run's place in the chain of runs (seal version 2, anchor.c): the
  * number of its seal in the database and the run sealed before it. */

@@ -281,11 +281,20 @@ static void api_create(struct e2b *e, json_t *body, struct e2b_reply *rp)
 	p = json_pack("{s:s}", "language", "python");
 	if (p && envs && json_is_object(envs))
 		json_object_set(p, "env", envs);
+	/* the server's setup (--setup), E2B's template build: done before
+	 * the sandbox exists for the client */
+	if (p && e->setup)
+		json_object_set(p, "setup", e->setup);
 	/* the template is only a name here: the policy is the operator's
 	 * (ward serve --profile/--policy), never the client's to choose */
 	if (e2b_engine(e, "session.create", p, NULL, NULL, NULL, &res, &err) <
 	    0) {
-		e2b_reply_error(rp, err.code == WS_E_LIMIT ? 429 : 400,
+		/* a failed setup is the server's (its --setup), not the
+		 * request's; the message names the run that recorded it */
+		e2b_reply_error(rp,
+				err.code == WS_E_LIMIT		    ? 429
+				: !strncmp(err.message, "setup", 5) ? 500
+								    : 400,
 				"cannot create the sandbox: %s", err.message);
 		return;
 	}

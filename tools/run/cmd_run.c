@@ -550,51 +550,6 @@ static int open_stdin(const struct run_args *a)
 	return fd;
 }
 
-static const char *lang_from_name(const char *file)
-{
-	const char *dot = file ? strrchr(file, '.') : NULL;
-
-	if (dot && (!strcmp(dot, ".js") || !strcmp(dot, ".mjs") ||
-		    !strcmp(dot, ".cjs")))
-		return "node";
-	if (dot && !strcmp(dot, ".sh"))
-		return "sh";
-	return "python";
-}
-
-static char *read_all(int fd, size_t *len)
-{
-	size_t cap = 65536, n = 0;
-	char *buf = malloc(cap + 1);
-
-	while (buf) {
-		ssize_t r = read(fd, buf + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			free(buf);
-			return NULL;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-		if (n == cap) {
-			char *nb = realloc(buf, cap * 2 + 1);
-			if (!nb) {
-				free(buf);
-				return NULL;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-	}
-	if (buf) {
-		buf[n] = '\0';
-		*len = n;
-	}
-	return buf;
-}
-
 static struct policy *load_policy(const struct run_args *a, const char *lang)
 {
 	struct policy *p = NULL;
@@ -762,13 +717,8 @@ static void copy_inputs(struct run_args *a, const char *workdir, bool drop)
 		const char *src = a->inputs[i];
 		const char *base = strrchr(src, '/');
 		size_t len = 0;
-		char *dst, *data;
-		int fd = open(src, O_RDONLY | O_CLOEXEC);
+		char *dst, *data = ward_read_path(src, &len);
 
-		if (fd < 0)
-			die_errno("--input %s", src);
-		data = read_all(fd, &len);
-		close(fd);
 		if (!data)
 			die_errno("--input %s", src);
 		base = base ? base + 1 : src;
@@ -1103,13 +1053,13 @@ static char *read_code(const struct run_args *a, size_t *code_len,
 		*code_len = strlen(a->code_arg);
 		*code_name = "-c";
 	} else if (!strcmp(a->file, "-")) {
-		code = read_all(0, code_len);
+		code = ward_read_all(0, code_len);
 		*code_name = "-";
 	} else {
 		int fd = open(a->file, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			die_errno("cannot read %s", a->file);
-		code = read_all(fd, code_len);
+		code = ward_read_all(fd, code_len);
 		close(fd);
 		*code_name = a->file;
 	}
@@ -1190,7 +1140,7 @@ static void setup_load(const struct run_args *a, struct policy *pol,
 		    "the code (docs/policy.md, \"Phases\")",
 		    a->setup_file ? "--setup" : "--setup-code",
 		    policy_name(pol));
-	st->lang = a->setup_file ? lang_from_name(a->setup_file) : lang;
+	st->lang = a->setup_file ? ward_lang_of_file(a->setup_file) : lang;
 	sa.code_arg = a->setup_code;
 	sa.file = a->setup_file;
 	sa.interp = strcmp(st->lang, lang) ? NULL : a->interp;
@@ -1386,7 +1336,7 @@ int ward_cmd_run(int argc, char **argv)
 	memset(&a, 0, sizeof(a));
 	parse_args(argc, argv, &a);
 
-	const char *lang = a.lang ? a.lang : lang_from_name(a.file);
+	const char *lang = a.lang ? a.lang : ward_lang_of_file(a.file);
 	debug("start");
 	/* The record: begun by tracer_run on a thread of its own while the
 	 * sandbox is set up (begin_record), the database opened from now on

@@ -422,3 +422,63 @@ int ward_record_phase(struct audit *au, const char *run_id, int n,
 
 	return audit_phase(au, &ph);
 }
+
+const char *ward_lang_of_file(const char *file)
+{
+	const char *dot = file ? strrchr(file, '.') : NULL;
+
+	if (dot && (!strcmp(dot, ".js") || !strcmp(dot, ".mjs") ||
+		    !strcmp(dot, ".cjs")))
+		return "node";
+	if (dot && !strcmp(dot, ".sh"))
+		return "sh";
+	return "python";
+}
+
+char *ward_read_all(int fd, size_t *len)
+{
+	size_t cap = 65536, n = 0;
+	char *buf = malloc(cap + 1);
+
+	while (buf) {
+		ssize_t r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			free(buf);
+			return NULL;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+		if (n == cap) {
+			char *nb = realloc(buf, cap * 2 + 1);
+			if (!nb) {
+				free(buf);
+				return NULL;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	if (buf) {
+		buf[n] = '\0';
+		*len = n;
+	}
+	return buf;
+}
+
+char *ward_read_path(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *data;
+	int e;
+
+	if (fd < 0)
+		return NULL;
+	data = ward_read_all(fd, len);
+	e = errno;
+	close(fd);
+	errno = e;
+	return data;
+}

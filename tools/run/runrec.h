@@ -27,6 +27,15 @@ int ward_record_phase(struct audit *au, const char *run_id, int n,
 		      long long t0, long long t1, int first, const char *code,
 		      size_t code_len, const char *layers_json);
 
+/* The language of a code file by its name: .js/.mjs/.cjs node, .sh sh,
+ * else python. */
+const char *ward_lang_of_file(const char *file);
+/* All of fd, NUL-terminated (malloc'd, the caller frees; *len its bytes),
+ * or NULL with errno set. */
+char *ward_read_all(int fd, size_t *len);
+/* The same for the file at path. */
+char *ward_read_path(const char *path, size_t *len);
+
 /* A run's record being begun (tracer_opts.record): db and ri in; the rest
  * filled in by ward_record_begin. */
 struct ward_record {
