@@ -1008,19 +1008,6 @@ const char *pol_family_name(int family)
 	return NULL;
 }
 
-/* *arr (of *n elements of size sz) made room for more and a zeroed end:
- * a phase's entries follow the base's (the base's are in a phase's copy). */
-static int grow_by(void **arr, size_t n, size_t more, size_t sz)
-{
-	void *nv = realloc(*arr, (n + more + 1) * sz);
-
-	if (!nv)
-		return -ENOMEM;
-	memset((char *)nv + n * sz, 0, (more + 1) * sz);
-	*arr = nv;
-	return 0;
-}
-
 /* net.allow_domains: ["pypi.org:443", "*.pythonhosted.org:443"]; each
  * entry's rule id is its JSON path (phases.setup.net.allow_domains[0] in a
  * phase) */
@@ -1034,7 +1021,7 @@ static int parse_domains(struct vctx *c, json_t *v)
 	if (rc)
 		return rc;
 	c->p->has_domains = true;
-	if (grow_by((void **)&c->p->domains, c->p->ndomains,
+	if (grow(&c->p->domains, c->p->ndomains,
 		    json_array_size(v), sizeof(*c->p->domains)))
 		return -ENOMEM;
 	json_array_foreach(v, i, e)
@@ -1070,7 +1057,7 @@ static int parse_hosts(struct vctx *c, json_t *v)
 
 	if (rc)
 		return rc;
-	if (grow_by((void **)&c->p->hosts, c->p->nhosts, json_object_size(v),
+	if (grow(&c->p->hosts, c->p->nhosts, json_object_size(v),
 		    sizeof(*c->p->hosts)))
 		return -ENOMEM;
 	json_object_foreach(v, name, e)
@@ -1100,7 +1087,7 @@ static int parse_reach(struct vctx *c, json_t *v)
 
 	if (rc)
 		return rc;
-	if (grow_by((void **)&c->p->reach, c->p->nreach, json_array_size(v),
+	if (grow(&c->p->reach, c->p->nreach, json_array_size(v),
 		    sizeof(*c->p->reach)))
 		return -ENOMEM;
 	json_array_foreach(v, i, e)
