@@ -17,11 +17,15 @@ from test_serve import Serve, _stdout
 ASKED = "/etc/hostname"
 
 
-def _policy(ctx, timeout=None, name="ask.json"):
-    """The default profile with an ask rule for reading ASKED."""
+def _default():
     with open(os.path.join(os.path.dirname(__file__), "..", "..", "profiles",
                            "default.json")) as f:
-        pol = json.load(f)
+        return json.load(f)
+
+
+def _policy(ctx, timeout=None, name="ask.json"):
+    """The default profile with an ask rule for reading ASKED."""
+    pol = _default()
     pol["fs"].append({"id": "ask-hostname", "path": ASKED, "ask": ["read"]})
     if timeout is not None:
         pol["ask_timeout"] = timeout
@@ -448,3 +452,103 @@ def test_cell_timeout_while_asking(ctx):
     assert "asked: deny by ward: the cell's time was up" in rows[0]["reason"], rows
     assert s.run(sid, "print('alive')")["logs"]["stdout"] == ["alive\n"]
     assert s.close() == 0
+
+
+# ---- the egress proxy asks (net.ask_domains) ----
+
+def _proxy_ask_policy(ctx, port, timeout=None):
+    """The default profile whose proxy asks before it connects to
+    asked.test:PORT (a loopback origin of this test, named by net.hosts)."""
+    pol = _default()
+    pol["net"]["ask_domains"] = [f"asked.test:{port}"]
+    pol["net"]["hosts"] = {"asked.test": "127.0.0.1"}
+    pol["net"]["allow_private"] = ["127.0.0.1"]
+    if timeout is not None:
+        pol["ask_timeout"] = timeout
+    return ctx.write("proxy-ask.json", json.dumps(pol))
+
+
+def _get(port, path):
+    return ("import urllib.request, urllib.error\n"
+            "try:\n"
+            f"    print(urllib.request.urlopen('http://asked.test:{port}/{path}', timeout=30)"
+            ".read().decode().strip())\n"
+            "except urllib.error.HTTPError as e:\n"
+            "    print('HTTP', e.code, e.read().decode().strip())\n")
+
+
+def _proxy_rows(ctx, run_id):
+    return [(e["decision"], e["rule"], e["reason"])
+            for e in ctx.events(run_id, "syscall = 'proxy'")]
+
+
+def test_proxy_asks_allow_once_deny_always(ctx):
+    """A name of net.ask_domains: each connection asks (allow_once for one,
+    deny for the next); allow_always holds for the rest of the run, a later
+    cell is not asked again. The code's other threads run while the proxy
+    waits."""
+    from test_proxy import Origin
+    o = Origin()
+    s = AskServe(ctx)
+    try:
+        sid = s.create(policy=_proxy_ask_policy(ctx, o.port))
+        code = (_get(o.port, "a") + _get(o.port, "b") + _get(o.port, "c"))
+        r, asks = s.run_answering(sid, code, ["allow_once", "deny", "allow_always"],
+                                  pause=0.3)
+        out = _stdout(r).splitlines()
+        assert out[0] == "origin says hi" and out[2] == "origin says hi", r
+        assert out[1].startswith(f"HTTP 403 ward: proxy to asked.test:{o.port}: ask by "
+                                 "net.ask_domains[0]; asked: deny by serve: test client"), out
+        assert len(asks) == 3, asks
+        a = asks[0]
+        assert a["syscall"] == "proxy" and a["target"] == f"asked.test:{o.port}", a
+        assert a["rule"] == "net.ask_domains[0]" and a["session_id"] == sid, a
+        assert a["question"] == f"proxy to asked.test:{o.port}: ask by net.ask_domains[0]", a
+        r2, asks2 = s.run_answering(sid, _get(o.port, "d"), [])
+        assert _stdout(r2) == "origin says hi\n" and asks2 == [], (r2, asks2)
+    finally:
+        s.close()
+        o.close()
+    assert [p for _, p in o.seen] == ["/a", "/c", "/d"], o.seen
+    rows = _proxy_rows(ctx, r["run_id"])
+    got = [(d, why.split("; ", 1)[1].split(" at ")[0]) for d, _, why in rows]
+    assert got == [("allow", "asked: allow_once by serve: test client"),
+                   ("deny", "asked: deny by serve: test client"),
+                   ("allow", "asked: allow_always by serve: test client"),
+                   ("allow", "allowed for the run by an earlier answer")], rows
+    assert all(rule == "net.ask_domains[0]" for _, rule, _ in rows), rows
+    assert "by serve: test client at 20" in rows[0][2] and " ms" in rows[0][2], rows
+    v = ctx.ward("verify", "--all", "--db", ctx.db, db=False)
+    assert v.code == 0, v
+
+
+def test_proxy_ask_no_answer_in_ask_timeout_denies(ctx):
+    from test_proxy import Origin
+    o = Origin()
+    s = AskServe(ctx)
+    try:
+        sid = s.create(policy=_proxy_ask_policy(ctx, o.port, timeout=1))
+        t0 = time.monotonic()
+        r, asks = s.run_answering(sid, _get(o.port, "t"), [])
+        took = time.monotonic() - t0
+    finally:
+        s.close()
+        o.close()
+    assert len(asks) == 1 and o.seen == [], (asks, o.seen)
+    assert _stdout(r).startswith("HTTP 403 ward: proxy to asked.test:"), r
+    assert 0.9 <= took < 10, took
+    rows = _proxy_rows(ctx, r["run_id"])
+    assert [d for d, _, _ in rows] == ["deny"], rows
+    assert "asked: deny by ward (no answer within ask_timeout)" in rows[0][2], rows
+
+
+def test_proxy_ask_nobody_to_ask_denies(ctx):
+    """ward run without a terminal: nobody to ask, the proxy refuses at once."""
+    from test_proxy import Origin
+    o = Origin()
+    try:
+        r = ctx.run(_get(o.port, "n"), "--policy", _proxy_ask_policy(ctx, o.port), stdin="")
+    finally:
+        o.close()
+    assert r.code == 0 and r.stdout.startswith("HTTP 403 ward: proxy to asked.test:"), r
+    assert "asked: deny by ward (nobody to ask)" in r.stdout and o.seen == [], r
