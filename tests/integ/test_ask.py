@@ -552,3 +552,34 @@ def test_proxy_ask_nobody_to_ask_denies(ctx):
         o.close()
     assert r.code == 0 and r.stdout.startswith("HTTP 403 ward: proxy to asked.test:"), r
     assert "asked: deny by ward (nobody to ask)" in r.stdout and o.seen == [], r
+
+
+def test_proxy_ask_run_end_wakes_the_wait(ctx):
+    """The run ends (the session worker's wall limit, --max-life) while a
+    connection waits on its question: the wait ends with the run, denied,
+    and the row says so; the code's other threads ran meanwhile."""
+    from test_proxy import Origin
+    o = Origin()
+    s = AskServe(ctx, "--max-life", "3")
+    try:
+        sid = s.create(policy=_proxy_ask_policy(ctx, o.port))
+        code = ("import threading, time\n"
+                "n = [0]\n"
+                "def opens():\n"
+                "    while True:\n"
+                "        open('/etc/passwd').close(); n[0] += 1\n"
+                "        if n[0] == 300: print('opened', flush=True)\n"
+                "threading.Thread(target=opens, daemon=True).start()\n"
+                + _get(o.port, "end"))
+        t0 = time.monotonic()
+        r, asks = s.run_answering(sid, code, [])
+        took = time.monotonic() - t0
+    finally:
+        s.close()
+        o.close()
+    assert len(asks) == 1 and r["status"] != "ok" and o.seen == [], (r, asks)
+    assert took < 15, took  # not the 30 s ask_timeout
+    assert "opened\n" in "".join(r["logs"]["stdout"]), r
+    rows = _proxy_rows(ctx, r["run_id"])
+    assert [d for d, _, _ in rows] == ["deny"], rows
+    assert "asked: deny by ward (the run ended while it waited)" in rows[0][2], rows
