@@ -2191,6 +2191,10 @@ static void test_ask_domains(void)
 	ok(p && policy_net_proxy(p), "ask_domains alone starts the proxy");
 	ok(p && policy_asks(p), "a policy with ask_domains asks");
 	policy_free(p);
+	p = load("{\"version\": 1, \"phases\": {\"setup\": {\"net\": "
+		 "{\"ask_domains\": [\"a.test:80\"]}}}}");
+	ok(p && policy_asks(p), "a policy whose phase asks asks");
+	policy_free(p);
 	ok(policy_load_string("{\"version\": 1, \"net\": {\n"
 			      "  \"ask_domains\": [\"a.test\"]}}",
 			      "t.json", &q, &e) == -EINVAL &&
