@@ -1,6 +1,7 @@
 /*
  * domains.c - what the egress proxy may reach: net.allow_domains (names and
- * "*.suffix" wildcards with a port), net.hosts (names the proxy resolves
+ * "*.suffix" wildcards with a port; net.ask_domains, written the same, are
+ * asked about), net.hosts (names the proxy resolves
  * without DNS) and net.allow_private (blocked address ranges the policy
  * opens). Pure functions: the proxy (tracer/proxy.c) asks, this decides.
  *

@@ -13,6 +13,13 @@
  * for the rest of the run. Fail closed everywhere: nobody to ask, a
  * write that fails, a line that is not an answer, the socket's end, the
  * timeout: deny.
+ *
+ * The egress proxy's questions (net.ask_domains) are asked from its
+ * connection threads, which wait on a condition variable; the ids are the
+ * same sequence, and the loop's reader hands each answer to the tracee or
+ * the proxy question that waits on it. The loop reads opts.ask_fd while
+ * either kind waits: a proxy question that finds it blocked in waitpid
+ * interrupts it (ASK_KICK_SIG, a no-op handler without SA_RESTART).
  */
 #include "tracer-int.h"
 

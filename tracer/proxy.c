@@ -23,7 +23,9 @@
  *
  * A connection: the request head (CONNECT host:port, or a plain HTTP
  * request with an absolute URI; proxyparse.c) -> the policy decides the
- * name and port (policy_domain_check) -> the name is resolved by ward
+ * name and port (policy_domain_check; a net.ask_domains name is asked
+ * first, this thread waiting for the answer: ask.c) -> the name is
+ * resolved by ward
  * (net.hosts / --add-host first, else the host's resolver) -> each
  * address is judged after resolution (policy_proxy_may_reach: loopback,
  * link-local, metadata, private ranges refused unless named), and the one
@@ -691,7 +693,7 @@ void tracer_proxy_stop(struct tracer *t)
 
 	if (!px)
 		return;
-	close(px->stop_w); /* every poll of the proxy's threads wakes */
+	close(px->stop_w);	  /* every poll of the proxy's threads wakes */
 	tracer_ask_proxy_stop(t); /* and every wait for an answer */
 	pthread_join(px->acceptor, NULL);
 	pthread_mutex_lock(&px->mu);
