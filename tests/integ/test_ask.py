@@ -458,10 +458,12 @@ def test_cell_timeout_while_asking(ctx):
 
 def _proxy_ask_policy(ctx, port, timeout=None):
     """The default profile whose proxy asks before it connects to
-    asked.test:PORT (a loopback origin of this test, named by net.hosts)."""
+    asked.test:PORT (a loopback origin of this test, named by net.hosts),
+    and connects to free.test:PORT without asking."""
     pol = _default()
     pol["net"]["ask_domains"] = [f"asked.test:{port}"]
-    pol["net"]["hosts"] = {"asked.test": "127.0.0.1"}
+    pol["net"]["allow_domains"] = [f"free.test:{port}"]
+    pol["net"]["hosts"] = {"asked.test": "127.0.0.1", "free.test": "127.0.0.1"}
     pol["net"]["allow_private"] = ["127.0.0.1"]
     if timeout is not None:
         pol["ask_timeout"] = timeout
@@ -589,3 +591,37 @@ def test_proxy_ask_run_end_wakes_the_wait(ctx):
     # worker interrupt the cell, which denies its questions by id
     assert ("asked: deny by ward (the run ended while it waited)" in rows[0][2]
             or "asked: deny by ward: the cell was interrupted" in rows[0][2]), rows
+
+
+def test_proxy_other_connections_go_on_while_one_waits(ctx):
+    """A connection waits 1.5 s on its question; another, to a name
+    allow_domains allows, is served meanwhile."""
+    from test_proxy import Origin
+    o = Origin()
+    s = AskServe(ctx)
+    try:
+        sid = s.create(policy=_proxy_ask_policy(ctx, o.port))
+        code = ("import threading, time, urllib.request\n"
+                "def get(name, path):\n"
+                f"    return urllib.request.urlopen(f'http://{{name}}:{o.port}/{{path}}', "
+                "timeout=30).read().decode().strip()\n"
+                "got = []\n"
+                "t = threading.Thread(target=lambda: got.append(get('asked.test', 'slow')))\n"
+                "t0 = time.monotonic()\n"
+                "t.start()\n"
+                "time.sleep(0.3)\n"
+                "free = get('free.test', 'fast')\n"
+                "took_free = time.monotonic() - t0\n"
+                "t.join()\n"
+                "print(free, got[0], round(took_free, 2), round(time.monotonic() - t0, 2), "
+                "sep='|')\n")
+        r, asks = s.run_answering(sid, code, ["allow_once"], pause=1.5)
+    finally:
+        rc = s.close()
+        o.close()
+    assert rc == 0, rc
+    free, asked, took_free, took_all = _stdout(r).strip().split("|")
+    assert free == asked == "origin says hi", r
+    assert len(asks) == 1 and asks[0]["target"].startswith("asked.test:"), asks
+    assert float(took_free) < 1.2 and float(took_all) >= 1.4, r
+    assert [p for _, p in o.seen] == ["/fast", "/slow"], o.seen
