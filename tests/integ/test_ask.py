@@ -521,6 +521,8 @@ def test_proxy_asks_allow_once_deny_always(ctx):
                    ("allow", "allowed for the run by an earlier answer")], rows
     assert all(rule == "net.ask_domains[0]" for _, rule, _ in rows), rows
     assert "by serve: test client at 20" in rows[0][2] and " ms" in rows[0][2], rows
+    shown = ctx.ward("show", r["run_id"]).stdout
+    assert "asked: allow_once by serve: test client" in shown, shown
     v = ctx.ward("verify", "--all", "--db", ctx.db, db=False)
     assert v.code == 0, v
 
