@@ -156,13 +156,14 @@ def test_run_without_terminal_denies_at_once(ctx):
     assert "deny by ward (nobody to ask)" in rows[0]["reason"], rows
 
 
-def _pty_run(ctx, code, keys):
+def _pty_run(ctx, code, keys, policy=None):
     """ward run on a terminal: each prompt answered with the next key."""
+    policy = policy or _policy(ctx)
     pid, fd = pty.fork()
     if pid == 0:
         os.chdir(ctx.tmp)
         os.execv(wardtest.ward_bin(), ["ward", "run", "--db", ctx.db, "--policy",
-                                       _policy(ctx), "-c", code])
+                                       policy, "-c", code])
     out, end = b"", time.time() + 60
     try:
         while time.time() < end:
@@ -627,3 +628,24 @@ def test_proxy_other_connections_go_on_while_one_waits(ctx):
     assert len(asks) == 1 and asks[0]["target"].startswith("asked.test:"), asks
     assert float(took_free) < 1.2 and float(took_all) >= 1.4, r
     assert [p for _, p in o.seen] == ["/fast", "/slow"], o.seen
+
+
+def test_proxy_ask_on_the_terminal(ctx):
+    """ward run on a terminal: the proxy's question is prompted there; once
+    allowed, deny, then allow for the run (the fourth request not asked)."""
+    from test_proxy import Origin
+    o = Origin()
+    keys_sent.clear()
+    try:
+        out, code = _pty_run(ctx, "".join(_get(o.port, p) for p in "abcd"),
+                             [b"o\n", b"d\n", b"a\n"],
+                             policy=_proxy_ask_policy(ctx, o.port))
+    finally:
+        o.close()
+    assert code == 0, out
+    assert out.count(f"ward: the code asks: proxy to asked.test:{o.port}: ask by "
+                     "net.ask_domains[0]") == 3, out
+    assert [p for _, p in o.seen] == ["/a", "/c", "/d"], (o.seen, out)
+    rows = _proxy_rows(ctx, ctx.last_run()["id"])
+    assert [d for d, _, _ in rows] == ["allow", "deny", "allow", "allow"], rows
+    assert "by ward run: terminal /dev/pts/" in rows[0][2], rows
