@@ -1,6 +1,7 @@
 /*
  * domains.c - what the egress proxy may reach: net.allow_domains (names and
- * "*.suffix" wildcards with a port), net.hosts (names the proxy resolves
+ * "*.suffix" wildcards with a port; net.ask_domains, written the same, are
+ * asked about), net.hosts (names the proxy resolves
  * without DNS) and net.allow_private (blocked address ranges the policy
  * opens). Pure functions: the proxy (tracer/proxy.c) asks, this decides.
  *
@@ -176,16 +177,21 @@ void policy_domain_check(const struct policy *p, const char *name, int port,
 			 "proxy request: the target is not a host name");
 		return;
 	}
-	for (size_t i = 0; i < p->ndomains; i++) {
-		const struct pol_domain *d = &p->domains[i];
+	/* allow_domains first: a name both allowed and asked is allowed */
+	for (int ask = 0; ask < 2; ask++)
+		for (size_t i = 0; i < p->ndomains; i++) {
+			const struct pol_domain *d = &p->domains[i];
 
-		if (!domain_match(d, nm, port))
-			continue;
-		verdict(out, POLICY_ALLOW, 0, d->id);
-		snprintf(out->reason, sizeof(out->reason),
-			 "proxy to %.100s:%d: allowed by %s", nm, port, d->id);
-		return;
-	}
+			if (d->ask != ask || !domain_match(d, nm, port))
+				continue;
+			verdict(out, ask ? POLICY_ASK : POLICY_ALLOW,
+				ask ? ECONNREFUSED : 0, d->id);
+			snprintf(out->reason, sizeof(out->reason),
+				 ask ? "proxy to %.100s:%d: ask by %s"
+				     : "proxy to %.100s:%d: allowed by %s",
+				 nm, port, d->id);
+			return;
+		}
 	verdict(out, POLICY_DENY, ECONNREFUSED, POL_RULE_DEFAULT);
 	snprintf(out->reason, sizeof(out->reason),
 		 "proxy to %.100s:%d: no net.allow_domains entry names it", nm,

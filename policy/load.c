@@ -1011,7 +1011,7 @@ const char *pol_family_name(int family)
 /* net.allow_domains: ["pypi.org:443", "*.pythonhosted.org:443"]; each
  * entry's rule id is its JSON path (phases.setup.net.allow_domains[0] in a
  * phase) */
-static int parse_domains(struct vctx *c, json_t *v)
+static int parse_domain_list(struct vctx *c, json_t *v, bool ask)
 {
 	char why[sizeof(c->err->msg)];
 	size_t i, old;
@@ -1036,6 +1036,7 @@ static int parse_domains(struct vctx *c, json_t *v)
 			rc = fail(c, "%s", why);
 		if (!rc && !(d->id = strdup(c->path)))
 			rc = -ENOMEM;
+		d->ask = ask;
 		pop(c, old);
 		if (rc) {
 			free(d->name);
@@ -1044,6 +1045,17 @@ static int parse_domains(struct vctx *c, json_t *v)
 		c->p->ndomains++;
 	}
 	return 0;
+}
+
+static int parse_domains(struct vctx *c, json_t *v)
+{
+	return parse_domain_list(c, v, false);
+}
+
+/* net.ask_domains: the same entries; the proxy asks (docs/policy.md) */
+static int parse_ask_domains(struct vctx *c, json_t *v)
+{
+	return parse_domain_list(c, v, true);
 }
 
 /* net.hosts: {"mirror.test": "127.0.0.1"} */
@@ -1150,6 +1162,7 @@ static int parse_proxy_keys(struct vctx *c, json_t *v)
 		int (*fn)(struct vctx *c, json_t *v);
 	} keys[] = {
 		{ "allow_domains", parse_domains },
+		{ "ask_domains", parse_ask_domains },
 		{ "hosts", parse_hosts },
 		{ "allow_private", parse_reach },
 	};
@@ -1171,10 +1184,10 @@ static int parse_proxy_keys(struct vctx *c, json_t *v)
 
 static int parse_net(struct vctx *c, json_t *v)
 {
-	static const char *const keys[] = { "socket", "rules",
-					    "errno",  "allow_domains",
-					    "hosts",  "allow_private",
-					    NULL };
+	static const char *const keys[] = { "socket",	     "rules",
+					    "errno",	     "allow_domains",
+					    "ask_domains",   "hosts",
+					    "allow_private", NULL };
 	uint64_t fams = 0;
 	json_t *m;
 	size_t old;

@@ -89,6 +89,7 @@ struct pol_domain {
 	char *name; /* lower case, no trailing dot; for a wildcard the
 		     * suffix after "*." */
 	bool wildcard;
+	bool ask; /* net.ask_domains: the proxy asks before it connects */
 	int port;
 };
 

@@ -435,6 +435,12 @@ bool policy_asks(const struct policy *p)
 	for (size_t i = 0; i < p->nexec; i++)
 		if (p->exec_ask[i])
 			return true;
+	for (size_t i = 0; i < p->ndomains; i++)
+		if (p->domains[i].ask)
+			return true;
+	for (size_t i = 0; i < p->nphases; i++)
+		if (policy_asks(p->phase[i])) /* the run may reach it */
+			return true;
 	return false;
 }
 

@@ -13,6 +13,13 @@
  * for the rest of the run. Fail closed everywhere: nobody to ask, a
  * write that fails, a line that is not an answer, the socket's end, the
  * timeout: deny.
+ *
+ * The egress proxy's questions (net.ask_domains) are asked from its
+ * connection threads, which wait on a condition variable; the ids are the
+ * same sequence, and the loop's reader hands each answer to the tracee or
+ * the proxy question that waits on it. The loop reads opts.ask_fd while
+ * either kind waits: a proxy question that finds it blocked in waitpid
+ * interrupts it (ASK_KICK_SIG, a no-op handler without SA_RESTART).
  */
 #include "tracer-int.h"
 
@@ -23,7 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../common/log.h"
 
@@ -107,13 +117,13 @@ static void answered(struct policy_verdict *v, int a, const char *who,
 }
 
 /* The question on opts.ask_fd; 0 or -errno (never blocks). */
-static int send_question(struct tracer *t, unsigned id,
-			 const struct ward_event *ev, const char *target,
-			 const struct policy_verdict *v, long long timeout_ms)
+static int send_question(struct tracer *t, unsigned id, const char *sys,
+			 const char *target, const struct policy_verdict *v,
+			 long long timeout_ms)
 {
 	json_t *q = json_pack("{s:{s:I, s:s, s:s, s:s, s:s, s:I}}", "ask", "id",
 			      (json_int_t)id, "question", v->reason, "rule",
-			      v->rule, "syscall", ev->name, "target", target,
+			      v->rule, "syscall", sys, "target", target,
 			      "timeout_ms", (json_int_t)timeout_ms);
 	char *s = q ? json_dumps(q, JSON_COMPACT) : NULL;
 	int rc = 0;
@@ -176,7 +186,7 @@ int tracer_ask(struct tracer *t, struct tracee *tc, const struct ward_event *ev,
 		return 0;
 	}
 	unsigned id = ++t->ask_seq;
-	rc = send_question(t, id, ev, target, v, timeout);
+	rc = send_question(t, id, ev->name, target, v, timeout);
 	if (rc < 0) {
 		char why[96];
 		snprintf(why, sizeof(why),
@@ -201,6 +211,213 @@ int tracer_ask(struct tracer *t, struct tracee *tc, const struct ward_event *ev,
 	t->n_asking++;
 	debug("[%d] asks #%u: %s", tc->serial, id, v->reason);
 	return 1;
+}
+
+/* ---- the proxy's questions ---- */
+
+/* One waiting on a proxy connection thread. */
+struct tracer_pask {
+	struct tracer_pask *next;
+	unsigned id;
+	int answer; /* ASK_NONE while it waits */
+	char by[96];
+};
+
+#define ASK_KICK_SIG (SIGRTMIN + 3)
+
+static void on_kick(int sig)
+{
+	(void)sig; /* only to make the loop's waitpid return EINTR */
+}
+
+int tracer_ask_proxy_init(struct tracer *t)
+{
+	struct sigaction sa = { .sa_handler = on_kick }; /* no SA_RESTART */
+	sigset_t s;
+
+	if (t->pask_ready)
+		return 0;
+	sigemptyset(&sa.sa_mask);
+	sigemptyset(&s);
+	sigaddset(&s, ASK_KICK_SIG);
+	if (sigaction(ASK_KICK_SIG, &sa, NULL) < 0 ||
+	    pthread_sigmask(SIG_UNBLOCK, &s, NULL))
+		return -errno;
+	pthread_mutex_init(&t->pask_mu, NULL);
+	pthread_cond_init(&t->pask_cv, NULL);
+	t->loop_tid = gettid();
+	t->pask_ready = true;
+	return 0;
+}
+
+/* Question id (0: every one) answered a, by who; under no lock. */
+static void pask_settle(struct tracer *t, unsigned id, int a, const char *who)
+{
+	if (!t->pask_ready)
+		return;
+	pthread_mutex_lock(&t->pask_mu);
+	for (struct tracer_pask *q = t->pasks; q; q = q->next)
+		if (q->answer == ASK_NONE && (!id || q->id == id)) {
+			q->answer = a;
+			snprintf(q->by, sizeof(q->by), "%s", who);
+		}
+	pthread_cond_broadcast(&t->pask_cv);
+	pthread_mutex_unlock(&t->pask_mu);
+}
+
+void tracer_ask_proxy_stop(struct tracer *t)
+{
+	if (!t->pask_ready)
+		return;
+	pthread_mutex_lock(&t->pask_mu);
+	t->pask_stop = true;
+	pthread_mutex_unlock(&t->pask_mu);
+	pask_settle(t, 0, ASK_DENY, "ward (the run ended while it waited)");
+}
+
+void tracer_ask_proxy_free(struct tracer *t)
+{
+	if (!t->pask_ready)
+		return;
+	for (size_t i = 0; i < t->n_pask_always; i++)
+		free(t->pask_always[i]);
+	free(t->pask_always);
+	t->pask_always = NULL;
+	t->n_pask_always = 0;
+	pthread_mutex_destroy(&t->pask_mu);
+	pthread_cond_destroy(&t->pask_cv);
+	t->pask_ready = false;
+}
+
+bool tracer_ask_may_block(struct tracer *t)
+{
+	atomic_store(&t->in_wait, true);
+	if (atomic_load(&t->n_pasking) > 0) {
+		atomic_store(&t->in_wait, false);
+		return false;
+	}
+	return true;
+}
+
+/* Under pask_mu: target allowed for the run by an earlier answer. */
+static bool pask_always(const struct tracer *t, const char *target)
+{
+	for (size_t i = 0; i < t->n_pask_always; i++)
+		if (!strcmp(t->pask_always[i], target))
+			return true;
+	return false;
+}
+
+/* The answer to q (registered), waited for on this thread: the loop is
+ * woken from waitpid at once and every 50 ms after (a kick can land
+ * just before it blocks), until the answer, the deadline or the stop. */
+static void pask_wait(struct tracer *t, struct tracer_pask *q,
+		      long long timeout_ms)
+{
+	long long deadline = mono_ms() + timeout_ms;
+
+	pthread_mutex_lock(&t->pask_mu);
+	while (q->answer == ASK_NONE) {
+		long long now = mono_ms(), until = now + 50;
+		struct timespec ts;
+
+		if (now >= deadline) {
+			q->answer = ASK_DENY;
+			snprintf(q->by, sizeof(q->by),
+				 "ward (no answer within ask_timeout)");
+			break;
+		}
+		if (atomic_load(&t->in_wait))
+			syscall(SYS_tgkill, getpid(), t->loop_tid,
+				ASK_KICK_SIG);
+		if (until > deadline)
+			until = deadline;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += (until - now) / 1000;
+		ts.tv_nsec += (long)((until - now) % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&t->pask_cv, &t->pask_mu, &ts);
+	}
+	pthread_mutex_unlock(&t->pask_mu);
+}
+
+static void pask_unlink(struct tracer *t, struct tracer_pask *q)
+{
+	pthread_mutex_lock(&t->pask_mu);
+	for (struct tracer_pask **pp = &t->pasks; *pp; pp = &(*pp)->next)
+		if (*pp == q) {
+			*pp = q->next;
+			break;
+		}
+	pthread_mutex_unlock(&t->pask_mu);
+	atomic_fetch_sub(&t->n_pasking, 1);
+}
+
+void tracer_ask_proxy(struct tracer *t, const char *target,
+		      struct policy_verdict *v)
+{
+	long long timeout = policy_ask_timeout_ms(t->o->policy);
+	struct tracer_pask q = { .answer = ASK_NONE };
+	long long t0 = tracer_now_ns();
+	char why[96];
+	bool always;
+	int rc;
+
+	if (!t->pask_ready || t->o->ask_fd <= 0 || atomic_load(&t->ask_closed))
+		return answered(v, ASK_DENY,
+				atomic_load(&t->ask_closed)
+					? "ward (the asker is gone)"
+					: "ward (nobody to ask)",
+				0);
+	pthread_mutex_lock(&t->pask_mu);
+	always = pask_always(t, target);
+	if (!always && !t->pask_stop) {
+		q.id = ++t->ask_seq;
+		q.next = t->pasks;
+		t->pasks = &q;
+		atomic_fetch_add(&t->n_pasking, 1);
+	}
+	pthread_mutex_unlock(&t->pask_mu);
+	if (always) {
+		size_t used = strlen(v->reason);
+		snprintf(v->reason + used, sizeof(v->reason) - used,
+			 "; allowed for the run by an earlier answer");
+		v->action = POLICY_ALLOW;
+		v->err = 0;
+		return;
+	}
+	if (!q.id)
+		return answered(v, ASK_DENY,
+				"ward (the run ended while it waited)", 0);
+	rc = send_question(t, q.id, "proxy", target, v, timeout);
+	if (rc < 0) {
+		snprintf(why, sizeof(why),
+			 "ward (the question could not be sent: %s)",
+			 strerror(-rc));
+		pask_unlink(t, &q);
+		return answered(v, ASK_DENY, why, 0);
+	}
+	debug("proxy asks #%u: %s", q.id, v->reason);
+	pask_wait(t, &q, timeout);
+	pask_unlink(t, &q);
+	answered(v, q.answer, q.by, t0);
+	if (q.answer != ASK_ALWAYS)
+		return;
+	pthread_mutex_lock(&t->pask_mu);
+	char *k = pask_always(t, target) ? NULL : strdup(target);
+	char **n =
+		k ? realloc(t->pask_always, (t->n_pask_always + 1) * sizeof(*n))
+		  : NULL;
+	if (n) {
+		t->pask_always = n;
+		t->pask_always[t->n_pask_always++] = k;
+	} else {
+		free(k); /* only the next connection is asked again */
+	}
+	pthread_mutex_unlock(&t->pask_mu);
 }
 
 /* The tracee waiting on question id, or NULL. */
@@ -234,6 +451,8 @@ static void settle_all(struct tracer *t, const char *why,
 		       void (*again)(struct tracer *, struct tracee *))
 {
 	struct tracee *x;
+
+	pask_settle(t, 0, ASK_DENY, why);
 
 	while (t->n_asking > 0) {
 		x = NULL;
@@ -273,6 +492,9 @@ static bool on_line(struct tracer *t, const char *line,
 		if (tc)
 			settle(t, tc, kind, by && by[0] ? by : "the caller",
 			       again);
+		else
+			pask_settle(t, (unsigned)id, kind,
+				    by && by[0] ? by : "the caller");
 	}
 	json_decref(j);
 	return ok;
@@ -345,7 +567,7 @@ void tracer_ask_poll(struct tracer *t, int us,
 	long long next = expire(t, again);
 	struct pollfd p = { t->o->ask_fd, POLLIN, 0 };
 
-	if (t->n_asking <= 0)
+	if (t->n_asking <= 0 && atomic_load(&t->n_pasking) <= 0)
 		return;
 	if (next * 1000 < us)
 		us = (int)(next * 1000);

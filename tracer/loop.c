@@ -1171,14 +1171,15 @@ static pid_t next_stop(struct tracer *t, int *status)
 	 * (0: time to look them up). With threads waiting for answers
 	 * (ask.c): the others' stops served as they come, answers read
 	 * between them. */
-	while (t->nparked > 0 || t->n_asking > 0) {
+	while (t->nparked > 0 || t->n_asking > 0 ||
+	       atomic_load(&t->n_pasking) > 0) {
 		struct timespec nap = { 0, 100000 };
 		w = waitpid(-1, status, __WALL | WNOHANG);
 		if (w != 0)
 			return w;
 		if (t->nparked > 0)
 			release_stale(t);
-		if (t->n_asking > 0)
+		if (t->n_asking > 0 || atomic_load(&t->n_pasking) > 0)
 			/* the others' next stop found within 100 us, as
 			 * for parked tasks */
 			tracer_ask_poll(t, t->nparked > 0 ? 0 : 100,
@@ -1186,7 +1187,14 @@ static pid_t next_stop(struct tracer *t, int *status)
 		if (t->nparked > 0)
 			nanosleep(&nap, NULL);
 	}
-	return waitpid(-1, status, __WALL);
+	/* a proxy question (ask.c) interrupts it: EINTR, and round again */
+	if (!tracer_ask_may_block(t)) {
+		errno = EINTR;
+		return -1;
+	}
+	w = waitpid(-1, status, __WALL);
+	atomic_store(&t->in_wait, false);
+	return w;
 }
 
 /* ------------------------------------------------------------------ */

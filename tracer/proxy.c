@@ -23,7 +23,9 @@
  *
  * A connection: the request head (CONNECT host:port, or a plain HTTP
  * request with an absolute URI; proxyparse.c) -> the policy decides the
- * name and port (policy_domain_check) -> the name is resolved by ward
+ * name and port (policy_domain_check; a net.ask_domains name is asked
+ * first, this thread waiting for the answer: ask.c) -> the name is
+ * resolved by ward
  * (net.hosts / --add-host first, else the host's resolver) -> each
  * address is judged after resolution (policy_proxy_may_reach: loopback,
  * link-local, metadata, private ranges refused unless named), and the one
@@ -491,6 +493,12 @@ static void serve(struct conn *c)
 	snprintf(c->name, sizeof(c->name), "%s", c->req.host);
 	c->port = c->req.port;
 	policy_domain_check(c->px->pol, c->name, c->port, &v);
+	if (v.action == POLICY_ASK) {
+		char target[PROXY_HOST_MAX + 8];
+
+		snprintf(target, sizeof(target), "%s:%d", c->name, c->port);
+		tracer_ask_proxy(c->px->t, target, &v);
+	}
 	if (v.action != POLICY_ALLOW)
 		return refuse(c, &v, 403, NULL, NULL);
 	rc = open_origin(c, why, sizeof(why));
@@ -660,8 +668,12 @@ int tracer_proxy_start(struct tracer *t, pid_t init, int init_fd)
 	px->stop_w = p[1];
 	pthread_mutex_init(&px->mu, NULL);
 	pthread_cond_init(&px->cv, NULL);
-	rc = pthread_create(&px->acceptor, NULL, accept_main, px);
+	rc = tracer_ask_proxy_init(t); /* net.ask_domains */
+	if (!rc)
+		rc = pthread_create(&px->acceptor, NULL, accept_main, px);
 	if (rc) {
+		rc = rc < 0 ? -rc : rc;
+		tracer_ask_proxy_free(t);
 		close(p[0]);
 		close(p[1]);
 		close(fd);
@@ -681,7 +693,8 @@ void tracer_proxy_stop(struct tracer *t)
 
 	if (!px)
 		return;
-	close(px->stop_w); /* every poll of the proxy's threads wakes */
+	close(px->stop_w);	  /* every poll of the proxy's threads wakes */
+	tracer_ask_proxy_stop(t); /* and every wait for an answer */
 	pthread_join(px->acceptor, NULL);
 	pthread_mutex_lock(&px->mu);
 	while (px->nconn > 0)
@@ -693,6 +706,7 @@ void tracer_proxy_stop(struct tracer *t)
 	pthread_cond_destroy(&px->cv);
 	free(px);
 	t->proxy = NULL;
+	tracer_ask_proxy_free(t);
 }
 
 char **tracer_proxy_env(char *const *envp)

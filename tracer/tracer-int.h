@@ -487,8 +487,22 @@ struct tracer {
 	/* questions of "ask" rules (ask.c): threads waiting, the next id,
 	 * what was allowed for the run, answer bytes not yet a line */
 	int n_asking;
-	unsigned ask_seq;
-	bool ask_closed; /* opts.ask_fd gave EOF or garbage: deny */
+	atomic_uint ask_seq; /* the proxy's threads take ids too */
+	atomic_bool ask_closed; /* opts.ask_fd gave EOF or garbage: deny */
+	/* the proxy's questions (net.ask_domains; ask.c): asked from its
+	 * connection threads, answered by the loop's reader. pask_mu guards
+	 * the list, the stop flag and what was allowed for the run; the loop
+	 * polls opts.ask_fd while n_pasking > 0, and a question that finds it
+	 * in waitpid (in_wait) interrupts it with ASK_KICK_SIG. */
+	struct tracer_pask *pasks;
+	pthread_mutex_t pask_mu;
+	pthread_cond_t pask_cv;
+	bool pask_ready, pask_stop;
+	char **pask_always;
+	size_t n_pask_always;
+	atomic_int n_pasking;
+	atomic_bool in_wait;
+	pid_t loop_tid;
 	char **ask_always;
 	size_t n_always;
 	char ask_buf[4096];
@@ -783,5 +797,19 @@ void tracer_ask_poll(struct tracer *t, int us,
 /* tc is gone (or the run ends): its question no longer waits. */
 void tracer_ask_gone(struct tracer *t, struct tracee *tc);
 void tracer_ask_free(struct tracer *t);
+/* The proxy's questions: set up by tracer_proxy_start (in the loop's
+ * thread), ended by tracer_proxy_stop (every waiting one denied). */
+int tracer_ask_proxy_init(struct tracer *t);
+void tracer_ask_proxy_stop(struct tracer *t);
+void tracer_ask_proxy_free(struct tracer *t);
+/* From a proxy connection thread: v is POLICY_ASK for target
+ * ("name:port"). Asks on opts.ask_fd and waits (never on the loop's
+ * thread) until the answer, the policy's ask_timeout or the run's end;
+ * v becomes the answer as tracer_ask makes it. */
+void tracer_ask_proxy(struct tracer *t, const char *target,
+		      struct policy_verdict *v);
+/* The loop, before it blocks in waitpid: false when a proxy question
+ * waits (poll opts.ask_fd instead). */
+bool tracer_ask_may_block(struct tracer *t);
 
 #endif

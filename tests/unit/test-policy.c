@@ -2140,6 +2140,72 @@ static void test_domains(void)
 	policy_free(p);
 }
 
+/* net.ask_domains: the proxy asks; allow_domains first wins; the rule id
+ * is the JSON path (a phase's too); errors name file:line:col. */
+static void test_ask_domains(void)
+{
+	struct policy *p =
+		load("{\"version\": 1, \"net\": {\"allow_domains\": "
+		     "[\"pypi.org:443\"], \"ask_domains\": "
+		     "[\"*.org:443\", \"ask.test:8080\"]},"
+		     " \"phases\": {\"setup\": {\"net\": {\"ask_domains\": "
+		     "[\"setup.test:443\"]}}}}");
+	static const struct {
+		const char *name;
+		int port;
+		enum policy_action a;
+		const char *rule;
+	} cases[] = {
+		{ "pypi.org", 443, POLICY_ALLOW, "net.allow_domains[0]" },
+		{ "python.org", 443, POLICY_ASK, "net.ask_domains[0]" },
+		{ "ASK.test.", 8080, POLICY_ASK, "net.ask_domains[1]" },
+		{ "ask.test", 443, POLICY_DENY, "default" },
+		{ "setup.test", 443, POLICY_DENY, "default" },
+	};
+	struct policy_verdict vd;
+	struct policy_error e;
+	struct policy *q = NULL;
+	char buf[512];
+
+	if (!ok(p && policy_net_proxy(p), "ask_domains: loads"))
+		return;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		policy_domain_check(p, cases[i].name, cases[i].port, &vd);
+		is_str(vd.rule, cases[i].rule, cases[i].name);
+		is_int(vd.action, cases[i].a, "ask_domains: the action");
+	}
+	policy_domain_check(p, "python.org", 443, &vd);
+	is_str(vd.reason, "proxy to python.org:443: ask by net.ask_domains[0]",
+	       "ask_domains: the question");
+	const struct policy *s = policy_phase(p, "setup");
+	if (ok(s != NULL, "a phase with ask_domains")) {
+		policy_domain_check(s, "setup.test", 443, &vd);
+		is_str(vd.rule, "phases.setup.net.ask_domains[0]",
+		       "a phase's asking name");
+		ok(vd.action == POLICY_ASK, "the phase asks");
+	}
+	policy_free(p);
+	/* only ask_domains: the proxy runs all the same */
+	p = load(
+		"{\"version\": 1, \"net\": {\"ask_domains\": [\"a.test:80\"]}}");
+	ok(p && policy_net_proxy(p), "ask_domains alone starts the proxy");
+	ok(p && policy_asks(p), "a policy with ask_domains asks");
+	policy_free(p);
+	p = load("{\"version\": 1, \"phases\": {\"setup\": {\"net\": "
+		 "{\"ask_domains\": [\"a.test:80\"]}}}}");
+	ok(p && policy_asks(p), "a policy whose phase asks asks");
+	policy_free(p);
+	ok(policy_load_string("{\"version\": 1, \"net\": {\n"
+			      "  \"ask_domains\": [\"a.test\"]}}",
+			      "t.json", &q, &e) == -EINVAL &&
+		   !q,
+	   "ask_domains: an entry without a port is refused");
+	policy_error_format(&e, buf, sizeof(buf));
+	ok(strstr(buf, "t.json:2:") && strstr(buf, "net.ask_domains[0]") &&
+		   strstr(buf, "needs a port"),
+	   "the error names the place: %s", buf);
+}
+
 int main(void)
 {
 	test_errnames();
@@ -2174,5 +2240,6 @@ int main(void)
 	test_require();
 	test_phases();
 	test_domains();
+	test_ask_domains();
 	return done_testing();
 }
