@@ -200,8 +200,6 @@ static int body_common(struct sess *x, json_t *body, const char *lang,
 	if (!strcmp(lang, "python"))
 		return 0;
 	json_object_set_new(body, "argv0", json_string(argv0_of(lang)));
-	if (!strcmp(lang, "command"))
-		return 0; /* the shell only */
 	int i = !strcmp(lang, "sh");
 	if (!cx->drv_sent[i]) {
 		const char *t = driver_text(lang);
@@ -358,12 +356,12 @@ static void denials_text(json_t *o, struct ward_strbuf *sb)
 		}
 }
 
-void ws_ctx_mark(const struct sess *x, json_t *o)
+void ws_ctx_mark(json_t *mark, json_t *o)
 {
 	json_t *e = json_object_get(o, "error");
 	const char *name = json_string_value(json_object_get(e, "name"));
 
-	json_object_update(o, x->ext->mark);
+	json_object_update(o, mark);
 	if (!name || strcmp(name, "InterpreterStartError"))
 		return; /* command.run's answer names the rules itself */
 	/* the interpreter could not start: say which rule refused it */
@@ -467,38 +465,40 @@ static int command_params(json_t *p, const char **cwd, double *timeout,
 	return 0;
 }
 
-/* command.run in x, in its turn. */
+/* command.run in x, beside its cells and other commands (no turn: the
+ * hub runs each in threads of its own, session-cell.c ws_cmd_run). */
 static int command_in(struct ws_server *s, struct sess *x, json_t *p,
 		      const char *cwd, double timeout, ws_stream_fn fn,
 		      void *fn_arg, struct ws_cancel *cancel, json_t **result,
 		      struct ws_error *err)
 {
 	json_t *cmd = json_object_get(p, "cmd");
-	json_t *body = json_pack("{s:s, s:O, s:O?, s:s?, s:O?}", "op",
+	json_t *body = json_pack("{s:s, s:O, s:O?, s:s?, s:O?, s:s}", "op",
 				 "command", "cmd", cmd, "env",
 				 json_object_get(p, "env"), "cwd", cwd, "stdin",
-				 json_object_get(p, "stdin"));
+				 json_object_get(p, "stdin"), "argv0",
+				 argv0_of("command"));
 	json_t *mark = json_pack("{s:s}", "kind", "command");
-	int rc = body && mark ? 0 : -1;
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	int rc;
 
-	if (!rc) {
-		pthread_mutex_lock(&s->lock);
-		rc = body_common(x, body, "command", err);
-		pthread_mutex_unlock(&s->lock);
-	}
-	if (rc < 0) {
-		json_decref(body);
+	json_decref(body);
+	if (!text || !mark) {
+		free(text);
 		json_decref(mark);
-		return err->code ? -1
-				 : ws_fail(err, WS_E_INTERNAL, "out of memory");
+		return ws_fail(err, WS_E_INTERNAL, "out of memory");
 	}
 	if (cwd)
 		json_object_set_new(mark, "cwd", json_string(cwd));
-	double t = timeout > 0 ? timeout : x->timeout_s;
-	return hub_cell(s, x, "python", body, mark, json_string_value(cmd),
-			json_string_length(cmd), t,
+	struct cell_limits cl =
+		ws_cell_limits_of(s, timeout > 0 ? timeout : x->timeout_s);
+	rc = ws_cmd_run(s, x, text, strlen(text), json_string_value(cmd),
+			json_string_length(cmd), &cl, mark,
 			json_is_true(json_object_get(p, "stream")) ? fn : NULL,
 			fn_arg, cancel, result, err);
+	free(text);
+	json_decref(mark);
+	return rc;
 }
 
 static int m_command(struct ws_server *s, json_t *p, ws_stream_fn fn,
@@ -520,22 +520,16 @@ static int m_command(struct ws_server *s, json_t *p, ws_stream_fn fn,
 	}
 	double t = ws_cell_limits_of(s, timeout > 0 ? timeout : x->timeout_s)
 			   .timeout_s;
-	rc = ws_take_turn(s, x, cancel, err);
-	if (rc) { /* cancelled while it waited, or x closed meanwhile */
-		if (rc == 1) {
-			o = ws_cancelled_result(x);
-			*result = command_result(o, t);
-			json_decref(o);
-		}
-		ws_sess_put(s, x);
-		return rc < 0 ? -1 : 0;
-	}
 	rc = command_in(s, x, p, cwd, timeout, fn, fn_arg, cancel, &o, err);
 	if (!rc) {
 		*result = command_result(o, t);
 		json_decref(o);
+		pthread_mutex_lock(&s->lock);
+		if (x->gone)
+			json_object_set_new(*result, "session_closed",
+					    json_true());
+		pthread_mutex_unlock(&s->lock);
 	}
-	ws_end_turn(s, x, rc ? NULL : *result);
 	ws_sess_put(s, x);
 	return rc;
 }

@@ -378,7 +378,9 @@ static bool reap(struct sess *x, long long ms)
  * SIGTERM (the run is recorded "aborted"), then SIGKILL. */
 void ws_sess_stop(struct sess *x)
 {
+	pthread_mutex_lock(&x->send_lock); /* a command may be sending */
 	ws_close_fd(&x->cells);
+	pthread_mutex_unlock(&x->send_lock);
 	if (!reap(x, CLOSE_MS) && x->worker > 0) {
 		kill(x->worker, SIGTERM);
 		if (!reap(x, CLOSE_MS) && x->worker > 0) {
@@ -407,6 +409,7 @@ static void sess_free(struct sess *x)
 	json_decref(x->metadata);
 	ws_ctx_free(x);
 	pthread_cond_destroy(&x->turn);
+	ws_cmds_destroy(x);
 	free(x);
 }
 
@@ -785,6 +788,7 @@ int ws_sess_spawn(struct ws_server *s, const struct ws_start *st,
 	if (!x)
 		return ws_fail(err, WS_E_INTERNAL, "out of memory");
 	cond_init(&x->turn);
+	ws_cmds_init(x);
 	x->ctl = x->cells = x->res = x->out[1] = x->out[2] = x->out[0] = -1;
 	x->wd_fd = -1;
 	x->wd_lock = -1;
@@ -794,6 +798,7 @@ int ws_sess_spawn(struct ws_server *s, const struct ws_start *st,
 	x->workdir = make_workdir(s->drop);
 	if (!x->workdir) {
 		pthread_cond_destroy(&x->turn);
+		ws_cmds_destroy(x);
 		free(x);
 		return ws_fail(err, WS_E_INTERNAL,
 			       "cannot create a workdir in /tmp: %s",
