@@ -1210,7 +1210,15 @@ static void cmd_end(struct sess *x, struct ws_cmd *m, double timeout,
 		return;
 	}
 	end_by_result(c, timeout, ce);
-	if (gone) {
+	if (c->cancelled && !strcmp(ce->status, "cancelled")) {
+		json_decref(ce->error);
+		ce->error = json_pack("{s:s, s:s, s:s}", "name", "Cancelled",
+				      "value",
+				      "the command was killed when its request "
+				      "was cancelled (a kill, or its caller "
+				      "went away)",
+				      "traceback", "");
+	} else if (gone) {
 		ce->status = "cancelled";
 		json_decref(ce->error);
 		ce->error = json_pack("{s:s, s:s, s:s}", "name", "SessionEnded",
