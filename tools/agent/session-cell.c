@@ -1247,12 +1247,15 @@ static void cmd_wait(struct ws_server *s, struct sess *x, struct ws_cmd *m,
 		pthread_mutex_lock(&x->cmd_lock);
 		bool done = m->done;
 		pthread_mutex_unlock(&x->cmd_lock);
-		if (done || x->dead)
-			return;
 		long long now = ws_mono_ms();
 		pthread_mutex_lock(&s->lock);
 		bool g = x->gone;
 		pthread_mutex_unlock(&s->lock);
+		if (done || x->dead) {
+			/* ended with its session (closed: the hub killed it) */
+			*gone = !done && g && !m->c->cancelled;
+			return;
+		}
 		bool fired = atomic_load(&cancel->fired);
 		if (!killed && (fired || g || now >= deadline)) {
 			m->c->cancelled = fired;

@@ -161,6 +161,7 @@ struct ws_server {
 	struct ws_spawn *spawn_q;
 	bool spawn_stop;
 	struct ws_pool *pool; /* --pool (session-pool.c), or NULL */
+	int bg_threads; /* [s] background commands' threads (session-ctx.c) */
 };
 
 /* What session.create (or a one-shot run) asks for: a session started

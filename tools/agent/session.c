@@ -1447,12 +1447,24 @@ void ws_server_free(struct ws_server *s)
 	}
 	pthread_mutex_unlock(&s->lock);
 	/* EOF to every driver first, so that they all end at once */
-	for (x = all; x; x = x->reap_next)
+	for (x = all; x; x = x->reap_next) {
+		pthread_mutex_lock(&x->send_lock);
 		ws_close_fd(&x->cells);
+		pthread_mutex_unlock(&x->send_lock);
+	}
 	for (x = all; x; x = next) {
 		next = x->reap_next;
 		ws_sess_put(s, x);
 	}
+	/* background commands' threads hold their sessions: they see them
+	 * gone, record their commands as ended with them, and go */
+	pthread_mutex_lock(&s->lock);
+	while (s->bg_threads > 0) {
+		pthread_mutex_unlock(&s->lock);
+		usleep(10000);
+		pthread_mutex_lock(&s->lock);
+	}
+	pthread_mutex_unlock(&s->lock);
 	pthread_mutex_lock(&s->lock);
 	s->spawn_stop = true;
 	pthread_cond_signal(&s->spawn_cond);
@@ -1505,7 +1517,8 @@ static int dispatch(struct ws_server *s, const char *method, json_t *p,
 		       "files.write, files.read, files.list, files.stat, "
 		       "files.mkdir, files.remove, files.rename, "
 		       "context.create, context.list, context.remove, "
-		       "context.restart, command.run",
+		       "context.restart, command.run, command.wait, "
+		       "command.kill, command.list",
 		       method);
 }
 
@@ -1527,7 +1540,8 @@ int ws_call_c(struct ws_server *s, const char *method, json_t *params,
 	}
 	expire(s);
 	if (!cancel && method &&
-	    (!strcmp(method, "run") || !strcmp(method, "command.run")) &&
+	    (!strcmp(method, "run") || !strcmp(method, "command.run") ||
+	     !strcmp(method, "command.wait")) &&
 	    !(cancel = own = ws_cancel_new())) {
 		rc = ws_fail(err, WS_E_INTERNAL, "out of memory");
 		goto out;
