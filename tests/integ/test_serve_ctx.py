@@ -236,8 +236,11 @@ def test_cells_and_commands_are_one_run(ctx):
     marks = [l.split(None, 1)[1] for l in r.stdout.splitlines()
              if re.match(r" *[+][0-9.]+ (>>|<<) \[-\] cell \d+: ", l)
              or re.match(r" *[+][0-9.]+ +stdout\| ", l)]
+    # a command's output is its own (pipes of its own, relayed by the hub):
+    # in its row, not in the run's outputs beside the cells'
+    assert json.loads(cells[1]["result"])["logs"]["stdout"] == ["cmd\n"], cells[1]
     assert marks == [">> [-] cell 1: print('py')", "stdout| py", "<< [-] cell 1: ok",
-                     ">> [-] cell 2: echo cmd", "stdout| cmd", "<< [-] cell 2: ok",
+                     ">> [-] cell 2: echo cmd", "<< [-] cell 2: ok",
                      ">> [-] cell 3: console.log('js')", "stdout| js", "<< [-] cell 3: ok",
                      ">> [-] cell 4: echo sh", "stdout| sh", "<< [-] cell 4: ok"], marks
 

@@ -10,13 +10,15 @@
  * of its own that the hub starts as its child on the context's first
  * cell; a command is /bin/bash -c CMD, the hub's child too. All of it is
  * the session's run: one supervisor, one policy, one workdir, one record,
- * a cell row per execution and per command (ws_run_cell), one at a time.
+ * a cell row per execution (ws_run_cell) and per command (ws_cmd_run).
  *
  * The contexts' table is the server's, under its lock (context.* never
  * waits for a running cell); the hub learns of a removal or a restart
  * with the session's next hub frame ("drop"), and ends the context's
- * interpreter or clears its globals then. Cells and commands take the
- * session's turn (ws_take_turn), one at a time.
+ * interpreter or clears its globals then. Cells take the session's turn
+ * (ws_take_turn), one at a time; commands do not: each runs beside them
+ * in threads of the hub and of its caller (a background one: of its own),
+ * as in an E2B sandbox.
  */
 #include "tools/agent/session-server.h"
 
