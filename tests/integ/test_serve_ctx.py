@@ -204,6 +204,63 @@ def test_command_run(ctx):
     assert s.close() == 0
 
 
+def test_commands_run_beside_cells_and_in_the_background(ctx):
+    """Commands hold no turn: a background command answers its id at once,
+    a cell and a foreground command answer while commands and cells run;
+    command.wait/kill/list; the server's end kills what is left, and every
+    command keeps its row saying how it ended."""
+    import time
+    s = serve(ctx)
+    c = s.ok("session.create", {"language": "python", "profile": OPEN})
+    sid, run = c["session_id"], c["run_id"]
+    t0 = time.monotonic()
+    b = s.ok("command.run", {"session_id": sid, "cmd": "echo start; sleep 3; echo done",
+                             "background": True})
+    assert (b["command_id"], b["background"]) == (1, True) and time.monotonic() - t0 < 1, b
+    t0 = time.monotonic()
+    r = s.run(sid, "print('cell'); 1+1")
+    assert _main(r) == "2" and _stdout(r) == "cell\n", r  # not the command's output
+    assert time.monotonic() - t0 < 1, time.monotonic() - t0
+    k = s.ok("command.run", {"session_id": sid, "cmd": "sleep 30", "background": True})
+    listed = s.ok("command.list", {"session_id": sid})["commands"]
+    assert [(x["command_id"], x["running"]) for x in listed] == [(1, True), (2, True)], listed
+    # a foreground command does not wait for a running cell
+    s.send_raw((json.dumps({"id": 100, "method": "run", "params": {
+        "session_id": sid, "code": "import time; time.sleep(2); print('slow')"}}) + "\n").encode())
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    s.send_raw((json.dumps({"id": 101, "method": "command.run", "params": {
+        "session_id": sid, "cmd": "echo fg"}}) + "\n").encode())
+    first = s.read()
+    assert first["id"] == 101 and first["result"]["stdout"] == "fg\n", first
+    assert time.monotonic() - t0 < 1.5, time.monotonic() - t0
+    second = s.read()
+    assert second["id"] == 100 and _stdout(second["result"]) == "slow\n", second
+    assert s.ok("command.kill", {"session_id": sid, "command_id": 2}) == \
+        {"command_id": 2, "killed": True}
+    r = s.ok("command.wait", {"session_id": sid, "command_id": 2})
+    assert (r["status"], r["exit_code"]) == ("cancelled", 137) and "killed" in r["error"], r
+    r = s.ok("command.wait", {"session_id": sid, "command_id": 1})
+    assert (r["status"], r["exit_code"], r["stdout"]) == ("ok", 0, "start\ndone\n"), r
+    s.err("command.wait", {"session_id": sid, "command_id": 1}, PARAMS)  # answered once
+    assert s.ok("command.list", {"session_id": sid})["commands"] == []
+    s.err("command.run", {"session_id": sid, "cmd": "true", "background": True, "stream": True},
+          PARAMS)
+    s.ok("command.run", {"session_id": sid, "cmd": "echo left; sleep 30", "background": True})
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    assert s.close() == 0
+    assert time.monotonic() - t0 < 10, time.monotonic() - t0
+    rows = {r["code"]: r for r in ctx.sql(
+        "select n, code, status, result from cells where run_id=? order by n", run)}
+    assert rows["echo start; sleep 3; echo done"]["status"] == "ok", rows
+    assert rows["sleep 30"]["status"] == "cancelled", rows
+    left = rows["echo left; sleep 30"]
+    res = json.loads(left["result"])
+    assert left["status"] == "cancelled" and res["error"]["name"] == "SessionEnded", res
+    assert res["logs"]["stdout"] == ["left\n"] and res["kind"] == "command", res
+
+
 def test_command_the_policy_refuses_names_the_rule(ctx):
     s = serve(ctx)
     sid = s.create(profile=OPEN)  # exec: /usr/bin/* and /bin/* only
