@@ -268,6 +268,14 @@ void ws_cmds_destroy(struct sess *x)
 	pthread_cond_destroy(&x->cmd_cond);
 }
 
+bool ws_cmds_running(struct sess *x)
+{
+	pthread_mutex_lock(&x->cmd_lock);
+	bool any = x->cmds != NULL;
+	pthread_mutex_unlock(&x->cmd_lock);
+	return any;
+}
+
 /* A frame of a command (it has "cmd"): its output, its start, its end;
  * one for no command running here is a channel error. */
 static void cmd_frame(struct sess *x, json_t *j, json_t *errors)

@@ -269,6 +269,8 @@ void ws_pump_idle(struct ws_server *s);
 void ws_pump_sess(struct sess *x);
 void ws_cmds_init(struct sess *x);
 void ws_cmds_destroy(struct sess *x);
+/* Whether a command runs in x (a session running one is not idle). */
+bool ws_cmds_running(struct sess *x);
 /* One command in x, beside its cells and other commands (x not made
  * busy: the caller holds a reference only): body is the hub's frame body
  * (session-ctx.c), code what is recorded; mark goes into the result

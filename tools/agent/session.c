@@ -1018,7 +1018,7 @@ static const char *stale(const struct ws_server *s, struct sess *x,
 		snprintf(buf, n, "ended: its interpreter exited");
 		return buf;
 	}
-	if (now - x->last_ms > s->cfg.idle_s * 1000) {
+	if (now - x->last_ms > s->cfg.idle_s * 1000 && !ws_cmds_running(x)) {
 		snprintf(buf, n,
 			 "expired: it was idle longer than %g s (--idle)",
 			 s->cfg.idle_s);
