@@ -1218,6 +1218,9 @@ static void cmd_end(struct sess *x, struct ws_cmd *m, double timeout,
 		return;
 	}
 	end_by_result(c, timeout, ce);
+	/* the hub killed it as its session ended (the hub's fd 5 ended) */
+	gone = gone ||
+	       json_is_true(json_object_get(c->frame, "session_end"));
 	if (c->cancelled && !strcmp(ce->status, "cancelled")) {
 		json_decref(ce->error);
 		ce->error = json_pack("{s:s, s:s, s:s}", "name", "Cancelled",
@@ -1261,7 +1264,8 @@ static void cmd_wait(struct ws_server *s, struct sess *x, struct ws_cmd *m,
 		pthread_mutex_unlock(&s->lock);
 		if (done || x->dead) {
 			/* ended with its session (closed: the hub killed it) */
-			*gone = !done && g && !m->c->cancelled;
+			if (!done && g && !m->c->cancelled)
+				*gone = true;
 			return;
 		}
 		bool fired = atomic_load(&cancel->fired);

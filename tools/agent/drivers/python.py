@@ -1024,6 +1024,7 @@ def _kid_cell(h, m):
 # pipes fill), never the cells' frames, which ward reads as they come.
 _cmds = {}     # a running command's id -> its process
 _killed = set()  # ids killed before their process was there
+_ended = set()  # ids killed because the session ended (fd 5's EOF)
 _clock = _thread.allocate_lock()  # _cmds and _killed
 
 
@@ -1112,8 +1113,10 @@ def _cmd_run(h, m):
     with _clock:
         _cmds.pop(cid, None)
         _killed.discard(cid)
+        ended = cid in _ended
     _cmd_frame(h, results=[], error=None, interrupted=over,
-               exit_code=rc if rc >= 0 else 128 - rc, end=True)
+               exit_code=rc if rc >= 0 else 128 - rc, end=True,
+               session_end=ended)
 
 
 def _cmd_op(h, body):
@@ -1169,7 +1172,8 @@ def _reader(fd, to):
                 _write_all(to, line + body)
     finally:
         with _clock:
-            for p in _cmds.values():
+            for cid, p in _cmds.items():
+                _ended.add(cid)
                 _cmd_kill(p.pid)
         os.close(to)
 
