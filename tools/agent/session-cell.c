@@ -297,16 +297,18 @@ static void cmd_frame(struct sess *x, json_t *j, json_t *errors)
 		return;
 	}
 	if (json_is_string(d)) {
-		int i = json_integer_value(json_object_get(j, "s")) == 2 ? 2 : 1;
+		int i = json_integer_value(json_object_get(j, "s")) == 2 ? 2
+									 : 1;
 		unsigned char *b = NULL;
 		size_t n = 0;
 
-		if (ws_base64_decode(json_string_value(d), json_string_length(d),
-				     &b, &n) == 0) {
+		if (ws_base64_decode(json_string_value(d),
+				     json_string_length(d), &b, &n) == 0) {
 			cap_add(&m->c->out[i], (const char *)b, n);
 			if (m->c->fn && !m->dropped[i] &&
 			    m->q[i].len + n <= CMD_QUEUE)
-				ward_strbuf_append(&m->q[i], (const char *)b, n);
+				ward_strbuf_append(&m->q[i], (const char *)b,
+						   n);
 			else if (m->c->fn)
 				m->dropped[i] += (long long)n;
 		}
@@ -1003,7 +1005,8 @@ static int cell_finish(struct ws_server *s, struct cell *c,
 	wf_snap_free(r->before);
 	json_t *o = result_object(s, c, ce->status, ce->timed_out,
 				  ce->interrupted, ce->error, r->t0,
-				  r->start_ns, end_ns, arts, r->one_shot, r->cl);
+				  r->start_ns, end_ns, arts, r->one_shot,
+				  r->cl);
 	if (r->mark)
 		ws_ctx_mark(r->mark, o);
 	if (x->warming)
@@ -1091,8 +1094,16 @@ int ws_run_cell(struct ws_server *s, struct sess *x, const char *code,
 	else
 		end_by_code(x, c, &ce);
 	snprintf(x->last_nonce, sizeof(x->last_nonce), "%s", c->nonce);
-	struct cell_run run = { code, len, cl, t0, start_ns, &before, one_shot,
-				x->ext ? x->ext->mark : NULL };
+	struct cell_run run = {
+		.code = code,
+		.len = len,
+		.cl = cl,
+		.t0 = t0,
+		.start_ns = start_ns,
+		.before = &before,
+		.one_shot = one_shot,
+		.mark = x->ext ? x->ext->mark : NULL,
+	};
 	return cell_finish(s, c, &run, &ce, result, err);
 }
 
@@ -1175,12 +1186,13 @@ static void cmd_stream(struct sess *x, struct ws_cmd *m, bool end)
 		stream_out(m->c, i, NULL, 0);
 		if (m->dropped[i] && m->c->fn) {
 			char note[160];
-			int n = snprintf(note, sizeof(note),
-					 "\n[ward: %lld bytes of this command's "
-					 "output were not streamed (the reader "
-					 "fell %d MiB behind); its result has "
-					 "them]\n",
-					 m->dropped[i], CMD_QUEUE >> 20);
+			int n = snprintf(
+				note, sizeof(note),
+				"\n[ward: %lld bytes of this command's "
+				"output were not streamed (the reader "
+				"fell %d MiB behind); its result has "
+				"them]\n",
+				m->dropped[i], CMD_QUEUE >> 20);
 			stream_out(m->c, i, note, (size_t)n);
 		}
 	}
@@ -1208,8 +1220,8 @@ static void cmd_no_end(struct sess *x, struct cell *c, bool gone, bool sent,
 }
 
 /* m's end as the hub said it, or as ward saw it. */
-static void cmd_end(struct sess *x, struct ws_cmd *m, double timeout,
-		    bool gone, bool sent, struct cell_end *ce)
+static void cmd_end(struct sess *x, struct ws_cmd *m, double timeout, bool gone,
+		    bool sent, struct cell_end *ce)
 {
 	struct cell *c = m->c;
 
@@ -1219,8 +1231,7 @@ static void cmd_end(struct sess *x, struct ws_cmd *m, double timeout,
 	}
 	end_by_result(c, timeout, ce);
 	/* the hub killed it as its session ended (the hub's fd 5 ended) */
-	gone = gone ||
-	       json_is_true(json_object_get(c->frame, "session_end"));
+	gone = gone || json_is_true(json_object_get(c->frame, "session_end"));
 	if (c->cancelled && !strcmp(ce->status, "cancelled")) {
 		json_decref(ce->error);
 		ce->error = json_pack("{s:s, s:s, s:s}", "name", "Cancelled",
@@ -1247,10 +1258,10 @@ static void cmd_end(struct sess *x, struct ws_cmd *m, double timeout,
 static void cmd_wait(struct ws_server *s, struct sess *x, struct ws_cmd *m,
 		     struct ws_cancel *cancel, double timeout, bool *gone)
 {
-	long long deadline = timeout > 0 ? ws_mono_ms() +
-						   (long long)(timeout * 1000) +
-						   GRACE_MS
-					 : LLONG_MAX;
+	long long deadline =
+		timeout > 0
+			? ws_mono_ms() + (long long)(timeout * 1000) + GRACE_MS
+			: LLONG_MAX;
 	bool killed = false;
 
 	for (;;) {
@@ -1343,7 +1354,14 @@ int ws_cmd_run(struct ws_server *s, struct sess *x, const char *body,
 	for (int i = 1; i <= 2; i++)
 		ward_strbuf_free(&m->q[i]);
 	free(m);
-	struct cell_run run = { code,	  len,	  cl,	 t0, start_ns,
-				&before, false, mark };
+	struct cell_run run = {
+		.code = code,
+		.len = len,
+		.cl = cl,
+		.t0 = t0,
+		.start_ns = start_ns,
+		.before = &before,
+		.mark = mark,
+	};
 	return cell_finish(s, c, &run, &ce, result, err);
 }

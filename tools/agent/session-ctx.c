@@ -575,11 +575,11 @@ static void *bg_main(void *arg)
 		rc = command_in(s, x, b->params, cwd, timeout, NULL, NULL,
 				b->cancel, &o, &err);
 	if (!rc)
-		r = command_answer(
-			s, x, o,
-			ws_cell_limits_of(s, timeout > 0 ? timeout
-							 : x->timeout_s)
-				.timeout_s);
+		r = command_answer(s, x, o,
+				   ws_cell_limits_of(s, timeout > 0
+								? timeout
+								: x->timeout_s)
+					   .timeout_s);
 	pthread_mutex_lock(&s->lock);
 	b->result = r;
 	b->err = err;
