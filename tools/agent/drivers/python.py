@@ -1028,6 +1028,14 @@ _ended = set()  # ids killed because the session ended (fd 5's EOF)
 _clock = _thread.allocate_lock()  # _cmds and _killed
 
 
+def _quiet(how=_signal.SIG_BLOCK):
+    # A thread of the hub's own: the signals for the cells (SIGINT, the
+    # cell's SIGALRM) go to the main thread, whose blocking calls they
+    # must interrupt. (A thread starts with its maker's mask, and a
+    # command with its thread's: unblocked around its start.)
+    _signal.pthread_sigmask(how, {_signal.SIGINT, _signal.SIGALRM})
+
+
 def _cmd_frame(h, **kv):
     f = {"cmd": int(h["cmd"]), "nonce": h["nonce"], "n": h["n"]}
     f.update(kv)
@@ -1040,6 +1048,7 @@ def _write_all(fd, data):
 
 
 def _cmd_feed(w, data):
+    _quiet()
     try:
         _write_all(w, data)
     except OSError:
@@ -1085,6 +1094,7 @@ def _cmd_run(h, m):
     stdin = m.get("stdin")
     group = ({"process_group": 0} if sys.version_info >= (3, 11)
              else {"start_new_session": True})
+    _quiet(_signal.SIG_UNBLOCK)
     try:
         p = subprocess.Popen([m["argv0"], "-c", m["cmd"]], env=env,
                              cwd=m.get("cwd") or _HOME,
@@ -1098,6 +1108,8 @@ def _cmd_run(h, m):
         f["cmd"] = cid
         _send_frame(f)
         return
+    finally:
+        _quiet()
     with _clock:
         _cmds[cid] = p
         if cid in _killed:
@@ -1142,6 +1154,7 @@ def _reader(fd, to):
     # fd 5 to the end: command frames handled here, the rest passed on to
     # the main thread as they came (on the pipe to); at its end, the
     # commands are killed and the main thread gets EOF.
+    _quiet()
     buf = bytearray()
     try:
         while True:
