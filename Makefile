@@ -81,7 +81,7 @@ HOOK_LIBS := $(LIB_TRACER_HOOKS) $(LIB_AUDIT) $(LIB_POLICY) $(LIB_COMMON)
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRC))
 HELPER_BINS := $(patsubst tests/helpers/%.c,$(O)/helpers/%,$(HELPER_SRC))
 
-.PHONY: all test test-full check asan deps bench clean demo check-style
+.PHONY: all test test-full check asan deps bench clean demo check-style fuzz
 all: $(O)/ward $(O)/ward-faults $(O)/ward-test-hooks $(UNIT_BINS) $(HELPER_BINS)
 
 $(O)/%.o: %.c
@@ -180,6 +180,27 @@ asan:
 	$(MAKE) O=build-asan WERROR=1 SANITIZE=address,undefined CFLAGS='-O1 -g' all
 	WARD_RACE_N=$(RACE_N) ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 		/usr/bin/python3 tests/run.py --build build-asan
+
+# Fuzz the parsers of bytes the sandboxed code sends ward's egress proxy
+# (tracer/proxyparse.c) with libFuzzer (clang), ASan and UBSan: each target
+# runs FUZZ_SECONDS from its seeds in tests/fuzz/seeds-NAME (a working
+# corpus grows in $(O)/fuzz/corpus-NAME). A crash stops make with the input.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := proxy-head proxy-sni
+fuzz:
+	@mkdir -p $(O)/fuzz
+	$(Q)for t in $(FUZZ_TARGETS); do \
+		clang -std=gnu11 -D_GNU_SOURCE -g -O1 -I. \
+			-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+			-o $(O)/fuzz/fuzz-$$t tests/fuzz/fuzz-$$t.c tracer/proxyparse.c || exit 1; \
+		mkdir -p $(O)/fuzz/corpus-$$t; \
+		echo "  FUZZ    $$t ($(FUZZ_SECONDS) s)"; \
+		$(O)/fuzz/fuzz-$$t -max_total_time=$(FUZZ_SECONDS) -max_len=20000 \
+			-artifact_prefix=$(O)/fuzz/crash-$$t- \
+			$(O)/fuzz/corpus-$$t tests/fuzz/seeds-$$t 2>$(O)/fuzz/$$t.log || \
+			{ tail -40 $(O)/fuzz/$$t.log; exit 1; }; \
+		tail -1 $(O)/fuzz/$$t.log; \
+	done
 
 deps:
 	tools/install-deps

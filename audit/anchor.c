@@ -335,6 +335,15 @@ int audit_seal_log_open(struct audit *a)
 		return audit_fail(a, -EINVAL, "seal log %s: not a regular file",
 				  path);
 	}
+	/* a log made now (or still empty) is in its directory for good
+	 * before a seal is written to it: after a power loss the seals
+	 * that were synced are there, not a missing file */
+	int r = st.st_size == 0 ? audit_sync_parent(path) : 0;
+	if (r) {
+		close(fd);
+		return audit_fail(a, r, "seal log %s: cannot sync its "
+				  "directory: %s", path, strerror(-r));
+	}
 	a->seal_log = strdup(path);
 	if (!a->seal_log) {
 		close(fd);
@@ -619,7 +628,7 @@ static int read_links(struct audit *a, struct lctx *c, bool chain,
 				       0, NULL);
 
 		if (id &&
-		    json_integer_value(json_object_get(o, "version")) == 2)
+		    json_integer_value(json_object_get(o, "version")) >= 2)
 			r = entry_add(c, id, o);
 		else if (id && json_is_object(o))
 			c->out->older++;
@@ -677,6 +686,8 @@ static struct link_entry *find_id(struct lctx *c, const char *id)
 {
 	struct link_entry key, *kp = &key, **hit;
 
+	if (!c->n) /* by_id is NULL then: no bsearch on it */
+		return NULL;
 	snprintf(key.id, sizeof(key.id), "%s", id);
 	hit = bsearch(&kp, c->by_id, c->n, sizeof(*c->by_id), by_id);
 	return hit ? *hit : NULL;
@@ -1124,6 +1135,38 @@ static int check_wal(struct audit *a, struct lctx *c)
 		       : audit_sqlfail(a, rc, a->path);
 }
 
+/* Every chained run (c->e by place, c->by_id by id) and the heads; the
+ * caller holds a->lock and frees with links_free. */
+static int links_load(struct audit *a, struct lctx *c, bool chain,
+		      struct audit_run_link *head, bool *has_head)
+{
+	int r = audit_keyring_load(a);
+
+	if (r > 0)
+		r = 0;
+	*has_head = false;
+	if (!r)
+		r = a->v4_cols ? read_links(a, c, chain, head, has_head) : 0;
+	if (!r && c->n) {
+		qsort(c->e, c->n, sizeof(*c->e), by_n);
+		c->by_id = malloc(c->n * sizeof(*c->by_id));
+		if (!c->by_id)
+			r = audit_fail(a, -ENOMEM, "out of memory");
+		for (size_t i = 0; !r && i < c->n; i++)
+			c->by_id[i] = &c->e[i];
+		if (!r)
+			qsort(c->by_id, c->n, sizeof(*c->by_id), by_id);
+	}
+	return r;
+}
+
+static void links_free(struct lctx *c)
+{
+	free(c->by_id);
+	free(c->e);
+	free(c->merged);
+}
+
 int audit_verify_links(struct audit *a, bool chain, const char *seal_log,
 		       struct audit_links *out,
 		       int (*fn)(const struct audit_problem *, void *),
@@ -1137,30 +1180,127 @@ int audit_verify_links(struct audit *a, bool chain, const char *seal_log,
 	memset(out, 0, sizeof(*out));
 	chain = chain || seal_log;
 	pthread_mutex_lock(&a->lock);
-	r = audit_keyring_load(a);
-	if (r > 0)
-		r = 0;
-	if (!r)
-		r = a->v4_cols ? read_links(a, &c, chain, &head, &has_head) : 0;
-	if (!r && c.n) {
-		qsort(c.e, c.n, sizeof(*c.e), by_n);
-		c.by_id = malloc(c.n * sizeof(*c.by_id));
-		if (!c.by_id)
-			r = audit_fail(a, -ENOMEM, "out of memory");
-		for (size_t i = 0; !r && i < c.n; i++)
-			c.by_id[i] = &c.e[i];
-		if (!r)
-			qsort(c.by_id, c.n, sizeof(*c.by_id), by_id);
-	}
+	r = links_load(a, &c, chain, &head, &has_head);
 	if (!r && a->v4_cols && chain)
 		check_chain(&c, &head, has_head);
 	if (!r && seal_log)
 		r = check_log(a, &c, seal_log);
 	if (!r)
 		r = check_wal(a, &c);
-	free(c.by_id);
-	free(c.e);
-	free(c.merged);
+	links_free(&c);
 	pthread_mutex_unlock(&a->lock);
+	return r ? r : c.stop;
+}
+
+/* x's two links: the run sealed before it is there at the place before,
+ * with the seal x names; the run at the place after names x with x's
+ * seal, or, when none is, the chain's head does. */
+static void check_neighbours(struct lctx *c, const struct link_entry *x,
+			     const struct audit_run_link *head, bool has_head)
+{
+	size_t i = (size_t)(x - c->e);
+	const struct link_entry *p, *next = NULL;
+
+	if (x->has_prev) {
+		p = find_id(c, x->prev_run);
+		if (!p || p->group != x->group)
+			lproblem(c, CHAIN, x->n - 1,
+				 "run %s (sealed #%lld, before run %s) is "
+				 "missing: deleted",
+				 x->prev_run, x->n - 1, x->id);
+		else if (p->n != x->n - 1 || strcmp(p->seal, x->prev_seal))
+			lproblem(c, CHAIN, x->n,
+				 "run %s (#%lld) was sealed after run %s (seal "
+				 "%.16s...), but that run is #%lld with seal "
+				 "%.16s...: runs were replaced, moved or sealed "
+				 "again",
+				 x->id, x->n, x->prev_run, x->prev_seal, p->n,
+				 p->seal);
+	}
+	for (size_t j = i; j-- > 0 && c->e[j].group == x->group &&
+			   c->e[j].n == x->n;)
+		lproblem(c, CHAIN, x->n,
+			 "runs %s and %s both have place #%lld: a run was "
+			 "inserted",
+			 c->e[j].id, x->id, x->n);
+	for (size_t j = i + 1; j < c->n && c->e[j].group == x->group; j++) {
+		if (c->e[j].n == x->n) {
+			lproblem(c, CHAIN, x->n,
+				 "runs %s and %s both have place #%lld: a run "
+				 "was inserted",
+				 x->id, c->e[j].id, x->n);
+			continue;
+		}
+		next = &c->e[j];
+		break;
+	}
+	if (next) {
+		if (next->n > x->n + 1)
+			lproblem(c, CHAIN, x->n + 1,
+				 "the run sealed after run %s (#%lld) is "
+				 "missing: deleted (the next in the database "
+				 "is run %s, #%lld)",
+				 x->id, x->n + 1, next->id, next->n);
+		else if (!next->has_prev || strcmp(next->prev_run, x->id) ||
+			 strcmp(next->prev_seal, x->seal))
+			lproblem(c, CHAIN, next->n,
+				 "run %s (#%lld) names run %s (seal %.16s...) "
+				 "as sealed before it, not run %s (seal "
+				 "%.16s...): runs were replaced, moved or "
+				 "sealed again",
+				 next->id, next->n,
+				 next->has_prev ? next->prev_run : "(none)",
+				 next->prev_seal, x->id, x->seal);
+		return;
+	}
+	if (!has_head || head->n < 2)
+		return; /* the head's own problems: verify --all */
+	char hx[2 * WARD_SHA256_LEN + 1];
+
+	audit_hex(head->prev_seal, WARD_SHA256_LEN, hx);
+	if (head->n - 1 > x->n)
+		lproblem(c, CHAIN, x->n + 1,
+			 "the runs sealed after run %s (#%lld to #%lld, the "
+			 "newest run %s) are missing: deleted",
+			 x->id, x->n + 1, head->n - 1, head->prev_run);
+	else if (head->n - 1 < x->n)
+		lproblem(c, CHAIN, x->n,
+			 "the chain's head names #%lld (run %s) but run %s "
+			 "is #%lld: the head was set back",
+			 head->n - 1, head->prev_run, x->id, x->n);
+	else if (strcmp(head->prev_run, x->id) || strcmp(hx, x->seal))
+		lproblem(c, CHAIN, x->n,
+			 "the chain's head names run %s (seal %.16s...) at "
+			 "#%lld, not run %s (seal %.16s...): replaced or "
+			 "sealed again",
+			 head->prev_run, hx, x->n, x->id, x->seal);
+}
+
+int audit_verify_neighbours(struct audit *a, const char *run_id,
+			    unsigned *problems,
+			    int (*fn)(const struct audit_problem *, void *),
+			    void *arg)
+{
+	struct audit_links out = { 0 };
+	struct lctx c = { .out = &out, .fn = fn, .arg = arg };
+	struct audit_run_link head = { 0 };
+	bool has_head;
+	int r;
+
+	pthread_mutex_lock(&a->lock);
+	r = links_load(a, &c, true, &head, &has_head);
+	const struct link_entry *x = r ? NULL : find_id(&c, run_id);
+	if (x) {
+		const struct merged_chain *m =
+			x->group ? &c.merged[x->group - 1] : NULL;
+
+		if (!m)
+			check_neighbours(&c, x, &head, has_head);
+		else
+			check_neighbours(&c, x, &m->head, m->head_ok);
+	}
+	links_free(&c);
+	pthread_mutex_unlock(&a->lock);
+	*problems = out.problems;
 	return r ? r : c.stop;
 }

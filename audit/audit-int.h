@@ -19,7 +19,7 @@
 #include "audit/audit.h"
 #include "common/sha256.h"
 
-#define AUDIT_SCHEMA_VERSION 5
+#define AUDIT_SCHEMA_VERSION 6
 #define AUDIT_APPLICATION_ID 0x77617264 /* "ward", PRAGMA application_id */
 #define AUDIT_BUSY_MS	     10000	/* wait this long for the lock */
 #define AUDIT_BATCH_ROWS     256	/* commit after this many rows */
@@ -82,7 +82,7 @@ struct audit_chain_key {
 			     * is chained */
 };
 
-#define AUDIT_SEAL_ST_COUNT 6
+#define AUDIT_SEAL_ST_COUNT 7
 
 /* A run's place in the chain of runs (seal version 2, anchor.c): the
  * number of its seal in the database and the run sealed before it. */
@@ -109,7 +109,8 @@ struct audit {
 	bool layers_col; /* runs has layers (version 2) */
 	bool v4_cols;	 /* runs.env/chain, events.pyframes/hash, outputs.hash,
 			  * inputs (version 4) */
-	bool v5_cols; /* events.result (version 5) */
+	bool v5_cols;	 /* events.result (version 5) */
+	bool v6_tables;	 /* the table phases (version 6) */
 	pthread_mutex_t lock;
 	sqlite3_stmt *st[ST__COUNT];
 	/* the files this writer opened (open.c): the database and its WAL,
@@ -282,6 +283,9 @@ int audit_link_parse(json_t *chain, struct audit_run_link *l);
  * otherwise they are dropped. */
 void audit_seals_done(struct audit *a, bool committed);
 /* Opens $WARD_SEAL_LOG for a writer handle, if set. 0 or -errno. */
+/* Makes a file just created durable in its directory (fsync of the
+ * directory): 0 or -errno. */
+int audit_sync_parent(const char *path);
 int audit_seal_log_open(struct audit *a);
 void audit_seal_log_close(struct audit *a);
 /* A writer found the WAL lost (a->wal): kept in ward_meta ('wal_lost

@@ -262,6 +262,32 @@ int audit_artifacts_each(struct audit *a, const char *run_id,
 			 int (*fn)(const struct audit_artifact *, void *),
 			 void *arg);
 /*
+ * Phases (cells.c, schema version 6): a run with a setup phase (ward run
+ * --setup, a session's setup) records one row per phase when it ends,
+ * committed at once. Its processes are serials first_serial..last_serial
+ * (0, 0: it started none), so each event, by its proc_serial, belongs to
+ * exactly one phase.
+ */
+struct audit_phase {
+	const char *run_id;
+	long long n;			/* 1, 2, ... in order */
+	const char *name;		/* "setup", "main" */
+	long long started_ns, ended_ns; /* CLOCK_REALTIME */
+	int first_serial, last_serial;
+	const char *status; /* as a run's: ok|error|timeout|killed|... */
+	int exit_code;	    /* its first process's; -1 when signalled */
+	const char *cause;  /* or NULL */
+	const char *code;   /* what the phase ran (NULL: the run's code) */
+	size_t code_len;
+	const char *layers_json; /* its containment layers, or NULL */
+};
+int audit_phase(struct audit *a, const struct audit_phase *p);
+/* A run's phases by n (none in a file older than version 6, nor in a run
+ * without phases). Iterator rules as for the readers below. */
+int audit_phases_each(struct audit *a, const char *run_id,
+		      int (*fn)(const struct audit_phase *, void *), void *arg);
+
+/*
  * Inputs (inputs.c, schema version 4): the files `ward run --input` gave a
  * run, one row each, committed at once. data is NULL when the bytes were
  * not kept (over ward run's --keep-inputs cap); size and sha256 always are.
@@ -368,6 +394,17 @@ int audit_verify_links(struct audit *a, bool chain, const char *seal_log,
 		       struct audit_links *out,
 		       int (*fn)(const struct audit_problem *, void *),
 		       void *arg);
+/* The links of one run (full id) in the chain of runs, without reading
+ * the rest of it run by run: the run sealed before it is there at the
+ * place before with the seal it names, and the run at the place after (or
+ * the chain's head) names it with its seal. Problems go to fn as in
+ * audit_verify_links ("chain of runs"), *problems counts them; a run with
+ * no place in the chain (sealed before it, or not sealed) has none. 0, or
+ * -errno. */
+int audit_verify_neighbours(struct audit *a, const char *run_id,
+			    unsigned *problems,
+			    int (*fn)(const struct audit_problem *, void *),
+			    void *arg);
 /* Whether DB-wal still holds what was committed to it: read (before the
  * database is opened: SQLite's first open rebuilds the index) from the
  * WAL index in DB-shm and the WAL's frames. lost: committed transactions

@@ -196,3 +196,94 @@ int audit_artifacts_each(struct audit *a, const char *run_id,
 			     "path, ts_ns",
 			     artifact_row, &it);
 }
+
+static int fill_phase(sqlite3_stmt *st, const void *arg)
+{
+	const struct audit_phase *p = arg;
+	int rc = bind_text(st, 1, p->run_id, strlen(p->run_id));
+
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(st, 2, p->n);
+	if (rc == SQLITE_OK)
+		rc = bind_text(st, 3, p->name, strlen(p->name));
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(st, 4, p->started_ns);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(st, 5, p->ended_ns);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int(st, 6, p->first_serial);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int(st, 7, p->last_serial);
+	if (rc == SQLITE_OK)
+		rc = bind_text(st, 8, p->status, strlen(p->status));
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int(st, 9, p->exit_code);
+	if (rc == SQLITE_OK)
+		rc = p->cause && *p->cause
+			     ? bind_text(st, 10, p->cause, strlen(p->cause))
+			     : sqlite3_bind_null(st, 10);
+	if (rc == SQLITE_OK)
+		rc = p->code ? sqlite3_bind_blob(st, 11, p->code,
+						 (int)p->code_len,
+						 SQLITE_TRANSIENT)
+			     : sqlite3_bind_null(st, 11);
+	if (rc == SQLITE_OK)
+		rc = p->layers_json ? bind_text(st, 12, p->layers_json,
+						strlen(p->layers_json))
+				    : sqlite3_bind_null(st, 12);
+	return rc;
+}
+
+int audit_phase(struct audit *a, const struct audit_phase *p)
+{
+	if (!p->run_id || !p->name || !p->status)
+		return audit_fail(a, -EINVAL, "phase: missing field");
+	return audit_exec_one(
+		a,
+		"INSERT INTO phases(run_id, n, name, started_ns, ended_ns, "
+		"first_serial, last_serial, status, exit_code, cause, code, "
+		"layers) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+		"recording a phase", fill_phase, p);
+}
+
+struct phases_it {
+	const char *run_id;
+	int (*fn)(const struct audit_phase *, void *);
+	void *arg;
+};
+
+static int phase_row(sqlite3_stmt *st, void *arg)
+{
+	struct phases_it *it = arg;
+	struct audit_phase p = {
+		.run_id = it->run_id,
+		.n = sqlite3_column_int64(st, 0),
+		.name = (const char *)sqlite3_column_text(st, 1),
+		.started_ns = sqlite3_column_int64(st, 2),
+		.ended_ns = sqlite3_column_int64(st, 3),
+		.first_serial = sqlite3_column_int(st, 4),
+		.last_serial = sqlite3_column_int(st, 5),
+		.status = (const char *)sqlite3_column_text(st, 6),
+		.exit_code = sqlite3_column_int(st, 7),
+		.cause = (const char *)sqlite3_column_text(st, 8),
+		.code = (const char *)sqlite3_column_blob(st, 9),
+		.code_len = (size_t)sqlite3_column_bytes(st, 9),
+		.layers_json = (const char *)sqlite3_column_text(st, 10),
+	};
+
+	return it->fn(&p, it->arg);
+}
+
+int audit_phases_each(struct audit *a, const char *run_id,
+		      int (*fn)(const struct audit_phase *, void *), void *arg)
+{
+	struct phases_it it = { .run_id = run_id, .fn = fn, .arg = arg };
+
+	return run_rows_each(
+		a, run_id,
+		"SELECT n, name, started_ns, ended_ns, "
+		"first_serial, last_serial, status, exit_code, "
+		"cause, code, layers FROM phases WHERE run_id = ?1 "
+		"ORDER BY n",
+		phase_row, &it);
+}

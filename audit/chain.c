@@ -1,7 +1,7 @@
 /*
  * chain.c - the tamper-evident record: a hash chain over each run's events
  * and outputs, a keyed tag on every link, and a seal over the run row, its
- * processes and inputs and the chains' heads (docs/schema.md, "The hash
+ * processes, inputs and phases and the chains' heads (docs/schema.md, "The hash
  * chain", gives the exact bytes; docs/security.md who can forge what).
  *
  * Values are serialized without ambiguity: one tag byte, then
@@ -563,6 +563,10 @@ static const char *const run_cols[] = {
 #define INPUT_SQL                                                              \
 	"SELECT run_id, n, name, size, sha256, data FROM inputs"               \
 	" WHERE run_id = ?1 ORDER BY n"
+#define PHASE_SQL                                                              \
+	"SELECT run_id, n, name, started_ns, ended_ns, first_serial,"          \
+	" last_serial, status, exit_code, cause, code, layers FROM phases"     \
+	" WHERE run_id = ?1 ORDER BY n"
 #define CELL_SQL                                                               \
 	"SELECT run_id, n, code, started_ns, ended_ns, status, result"         \
 	" FROM cells WHERE run_id = ?1 ORDER BY n"
@@ -571,11 +575,20 @@ static const char *const run_cols[] = {
 	" WHERE run_id = ?1 ORDER BY cell, path, ts_ns, size, sha256"
 
 /* The seal's statements, kept with the handle (a->seal_st). */
-enum seal_st { SST_RUN, SST_PROC, SST_INPUT, SST_CELL, SST_ART, SST_SET };
+enum seal_st {
+	SST_RUN,
+	SST_PROC,
+	SST_INPUT,
+	SST_PHASE,
+	SST_CELL,
+	SST_ART,
+	SST_SET
+};
 static const char *const seal_sql[AUDIT_SEAL_ST_COUNT] = {
 	[SST_RUN] = RUN_SQL,
 	[SST_PROC] = PROC_SQL,
 	[SST_INPUT] = INPUT_SQL,
+	[SST_PHASE] = PHASE_SQL,
 	[SST_CELL] = CELL_SQL,
 	[SST_ART] = ART_SQL,
 	[SST_SET] = "UPDATE runs SET chain = ?2 WHERE id = ?1",
@@ -622,6 +635,9 @@ void audit_chain_finish(struct audit *a)
 }
 
 #define TAG_LEN 16 /* bytes of a column's or a row's tag */
+/* The seal ward writes: 3 covers the phases; 1 and 2 (older runs) are
+ * still verified as they were sealed. */
+#define SEAL_VERSION 3
 
 /* The tags of one part of the run: a column each, or a row each. */
 struct tags {
@@ -660,6 +676,7 @@ static void tags_free(struct tags *g)
 /* What the seal covers, computed from the database. */
 struct sealed {
 	struct tags run, procs, inputs;
+	struct tags phases;	 /* seal version 3 */
 	struct tags cells, arts; /* sealed apart (cells_seal) */
 	bool session;		 /* code_name is "session" */
 	bool has_run;
@@ -671,6 +688,7 @@ static void sealed_free(struct sealed *s)
 	tags_free(&s->run);
 	tags_free(&s->procs);
 	tags_free(&s->inputs);
+	tags_free(&s->phases);
 	tags_free(&s->cells);
 	tags_free(&s->arts);
 	free(s->chain_json);
@@ -719,8 +737,9 @@ static int tag_run(struct audit *a, const struct audit_chain_key *k,
 	return r == -ENOMEM ? audit_fail(a, r, "out of memory") : r;
 }
 
-/* One tag per row of a table (processes, inputs); column 1 is its key. A
- * file older than version 4 has no inputs: no rows. */
+/* One tag per row of a table (processes, inputs, phases); column 1 is its
+ * key. A file older than version 4 has no inputs, one older than 6 no
+ * phases: no rows. */
 static int tag_rows(struct audit *a, const struct audit_chain_key *k,
 		    enum seal_st which, const char *table, const char *run_id,
 		    struct tags *g)
@@ -763,6 +782,8 @@ static int read_sealed(struct audit *a, const struct audit_chain_key *k,
 		r = tag_rows(a, k, SST_PROC, "processes", run_id, &s->procs);
 	if (!r && a->v4_cols)
 		r = tag_rows(a, k, SST_INPUT, "inputs", run_id, &s->inputs);
+	if (!r && a->v6_tables)
+		r = tag_rows(a, k, SST_PHASE, "phases", run_id, &s->phases);
 	if (!r)
 		r = tag_rows(a, k, SST_CELL, "cells", run_id, &s->cells);
 	if (!r)
@@ -782,21 +803,23 @@ static void put_tags(struct ward_sha256 *c, const struct tags *g)
 		put_bytes(c, 'B', g->t[i], TAG_LEN);
 }
 
-/* The seal: a tag over the run's id, its place in the chain of runs
- * (version 2: its number and the run sealed before it), both chains'
- * counts and heads, and the tags of the run row, its processes and its
- * inputs. l is NULL for a version 1 seal. */
+/* The seal of version v: a tag over the run's id, its place in the chain
+ * of runs (version 2 on: its number and the run sealed before it, l), both
+ * chains' counts and heads, and the tags of the run row, its processes,
+ * its inputs and (version 3 on) its phases. */
 static void seal_of(const struct audit_chain_key *k, const char *run_id,
-		    const struct heads *h, const struct sealed *s,
+		    const struct heads *h, const struct sealed *s, int v,
 		    const struct audit_run_link *l,
 		    uint8_t out[WARD_SHA256_LEN])
 {
+	static const char *const name[] = { "ward-seal-v1", "ward-seal-v2",
+					    "ward-seal-v3" };
 	struct tagger t;
 
 	tag_begin(&t, k);
-	put_text(&t.c, l ? "ward-seal-v2" : "ward-seal-v1");
+	put_text(&t.c, name[v - 1]);
 	put_text(&t.c, run_id);
-	if (l) {
+	if (v >= 2) {
 		put_int(&t.c, l->n);
 		if (l->has_prev) {
 			put_text(&t.c, l->prev_run);
@@ -813,6 +836,8 @@ static void seal_of(const struct audit_chain_key *k, const char *run_id,
 	put_tags(&t.c, &s->run);
 	put_tags(&t.c, &s->procs);
 	put_tags(&t.c, &s->inputs);
+	if (v >= 3)
+		put_tags(&t.c, &s->phases);
 	tag_end(&t, out);
 }
 
@@ -873,7 +898,7 @@ static char *chain_json(const struct audit_chain_key *k, const struct heads *h,
 	json_t *o = json_object();
 	char *text;
 
-	json_object_set_new(o, "version", json_integer(2));
+	json_object_set_new(o, "version", json_integer(SEAL_VERSION));
 	json_object_set_new(o, "alg",
 			    json_string(k ? "hmac-sha256" : "sha256"));
 	if (k)
@@ -897,6 +922,7 @@ static char *chain_json(const struct audit_chain_key *k, const struct heads *h,
 	json_object_set_new(o, "run", tags_json(&s->run));
 	json_object_set_new(o, "processes", tags_json(&s->procs));
 	json_object_set_new(o, "inputs", tags_json(&s->inputs));
+	json_object_set_new(o, "phases", tags_json(&s->phases));
 	json_object_set_new(o, "sealed_by", json_string(sealed_by));
 	to_hex(seal, WARD_SHA256_LEN, hx);
 	json_object_set_new(o, "seal", json_string(hx));
@@ -930,7 +956,7 @@ static int seal_run(struct audit *a, const char *run_id, const struct heads *h,
 	if (!r)
 		r = audit_link_next(a, &l);
 	if (!r) {
-		seal_of(k, run_id, h, &s, &l, seal);
+		seal_of(k, run_id, h, &s, SEAL_VERSION, &l, seal);
 		text = chain_json(k, h, &s, &l, seal, run_id, sealed_by,
 				  cells_hex);
 		if (!text)
@@ -1303,8 +1329,9 @@ struct chain_rec {
 	long long count[AUDIT_CHAIN__COUNT];
 	const char *head[AUDIT_CHAIN__COUNT];
 	json_t *run, *procs, *inputs;
+	json_t *phases; /* version 3 */
 	int version;
-	struct audit_run_link link; /* version 2 */
+	struct audit_run_link link; /* version 2 on */
 };
 
 static bool hexlen(const char *s, size_t n)
@@ -1351,10 +1378,13 @@ static bool parse_chain(const char *text, struct chain_rec *c)
 	c->run = json_object_get(c->o, "run");
 	c->procs = json_object_get(c->o, "processes");
 	c->inputs = json_object_get(c->o, "inputs");
+	c->phases = json_object_get(c->o, "phases");
 	c->version = (int)json_integer_value(json_object_get(c->o, "version"));
-	if (c->version == 2 && audit_link_parse(c->o, &c->link))
+	if (c->version >= 2 && audit_link_parse(c->o, &c->link))
 		return false;
-	return (c->version == 1 || c->version == 2) && c->alg &&
+	if (c->version >= 3 && !tag_list_ok(c->phases))
+		return false;
+	return c->version >= 1 && c->version <= SEAL_VERSION && c->alg &&
 	       (!strcmp(c->alg, "sha256") ||
 		(!strcmp(c->alg, "hmac-sha256") && c->key_id)) &&
 	       hexlen(c->seal, WARD_SHA256_LEN) && tag_list_ok(c->run) &&
@@ -1547,8 +1577,8 @@ int audit_verify_run(struct audit *a, const char *run_id,
 		snprintf(out->key_id, sizeof(out->key_id), "%s",
 			 c.key_id ? c.key_id : "");
 		snprintf(out->seal, sizeof(out->seal), "%s", c.seal);
-		out->link_n = c.version == 2 ? c.link.n : 0;
-		if (c.version == 2 && c.link.has_prev)
+		out->link_n = c.version >= 2 ? c.link.n : 0;
+		if (c.version >= 2 && c.link.has_prev)
 			snprintf(out->prev_run, sizeof(out->prev_run), "%s",
 				 c.link.prev_run);
 	}
@@ -1640,6 +1670,9 @@ int audit_verify_run(struct audit *a, const char *run_id,
 		compare_tags(&v, "runs", c.run, &s.run, true);
 		compare_tags(&v, "processes", c.procs, &s.procs, false);
 		compare_tags(&v, "inputs", c.inputs, &s.inputs, false);
+		/* a seal older than version 3 does not cover the phases */
+		if (c.version >= 3)
+			compare_tags(&v, "phases", c.phases, &s.phases, false);
 		verify_cells(&v, &c, &s, out->keyed ? k : NULL);
 		for (int t = 0; t < AUDIT_CHAIN__COUNT; t++) {
 			from_hex(c.head[t], WARD_SHA256_LEN, h.head[t]);
@@ -1654,14 +1687,16 @@ int audit_verify_run(struct audit *a, const char *run_id,
 			/* the seal over what runs.chain records */
 			ok = !tags_of_json(c.run, &rec.run) &&
 			     !tags_of_json(c.procs, &rec.procs) &&
-			     !tags_of_json(c.inputs, &rec.inputs);
+			     !tags_of_json(c.inputs, &rec.inputs) &&
+			     (c.version < 3 ||
+			      !tags_of_json(c.phases, &rec.phases));
 			if (!ok) {
 				sealed_free(&rec);
 				r = audit_fail(a, -ENOMEM, "out of memory");
 				goto done;
 			}
 			seal_of(out->keyed ? k : NULL, run_id, &h, &rec,
-				c.version == 2 ? &c.link : NULL, seal);
+				c.version, &c.link, seal);
 			sealed_free(&rec);
 			to_hex(seal, WARD_SHA256_LEN, hx);
 			out->seal_checked = true;

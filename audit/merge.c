@@ -20,7 +20,7 @@
 /* The tables merged, in an order their foreign keys accept. */
 static const char *const merged_tables[] = {
 	"runs",	  "processes", "events",    "outputs",
-	"inputs", "cells",     "artifacts",
+	"inputs", "cells",     "artifacts", "phases",
 };
 
 static int sql_fail(struct audit *a, int rc, const char *what)
@@ -244,7 +244,8 @@ static int source_ok(struct audit *a, struct audit *src)
 	char id[64];
 	int r;
 
-	if (!a->v4_cols || !src->v4_cols || a->v5_cols != src->v5_cols)
+	if (!a->v4_cols || !src->v4_cols || a->v5_cols != src->v5_cols ||
+	    a->v6_tables != src->v6_tables)
 		return audit_fail(
 			a, -EPROTO,
 			"%s is not at this ward's schema version "

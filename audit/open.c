@@ -130,8 +130,7 @@ static int make_parents(struct audit *a, const char *path)
 	return 0;
 }
 
-/* Makes the file durable in its directory after we created it. */
-static void sync_parent(const char *path)
+int audit_sync_parent(const char *path)
 {
 	char dir[4096];
 	const char *slash = strrchr(path, '/');
@@ -143,10 +142,11 @@ static void sync_parent(const char *path)
 		snprintf(dir, sizeof(dir), "%.*s",
 			 (int)(slash == path ? 1 : slash - path), path);
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
-	}
+	if (fd < 0)
+		return -errno;
+	int r = fsync(fd) ? -errno : 0;
+	close(fd);
+	return r;
 }
 
 /*
@@ -175,7 +175,8 @@ static int create_file(struct audit *a, const char *path)
 	if (r)
 		return audit_fail(a, r, "cannot chmod %s: %s", path,
 				  strerror(-r));
-	sync_parent(path);
+	(void)audit_sync_parent(path); /* as durable as the file system lets
+					* it be; SQLite syncs the file */
 	return 0;
 }
 

@@ -40,6 +40,8 @@ static const struct rows_query queries[] = {
 				     " FROM events e LEFT JOIN processes p"
 				     " ON p.run_id = e.run_id AND p.serial = e.proc_serial"
 				     " WHERE e.run_id = ?1 ORDER BY e.seq" },
+	[AUDIT_ROWS_PHASES] = { "phases", "SELECT * FROM phases"
+					  " WHERE run_id = ?1 ORDER BY n" },
 	[AUDIT_ROWS_PROCESSES_PARENT] = { "processes",
 					  "SELECT p.*, q.exe AS parent_exe, q.argv AS parent_argv,"
 					  " q.pid AS parent_pid FROM processes p LEFT JOIN processes q"

@@ -60,6 +60,7 @@ enum audit_rows_what {
 	AUDIT_ROWS_ARTIFACTS,
 	AUDIT_ROWS_EVENTS_PROC,
 	AUDIT_ROWS_PROCESSES_PARENT,
+	AUDIT_ROWS_PHASES, /* phases (schema version 6), by n */
 };
 
 typedef int (*audit_rows_fn)(const struct audit_col *cols, int ncols,

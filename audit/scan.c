@@ -66,7 +66,7 @@ out:
 
 #define SCAN_COLS                                                              \
 	"SELECT seq, pid, tid, nr, syscall, args, raw, target,"                \
-	" decision, rule, errno, would_deny"
+	" decision, rule, errno, would_deny, proc_serial"
 #define SCAN_FROM " FROM events WHERE run_id = ?1 ORDER BY seq"
 
 int audit_scan_open(struct audit *a, struct audit_scan **out)
@@ -124,10 +124,11 @@ int audit_scan_run(struct audit_scan *s, const char *run_id,
 		e->rule = ctext(st, 9);
 		e->err = (int)sqlite3_column_int64(st, 10);
 		e->would_deny = sqlite3_column_int64(st, 11) != 0;
+		e->proc_serial = (int)sqlite3_column_int64(st, 12);
 		if (s->has_result &&
-		    sqlite3_column_type(st, 12) == SQLITE_INTEGER) {
+		    sqlite3_column_type(st, 13) == SQLITE_INTEGER) {
 			e->has_result = true;
-			e->result = sqlite3_column_int64(st, 12);
+			e->result = sqlite3_column_int64(st, 13);
 		}
 		if ((r = fn(&ev, arg)) != 0)
 			break;

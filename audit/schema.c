@@ -51,10 +51,27 @@
 	"  data BLOB,\n" \
 	"  PRIMARY KEY(run_id, n)\n" \
 	") STRICT;\n"
+/* Version 6: the phases of a run (ward run --setup, sessions' setup). */
+#define PHASE_TABLE \
+	"CREATE TABLE IF NOT EXISTS phases(\n" \
+	"  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n" \
+	"  n INTEGER NOT NULL,\n" \
+	"  name TEXT NOT NULL,\n" \
+	"  started_ns INTEGER NOT NULL,\n" \
+	"  ended_ns INTEGER NOT NULL,\n" \
+	"  first_serial INTEGER NOT NULL,\n" \
+	"  last_serial INTEGER NOT NULL,\n" \
+	"  status TEXT NOT NULL,\n" \
+	"  exit_code INTEGER,\n" \
+	"  cause TEXT,\n" \
+	"  code BLOB,\n" \
+	"  layers TEXT,\n" \
+	"  PRIMARY KEY(run_id, n)\n" \
+	") STRICT;\n"
 /* clang-format on */
 
 /*
- * The current version (5), created whole in an empty file. A change means
+ * The current version (6), created whole in an empty file. A change means
  * a new version and a migration step here (migrate_v2, migrate_v3 below).
  */
 static const char schema_sql[] =
@@ -157,7 +174,8 @@ static const char schema_sql[] =
 	"CREATE VIEW denials AS\n"
 	"  SELECT run_id, seq, ts_ns, pid, tid, proc_serial, syscall, args,\n"
 	"         raw, target, decision, rule, reason, errno, backtrace\n"
-	"  FROM events WHERE decision <> 'allow';\n" SESSION_TABLES INPUT_TABLE;
+	"  FROM events WHERE decision <> 'allow';\n" SESSION_TABLES INPUT_TABLE
+		PHASE_TABLE;
 
 /* The n integers of the row the statement sql yields, or -EIO and a
  * message. */
@@ -410,6 +428,15 @@ static const char migrate_v5[] =
 	"UPDATE ward_meta SET value = '5' WHERE key = 'schema_version';\n"
 	"PRAGMA user_version = 5;\n";
 
+/*
+ * Version 5 -> 6: the table phases (a run's setup and main phases: name,
+ * times, the serials of their processes, outcome, code and layers). A new table only; a
+ * readonly open of an older file has none: no phases to show.
+ */
+static const char migrate_v6[] = PHASE_TABLE
+	"UPDATE ward_meta SET value = '6' WHERE key = 'schema_version';\n"
+	"PRAGMA user_version = 6;\n";
+
 static int migrate(struct audit *a, long long version)
 {
 	int r;
@@ -417,6 +444,7 @@ static int migrate(struct audit *a, long long version)
 	a->layers_col = version >= 2;
 	a->v4_cols = version >= 4;
 	a->v5_cols = version >= 5;
+	a->v6_tables = version >= 6;
 	if (version >= AUDIT_SCHEMA_VERSION || a->readonly)
 		return 0;
 	r = exec_sql(a, "BEGIN IMMEDIATE");
@@ -430,10 +458,13 @@ static int migrate(struct audit *a, long long version)
 		r = exec_sql(a, migrate_v4);
 	if (!r && version < 5)
 		r = exec_sql(a, migrate_v5);
+	if (!r && version < 6)
+		r = exec_sql(a, migrate_v6);
 	r = end_upgrade(a, r);
 	a->layers_col = !r;
 	a->v4_cols = !r;
 	a->v5_cols = !r;
+	a->v6_tables = !r;
 	return r;
 }
 

@@ -7,8 +7,13 @@ order, each into a fresh database; medians of wall time, their ratio, and
 a check that both gave every sample the same stdout, status and exit code.
 Standard library only.
 
+With --pool N [--preload MODULES] the batch runs its samples from a warm
+pool (a pooled run's stdout is what it wrote from its hand-out on; the
+pool's sandboxes never handed out are not samples).
+
 usage: bench/batch.py [--build DIR] [-n SAMPLES] [--jobs J] [--rounds R]
-                      [--pandas] [--out FILE.json]
+                      [--pandas] [--pool N [--preload MODULES]]
+                      [--out FILE.json]
 """
 import argparse
 import json
@@ -41,15 +46,23 @@ def samples(d, n, pandas):
 
 
 def outcomes(db):
-    """{code_name: (stdout, status, exit_code)} from a database."""
+    """{script name: (stdout, status, exit_code)} from a database."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         out = {}
         for rid, name, status, code in con.execute(
                 "select id, code_name, status, exit_code from runs"):
+            cells = {n: json.loads(r) for n, r in con.execute(
+                "select n, result from cells where run_id = ?", (rid,))}
+            since = 0
+            if 0 in cells:  # pooled: the warm-up is ward's, the script cell 1
+                if 1 not in cells:
+                    continue  # a pooled sandbox never handed out
+                name = cells[1]["script"]["name"]
+                since = cells[0]["pool"]["handed_out_ns"]
             data = b"".join(bytes(r[0]) for r in con.execute(
                 "select data from outputs where run_id = ? and stream = 'stdout' "
-                "order by seq", (rid,)))
+                "and ts_ns >= ? order by seq", (rid, since)))
             out[os.path.basename(name)] = (data, status, code)
         return out
     finally:
@@ -72,6 +85,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--pandas", action="store_true", help="pandas samples")
+    ap.add_argument("--pool", type=int, help="ward batch --pool N")
+    ap.add_argument("--preload", help="ward batch --preload MODULES")
     ap.add_argument("--out", help="write the results here (JSON)")
     a = ap.parse_args()
     ward = os.path.join(ROOT, a.build, "ward")
@@ -95,7 +110,12 @@ def main():
                 else:
                     argv = [ward, "batch", "--db", db, "--jobs", str(a.jobs),
                             "--progress", "none", "--out",
-                            os.path.join(tmp, f"r-{r}.jsonl")] + files
+                            os.path.join(tmp, f"r-{r}.jsonl")]
+                    if a.pool:
+                        argv += ["--pool", str(a.pool)]
+                    if a.preload:
+                        argv += ["--preload", a.preload]
+                    argv += files
                 times[v].append(timed(argv, env, tmp))
             lo, ba = outcomes(dbs["loop"]), outcomes(dbs["batch"])
             same = same and lo == ba and len(lo) == a.n
@@ -104,6 +124,7 @@ def main():
                   f"same outputs and verdicts: {lo == ba and len(lo) == a.n}", flush=True)
         res = {"loadavg_after": os.getloadavg(), "samples": a.n, "jobs": a.jobs, "rounds": a.rounds,
                "workload": "pandas" if a.pandas else "small",
+               "pool": a.pool, "preload": a.preload,
                "cpus": len(os.sched_getaffinity(0)),
                "loop_s": st.median(times["loop"]), "batch_s": st.median(times["batch"]),
                "all_loop_s": times["loop"], "all_batch_s": times["batch"],

@@ -8,7 +8,10 @@ idle pooled sandbox. Medians; standard library only.
                pd.DataFrame(...).median()`: the cell alone (request
                written to response read) and create + cell
   oneshot      `run` without session_id, code `1+1`, from the pool; and
-               `1+1` in an open session (warm)
+               `1+1` in an open session (warm, back to back after the
+               one-shot); and `1+1` in that session after the same idle
+               gap as the one-shot (warm_idle: what a one-shot is compared
+               with when both come after a pause)
   native       python3 -c 'import pandas ...', spawned and waited
   memory       RSS and PSS of each idle pooled sandbox (its worker and
                everything under it: the interpreter), pools of 2
@@ -62,7 +65,7 @@ def first_cells(ward, db, n, gap, opts):
 
 def oneshot_vs_warm(ward, db, n, gap, opts):
     srv = Server(ward, db, *opts)
-    one, warm = [], []
+    one, warm, idle = [], [], []
     try:
         srv.ok("session.list", {})
         time.sleep(gap)
@@ -70,6 +73,9 @@ def oneshot_vs_warm(ward, db, n, gap, opts):
         sid = r["session_id"]
         time.sleep(gap)
         for _ in range(n):
+            t, res = srv.ok("run", {"session_id": sid, "code": "1+1"})
+            idle.append(t)
+            time.sleep(gap)
             t, res = srv.ok("run", {"code": "1+1"})
             one.append(t)
             for _ in range(5):
@@ -78,7 +84,7 @@ def oneshot_vs_warm(ward, db, n, gap, opts):
             time.sleep(gap)
     finally:
         srv.close()
-    return one, warm
+    return one, warm, idle
 
 
 def tree(pid):
@@ -153,8 +159,9 @@ def main():
         res["pool_first_cell_ms"], res["pool_create_and_cell_ms"] = med_ms(c), med_ms(t)
         c, t = first_cells(ward, db, a.n, 0.5, [])
         res["fresh_first_cell_ms"], res["fresh_create_and_cell_ms"] = med_ms(c), med_ms(t)
-        one, warm = oneshot_vs_warm(ward, db, a.n, a.gap, pool)
+        one, warm, idle = oneshot_vs_warm(ward, db, a.n, a.gap, pool)
         res["pool_oneshot_ms"], res["warm_cell_ms"] = med_ms(one), med_ms(warm)
+        res["warm_cell_after_gap_ms"] = med_ms(idle)
         res["native_pandas_ms"] = med_ms(native_start(
             ["python3", "-c", CELL.replace("; pd.", "; print(pd.", 1) + ")"], a.n))
         m = idle_memory(ward, db, a.gap, pool)
@@ -182,7 +189,8 @@ def report(r):
         ("create + first pandas cell, no pool", r["fresh_create_and_cell_ms"], ""),
         ("native python3 -c 'import pandas ...'", r["native_pandas_ms"], ""),
         ("one-shot run `1+1` from the pool", r["pool_oneshot_ms"], "warm + 5 ms"),
-        ("warm cell `1+1`", r["warm_cell_ms"], ""),
+        ("warm cell `1+1` (back to back)", r["warm_cell_ms"], ""),
+        ("warm cell `1+1` after the same gap", r.get("warm_cell_after_gap_ms"), ""),
     ]
     s = ["# Warm pool (bench/pool.py)", "",
          "n=%d per row (medians), refill gap %.1f s, load %s" % (

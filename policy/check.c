@@ -43,7 +43,7 @@ static void set(struct policy_verdict *out, enum policy_action a, int err,
 		const char *rule)
 {
 	out->action = a;
-	out->err = a == POLICY_DENY ? err : 0;
+	out->err = a == POLICY_DENY || a == POLICY_ASK ? err : 0;
 	out->rule = rule;
 }
 
@@ -216,6 +216,12 @@ int pol_fs_index(struct policy *p)
 	return 0;
 }
 
+/* Between rules of one path: deny wins, then ask, then allow. */
+static int fs_rank(const struct pol_fs_rule *r)
+{
+	return r->deny ? 2 : r->ask ? 1 : 0;
+}
+
 /* Consider rule i for the bits of access it names. */
 static void fs_consider(const struct policy *p, size_t i,
 			const struct target *t, unsigned access,
@@ -229,9 +235,15 @@ static void fs_consider(const struct policy *p, size_t i,
 	for (int b = 0; b < POL_FS_NBITS; b++) {
 		if (!(bits & (1u << b)))
 			continue;
-		if (best[b] < 0 || r->path.len > best_len[b] ||
-		    (r->path.len == best_len[b] && r->deny &&
-		     !p->fs[best[b]].deny)) {
+		const struct pol_fs_rule *o = best[b] < 0 ? NULL
+							  : &p->fs[best[b]];
+
+		/* longest path; then a phase's rule over the base's; then
+		 * deny over ask over allow */
+		if (!o || r->path.len > best_len[b] ||
+		    (r->path.len == best_len[b] &&
+		     (r->phase != o->phase ? r->phase
+					   : fs_rank(r) > fs_rank(o)))) {
 			best[b] = (int)i;
 			best_len[b] = r->path.len;
 		}
@@ -264,13 +276,14 @@ static void fs_pick(const struct policy *p, const struct target *t,
 }
 
 /*
- * Judge access on one path. Returns true if every bit is allowed (and
- * sets *first to the rule of the first bit); otherwise fills out with the
- * denial of the first denied bit.
+ * Judge access on one path. Returns true if every bit is allowed or asked
+ * (and sets *first to the rule of the first bit, *ask to that of the first
+ * asked bit or leaves it); otherwise fills out with the denial of the
+ * first denied bit.
  */
 static bool fs_one(const struct policy *p, const struct ward_event *ev,
 		   const char *path, unsigned access,
-		   struct policy_verdict *out, int *first)
+		   struct policy_verdict *out, int *first, int *ask)
 {
 	char alias[2 * (WARD_PATH_MAX + 32)];
 	struct target t = { .s = { path }, .len = { strlen(path) }, .n = 1 };
@@ -300,6 +313,8 @@ static bool fs_one(const struct policy *p, const struct ward_event *ev,
 		}
 		if (*first < 0)
 			*first = best[b];
+		if (*ask < 0 && (r->ask & (1u << b)))
+			*ask = best[b];
 	}
 	return true;
 }
@@ -321,7 +336,7 @@ static void check_fs(const struct policy *p, const struct ward_event *ev,
 		     struct policy_verdict *out)
 {
 	char bits[64];
-	int first, first2;
+	int first, first2, ask = -1;
 
 	if (anonymous_fd(ev->path) && !ev->has_path2) {
 		set(out, POLICY_ALLOW, 0, POL_RULE_FD_ANONYMOUS);
@@ -330,7 +345,7 @@ static void check_fs(const struct policy *p, const struct ward_event *ev,
 		return;
 	}
 
-	if (!fs_one(p, ev, ev->path, ev->access, out, &first)) {
+	if (!fs_one(p, ev, ev->path, ev->access, out, &first, &ask)) {
 		/* A metadata query of what does not exist in the run's view
 		 * is answered as the kernel would: the rule that denies it
 		 * must not tell the code that it names the path. */
@@ -344,8 +359,17 @@ static void check_fs(const struct policy *p, const struct ward_event *ev,
 		return;
 	}
 	if (ev->has_path2 && ev->access2 &&
-	    !fs_one(p, ev, ev->path2, ev->access2, out, &first2))
+	    !fs_one(p, ev, ev->path2, ev->access2, out, &first2, &ask))
 		return;
+	if (ask >= 0) {
+		const struct pol_fs_rule *r = &p->fs[ask];
+		set(out, POLICY_ASK, r->err ? r->err : p->err, r->id);
+		reason_cat(out, access_text(ev->access, bits), " of ", ev->path,
+			   ev->has_path2 ? " -> " : "",
+			   ev->has_path2 ? ev->path2 : "", ": ask by ", r->id,
+			   NULL);
+		return;
+	}
 	set(out, POLICY_ALLOW, 0, p->fs[first].id);
 	reason_cat(out, access_text(ev->access, bits), " of ", ev->path,
 		   ": allowed by ", out->rule, NULL);
@@ -362,10 +386,16 @@ static void check_exec(const struct policy *p, const struct ward_event *ev,
 			   ": no such file (checked again at exec)", NULL);
 		return;
 	}
-	for (size_t i = 0; i < p->nexec; i++) {
-		if (fnmatch(p->exec_globs[i], ev->path, FNM_PATHNAME) == 0) {
-			set(out, POLICY_ALLOW, 0, p->exec_ids[i]);
-			reason_cat(out, "exec of ", ev->path, ": allowed by ",
+	/* allow globs first: a program both allow and ask name runs */
+	for (size_t j = 0; j < 2 * p->nexec; j++) {
+		size_t i = j % p->nexec;
+		bool ask = j >= p->nexec;
+		if (p->exec_ask[i] == ask &&
+		    fnmatch(p->exec_globs[i], ev->path, FNM_PATHNAME) == 0) {
+			set(out, ask ? POLICY_ASK : POLICY_ALLOW, p->exec_err,
+			    p->exec_ids[i]);
+			reason_cat(out, "exec of ", ev->path,
+				   ask ? ": ask by " : ": allowed by ",
 				   p->exec_ids[i], NULL);
 			return;
 		}
@@ -496,11 +526,17 @@ static int check_net_addr(const struct policy *p, const struct ward_event *ev,
 
 		if (!net_match(r, ev->net_op, &pe))
 			continue;
-		set(out, r->deny ? POLICY_DENY : POLICY_ALLOW,
+		set(out,
+		    r->deny  ? POLICY_DENY
+		    : r->ask ? POLICY_ASK
+			     : POLICY_ALLOW,
 		    r->err ? r->err : def_err, r->id);
 		reason(out, "%s %s %s: %s by %s", op,
 		       ev->net_op == WARD_NET_LISTEN ? "on" : "to", peer,
-		       r->deny ? "denied" : "allowed", r->id);
+		       r->deny	? "denied"
+		       : r->ask ? "ask"
+				: "allowed",
+		       r->id);
 		return 0;
 	}
 	if (outbound && pe.family == AF_UNIX && !ev->sa.abstract &&
@@ -793,9 +829,10 @@ int policy_check(const struct policy *p, const struct ward_event *ev,
 		invalid(out, why ? why : "address does not parse");
 		floor = true; /* ward's own error: never turned into an allow */
 	}
+	/* an ask may end in a denial: its backtrace is taken at the stop */
 	bt = out->action == POLICY_ALLOW  ? POL_BT_ALLOW
-	     : out->action == POLICY_DENY ? POL_BT_DENY
-					  : POL_BT_KILL;
+	     : out->action == POLICY_KILL ? POL_BT_KILL
+					  : POL_BT_DENY;
 	out->backtrace = (p->backtrace & bt) != 0;
 	if (p->audit && !floor && out->action != POLICY_ALLOW) {
 		out->would_deny = true;

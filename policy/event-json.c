@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <arpa/inet.h>
 
 static const char *const fs_calls[] = {
 	"open",
@@ -412,4 +413,37 @@ bool policy_rule_is_floor(const char *rule)
 	if (!rule)
 		return false;
 	return !strncmp(rule, "floor.", 6) || in_list(kept, rule);
+}
+
+int policy_proxy_from_row(const struct policy *p, const struct policy_row *row,
+			  struct policy_verdict *v, char *why, size_t n)
+{
+	json_t *args = row->args_json ? json_loads(row->args_json, 0, NULL)
+				      : NULL;
+	const char *name = json_string_value(json_object_get(args, "name"));
+	const char *addr = json_string_value(json_object_get(args, "addr"));
+	json_t *port = json_object_get(args, "port");
+	unsigned char a[16];
+	int fam, rc = 0;
+
+	if (!name || !json_is_integer(port)) {
+		rc = refuse(why, n, "no name and port recorded");
+		goto out;
+	}
+	policy_domain_check(p, name, (int)json_integer_value(port), v);
+	if (v->action != POLICY_ALLOW || !addr)
+		goto out;
+	fam = strchr(addr, ':') ? AF_INET6 : AF_INET;
+	if (inet_pton(fam, addr, a) != 1) {
+		rc = refuse(why, n, "bad address recorded");
+		goto out;
+	}
+	if (!policy_proxy_may_reach(p, fam, a, v->reason, sizeof(v->reason))) {
+		v->action = POLICY_DENY;
+		v->err = ECONNREFUSED;
+		v->rule = "net.proxy-address";
+	}
+out:
+	json_decref(args);
+	return rc;
 }

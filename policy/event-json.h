@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "policy.h"
+
 #include "../common/event.h"
 
 /* One events row (pointers borrowed; NULL for SQL NULL). */
@@ -34,6 +36,17 @@ struct policy_row {
  */
 int policy_event_from_row(const struct policy_row *row, struct ward_event *ev,
 			  char *why, size_t n);
+
+/*
+ * A "proxy" row (a connection through ward's egress proxy) judged again by
+ * p: the name and port by net.allow_domains, then the address connected
+ * to by the proxy's address floor (net.allow_private). Returns 0 with *v
+ * filled, or -EINVAL with why: the row's decision was about the bytes
+ * (the TLS server name, a request refused as malformed, an origin that
+ * could not be reached), which no policy decides again.
+ */
+int policy_proxy_from_row(const struct policy *p, const struct policy_row *row,
+			  struct policy_verdict *v, char *why, size_t n);
 
 /*
  * Is rule one of ward's own decisions that no policy changes: the floors

@@ -65,6 +65,7 @@ struct learn {
 	struct why sig;
 	char *lang, *interp, *ifamily;
 	long long count;
+	struct learn *setup; /* the setup phase's (learn_phase), or NULL */
 };
 
 static void *vec_push(struct vec *v)
@@ -123,6 +124,17 @@ static void named_free(struct vec *v)
 	free(v->v);
 }
 
+int learn_phase(struct learn *l, const char *name, struct learn **out)
+{
+	*out = NULL;
+	if (strcmp(name, "setup"))
+		return -EINVAL;
+	if (!l->setup && learn_new(l->threshold, &l->setup) < 0)
+		return -ENOMEM;
+	*out = l->setup;
+	return 0;
+}
+
 void learn_free(struct learn *l)
 {
 	struct fs_ent *f;
@@ -130,6 +142,7 @@ void learn_free(struct learn *l)
 
 	if (!l)
 		return;
+	learn_free(l->setup);
 	f = l->fs.v;
 	for (size_t i = 0; i < l->fs.n; i++) {
 		free(f[i].path);
@@ -544,14 +557,15 @@ int learn_event(struct learn *l, const struct ward_event *ev,
 
 long long learn_count(const struct learn *l)
 {
-	return l->count;
+	return l->count + (l->setup ? learn_count(l->setup) : 0);
 }
 
 size_t learn_flagged(const struct learn *l)
 {
 	const struct fs_ent *f = l->fs.v;
 	const struct net_ent *e = l->net.v;
-	size_t n = l->sig.flagged > 0;
+	size_t n =
+		(l->sig.flagged > 0) + (l->setup ? learn_flagged(l->setup) : 0);
 
 	for (size_t i = 0; i < l->fs.n; i++)
 		n += !f[i].dead && f[i].why.flagged;
@@ -1036,19 +1050,30 @@ static char *exec_why(struct learn *l)
 	return s;
 }
 
-int learn_policy_text(struct learn *l, const char *name,
-		      const char *description, char **out)
+/* The sections a phase may have too (fs, exec, net), generalized and
+ * sorted: new references, or -ENOMEM / generalize's error. */
+struct sections {
+	json_t *fs, *execo, *net;
+};
+
+static void sections_free(struct sections *x)
 {
-	json_t *fs = json_array(), *execo = json_object(), *ex = json_array();
-	json_t *net = json_object(), *socks = json_array(), *sys = json_array();
-	json_t *interp = json_object(), *rules = NULL;
-	char *buf = NULL, *w = NULL;
-	size_t len = 0;
-	FILE *f = NULL;
+	json_decref(x->fs);
+	json_decref(x->execo);
+	json_decref(x->net);
+	memset(x, 0, sizeof(*x));
+}
+
+static int sections_of(struct learn *l, struct sections *x)
+{
+	json_t *ex = json_array(), *socks = json_array(), *rules = NULL;
+	char *w = NULL;
 	int rc = generalize(l);
 
-	*out = NULL;
-	if (rc || !fs || !execo || !ex || !net || !socks || !sys || !interp)
+	x->fs = json_array();
+	x->execo = json_object();
+	x->net = json_object();
+	if (rc || !x->fs || !x->execo || !x->net || !ex || !socks)
 		goto out;
 	rc = -ENOMEM;
 	vec_sort(&l->fs, cmp_fs);
@@ -1066,24 +1091,81 @@ int learn_policy_text(struct learn *l, const char *name,
 			json_decref(r);
 			goto out;
 		}
-		json_array_append_new(fs, r);
+		json_array_append_new(x->fs, r);
 	}
 	for (size_t i = 0; i < l->exec.n; i++)
 		json_array_append_new(
 			ex, json_string(((struct named *)l->exec.v)[i].name));
-	json_object_set_new(execo, "allow", json_incref(ex));
+	json_object_set_new(x->execo, "allow", json_incref(ex));
 	if (l->exec.n) {
 		if (!(w = exec_why(l)))
 			goto out;
-		json_object_set_new(execo, "why", json_string(w));
+		json_object_set_new(x->execo, "why", json_string(w));
 	}
 	for (size_t i = 0; i < l->fam.n; i++)
 		json_array_append_new(
 			socks, json_string(((struct named *)l->fam.v)[i].name));
 	if (!(rules = net_rules_json(l)))
 		goto out;
-	json_object_set_new(net, "socket", json_incref(socks));
-	json_object_set_new(net, "rules", json_incref(rules));
+	json_object_set_new(x->net, "socket", json_incref(socks));
+	json_object_set_new(x->net, "rules", json_incref(rules));
+	rc = 0;
+out:
+	free(w);
+	json_decref(ex);
+	json_decref(socks);
+	json_decref(rules);
+	if (rc)
+		sections_free(x);
+	return rc;
+}
+
+/* "phases": {"setup": {...}}: what the setup phase did beyond the code's
+ * rules, one fs rule per line as at the top level. */
+static int put_setup(FILE *f, struct learn *ph)
+{
+	struct sections x;
+	size_t i;
+	json_t *e;
+	char *s;
+	int rc = sections_of(ph, &x);
+
+	if (rc)
+		return rc;
+	fprintf(f, "  \"phases\": {\"setup\": {\n    \"description\": "
+		   "\"what the runs' setup did (ward run --setup)\",\n"
+		   "    \"fs\": [");
+	json_array_foreach(x.fs, i, e)
+	{
+		s = json_dumps(e, JSON_PRESERVE_ORDER | JSON_COMPACT);
+		fprintf(f, "%s\n      %s", i ? "," : "", s ? s : "null");
+		free(s);
+	}
+	fprintf(f, "%s],\n", json_array_size(x.fs) ? "\n    " : "");
+	s = json_dumps(x.execo, JSON_PRESERVE_ORDER | JSON_COMPACT);
+	fprintf(f, "    \"exec\": %s,\n", s ? s : "null");
+	free(s);
+	s = json_dumps(x.net, JSON_PRESERVE_ORDER | JSON_COMPACT);
+	fprintf(f, "    \"net\": %s\n  }},\n", s ? s : "null");
+	free(s);
+	sections_free(&x);
+	return 0;
+}
+
+int learn_policy_text(struct learn *l, const char *name,
+		      const char *description, char **out)
+{
+	json_t *sys = json_array(), *interp = json_object();
+	struct sections x = { 0 };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = NULL;
+	int rc = sections_of(l, &x);
+
+	*out = NULL;
+	if (rc || !sys || !interp)
+		goto out;
+	rc = -ENOMEM;
 	for (size_t i = 0; i < l->sys.n; i++) {
 		struct named *n = &((struct named *)l->sys.v)[i];
 		json_t *r = json_pack("{s:s, s:s}", "name", n->name, "action",
@@ -1105,26 +1187,22 @@ int learn_policy_text(struct learn *l, const char *name,
 	put_str(f, "description", description);
 	fprintf(f, "  \"mode\": \"enforce\",\n");
 	put_value(f, "interpreters", interp, false);
-	put_array(f, "fs", fs, false);
-	put_value(f, "exec", execo, false);
-	put_value(f, "net", net, false);
+	put_array(f, "fs", x.fs, false);
+	put_value(f, "exec", x.execo, false);
+	put_value(f, "net", x.net, false);
 	fprintf(f, "  \"signals\": \"%s\",\n", l->sig_any ? "any" : "run");
+	rc = l->setup ? put_setup(f, l->setup) : 0;
 	put_array(f, "syscalls", sys, true);
 	fprintf(f, "}\n");
-	if (fclose(f) != 0) {
+	if (fclose(f) != 0 || rc) {
 		free(buf);
+		rc = rc ? rc : -ENOMEM;
 		goto out;
 	}
 	*out = buf;
 	rc = 0;
 out:
-	free(w);
-	json_decref(fs);
-	json_decref(execo);
-	json_decref(ex);
-	json_decref(net);
-	json_decref(socks);
-	json_decref(rules);
+	sections_free(&x);
 	json_decref(sys);
 	json_decref(interp);
 	return rc;

@@ -69,6 +69,14 @@ int learn_interpreter(struct learn *l, const char *lang, const char *path);
 int learn_event(struct learn *l, const struct ward_event *ev,
 		const char *workdir, const struct learn_src *src);
 
+/* The learner of phase name ("setup", the only one), made at the first
+ * call and owned by l: events of the setup's processes go to it, and
+ * learn_policy_text writes what it learned as the policy's
+ * "phases": {"setup": {fs, exec, net}} (docs/policy.md "Phases"). The
+ * policy-wide sections (signals, syscalls) are the main learner's: give it
+ * those events of the setup. 0, -EINVAL (another name) or -ENOMEM. */
+int learn_phase(struct learn *l, const char *name, struct learn **out);
+
 /* Number of events that needed a rule so far. */
 long long learn_count(const struct learn *l);
 /* After learn_policy_text: rules (an exec.allow entry counts as one) that

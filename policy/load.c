@@ -34,6 +34,7 @@ struct vctx {
 	size_t len;
 	bool ix_built;
 	struct policy *p;
+	bool phase; /* parsing a phase's sections onto a copy of the base */
 	char path[VPATH_MAX];
 	size_t plen;
 };
@@ -107,6 +108,7 @@ static const struct named view_names[] = {
 static const struct named net_action_names[] = {
 	{ "allow", 0 },
 	{ "deny", 1 },
+	{ "ask", 2 },
 };
 
 static const struct named lang_names[] = {
@@ -129,6 +131,9 @@ static const char *const builtin_ids[] = {
 	POL_RULE_SIGNALS,
 	POL_RULE_PROC_MEM,
 	POL_RULE_ARG_FLOOR,
+	POLICY_PROXY_RULE,
+	"net.proxy-name",
+	"net.proxy-address",
 	/* the supervisor's own decisions (tracer/loop.c): ward recheck keeps
 	 * rows with these rules (and floor.*) as not the policy's */
 	"copy",
@@ -540,10 +545,9 @@ static int get_rule_id(struct vctx *c, json_t *rule, const char *pos,
 static int parse_fs_rule(struct vctx *c, json_t *v, size_t idx)
 {
 	static const char *const keys[] = { "id",    "path", "allow", "deny",
-					    "errno", "why",  NULL };
+					    "ask",   "errno", "why",  NULL };
 	struct pol_fs_rule *r = &c->p->fs[idx];
-	json_t *allow, *deny, *m;
-	char pos[48];
+	json_t *allow, *deny, *ask, *m;
 	uint64_t bits = 0;
 	size_t old;
 	int rc;
@@ -551,8 +555,7 @@ static int parse_fs_rule(struct vctx *c, json_t *v, size_t idx)
 	if ((rc = want(c, v, JSON_OBJECT, "an object")) ||
 	    (rc = check_keys(c, v, keys)) || (rc = check_why(c, v)))
 		return rc;
-	snprintf(pos, sizeof(pos), "fs[%zu]", idx);
-	if ((rc = get_rule_id(c, v, pos, &r->id)))
+	if ((rc = get_rule_id(c, v, c->path, &r->id)))
 		return rc;
 	m = json_object_get(v, "path");
 	if (!m)
@@ -564,22 +567,28 @@ static int parse_fs_rule(struct vctx *c, json_t *v, size_t idx)
 		return rc;
 	allow = json_object_get(v, "allow");
 	deny = json_object_get(v, "deny");
-	if (!allow == !deny)
-		return fail(c, "needs exactly one of \"allow\" and \"deny\"");
-	old = push_key(c, allow ? "allow" : "deny");
-	rc = get_enum_list(c, allow ? allow : deny, access_names,
-			   NELEM(access_names), "access", false, &bits);
+	ask = json_object_get(v, "ask");
+	if (!!allow + !!deny + !!ask != 1)
+		return fail(c, "needs exactly one of \"allow\", \"deny\" and "
+			       "\"ask\"");
+	m = allow ? allow : deny ? deny : ask;
+	old = push_key(c, allow ? "allow" : deny ? "deny" : "ask");
+	rc = get_enum_list(c, m, access_names, NELEM(access_names), "access",
+			   false, &bits);
 	pop(c, old);
 	if (rc)
 		return rc;
-	if (allow)
-		r->allow = (unsigned)bits;
-	else
+	if (deny)
 		r->deny = (unsigned)bits;
+	else
+		r->allow = (unsigned)bits;
+	if (ask)
+		r->ask = (unsigned)bits;
 	m = json_object_get(v, "errno");
 	if (m) {
 		old = push_key(c, "errno");
-		rc = allow ? fail(c, "only a \"deny\" rule takes an errno")
+		rc = allow ? fail(c, "only a \"deny\" or \"ask\" rule takes "
+				     "an errno")
 			   : get_errno(c, m, &r->err);
 		pop(c, old);
 	}
@@ -587,14 +596,15 @@ static int parse_fs_rule(struct vctx *c, json_t *v, size_t idx)
 }
 
 /*
- * Runs one() on each element of the array v (its JSON path pushed). *count
- * grows before each call: the element belongs to the policy from then on,
- * so policy_free releases a partly parsed rule too.
+ * Runs one() on each element of the array v (its JSON path pushed), stored
+ * after the *count rules already there (a phase's rules follow the base's).
+ * *count grows before each call: the element belongs to the policy from
+ * then on, so policy_free releases a partly parsed rule too.
  */
 static int each_rule(struct vctx *c, json_t *v, size_t *count,
 		     int (*one)(struct vctx *, json_t *, size_t))
 {
-	size_t i;
+	size_t i, off = *count;
 	json_t *e;
 	int rc;
 
@@ -602,8 +612,8 @@ static int each_rule(struct vctx *c, json_t *v, size_t *count,
 	{
 		size_t old = push_idx(c, i);
 
-		*count = i + 1;
-		rc = one(c, e, i);
+		*count = off + i + 1;
+		rc = one(c, e, off + i);
 		pop(c, old);
 		if (rc)
 			return rc;
@@ -611,45 +621,69 @@ static int each_rule(struct vctx *c, json_t *v, size_t *count,
 	return 0;
 }
 
-static int parse_fs(struct vctx *c, json_t *v)
+/* Room for more elements of elem bytes after the have in *arr (and one
+ * zeroed past them), the new ones zeroed: a phase's rules are appended to
+ * a copy of the base's. 0 or -ENOMEM (*arr unchanged). */
+static int grow(void *arr, size_t have, size_t more, size_t elem)
 {
-	int rc = want(c, v, JSON_ARRAY, "an array of rules");
+	void **a = arr;
+	char *n = realloc(*a, (have + more + 1) * elem);
 
-	if (rc)
-		return rc;
-	c->p->fs = calloc(json_array_size(v) + 1, sizeof(*c->p->fs));
-	if (!c->p->fs)
+	if (!n)
 		return -ENOMEM;
-	return each_rule(c, v, &c->p->nfs, parse_fs_rule);
+	memset(n + have * elem, 0, (more + 1) * elem);
+	*a = n;
+	return 0;
 }
 
-static int parse_exec_allow(struct vctx *c, json_t *v)
+static int parse_fs(struct vctx *c, json_t *v)
+{
+	size_t first = c->p->nfs;
+	int rc = want(c, v, JSON_ARRAY, "an array of rules");
+
+	if (rc || (rc = grow(&c->p->fs, c->p->nfs, json_array_size(v),
+			     sizeof(*c->p->fs))))
+		return rc;
+	rc = each_rule(c, v, &c->p->nfs, parse_fs_rule);
+	/* a phase's rules beat the base's on the same path (check.c) */
+	for (size_t i = first; c->phase && i < c->p->nfs; i++)
+		c->p->fs[i].phase = true;
+	return rc;
+}
+
+/* The globs of v appended to p->exec_globs, their ids their JSON paths,
+ * marked exec.ask ones when ask. */
+static int parse_exec_globs(struct vctx *c, json_t *v, bool ask)
 {
 	struct policy *p = c->p;
 	size_t i;
 	json_t *e;
 	int rc = want(c, v, JSON_ARRAY, "an array of path globs");
 
-	if (rc)
+	if (rc ||
+	    (rc = grow(&p->exec_globs, p->nexec, json_array_size(v),
+		       sizeof(char *))) ||
+	    (rc = grow(&p->exec_ids, p->nexec, json_array_size(v),
+		       sizeof(char *))) ||
+	    (rc = grow(&p->exec_ask, p->nexec, json_array_size(v),
+		       sizeof(bool))))
 		return rc;
-	p->exec_globs = calloc(json_array_size(v) + 1, sizeof(char *));
-	p->exec_ids = calloc(json_array_size(v) + 1, sizeof(char *));
-	if (!p->exec_globs || !p->exec_ids)
-		return -ENOMEM;
 	json_array_foreach(v, i, e)
 	{
-		size_t old = push_idx(c, i);
-		char id[48];
+		size_t old = push_idx(c, i), k = p->nexec;
 
-		p->nexec = i + 1;
-		rc = get_dup(c, e, &p->exec_globs[i]);
-		if (!rc && p->exec_globs[i][0] != '/')
+		/* counted first: policy_free releases a partly parsed one */
+		p->nexec++;
+		p->exec_ask[k] = ask;
+		rc = get_dup(c, e, &p->exec_globs[k]);
+		if (!rc && p->exec_globs[k][0] != '/')
 			rc = fail(c, "\"%s\": must be an absolute path glob",
-				  p->exec_globs[i]);
-		if (!rc && strlen(p->exec_globs[i]) >= WARD_PATH_MAX)
+				  p->exec_globs[k]);
+		if (!rc && strlen(p->exec_globs[k]) >= WARD_PATH_MAX)
 			rc = fail(c, "longer than %d bytes", WARD_PATH_MAX - 1);
-		snprintf(id, sizeof(id), "exec.allow[%zu]", i);
-		if (!rc && !(p->exec_ids[i] = strdup(id)))
+		/* the id is the JSON path: exec.allow[1],
+		 * phases.setup.exec.allow[0] */
+		if (!rc && !(p->exec_ids[k] = strdup(c->path)))
 			rc = -ENOMEM;
 		pop(c, old);
 		if (rc)
@@ -660,17 +694,26 @@ static int parse_exec_allow(struct vctx *c, json_t *v)
 
 static int parse_exec(struct vctx *c, json_t *v)
 {
-	static const char *const keys[] = { "allow", "errno", "why", NULL };
-	json_t *m;
+	static const char *const keys[] = { "allow", "ask", "errno", "why",
+					    NULL };
+	json_t *m, *ask = json_object_get(v, "ask");
 	size_t old;
 	int rc;
 
 	if ((rc = want(c, v, JSON_OBJECT, "an object")) ||
 	    (rc = check_keys(c, v, keys)) || (rc = check_why(c, v)))
 		return rc;
-	if ((m = json_object_get(v, "allow"))) {
+	m = json_object_get(v, "allow");
+	if (m) {
 		old = push_key(c, "allow");
-		rc = parse_exec_allow(c, m);
+		rc = parse_exec_globs(c, m, false);
+		pop(c, old);
+		if (rc)
+			return rc;
+	}
+	if (ask) {
+		old = push_key(c, "ask");
+		rc = parse_exec_globs(c, ask, true);
 		pop(c, old);
 		if (rc)
 			return rc;
@@ -841,7 +884,6 @@ static int parse_net_rule(struct vctx *c, json_t *v, size_t idx)
 					    "abstract", "action", "errno",
 					    "why",	NULL };
 	struct pol_net_rule *r = &c->p->net[idx];
-	char pos[48];
 	uint64_t ops;
 	json_t *m;
 	size_t old;
@@ -850,8 +892,7 @@ static int parse_net_rule(struct vctx *c, json_t *v, size_t idx)
 	if ((rc = want(c, v, JSON_OBJECT, "an object")) ||
 	    (rc = check_keys(c, v, keys)) || (rc = check_why(c, v)))
 		return rc;
-	snprintf(pos, sizeof(pos), "net.rules[%zu]", idx);
-	if ((rc = get_rule_id(c, v, pos, &r->id)))
+	if ((rc = get_rule_id(c, v, c->path, &r->id)))
 		return rc;
 	if (!(m = json_object_get(v, "family")))
 		return fail(c, "missing key \"family\" (inet, inet6 or unix)");
@@ -878,30 +919,51 @@ static int parse_net_rule(struct vctx *c, json_t *v, size_t idx)
 		rc = get_enum(c, m, net_action_names, NELEM(net_action_names),
 			      "action", &x);
 		r->deny = x == 1;
+		r->ask = x == 2;
 		pop(c, old);
 		if (rc)
 			return rc;
 	}
 	if ((m = json_object_get(v, "errno"))) {
 		old = push_key(c, "errno");
-		rc = r->deny ? get_errno(c, m, &r->err)
+		rc = r->deny || r->ask
+			     ? get_errno(c, m, &r->err)
 			     : fail(c, "only a rule with \"action\": \"deny\" "
-				       "takes an errno");
+				       "or \"ask\" takes an errno");
 		pop(c, old);
 	}
 	return rc;
 }
 
+/* Moves the net rules from first on to the front: a phase's rules are
+ * checked before the base's (first match decides). */
+static int net_phase_first(struct policy *p, size_t first)
+{
+	size_t nb = first, np = p->nnet - first;
+	struct pol_net_rule *tmp;
+
+	if (!nb || !np)
+		return 0;
+	tmp = malloc(nb * sizeof(*tmp));
+	if (!tmp)
+		return -ENOMEM;
+	memcpy(tmp, p->net, nb * sizeof(*tmp));
+	memmove(p->net, p->net + nb, np * sizeof(*tmp));
+	memcpy(p->net + np, tmp, nb * sizeof(*tmp));
+	free(tmp);
+	return 0;
+}
+
 static int parse_net_rules(struct vctx *c, json_t *v)
 {
+	size_t first = c->p->nnet;
 	int rc = want(c, v, JSON_ARRAY, "an array of rules");
 
-	if (rc)
+	if (rc || (rc = grow(&c->p->net, c->p->nnet, json_array_size(v),
+			     sizeof(*c->p->net))))
 		return rc;
-	c->p->net = calloc(json_array_size(v) + 1, sizeof(*c->p->net));
-	if (!c->p->net)
-		return -ENOMEM;
-	return each_rule(c, v, &c->p->nnet, parse_net_rule);
+	rc = each_rule(c, v, &c->p->nnet, parse_net_rule);
+	return rc ? rc : net_phase_first(c->p, first);
 }
 
 static const struct named sock_family_names[] = {
@@ -946,9 +1008,186 @@ const char *pol_family_name(int family)
 	return NULL;
 }
 
+/* *arr (of *n elements of size sz) made room for more and a zeroed end:
+ * a phase's entries follow the base's (the base's are in a phase's copy). */
+static int grow_by(void **arr, size_t n, size_t more, size_t sz)
+{
+	void *nv = realloc(*arr, (n + more + 1) * sz);
+
+	if (!nv)
+		return -ENOMEM;
+	memset((char *)nv + n * sz, 0, (more + 1) * sz);
+	*arr = nv;
+	return 0;
+}
+
+/* net.allow_domains: ["pypi.org:443", "*.pythonhosted.org:443"]; each
+ * entry's rule id is its JSON path (phases.setup.net.allow_domains[0] in a
+ * phase) */
+static int parse_domains(struct vctx *c, json_t *v)
+{
+	char why[sizeof(c->err->msg)];
+	size_t i, old;
+	json_t *e;
+	int rc = want(c, v, JSON_ARRAY, "an array of \"NAME:PORT\" strings");
+
+	if (rc)
+		return rc;
+	c->p->has_domains = true;
+	if (grow_by((void **)&c->p->domains, c->p->ndomains,
+		    json_array_size(v), sizeof(*c->p->domains)))
+		return -ENOMEM;
+	json_array_foreach(v, i, e)
+	{
+		struct pol_domain *d = &c->p->domains[c->p->ndomains];
+		const char *str;
+
+		old = push_idx(c, i);
+		rc = get_string(c, e, &str);
+		if (!rc && (rc = pol_domain_parse(str, d, why, sizeof(why))) ==
+				   -EINVAL)
+			rc = fail(c, "%s", why);
+		if (!rc && !(d->id = strdup(c->path)))
+			rc = -ENOMEM;
+		pop(c, old);
+		if (rc) {
+			free(d->name);
+			return rc;
+		}
+		c->p->ndomains++;
+	}
+	return 0;
+}
+
+/* net.hosts: {"mirror.test": "127.0.0.1"} */
+static int parse_hosts(struct vctx *c, json_t *v)
+{
+	char why[sizeof(c->err->msg)];
+	const char *name;
+	json_t *e;
+	size_t old;
+	int rc = want(c, v, JSON_OBJECT, "an object of \"NAME\": \"IP\"");
+
+	if (rc)
+		return rc;
+	if (grow_by((void **)&c->p->hosts, c->p->nhosts, json_object_size(v),
+		    sizeof(*c->p->hosts)))
+		return -ENOMEM;
+	json_object_foreach(v, name, e)
+	{
+		const char *ip;
+
+		old = push_key(c, name);
+		rc = get_string(c, e, &ip);
+		if (!rc &&
+		    (rc = pol_host_parse(name, ip, &c->p->hosts[c->p->nhosts],
+					 why, sizeof(why))) == -EINVAL)
+			rc = fail(c, "%s", why);
+		pop(c, old);
+		if (rc)
+			return rc;
+		c->p->nhosts++;
+	}
+	return 0;
+}
+
+/* net.allow_private: ["127.0.0.1", "10.1.0.0/16"] */
+static int parse_reach(struct vctx *c, json_t *v)
+{
+	size_t i, old;
+	json_t *e;
+	int rc = want(c, v, JSON_ARRAY, "an array of addresses or CIDRs");
+
+	if (rc)
+		return rc;
+	if (grow_by((void **)&c->p->reach, c->p->nreach, json_array_size(v),
+		    sizeof(*c->p->reach)))
+		return -ENOMEM;
+	json_array_foreach(v, i, e)
+	{
+		struct pol_net_rule r = { 0 };
+		const char *str;
+
+		old = push_idx(c, i);
+		rc = get_string(c, e, &str);
+		if (!rc)
+			rc = parse_cidr(c, str,
+					strchr(str, ':') ? AF_INET6 : AF_INET,
+					&r);
+		pop(c, old);
+		if (rc)
+			return rc;
+		struct pol_cidr *x = &c->p->reach[c->p->nreach];
+		x->family = strchr(str, ':') ? AF_INET6 : AF_INET;
+		memcpy(x->addr, r.addr, 16);
+		x->prefix = r.prefix;
+		c->p->nreach++;
+	}
+	return 0;
+}
+
+/* With allow_domains, the code may reach ward's proxy: a first rule
+ * allowing connect to 127.0.0.1:POLICY_PROXY_PORT, and inet sockets. */
+static int add_proxy_rule(struct policy *p)
+{
+	for (size_t i = 0; i < p->nnet; i++)
+		if (p->net[i].id && !strcmp(p->net[i].id, POLICY_PROXY_RULE))
+			return 0; /* a phase's domains join the base's */
+	struct pol_net_rule *nv = realloc(p->net, (p->nnet + 2) * sizeof(*nv));
+
+	if (!nv)
+		return -ENOMEM;
+	p->net = nv;
+	memmove(nv + 1, nv, p->nnet * sizeof(*nv));
+	memset(nv, 0, sizeof(*nv));
+	memset(nv + p->nnet + 1, 0, sizeof(*nv));
+	p->nnet++;
+	nv->id = strdup(POLICY_PROXY_RULE);
+	if (!nv->id)
+		return -ENOMEM;
+	nv->ops = POL_OP(WARD_NET_CONNECT);
+	nv->family = AF_INET;
+	nv->has_addr = true;
+	inet_pton(AF_INET, "127.0.0.1", nv->addr);
+	nv->prefix = 32;
+	nv->has_port = true;
+	nv->port_lo = nv->port_hi = POLICY_PROXY_PORT;
+	p->sock_families |= 1ull << AF_INET;
+	return 0;
+}
+
+static int parse_proxy_keys(struct vctx *c, json_t *v)
+{
+	static const struct {
+		const char *key;
+		int (*fn)(struct vctx *c, json_t *v);
+	} keys[] = {
+		{ "allow_domains", parse_domains },
+		{ "hosts", parse_hosts },
+		{ "allow_private", parse_reach },
+	};
+	json_t *m;
+	size_t old;
+	int rc = 0;
+
+	for (size_t i = 0; !rc && i < NELEM(keys); i++) {
+		if (!(m = json_object_get(v, keys[i].key)))
+			continue;
+		old = push_key(c, keys[i].key);
+		rc = keys[i].fn(c, m);
+		pop(c, old);
+	}
+	if (!rc && c->p->has_domains)
+		rc = add_proxy_rule(c->p);
+	return rc;
+}
+
 static int parse_net(struct vctx *c, json_t *v)
 {
-	static const char *const keys[] = { "socket", "rules", "errno", NULL };
+	static const char *const keys[] = { "socket", "rules",
+					    "errno",  "allow_domains",
+					    "hosts",  "allow_private",
+					    NULL };
 	uint64_t fams = 0;
 	json_t *m;
 	size_t old;
@@ -965,7 +1204,7 @@ static int parse_net(struct vctx *c, json_t *v)
 		pop(c, old);
 		if (rc)
 			return rc;
-		c->p->sock_families = fams;
+		c->p->sock_families |= fams; /* a phase's add to the base's */
 	}
 	if ((m = json_object_get(v, "rules"))) {
 		old = push_key(c, "rules");
@@ -978,8 +1217,10 @@ static int parse_net(struct vctx *c, json_t *v)
 		old = push_key(c, "errno");
 		rc = get_errno(c, m, &c->p->net_err);
 		pop(c, old);
+		if (rc)
+			return rc;
 	}
-	return rc;
+	return parse_proxy_keys(c, v);
 }
 
 static int check_syscall_name(struct vctx *c, struct pol_sys_rule *r)
@@ -1013,7 +1254,7 @@ static int parse_sys_rule(struct vctx *c, json_t *v, size_t idx)
 	static const char *const keys[] = { "id",    "name", "action",
 					    "errno", "why",  NULL };
 	struct pol_sys_rule *r = &c->p->sys[idx];
-	char pos[48], list[128];
+	char list[128];
 	json_t *m;
 	size_t old;
 	int rc, x = 0;
@@ -1021,8 +1262,7 @@ static int parse_sys_rule(struct vctx *c, json_t *v, size_t idx)
 	if ((rc = want(c, v, JSON_OBJECT, "an object")) ||
 	    (rc = check_keys(c, v, keys)) || (rc = check_why(c, v)))
 		return rc;
-	snprintf(pos, sizeof(pos), "syscalls[%zu]", idx);
-	if ((rc = get_rule_id(c, v, pos, &r->id)))
+	if ((rc = get_rule_id(c, v, c->path, &r->id)))
 		return rc;
 	if (!(m = json_object_get(v, "name")))
 		return fail(c, "missing key \"name\"");
@@ -1217,6 +1457,13 @@ static int parse_scalars(struct vctx *c, json_t *root)
 		p->view_host = x == 1;
 		pop(c, old);
 	}
+	if (!rc && (m = json_object_get(root, "ask_timeout"))) {
+		long long s = 0;
+		old = push_key(c, "ask_timeout");
+		rc = get_int(c, m, 1, 3600, &s); /* seconds */
+		p->ask_timeout_ms = s * 1000;
+		pop(c, old);
+	}
 	if (!rc && (m = json_object_get(root, "signals"))) {
 		old = push_key(c, "signals");
 		rc = get_enum(c, m, signals_names, NELEM(signals_names),
@@ -1251,6 +1498,32 @@ static int parse_require(struct vctx *c, json_t *v)
 	return rc;
 }
 
+/* A member of an object and what parses it. */
+struct section {
+	const char *key;
+	int (*fn)(struct vctx *c, json_t *v);
+};
+
+/* Each of the n sections present in obj, in the table's order. */
+static int parse_sections(struct vctx *c, json_t *obj,
+			  const struct section *sec, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		json_t *m = json_object_get(obj, sec[i].key);
+		size_t old;
+		int rc;
+
+		if (!m)
+			continue;
+		old = push_key(c, sec[i].key);
+		rc = sec[i].fn(c, m);
+		pop(c, old);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static int parse_root(struct vctx *c, json_t *root)
 {
 	static const char *const keys[] = {
@@ -1258,12 +1531,9 @@ static int parse_root(struct vctx *c, json_t *root)
 		"errno",   "trap_stat", "interpreters", "fs",
 		"exec",	   "net",	"signals",	"syscalls",
 		"limits",  "backtrace", "require",	"view",
-		NULL
+		"phases",  "ask_timeout", NULL
 	};
-	static const struct {
-		const char *key;
-		int (*fn)(struct vctx *c, json_t *v);
-	} sections[] = {
+	static const struct section sections[] = {
 		{ "interpreters", parse_interpreters },
 		{ "fs", parse_fs },
 		{ "exec", parse_exec },
@@ -1286,16 +1556,7 @@ static int parse_root(struct vctx *c, json_t *root)
 	pop(c, old);
 	if (rc || (rc = parse_scalars(c, root)))
 		return rc;
-	for (size_t i = 0; i < NELEM(sections); i++) {
-		if (!(m = json_object_get(root, sections[i].key)))
-			continue;
-		old = push_key(c, sections[i].key);
-		rc = sections[i].fn(c, m);
-		pop(c, old);
-		if (rc)
-			return rc;
-	}
-	return 0;
+	return parse_sections(c, root, sections, NELEM(sections));
 }
 
 /* Values a policy has when its text does not say. */
@@ -1303,8 +1564,112 @@ static void set_defaults(struct policy *p)
 {
 	p->err = EACCES;
 	p->exec_err = EACCES;
+	p->ask_timeout_ms = 30000;
 	p->net_err = ECONNREFUSED;
 	p->backtrace = POL_BT_DENY | POL_BT_KILL;
+}
+
+/* Phase names a policy may give (docs/policy.md, "phases"): "main" is the
+ * base policy itself, so it is not one. */
+static const char *const phase_names[] = { "setup", NULL };
+
+/*
+ * The sections of phase name (the object v, at the current path) on top of
+ * a fresh parse of the base (root): its fs rules join the base's and win a
+ * tie of path, its net rules come before the base's, its exec globs and
+ * socket families are added, its errno keys replace the base's. The phase
+ * is a whole policy (what the tracer runs the phase under), owned by the
+ * base from the moment it exists.
+ */
+static int parse_phase(struct vctx *c, json_t *root, const char *name,
+		       json_t *v)
+{
+	static const char *const keys[] = { "description", "fs", "exec", "net",
+					    NULL };
+	static const struct section sections[] = {
+		{ "fs", parse_fs },
+		{ "exec", parse_exec },
+		{ "net", parse_net },
+	};
+	struct policy *base = c->p, *ph;
+	json_t *m;
+	size_t old;
+	int rc;
+
+	if ((rc = want(c, v, JSON_OBJECT, "an object")) ||
+	    (rc = check_keys(c, v, keys)))
+		return rc;
+	if ((m = json_object_get(v, "description"))) {
+		const char *s;
+
+		old = push_key(c, "description");
+		rc = get_string(c, m, &s);
+		pop(c, old);
+		if (rc)
+			return rc;
+	}
+	if (!(ph = calloc(1, sizeof(*ph))))
+		return -ENOMEM;
+	base->phase[base->nphases] = ph;
+	base->phase_name[base->nphases++] = name;
+	set_defaults(ph);
+	/* the base again, into ph: it parsed once already, so this cannot
+	 * fail but for memory; its path is the document's */
+	c->p = ph;
+	char saved[VPATH_MAX];
+	size_t splen = c->plen;
+	memcpy(saved, c->path, splen + 1);
+	pop(c, 0);
+	rc = parse_root(c, root);
+	memcpy(c->path, saved, splen + 1);
+	c->plen = splen;
+	c->phase = true;
+	if (!rc)
+		rc = parse_sections(c, v, sections, NELEM(sections));
+	c->phase = false;
+	c->p = base;
+	/* a policy's "name" was parsed again; else the base's default */
+	if (!rc && !ph->name && !(ph->name = strdup(base->name)))
+		rc = -ENOMEM;
+	if (!rc && !(ph->text = strdup(base->text)))
+		rc = -ENOMEM;
+	return rc ? rc : pol_fs_index(ph);
+}
+
+static int parse_phases(struct vctx *c, json_t *root, json_t *v)
+{
+	const char *k;
+	json_t *m;
+	int rc;
+
+	if ((rc = want(c, v, JSON_OBJECT, "an object")))
+		return rc;
+	if ((m = json_object_get(v, "main"))) {
+		size_t old = push_key(c, "main");
+
+		rc = fail(c, "the main phase is the policy's own top-level "
+			     "sections: name only the phases before it "
+			     "(valid: setup)");
+		pop(c, old);
+		return rc;
+	}
+	if ((rc = check_keys(c, v, phase_names)))
+		return rc;
+	json_object_foreach(v, k, m)
+	{
+		size_t old = push_key(c, k);
+		const char *name = NULL;
+
+		/* the name is phase_names' own (static) string */
+		for (size_t i = 0; phase_names[i]; i++)
+			if (!strcmp(phase_names[i], k))
+				name = phase_names[i];
+		rc = parse_phase(c, root, name, m);
+		pop(c, old);
+		if (rc)
+			return rc;
+	}
+	return 0;
 }
 
 static int validate(struct vctx *c, const char *text, size_t len,
@@ -1337,6 +1702,14 @@ static int validate(struct vctx *c, const char *text, size_t len,
 		rc = -ENOMEM;
 	if (!rc)
 		rc = pol_fs_index(c->p);
+	/* after the base is whole: each phase starts from a copy of it */
+	json_t *ph = json_object_get(root, "phases");
+	if (!rc && ph) {
+		size_t old = push_key(c, "phases");
+
+		rc = parse_phases(c, root, ph);
+		pop(c, old);
+	}
 	json_decref(root);
 	return rc;
 }

@@ -58,7 +58,10 @@ struct pol_fs_rule {
 	struct pol_path path;
 	unsigned allow; /* WARD_FS_* bits; exactly one of allow/deny set */
 	unsigned deny;
-	int err; /* errno for deny; 0 = the policy's errno */
+	unsigned ask; /* an "ask" rule: its bits, in allow too (so every
+		       * upper bound counts them as allowed) */
+	int err;    /* errno for deny; 0 = the policy's errno */
+	bool phase; /* a phase's rule: beats a base rule of the same path */
 };
 
 struct pol_net_rule {
@@ -76,7 +79,31 @@ struct pol_net_rule {
 	char *abstract;
 	size_t abstract_len;
 	bool deny; /* action */
-	int err;   /* errno for deny; 0 = default for the op */
+	bool ask;  /* action "ask" (deny false: bounds count it allowed) */
+	int err;   /* errno for deny and ask; 0 = default for the op */
+};
+
+/* net.allow_domains[i]: "name:port" or "*.suffix:port" (domains.c) */
+struct pol_domain {
+	char *id;   /* "net.allow_domains[2]" */
+	char *name; /* lower case, no trailing dot; for a wildcard the
+		     * suffix after "*." */
+	bool wildcard;
+	int port;
+};
+
+/* net.hosts and --add-host: a name the proxy resolves to addr */
+struct pol_host {
+	char *name; /* lower case */
+	int family; /* AF_INET or AF_INET6 */
+	unsigned char addr[16];
+};
+
+/* net.allow_private[i]: a CIDR of a blocked range the proxy may reach */
+struct pol_cidr {
+	int family;
+	unsigned char addr[16]; /* masked */
+	int prefix;
 };
 
 enum pol_sys_action {
@@ -94,6 +121,8 @@ struct pol_sys_rule {
 	int err; /* for deny; default EPERM */
 };
 
+#define POL_MAX_PHASES 1 /* "setup" (load.c's phase_names) */
+
 enum pol_lang { POL_LANG_PYTHON, POL_LANG_NODE, POL_LANG_SH, POL_NLANGS };
 
 struct policy {
@@ -103,7 +132,7 @@ struct policy {
 	bool audit;
 	bool trap_stat;
 	bool view_host; /* "view": "host" (else what the policy grants) */
-	int err; /* default errno for fs denials */
+	int err;	/* default errno for fs denials */
 	char *interp[POL_NLANGS];
 
 	struct pol_fs_rule *fs;
@@ -118,16 +147,28 @@ struct policy {
 	unsigned fs_bucket[257];
 
 	char **exec_globs;
-	char **exec_ids; /* "exec.allow[i]" */
+	char **exec_ids; /* "exec.allow[i]", then "exec.ask[i]" */
 	size_t nexec;
+	bool *exec_ask; /* exec_globs[i] is an exec.ask glob (a phase's
+			all follow the base's) */
 	int exec_err;
 
 	uint64_t sock_families; /* bit per AF_ value below 64 */
 	struct pol_net_rule *net;
 	size_t nnet;
 	int net_err; /* connect/send denials */
+	/* the egress proxy (domains.c); has_domains: "allow_domains" given
+	 * (even empty): the run gets ward's proxy */
+	bool has_domains;
+	struct pol_domain *domains;
+	size_t ndomains;
+	struct pol_host *hosts;
+	size_t nhosts;
+	struct pol_cidr *reach;
+	size_t nreach;
 
 	bool signals_any;
+	long long ask_timeout_ms; /* "ask_timeout" */
 
 	struct pol_sys_rule *sys;
 	size_t nsys;
@@ -138,6 +179,12 @@ struct policy {
 	char *workdir;		    /* bound $WORKDIR or NULL */
 	char **protect;		    /* ward's own files (policy_protect) */
 	size_t nprotect;
+
+	/* "phases": each a whole policy (the base with the phase's
+	 * sections), owned here; names are static strings */
+	struct policy *phase[POL_MAX_PHASES];
+	const char *phase_name[POL_MAX_PHASES];
+	size_t nphases;
 };
 
 /* ---- JSON position index (jpos.c) ---- */
@@ -193,6 +240,16 @@ int pol_path_bind(struct pol_path *pp, const char *wd);
 __attribute__((format(printf, 6, 7))) void
 pol_set_error(struct policy_error *err, const char *file, int line, int col,
 	      const char *where, const char *fmt, ...);
+
+/* ---- the proxy's names (domains.c) ---- */
+
+/* "name:port" or "*.suffix:port" into d (d->id not set). 0, or -EINVAL
+ * with why filled, -ENOMEM. */
+int pol_domain_parse(const char *s, struct pol_domain *d, char *why, size_t n);
+/* A host name and an address literal into h. 0, -EINVAL (why), -ENOMEM. */
+int pol_host_parse(const char *name, const char *ip, struct pol_host *h,
+		   char *why, size_t n);
+void pol_domains_free(struct policy *p);
 
 /* Family name ("inet", "unix", ...) to AF_ value, -1 if unknown. */
 int pol_family_from_name(const char *name);

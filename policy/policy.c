@@ -262,6 +262,8 @@ void policy_free(struct policy *p)
 {
 	if (!p)
 		return;
+	for (size_t i = 0; i < p->nphases; i++)
+		policy_free(p->phase[i]);
 	for (size_t i = 0; i < p->nfs; i++) {
 		free(p->fs[i].id);
 		path_free(&p->fs[i].path);
@@ -274,12 +276,14 @@ void policy_free(struct policy *p)
 	}
 	free(p->exec_globs);
 	free(p->exec_ids);
+	free(p->exec_ask);
 	for (size_t i = 0; i < p->nnet; i++) {
 		free(p->net[i].id);
 		free(p->net[i].abstract);
 		path_free(&p->net[i].path);
 	}
 	free(p->net);
+	pol_domains_free(p);
 	for (size_t i = 0; i < p->nsys; i++) {
 		free(p->sys[i].id);
 		free(p->sys[i].name);
@@ -331,7 +335,27 @@ int policy_protect(struct policy *p, const char *path)
 	if (!copy)
 		return -ENOMEM;
 	p->protect[p->nprotect++] = copy;
+	/* a phase is guarded as its base is */
+	for (size_t i = 0; i < p->nphases; i++) {
+		int rc = policy_protect(p->phase[i], path);
+
+		if (rc)
+			return rc;
+	}
 	return 0;
+}
+
+struct policy *policy_phase(const struct policy *p, const char *name)
+{
+	for (size_t i = 0; p && name && i < p->nphases; i++)
+		if (!strcmp(p->phase_name[i], name))
+			return p->phase[i];
+	return NULL;
+}
+
+const char *policy_phase_name(const struct policy *p, size_t i)
+{
+	return p && i < p->nphases ? p->phase_name[i] : NULL;
 }
 
 int policy_set_workdir(struct policy *p, const char *workdir)
@@ -352,6 +376,9 @@ int policy_set_workdir(struct policy *p, const char *workdir)
 		return -ENOMEM;
 	free(p->workdir);
 	p->workdir = wd;
+	/* the phases first: each is all or nothing, like the base below */
+	for (size_t i = 0; !rc && i < p->nphases; i++)
+		rc = policy_set_workdir(p->phase[i], wd);
 	for (size_t i = 0; !rc && i < p->nfs; i++)
 		rc = pol_path_bind(&p->fs[i].path, wd);
 	for (size_t i = 0; !rc && i < p->nnet; i++)
@@ -388,6 +415,27 @@ const char *policy_text(const struct policy *p)
 bool policy_audit_mode(const struct policy *p)
 {
 	return p->audit;
+}
+
+long long policy_ask_timeout_ms(const struct policy *p)
+{
+	return p->ask_timeout_ms;
+}
+
+bool policy_asks(const struct policy *p)
+{
+	if (p->audit)
+		return false; /* allowed there without asking */
+	for (size_t i = 0; i < p->nfs; i++)
+		if (p->fs[i].ask)
+			return true;
+	for (size_t i = 0; i < p->nnet; i++)
+		if (p->net[i].ask)
+			return true;
+	for (size_t i = 0; i < p->nexec; i++)
+		if (p->exec_ask[i])
+			return true;
+	return false;
 }
 
 /* An allow rule for IPv4/IPv6 whose peers are all loopback addresses. */

@@ -65,15 +65,34 @@ int policy_set_workdir(struct policy *p, const char *workdir);
  */
 int policy_protect(struct policy *p, const char *path);
 
+/*
+ * Phases ("phases" key, docs/policy.md): the phase named name ("setup") as
+ * a whole policy, the base's rules with the phase's own; owned by p (freed,
+ * bound to the workdir and protected with it), or NULL when p has no such
+ * phase. The base itself is the main phase. A run switches from a phase to
+ * main by starting main's processes afresh under p (ward run: setup_run
+ * in tools/run/cmd_run.c; sessions: tools/agent/session-worker.c),
+ * never by changing the policy of running code.
+ */
+struct policy *policy_phase(const struct policy *p, const char *name);
+/* The names of p's phases in order; NULL past the last. */
+const char *policy_phase_name(const struct policy *p, size_t i);
+
 enum policy_action {
 	POLICY_ALLOW = 0,
 	POLICY_DENY, /* skip the syscall, return -err */
 	POLICY_KILL, /* end the whole run */
+	/* an "ask" rule: the caller asks who runs the code (the tracer's
+	 * opts.ask_fd), then allows or denies with err; reason is the
+	 * question, rule the rule that asks. Never returned in audit mode
+	 * (allowed there, would_deny set). */
+	POLICY_ASK,
 };
 
 struct policy_verdict {
 	enum policy_action action;
-	int err;	  /* errno for POLICY_DENY, else 0 */
+	int err;	  /* errno for POLICY_DENY (and for POLICY_ASK: the
+			   * errno if the answer is no), else 0 */
 	const char *rule; /* rule id ("fs[3]", its "id", or "default");
 			    * borrowed until policy_free, never NULL */
 	char reason[192]; /* short, human: "read of /etc/shadow: no fs rule
@@ -107,6 +126,11 @@ const char *policy_name(const struct policy *p);
 /* The policy's JSON text exactly as loaded (for the audit record). */
 const char *policy_text(const struct policy *p);
 bool policy_audit_mode(const struct policy *p);
+/* How long an "ask" waits for its answer before it is denied
+ * ("ask_timeout", default 30 s), in milliseconds. */
+long long policy_ask_timeout_ms(const struct policy *p);
+/* Has the policy any "ask" rule (and is it enforcing)? */
+bool policy_asks(const struct policy *p);
 /* Trap the stat family (stat, lstat, newfstatat, statx, access,
  * faccessat(2), readlink(at), statfs, getxattr family)? */
 bool policy_trap_stat(const struct policy *p);
@@ -114,6 +138,36 @@ bool policy_trap_stat(const struct policy *p);
  * or bind allow rule for other addresses, or audit mode)? Without that, ward
  * gives the run a network namespace of its own with only loopback. */
 bool policy_net_beyond_loopback(const struct policy *p);
+/*
+ * The egress proxy (net.allow_domains; domains.c, tracer/proxy.c). With
+ * it the code's only way out is ward's proxy, listening inside the run's
+ * network namespace on 127.0.0.1:POLICY_PROXY_PORT (the policy allows that
+ * connect, rule POLICY_PROXY_RULE).
+ */
+#define POLICY_PROXY_PORT 3128
+#define POLICY_PROXY_RULE "net.proxy"
+bool policy_net_proxy(const struct policy *p);
+/* Decide a request for name:port (any case, a trailing dot ignored): allow
+ * by the first matching net.allow_domains entry (rule its id), else deny
+ * (rule "default", err ECONNREFUSED); a name that is not a valid host name
+ * is denied, rule "net.proxy-name". Pure; always fills *out. */
+void policy_domain_check(const struct policy *p, const char *name, int port,
+			 struct policy_verdict *out);
+/* The address net.hosts / --add-host give name: 0 with *family (AF_INET or
+ * AF_INET6) and addr (4 or 16 bytes) filled, or -ENOENT. */
+int policy_host_lookup(const struct policy *p, const char *name, int *family,
+		       unsigned char addr[16]);
+/* May the proxy connect to this address? Not when it is loopback,
+ * link-local (the metadata address 169.254.169.254 among them), private,
+ * shared, multicast, reserved or unspecified (IPv4-mapped, NAT64 and 6to4
+ * forms judged as the IPv4 address inside), unless net.allow_private
+ * names it. why (may be NULL) says which range refused it. */
+bool policy_proxy_may_reach(const struct policy *p, int family,
+			    const unsigned char *addr, char *why, size_t n);
+/* Add "NAME:IP" (ward run --add-host) to the policy's hosts, ahead of the
+ * policy's own. 0, or -EINVAL with err filled, -ENOMEM. */
+int policy_add_host(struct policy *p, const char *spec, char *err, size_t n);
+
 /* Syscall names that have a raw "syscalls" rule (so the filter traps them). */
 size_t policy_syscall_rule_count(const struct policy *p);
 const char *policy_syscall_rule_name(const struct policy *p, size_t i);

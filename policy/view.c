@@ -68,6 +68,18 @@ static int add_exec(struct policy_view *v, const char *glob)
 	return add(&v->show, &v->nshow, glob, len ? len : 1);
 }
 
+/* A phase's rule allows read of exactly r's path: in that phase it beats
+ * r (check.c), so the file exists there. */
+static bool phase_reads(const struct policy *p, const struct pol_fs_rule *r)
+{
+	for (size_t i = 0; i < p->nfs; i++)
+		if (p->fs[i].phase && (p->fs[i].allow & WARD_FS_READ) &&
+		    p->fs[i].path.bound &&
+		    !strcmp(p->fs[i].path.bound, r->path.bound))
+			return true;
+	return false;
+}
+
 static int build(const struct policy *p, struct policy_view *v)
 {
 	int rc = 0;
@@ -82,7 +94,8 @@ static int build(const struct policy *p, struct policy_view *v)
 			continue;
 		if (r->allow & VIEW_FS_BITS)
 			rc = add_path(&v->show, &v->nshow, r->path.bound);
-		else if (r->deny & WARD_FS_READ)
+		else if ((r->deny & WARD_FS_READ) &&
+			 (r->phase || !phase_reads(p, r)))
 			rc = add_path(&v->hide, &v->nhide, r->path.bound);
 	}
 	for (size_t i = 0; !rc && i < p->nexec; i++)

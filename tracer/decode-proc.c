@@ -287,6 +287,8 @@ static bool in_run(struct tracer *t, struct ward_event *ev, const char *key,
 {
 	pid_t host = tracer_ns_host_pid(t, pid);
 
+	if (!host) /* ended, its parent not told yet: still the run's */
+		host = tracer_ns_unreaped(t, pid, false);
 	if (host && host != pid)
 		args_int(ev, key, host);
 	return host > 0;
@@ -307,7 +309,9 @@ static bool group_in_run(struct tracer *t, pid_t pgid)
 			if (x->tid == x->tgid && tracer_ns_pgrp(x->tid) == pgid)
 				found = true;
 	pthread_mutex_unlock(&t->lock);
-	return found;
+	/* members that have ended but are not yet reaped still hold the
+	 * group (the kernel signals it without error) */
+	return found || tracer_ns_unreaped(t, pgid, true);
 }
 
 /* target is the pid the signal goes to, as passed (pidfd_send_signal: as

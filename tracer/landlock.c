@@ -79,7 +79,7 @@ int tracer_landlock_abi(void)
 {
 	long abi = syscall(SYS_landlock_create_ruleset, NULL, 0,
 			   LANDLOCK_CREATE_RULESET_VERSION);
-	const char *cap = getenv("WARD_TEST_LANDLOCK_ABI");
+	const char *cap = tracer_test_env("WARD_TEST_LANDLOCK_ABI");
 
 	if (abi < 0)
 		abi = 0; /* ENOSYS: not built; EOPNOTSUPP: not enabled */
@@ -419,7 +419,7 @@ SPAWN_SIDE int tracer_landlock_build(const struct tracer_landlock *ll,
  * ptrace layer's record, so that no run hides it. */
 static void test_switch(struct tracer *t)
 {
-	const char *v = getenv("WARD_TEST_SUPERVISOR_FS_OFF");
+	const char *v = tracer_test_env("WARD_TEST_SUPERVISOR_FS_OFF");
 	const struct tracer_layer *pt;
 	char d[200];
 

@@ -262,6 +262,9 @@ static struct tracee *tracee_add(struct tracer *t, pid_t tid,
 static void tracee_free(struct tracee *x)
 {
 	scratch_detach(x);
+	free(x->ask_key);
+	free(x->ask_target);
+	free(x->ask_question);
 	free(x->exe);
 	free(x->argv);
 	free(x);
@@ -308,6 +311,7 @@ static void tracee_remove(struct tracer *t, struct tracee *gone)
 {
 	clone_done(t, gone);	/* ended in its clone */
 	release_ended(t, gone); /* ended in its call, or after it */
+	tracer_ask_gone(t, gone); /* ended while it was asked */
 	pthread_mutex_lock(&t->lock);
 	for (struct tracee **pp = &t->tab[bucket(gone->tid)]; *pp;
 	     pp = &(*pp)->next) {
@@ -518,7 +522,16 @@ static void apply_verdict(struct tracer *t, struct tracee *tc,
 	const char *target = event_target(ev, buf, sizeof(buf));
 	const char *bt = NULL;
 	int copied;
+	struct policy_verdict no;
 
+	if (v->action == POLICY_ASK) {
+		/* every question is answered before (ask.c): never here,
+		 * but if so, no */
+		no = *v;
+		no.action = POLICY_DENY;
+		no.err = v->err ? v->err : EACCES;
+		v = &no;
+	}
 	if (v->backtrace &&
 	    tracer_backtrace(tc->tid, tc->tgid, t->bt, sizeof(t->bt)) == 0)
 		bt = t->bt;
@@ -598,6 +611,7 @@ static void apply_verdict(struct tracer *t, struct tracee *tc,
 			note_denial(t, ev, v, target);
 		}
 		break;
+	case POLICY_ASK: /* made a denial above */
 	case POLICY_DENY:
 		if (record_event(t, tc, ev, v, target, bt, RES_ERR) < 0)
 			return; /* killed (evq_failed): it goes no further */
@@ -724,6 +738,15 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 #ifdef WARD_TEST_HOOKS
 		tracer_landlock_test_fs_off(t, ev, &v);
 #endif
+	}
+	/* an "ask": the thread waits, stopped, for its answer (ask.c) */
+	if (v.action == POLICY_ASK) {
+		char tb[WARD_PATH_MAX * 2 + 8];
+		if (tracer_ask(t, tc, ev, event_target(ev, tb, sizeof(tb)),
+			       &v) > 0)
+			return;
+	} else if (tc->ask_key) {
+		tracer_ask_gone(t, tc); /* an answer for another call */
 	}
 	/* The record's own bound. Every decision is a row of the database,
 	 * outside every limit of the code's: a loop of trapped calls would
@@ -981,8 +1004,10 @@ static void end_rest(struct tracer *t)
 	pthread_mutex_unlock(&t->lock);
 	if (others)
 		tracer_stop(t, STOP_ENDED,
-			    "the session's interpreter exited; the processes "
-			    "it left were ended");
+			    t->o->end_cause
+				    ? t->o->end_cause
+				    : "the session's interpreter exited; the "
+				      "processes it left were ended");
 }
 
 static void on_exit_status(struct tracer *t, pid_t pid, int status)
@@ -1111,6 +1136,17 @@ static void handle_status(struct tracer *t, pid_t pid, int status)
 	}
 }
 
+/* A thread answered (ask.c): its stop is handled again, as it came. */
+static void ask_again(struct tracer *t, struct tracee *tc)
+{
+	if (atomic_load(&t->stop_reason) != STOP_NONE) {
+		kill(tc->tid, SIGKILL);
+		ptrace(PTRACE_CONT, tc->tid, 0, 0);
+		return;
+	}
+	on_seccomp(t, tc);
+}
+
 /*
  * The next stop of any tracee. On VMs the dominant cost of a trap is not
  * the two context switches but waking an idle CPU for each of them. With
@@ -1132,14 +1168,23 @@ static pid_t next_stop(struct tracer *t, int *status)
 		} while (mono_us() < until);
 	}
 	/* With tasks held for their parent's event: not past PARK_US
-	 * (0: time to look them up). */
-	while (t->nparked > 0) {
+	 * (0: time to look them up). With threads waiting for answers
+	 * (ask.c): the others' stops served as they come, answers read
+	 * between them. */
+	while (t->nparked > 0 || t->n_asking > 0) {
 		struct timespec nap = { 0, 100000 };
 		w = waitpid(-1, status, __WALL | WNOHANG);
 		if (w != 0)
 			return w;
-		release_stale(t);
-		nanosleep(&nap, NULL);
+		if (t->nparked > 0)
+			release_stale(t);
+		if (t->n_asking > 0)
+			/* the others' next stop found within 100 us, as
+			 * for parked tasks */
+			tracer_ask_poll(t, t->nparked > 0 ? 0 : 100,
+					ask_again);
+		if (t->nparked > 0)
+			nanosleep(&nap, NULL);
 	}
 	return waitpid(-1, status, __WALL);
 }
@@ -1318,15 +1363,177 @@ static void reap_all(void)
 	}
 }
 
+static pid_t refuse(pid_t pid, int rc)
+{
+	kill(pid, SIGKILL);
+	reap_all();
+	return rc;
+}
+
+static const long seize_opts = PTRACE_O_EXITKILL | PTRACE_O_TRACESECCOMP |
+			       PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACECLONE |
+			       PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
+			       PTRACE_O_TRACEEXEC | PTRACE_O_TRACEEXIT;
+
+/* An attached process's rlimits, as spawn_code sets its own: set from
+ * outside (prlimit), the memory limit only when no cgroup holds it. */
+static int attach_limits(pid_t pid, const struct ward_limits *l, bool as)
+{
+	const struct {
+		int res;
+		long long v, hard_extra;
+	} set[] = {
+		{ RLIMIT_CPU, l->cpu_s, 1 },
+		{ RLIMIT_FSIZE, l->fsize_bytes, 0 },
+		{ RLIMIT_NOFILE, l->nofile, 0 },
+		{ RLIMIT_AS, as ? l->memory_bytes : 0, 0 },
+	};
+	struct rlimit nocore = { 0, 0 };
+
+	if (prlimit(pid, RLIMIT_CORE, &nocore, NULL) < 0)
+		return -errno;
+	for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++) {
+		struct rlimit rl = { (rlim_t)set[i].v,
+				     (rlim_t)(set[i].v + set[i].hard_extra) };
+		if (set[i].v > 0 && prlimit(pid, set[i].res, &rl, NULL) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+/* An attached process, once seized, must be what tracer_opts.attach
+ * says: one thread (no other runs unseized), no_new_privs, a seccomp
+ * filter (its trapped calls stop at ward), no effective capability.
+ * 0, or -EPERM with setup_error saying which. */
+static int attach_check(struct tracer *t, pid_t pid)
+{
+	static const struct {
+		const char *key, *want;
+	} need[] = {
+		{ "Threads:", "1" },
+		{ "NoNewPrivs:", "1" },
+		{ "Seccomp:", "2" },
+		{ "CapEff:", "0000000000000000" },
+	};
+	char path[64], line[256];
+	bool seen[4] = { false };
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		snprintf(t->res->setup_error, sizeof(t->res->setup_error),
+			 "the attached process: %s: %s", path, strerror(errno));
+		return -ESRCH;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		for (size_t i = 0; i < 4; i++) {
+			size_t k = strlen(need[i].key);
+			if (strncmp(line, need[i].key, k))
+				continue;
+			char *v = line + k + strspn(line + k, " \t");
+			v[strcspn(v, "\n")] = '\0';
+			seen[i] = !strcmp(v, need[i].want);
+		}
+	}
+	fclose(f);
+	for (size_t i = 0; i < 4; i++)
+		if (!seen[i]) {
+			snprintf(t->res->setup_error,
+				 sizeof(t->res->setup_error),
+				 "the attached process is not ready to be "
+				 "supervised: its %s is not %s",
+				 need[i].key, need[i].want);
+			return -EPERM;
+		}
+	/* what ward saw, not what the maker says it loaded */
+	tracer_layer_add(t->res, "seccomp", true,
+			 "attached: the process's own filters (its maker's; "
+			 "checked in /proc: Seccomp 2, NoNewPrivs 1, one "
+			 "thread, no effective capability)");
+	return 0;
+}
+
+/* The child (started or attached) seized and released: the output
+ * thread, its cgroups, PTRACE_SEIZE, the layers it requires, then ward's
+ * first byte and, once the run is recorded, 'g'. Returns pid, or -errno
+ * with the child killed and reaped. */
+static pid_t seize_and_release(struct tracer *t, pid_t pid, int sync_w)
+{
+	int rc;
+
+	/* The output thread from here on: it waits for the record thread
+	 * (begun before the clone), then reads the code's output. */
+	t->go_fd = sync_w;
+	rc = tracer_io_start(t);
+	if (rc < 0) {
+		snprintf(t->res->setup_error, sizeof(t->res->setup_error),
+			 "pthread_create: %s", strerror(-rc));
+		return refuse(pid, rc);
+	}
+	/* The child's word on its cgroups before it is seized: it runs
+	 * nothing of the code's before the first go byte (below), and a
+	 * child killed now (the record failed: tracer_stop) dies at once
+	 * and closes the pipe. Seized first, it would wait in its exit stop
+	 * for this thread, which waited for its word: for ever. */
+	const char *go = "r";
+	if (tracer_cgroup_enter(t, pid) == 0)
+		go = "c";
+	debug("child in its cgroups: %s", go[0] == 'c' ? "yes" : "no");
+	if (t->o->attach &&
+	    (rc = attach_limits(pid, &t->o->limits, go[0] == 'r')) < 0) {
+		snprintf(t->res->setup_error, sizeof(t->res->setup_error),
+			 "the attached process's rlimits (prlimit): %s",
+			 strerror(-rc));
+		return refuse(pid, rc);
+	}
+	if (ptrace(PTRACE_SEIZE, pid, 0, (void *)seize_opts) < 0) {
+		rc = -errno;
+		snprintf(t->res->setup_error, sizeof(t->res->setup_error),
+			 "ptrace(PTRACE_SEIZE): %s%s", strerror(-rc),
+			 rc == -EPERM
+				 ? " (is ward itself being traced, or does "
+				   "/proc/sys/kernel/yama/ptrace_scope "
+				   "forbid tracing children?)"
+				 : "");
+		return refuse(pid, rc);
+	}
+	/* Seized: a thread it makes from now on is traced too. */
+	if (t->o->attach && (rc = attach_check(t, pid)) < 0)
+		return refuse(pid, rc);
+	t->res->memory_by = go[0] == 'c'
+				    ? (t->cg_v2 ? "cgroup v2" : "cgroup v1")
+			    : t->o->limits.memory_bytes > 0 ? "rlimit"
+							    : "none";
+	/* Every layer is recorded by now: refuse before the code runs. */
+	rc = tracer_layers_required(t->res, t->o->require_layers);
+	if (rc < 0)
+		return refuse(pid, rc);
+	/*
+	 * The first byte lets the init make the code's process (ns.c), or the
+	 * code go on with its set-up; the second ('g') lets the code execve.
+	 * The second goes once the run is recorded, after the first: whichever
+	 * of this thread and the record thread (tracer_record_begin) comes
+	 * second writes it.
+	 */
+	pthread_mutex_lock(&t->go_lock);
+	if (t->rec_state < 0) {
+		pthread_mutex_unlock(&t->go_lock);
+		return refuse(pid, -EIO); /* the record failed: nothing runs */
+	}
+	rc = write(sync_w, go, 1) == 1 &&
+			     (t->rec_state == 0 || write(sync_w, "g", 1) == 1)
+		     ? 0
+		     : -errno;
+	t->go_sent = rc == 0;
+	pthread_mutex_unlock(&t->go_lock);
+	return rc < 0 ? refuse(pid, rc) : pid;
+}
+
 /* Start: clone (start.c), seize, release. Returns the child's pid or
  * -errno. */
 static pid_t start_child(struct tracer *t, const struct sock_fprog *filter,
 			 struct spawn_fds *f, int sync_w)
 {
-	const long opts = PTRACE_O_EXITKILL | PTRACE_O_TRACESECCOMP |
-			  PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACECLONE |
-			  PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
-			  PTRACE_O_TRACEEXEC | PTRACE_O_TRACEEXIT;
 	/* the run's init, or the code */
 	pid_t pid = tracer_start_child(t, filter, f, sync_w);
 	int rc;
@@ -1353,74 +1560,78 @@ static pid_t start_child(struct tracer *t, const struct sock_fprog *filter,
 	}
 	close_fd(&t->view_w); /* EOF: the child ends, if it still waits */
 	if (rc < 0)
-		goto refuse;
+		return refuse(pid, rc);
 	/* The child's ends: its word on its cgroups ends with it. */
 	for (int i = 0; i < 2; i++)
 		close_fd(&f->cg_self[i]);
 	close_fd(&f->cg_ack_w);
-	/* The output thread from here on: it waits for the record thread
-	 * (begun before the clone), then reads the code's output. */
-	t->go_fd = sync_w;
-	rc = tracer_io_start(t);
-	if (rc < 0) {
+	return seize_and_release(t, pid, sync_w);
+}
+
+/* Whether pid's namespace name (under /proc/PID/ns/) differs from ward's. */
+static bool ns_differs(pid_t pid, const char *name)
+{
+	char path[80];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, name);
+	if (stat(path, &a) < 0)
+		/* a pid namespace unshared but with no process yet has no
+		 * reaper, and the kernel shows no link for it */
+		return errno == ENOENT && !strcmp(name, "pid_for_children") &&
+		       kill(pid, 0) == 0;
+	snprintf(path, sizeof(path), "/proc/self/ns/%s", name);
+	return stat(path, &b) == 0 && a.st_ino != b.st_ino;
+}
+
+/* Which of ward's own namespaces the attached process has left: recorded
+ * as what they are, made by its maker. A pid namespace it unshared is its
+ * children's (pid_for_children): the process itself stays where it was,
+ * as ward's init does; the layer is active with a pid namespace and a
+ * mount namespace of its own. */
+static void attached_ns_layer(struct tracer *t, pid_t pid)
+{
+	static const char *const names[] = { "mnt", "net", "ipc", "uts",
+					     "user" };
+	char d[200];
+	size_t n = 0;
+	bool own_pid = ns_differs(pid, "pid"),
+	     kids_pid = ns_differs(pid, "pid_for_children");
+
+	d[0] = '\0';
+	if (own_pid || kids_pid)
+		n = (size_t)snprintf(d, sizeof(d), "%s",
+				     own_pid ? "pid" : "pid (its children's)");
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (ns_differs(pid, names[i]) && n < sizeof(d))
+			n += (size_t)snprintf(d + n, sizeof(d) - n, "%s%s",
+					      n ? ", " : "", names[i]);
+	char detail[300];
+	snprintf(detail, sizeof(detail),
+		 "attached: the process's own namespaces, made by its maker: "
+		 "%s",
+		 n ? d : "none");
+	tracer_layer_add(t->res, "namespaces",
+			 (own_pid || kids_pid) && ns_differs(pid, "mnt"),
+			 detail);
+}
+
+/* Attach: the caller's process (tracer_opts.attach) seized and released.
+ * Returns its pid or -errno. */
+static pid_t attach_child(struct tracer *t, struct spawn_fds *f, int sync_w)
+{
+	struct tracer_attach_fds af = { f->out_w, f->err_w, f->sync_r };
+	pid_t pid = t->o->attach(t->o->attach_arg, &af);
+
+	close_fd(&t->view_w);
+	if (pid < 0) {
 		snprintf(t->res->setup_error, sizeof(t->res->setup_error),
-			 "pthread_create: %s", strerror(-rc));
-		goto refuse;
+			 "the process to attach to: %s", strerror((int)-pid));
+		return pid;
 	}
-	/* The child's word on its cgroups before it is seized: it runs
-	 * nothing of the code's before the first go byte (below), and a
-	 * child killed now (the record failed: tracer_stop) dies at once
-	 * and closes the pipe. Seized first, it would wait in its exit stop
-	 * for this thread, which waited for its word: for ever. */
-	const char *go = "r";
-	if (tracer_cgroup_enter(t, pid) == 0)
-		go = "c";
-	debug("child in its cgroups: %s", go[0] == 'c' ? "yes" : "no");
-	if (ptrace(PTRACE_SEIZE, pid, 0, (void *)opts) < 0) {
-		rc = -errno;
-		snprintf(t->res->setup_error, sizeof(t->res->setup_error),
-			 "ptrace(PTRACE_SEIZE): %s%s", strerror(-rc),
-			 rc == -EPERM
-				 ? " (is ward itself being traced, or does "
-				   "/proc/sys/kernel/yama/ptrace_scope "
-				   "forbid tracing children?)"
-				 : "");
-		goto refuse;
-	}
-	t->res->memory_by = go[0] == 'c'
-				    ? (t->cg_v2 ? "cgroup v2" : "cgroup v1")
-			    : t->o->limits.memory_bytes > 0 ? "rlimit"
-							    : "none";
-	/* Every layer is recorded by now: refuse before the code runs. */
-	rc = tracer_layers_required(t->res, t->o->require_layers);
-	if (rc < 0)
-		goto refuse;
-	/*
-	 * The first byte lets the init make the code's process (ns.c), or the
-	 * code go on with its set-up; the second ('g') lets the code execve.
-	 * The second goes once the run is recorded, after the first: whichever
-	 * of this thread and the record thread (tracer_record_begin) comes
-	 * second writes it.
-	 */
-	pthread_mutex_lock(&t->go_lock);
-	if (t->rec_state < 0) {
-		pthread_mutex_unlock(&t->go_lock);
-		rc = -EIO; /* the record failed: nothing runs */
-		goto refuse;
-	}
-	rc = write(sync_w, go, 1) == 1 &&
-			     (t->rec_state == 0 || write(sync_w, "g", 1) == 1)
-		     ? 0
-		     : -errno;
-	t->go_sent = rc == 0;
-	pthread_mutex_unlock(&t->go_lock);
-	if (rc < 0)
-		goto refuse;
-	return pid;
-refuse:
-	kill(pid, SIGKILL);
-	reap_all();
-	return rc;
+	debug("attaching to %d", (int)pid);
+	attached_ns_layer(t, pid);
+	return seize_and_release(t, pid, sync_w);
 }
 
 static void tracer_record_begin(struct tracer *t)
@@ -1503,12 +1714,13 @@ static void tracer_init(struct tracer *t, const struct tracer_opts *o,
 	t->ns.init_fd = -1;
 	t->spawn.end_r = t->spawn.end_w = -1;
 	t->audit = o->audit;
+	t->next_serial = o->first_serial;
 	pthread_mutex_init(&t->go_lock, NULL);
 	/* TEST ONLY: WARD_TEST_COPY_ALWAYS=1 copies every checked argument,
 	 * as a kernel without PROCMAP_QUERY does (tests compare both). */
 	t->copy_private = scratch_can_query() &&
-			  !(getenv("WARD_TEST_COPY_ALWAYS") &&
-			    !strcmp(getenv("WARD_TEST_COPY_ALWAYS"), "1"));
+			  !(tracer_test_env("WARD_TEST_COPY_ALWAYS") &&
+			    !strcmp(tracer_test_env("WARD_TEST_COPY_ALWAYS"), "1"));
 	{
 		cpu_set_t cpus;
 		t->ncpus = sched_getaffinity(0, sizeof(cpus), &cpus) == 0
@@ -1598,6 +1810,7 @@ static void tracer_release(struct tracer *t, struct spawn_fds *f, int *sync_w)
 			tracee_free(x);
 		}
 	}
+	tracer_ask_free(t);
 	pthread_mutex_destroy(&t->lock);
 	pthread_mutex_destroy(&t->q_lock);
 	pthread_mutex_destroy(&t->w_lock);
@@ -1618,6 +1831,8 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	sigset_t sigs, old;
 	int sync_w = -1, rc;
 	long long t0 = mono_ms();
+	struct tracer_opts proxy_opts;
+	char **proxy_env = NULL;
 	pid_t pid;
 
 	memset(res, 0, sizeof(*res));
@@ -1625,6 +1840,16 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	res->memory_by = "none";
 	if (!t)
 		return -ENOMEM;
+	if (policy_net_proxy(o->policy)) {
+		/* the code's environment names the proxy (proxy.c) */
+		proxy_opts = *o;
+		proxy_opts.envp = proxy_env = tracer_proxy_env(o->envp);
+		if (!proxy_env) {
+			munmap(t, sizeof(*t));
+			return -ENOMEM;
+		}
+		o = &proxy_opts;
+	}
 	tracer_init(t, o, res);
 
 	sigemptyset(&sigs);
@@ -1655,9 +1880,14 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 		goto out;
 	tracer_dircache_init(o->policy);
 	tracer_cgroup_setup(t); /* else the rlimit */
-	tracer_cgroup_self(t, f.cg_self, &f.cg_ack_w);
+	if (!o->attach)		/* else entered from outside */
+		tracer_cgroup_self(t, f.cg_self, &f.cg_ack_w);
 	debug("cgroups set up");
 	record_core_layers(t);
+	if (o->attach) {
+		pid = attach_child(t, &f, sync_w);
+		goto started;
+	}
 	rc = tracer_landlock_setup(t);
 	if (rc < 0)
 		goto out;
@@ -1679,6 +1909,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	f.landlock = &t->landlock;
 	f.view = &t->view;
 	pid = start_child(t, &filter, &f, sync_w);
+started:
 	close_fd(&f.out_w);
 	close_fd(&f.err_w);
 	close_fd(&f.sync_r);
@@ -1690,11 +1921,22 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	}
 	t->root = pid;
 	debug("child %d seized", (int)pid);
-	results_layer(t); /* its pid namespace is there now */
-	if (!t->ns.init)
-		tracee_add(t, pid, NULL); /* else its child, at its fork */
+	results_layer(t);  /* its pid namespace is there now */
+	if (!t->ns.init) { /* else its child, at its fork */
+		struct tracee *x = tracee_add(t, pid, NULL);
+		if (x && o->attach)
+			x->execed = true; /* its maker's approved image */
+	}
 
+	if (policy_net_proxy(o->policy) &&
+	    (!t->ns.init || !(t->ns.flags & CLONE_NEWNET)))
+		tracer_stop(t, STOP_POLICY,
+			    "net.allow_domains needs the run's own network "
+			    "namespace (none here, or the policy lets the code "
+			    "reach peers beyond loopback directly, or audit "
+			    "mode)");
 	event_loop(t);
+	tracer_proxy_stop(t);
 	debug("last tracee gone");
 	copies_layer(t);
 	retbpf_drain(t);
@@ -1704,6 +1946,7 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	rc = t->audit_err;
 
 out:
+	tracer_proxy_stop(t);
 	tracer_io_finish(t);   /* when start_child failed after starting it */
 	tracer_record_wait(t); /* when the output thread never started */
 	retbpf_close(t);       /* no thread reads results any more */
@@ -1729,6 +1972,7 @@ out:
 		rc = -ECHILD;
 	tracer_release(t, &f, &sync_w);
 	free(filter.filter);
+	free(proxy_env);
 	munmap(t, sizeof(*t));
 	/* Drop signals that arrived after the run, then restore the mask. */
 	struct timespec zero = { 0, 0 };

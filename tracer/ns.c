@@ -51,6 +51,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -170,6 +172,12 @@ bool tracer_ns_init_stop(struct tracer *t, pid_t pid, int status)
 		tracer_resolve_ns(t, fd);
 	else if (fd >= 0)
 		close(fd);
+	/* The proxy listens in the run's network namespace before the code
+	 * runs (proxy.c); without it the run does not start. */
+	if (tracer_proxy_start(t, pid, tracer_spawn_proxy_fd(t)) < 0)
+		tracer_stop(t, STOP_POLICY,
+			    "net.allow_domains: ward's proxy could not be set "
+			    "up in the run's network namespace");
 	debug("init %d forked the code: %d", (int)pid, (int)t->root);
 	ptrace(PTRACE_DETACH, pid, 0, 0);
 	return true;
@@ -242,6 +250,44 @@ pid_t tracer_ns_pgrp(pid_t host)
 	return status_last(host, "NSpgid:");
 }
 
+/* The session of host (as ward sees it) if it has ended and waits to be
+ * reaped (a zombie), else 0: from /proc/HOST/stat, "pid (comm) state ppid
+ * pgrp session ...", comm read past its last ')'. */
+static pid_t zombie_session(pid_t host)
+{
+	char buf[1024];
+	const char *p;
+	char state;
+	int ppid, pgrp, sid;
+
+	if (proc_read(host, "stat", buf, sizeof(buf)) <= 0)
+		return 0;
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %c %d %d %d", &state, &ppid, &pgrp, &sid) != 4)
+		return 0;
+	return state == 'Z' ? (pid_t)sid : 0;
+}
+
+pid_t tracer_ns_unreaped(struct tracer *t, pid_t id, bool group)
+{
+	unsigned n = t->n_gone < 64 ? t->n_gone : 64;
+
+	if (id <= 0 || !t->root)
+		return 0;
+	for (unsigned i = 0; i < n; i++) {
+		pid_t h = t->gone[i];
+		/* a zombie's pid is not reused before it is reaped, and no
+		 * process outside the run can be in the run's session */
+		if (h <= 0 || zombie_session(h) != t->root)
+			continue;
+		if (group ? tracer_ns_pgrp(h) == id
+			  : status_last(h, "NSpid:") == id &&
+				    status_last(h, "Tgid:") == h)
+			return h;
+	}
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* the init's side (runs in the cloned child; never returns to ward)   */
 
@@ -285,6 +331,30 @@ SPAWN_SIDE static void loopback_up(void)
 	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
 		spawn_fail("SIOCSIFFLAGS lo (bring loopback up)");
 	close(s);
+}
+
+/* The egress proxy's listening socket (proxy.c), made here so that it
+ * lives in the run's network namespace: ward takes it from this process
+ * with pidfd_getfd before the code runs. CLOEXEC: the code's process,
+ * which gets a copy of this fd table, loses it at its execve; the init
+ * closes its own in init_reap. */
+SPAWN_SIDE static int proxy_socket(void)
+{
+	struct sockaddr_in sa;
+	int fd, one = 1;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons(POLICY_PROXY_PORT);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		spawn_fail("socket (ward's proxy)");
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(fd, 64) < 0)
+		spawn_fail("bind/listen on 127.0.0.1:3128 (ward's proxy)");
+	return fd;
 }
 
 /* The run's file tree: the policy's view (view.c), the workdir at
@@ -339,6 +409,8 @@ SPAWN_SIDE void tracer_ns_child(struct spawn_ctx *c)
 			spawn_fail("unshare(CLONE_NEWNET): the run's network "
 				   "namespace");
 		loopback_up();
+		if (f->proxy)
+			c->proxy_fd = proxy_socket();
 	}
 	if (f->ns_flags & CLONE_NEWNS) {
 		/* ward plans the view while this process makes its
@@ -359,7 +431,7 @@ SPAWN_SIDE void tracer_ns_child(struct spawn_ctx *c)
 			   "namespace");
 	/* TEST ONLY: an init that never forks (tests/integ/test_contain.py:
 	 * the run's stop must still end it). */
-	if (getenv("WARD_TEST_INIT_STALL"))
+	if (tracer_test_env("WARD_TEST_INIT_STALL"))
 		pause();
 	if (clone(code_main, c->code_stack, CLONE_VM | CLONE_VFORK | SIGCHLD,
 		  c) < 0)

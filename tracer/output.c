@@ -19,12 +19,15 @@
 #include "tracer-int.h"
 
 #include <errno.h>
+#include <time.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/signalfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "../common/log.h"
@@ -237,8 +240,29 @@ static void on_timeout(struct tracer *t)
 	if (read(t->timer_fd, &ticks, sizeof(ticks)) != sizeof(ticks))
 		return;
 	snprintf(cause, sizeof(cause), "wall time limit of %lld ms reached",
-		 t->o->limits.wall_ms);
+		 t->wall_ms ? t->wall_ms : t->o->limits.wall_ms);
 	tracer_stop(t, STOP_TIMEOUT, cause);
+}
+
+/* opts.wall_fd: the wall limit re-armed to end ms from now. False at its
+ * end (or an error, or a short message: then the limit stays as it was). */
+static bool on_wall(struct tracer *t)
+{
+	uint64_t ms;
+	struct itimerspec its = { 0 };
+
+	if (read(t->o->wall_fd, &ms, sizeof(ms)) != sizeof(ms) || !ms ||
+	    ms > (uint64_t)INT32_MAX * 1000)
+		return false;
+	if (t->timer_fd < 0 &&
+	    (t->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC)) < 0)
+		return false;
+	its.it_value.tv_sec = (time_t)(ms / 1000);
+	its.it_value.tv_nsec = (long)(ms % 1000) * 1000000;
+	if (timerfd_settime(t->timer_fd, 0, &its, NULL) < 0)
+		return false;
+	t->wall_ms = (long long)ms;
+	return true;
 }
 
 static void *io_main(void *arg)
@@ -247,6 +271,7 @@ static void *io_main(void *arg)
 	char *buf = malloc(CHUNK);
 	bool pass_ok = true, finishing = false, dirty = false;
 	int side = t->o->side_in > 0 ? t->o->side_in : -1;
+	int wall = t->o->wall_fd > 0 ? t->o->wall_fd : -1;
 	long long last_flush, last_pids, begun, last_news = 0;
 
 	tracer_record_wait(t); /* nothing is written before the run's row */
@@ -257,8 +282,8 @@ static void *io_main(void *arg)
 		return NULL;
 	}
 	while (t->out_fd[1] >= 0 || t->out_fd[2] >= 0 || !finishing) {
-		struct pollfd p[10];
-		int np = 0, idx[10];
+		struct pollfd p[11];
+		int np = 0, idx[11];
 
 		for (int s = 1; s <= 2; s++)
 			if (t->out_fd[s] >= 0) {
@@ -269,11 +294,11 @@ static void *io_main(void *arg)
 		/* pids.events: on cgroup v2 the kernel signals POLLPRI when
 		 * the pids cgroup refuses a fork (it always reads as ready);
 		 * v1 does not, so it is also read every DRAIN_MS below */
-		int fixed[7] = { t->err_fd,  finishing ? -1 : t->wake_fd,
+		int fixed[8] = { t->err_fd,  finishing ? -1 : t->wake_fd,
 				 t->sig_fd,  t->timer_fd,
 				 t->kick_fd, t->cg_pids_events,
-				 side };
-		for (int i = 0; i < 7; i++) {
+				 side,	     wall };
+		for (int i = 0; i < 8; i++) {
 			idx[np] = 10 + i;
 			p[np++] = (struct pollfd){ fixed[i],
 						   i == 5 ? POLLPRI : POLLIN,
@@ -310,6 +335,9 @@ static void *io_main(void *arg)
 			} else if (idx[i] == 16) {
 				if (!copy_side(t, buf, &pass_ok))
 					side = -1; /* EOF: the code closed it */
+			} else if (idx[i] == 17) {
+				if (!on_wall(t))
+					wall = -1;
 			}
 		}
 		retbpf_drain(t); /* results of calls that returned */

@@ -159,7 +159,7 @@ SPAWN_SIDE void spawn_child(struct spawn_ctx *c)
 	/* TEST ONLY (tests/integ/test_contain.py): a child that takes this
 	 * many ms to say how its cgroups went, so that a failed record comes
 	 * first. */
-	const char *stall = getenv("WARD_TEST_SPAWN_STALL_MS");
+	const char *stall = tracer_test_env("WARD_TEST_SPAWN_STALL_MS");
 	if (stall)
 		usleep((useconds_t)atoi(stall) * 1000);
 	enter_cgroups(f);

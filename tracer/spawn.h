@@ -16,6 +16,7 @@ struct spawn_fds {
 	int ns_flags; /* CLONE_NEW* the child was cloned with (ns.c) */
 	uid_t ns_uid; /* ward's euid and egid, for the user namespace */
 	gid_t ns_gid;
+	bool proxy; /* the init makes the proxy's socket (ns.c, proxy.c) */
 };
 
 /*
@@ -31,6 +32,10 @@ struct spawn_ctx {
 	char go_first;	  /* ward's first byte once read: 'c' or 'r' */
 	int view_fd;	  /* the child's fd of spawn_fds.view_r, or -1 */
 	void *code_stack; /* top of the code process's stack (ns.c) */
+	/* the init's fd of the proxy's listening socket, made in the run's
+	 * network namespace (ns.c); ward takes it with pidfd_getfd at the
+	 * init's clone of the code (proxy.c). -1: none */
+	int proxy_fd;
 };
 
 /* The first child, from its clone (start.c); never returns. */
@@ -53,6 +58,8 @@ void spawn_wait_seized(struct spawn_ctx *c);
  * recorded), running spawn_child. Returns its pid or -errno. */
 pid_t tracer_start_child(struct tracer *t, const struct sock_fprog *filter,
 			 const struct spawn_fds *f, int sync_w);
+/* The init's fd of the proxy's socket (spawn_ctx.proxy_fd), or -1. */
+int tracer_spawn_proxy_fd(const struct tracer *t);
 /* Once no child of ward's is left: the spawner joined, the area unmapped.
  * Safe to call when nothing was started. */
 void tracer_start_end(struct tracer *t);

@@ -140,6 +140,13 @@ static struct area_head *area_map(struct tracer *t)
 	return h;
 }
 
+int tracer_spawn_proxy_fd(const struct tracer *t)
+{
+	const struct area_head *h = t->spawn.area;
+
+	return h ? h->ctx.proxy_fd : -1;
+}
+
 pid_t tracer_start_child(struct tracer *t, const struct sock_fprog *filter,
 			 const struct spawn_fds *f, int sync_w)
 {
@@ -154,6 +161,8 @@ pid_t tracer_start_child(struct tracer *t, const struct sock_fprog *filter,
 	h->ctx.f = *f;
 	h->ctx.f.ns_uid = geteuid(); /* mapped to themselves (ns.c) */
 	h->ctx.f.ns_gid = getegid();
+	h->ctx.f.proxy = policy_net_proxy(t->o->policy);
+	h->ctx.proxy_fd = -1;
 	h->ctx.sync_w = sync_w;
 	if (pipe2(end, O_CLOEXEC) < 0)
 		return -errno;

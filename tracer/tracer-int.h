@@ -14,6 +14,7 @@
 #include <seccomp.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <linux/types.h>
 #include <sys/user.h>
 
@@ -284,6 +285,12 @@ pid_t tracer_ns_host_pid(struct tracer *t, pid_t nspid);
 pid_t tracer_ns_pid(struct tracer *t, pid_t host);
 /* The process group of host as the code sees it (0 if unknown). */
 pid_t tracer_ns_pgrp(pid_t host);
+/* A process of the run that has ended but is not yet reaped by its parent
+ * (so no longer a tracee, yet still the run's: its pid and group cannot be
+ * another's until then), named by the code's pid (group false) or process
+ * group (group true): its host pid, or 0. Only the last 64 ends are known
+ * (t->gone). */
+pid_t tracer_ns_unreaped(struct tracer *t, pid_t id, bool group);
 /* Resolve paths in the run's mount namespace from now on (resolve.c):
  * root_fd is an O_PATH fd of the run's root directory, owned by the
  * resolver until tracer_dircache_free. */
@@ -397,6 +404,17 @@ struct tracee {
 	/* its allowed call is in the kernel and its row waits for the
 	 * call's exit stop (evq_hold; else, when held, for retbpf.c) */
 	bool exit_stop;
+	/* an "ask" (ask.c): the question this thread waits on, stopped at
+	 * its seccomp stop (0: none), and then its answer */
+	unsigned ask_id;
+	long long ask_deadline_ms, ask_t0_ns;
+	int ask_answer; /* ASK_* (ask.c) once answered */
+	char ask_by[96];
+	char *ask_key; /* rule, access and target asked about; owned */
+	/* the question, for its row if the thread ends while it waits */
+	int ask_nr;
+	const char *ask_sys, *ask_rule; /* static; the policy's */
+	char *ask_target, *ask_question; /* owned */
 	struct tracee *next; /* hash chain */
 };
 
@@ -449,6 +467,7 @@ struct tracer {
 	int wake_fd;	/* eventfd: main tells the thread to finish */
 	int sig_fd;	/* signalfd: SIGINT, SIGTERM, SIGHUP */
 	int timer_fd;	/* timerfd: wall time limit */
+	long long wall_ms; /* the limit timer_fd stands for (opts.wall_fd) */
 	size_t kept[3]; /* output bytes kept (capped by output_bytes) */
 	size_t cap[3];	/* capacity of res->out[] */
 
@@ -465,6 +484,15 @@ struct tracer {
 	 * stops */
 	struct retbpf *rb;
 	int kick_fd; /* eventfd: the queue is long, write it now */
+	/* questions of "ask" rules (ask.c): threads waiting, the next id,
+	 * what was allowed for the run, answer bytes not yet a line */
+	int n_asking;
+	unsigned ask_seq;
+	bool ask_closed; /* opts.ask_fd gave EOF or garbage: deny */
+	char **ask_always;
+	size_t n_always;
+	char ask_buf[4096];
+	size_t ask_len;
 
 	/* the memory limit as a cgroup (cgroup.c); "" when not used */
 	char cg_dir[WARD_PATH_MAX];
@@ -541,6 +569,7 @@ struct tracer {
 	bool files_shared;    /* a clone shared an fd table across processes */
 	long long n_copied;   /* allowed syscalls given copies */
 	long long n_in_place; /* ... whose arguments were the thread's alone */
+	struct tracer_proxy *proxy; /* the egress proxy (proxy.c), or NULL */
 	struct argcopy cp;    /* argument copies of the current stop */
 	struct ward_event ev; /* scratch for the current stop */
 	char bt[4096];	      /* scratch for backtraces */
@@ -661,6 +690,20 @@ int tracer_landlock_build(const struct tracer_landlock *ll, const char **what);
 /* Plan Landlock for the run and record the layer (warns once on stderr
  * when it is missing or partial). 0, or -errno with setup_error set. */
 int tracer_landlock_setup(struct tracer *t);
+/* A TEST ONLY switch from ward's environment (WARD_TEST_*: stalls, a lower
+ * Landlock ABI, forced copies, a failing unwinder): read only by the
+ * test-hooks build (build/ward-test-hooks, -DWARD_TEST_HOOKS); build/ward
+ * reads none, so no environment can weaken or slow a real ward. */
+static inline const char *tracer_test_env(const char *name)
+{
+#ifdef WARD_TEST_HOOKS
+	return getenv(name);
+#else
+	(void)name;
+	return NULL;
+#endif
+}
+
 #ifdef WARD_TEST_HOOKS
 /*
  * TEST ONLY, in the test-hooks build (-DWARD_TEST_HOOKS,
@@ -707,5 +750,38 @@ int tracer_io_start(struct tracer *t);
 void tracer_io_finish(struct tracer *t);
 
 long long tracer_now_ns(void);
+
+/* ---- the egress proxy (proxy.c) ---- */
+
+/* With net.allow_domains: takes the proxy's socket from the init (its fd
+ * init_fd, made in the run's network namespace) and starts the proxy's
+ * threads. 0 (also when the policy has no domains), -EPERM (the run has
+ * the host's network namespace), -errno. */
+int tracer_proxy_start(struct tracer *t, pid_t init, int init_fd);
+/* Ends every connection and thread of the proxy; their rows are queued.
+ * No-op without one. */
+void tracer_proxy_stop(struct tracer *t);
+/* envp with the proxy variables (HTTP_PROXY, ...; any given dropped): a
+ * new array (free it, not its strings), or NULL. */
+char **tracer_proxy_env(char *const *envp);
+
+/* ---- ask.c: the questions of "ask" rules ---- */
+
+/* v is POLICY_ASK for ev (target as recorded): returns 1 when tc now
+ * waits for the answer (left stopped; tracer_ask_poll resumes it), or 0
+ * with v turned into the answer (allow or deny, reason saying who
+ * answered and when). */
+int tracer_ask(struct tracer *t, struct tracee *tc,
+	       const struct ward_event *ev, const char *target,
+	       struct policy_verdict *v);
+/* With questions waiting: reads answers (waiting up to us microseconds,
+ * < 1 s) and ends overdue waits; each thread answered is handed to
+ * again() at its stop (its syscall decided once more, the answer then
+ * applies). */
+void tracer_ask_poll(struct tracer *t, int us,
+		     void (*again)(struct tracer *, struct tracee *));
+/* tc is gone (or the run ends): its question no longer waits. */
+void tracer_ask_gone(struct tracer *t, struct tracee *tc);
+void tracer_ask_free(struct tracer *t);
 
 #endif

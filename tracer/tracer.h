@@ -39,6 +39,12 @@
  */
 bool tracer_view_possible(void);
 
+/* The run's ends an attached process holds (tracer_opts.attach). */
+struct tracer_attach_fds {
+	int out_w, err_w; /* its stdout and stderr */
+	int sync_r;	  /* ward's two bytes (tracer_opts.attach) */
+};
+
 struct tracer_opts {
 	const char *interpreter; /* absolute path, executed as is */
 	char *const *argv;	 /* argv of the interpreter (argv[0] first) */
@@ -50,7 +56,7 @@ struct tracer_opts {
 	 * it gets do not match (never a workdir at a path the policy does
 	 * not mean). */
 	const char *home;
-	bool drop_user;		 /* run the code as uid/gid below */
+	bool drop_user; /* run the code as uid/gid below */
 	uid_t uid;
 	gid_t gid;
 	struct ward_limits limits;   /* 0 = unlimited for each field */
@@ -116,10 +122,57 @@ struct tracer_opts {
 	 * instead of the run waiting for them; the run's status is still
 	 * the interpreter's exit (res.cause says what was ended). */
 	bool end_with_root;
+	/* With end_with_root: the cause recorded when the first process
+	 * left others that were ended (NULL: a session's words). */
+	const char *end_cause;
+	/* Phases (docs/policy.md; setup_run in tools/run/cmd_run.c): a
+	 * run's later phase, started afresh in the same record, numbers its
+	 * processes on from the phase before: the first process is
+	 * first_serial + 1. */
+	int first_serial;
 	/* The code's stdin: stdin_fd (borrowed, open for reading) when
 	 * has_stdin, else /dev/null. */
 	bool has_stdin;
 	int stdin_fd;
+	/* A run handed out from a warm pool (tools/agent/session-script.c):
+	 * when > 0, each 8-byte count of ms read from wall_fd (borrowed;
+	 * written by ward's own server, never by the code) re-arms the wall
+	 * time limit to end that long from now, so that a one-shot's limit
+	 * counts from its hand-out, not from the sandbox's start. */
+	int wall_fd;
+	/* Who answers the questions of "ask" rules (docs/policy.md): a
+	 * socket (borrowed, > 0) on which the tracer writes one JSON line
+	 * per question, {"ask": {"id", "question", "rule", "syscall",
+	 * "target", "timeout_ms"}}, and reads answer lines {"answer": {"id",
+	 * "answer": "allow_once"|"allow_always"|"deny", "by"}}. A line that
+	 * is not that, or the socket's end, denies every question waiting
+	 * and every one after. 0 (or < 0): nobody to ask, every question is
+	 * denied at once. No answer within the policy's ask_timeout: deny. */
+	int ask_fd;
+	/* Attach instead of spawn (a warm pool's forked sandbox: see
+	 * docs/performance.md). When set, tracer_run makes no child: it
+	 * calls attach(attach_arg, fds) on its own thread with the run's
+	 * ends the process must hold, and attach returns the pid of a
+	 * process (or -errno) that:
+	 *  - has one thread and already runs an interpreter whose image its
+	 *    maker approved (it is recorded as execed: no exec comes);
+	 *  - is under its own seccomp filter (ward's guard and a policy's
+	 *    filter, whose TRACE actions fail with ENOSYS while nobody traces
+	 *    it), no_new_privs, Landlock and namespaces: its maker's (the
+	 *    namespaces layer records which differ from ward's own);
+	 *  - has fds->out_w and fds->err_w as its stdout and stderr, and
+	 *    runs nothing of its caller's before it has read two bytes from
+	 *    fds->sync_r: the first once ward has seized it (with the usual
+	 *    options: EXITKILL, TRACESECCOMP, TRACEFORK, ...) and placed it
+	 *    in the run's cgroups, the second ('g') once the run is
+	 *    recorded; EOF: it must exit.
+	 * ward sets its rlimits from outside (prlimit) and closes its own
+	 * copies of the fds after the call. code_fds, stdin and the workdir
+	 * are the maker's to give; interpreter, argv and envp are only
+	 * recorded. Any process may be named: only ward's own code may set
+	 * this (root may seize any process). */
+	pid_t (*attach)(void *arg, const struct tracer_attach_fds *fds);
+	void *attach_arg;
 };
 
 /* A denial as reported to callers (--json). */

@@ -783,7 +783,7 @@ static int reap(pid_t pid, long long deadline)
  */
 static const char *test_arg(char *buf, size_t n)
 {
-	const char *s = getenv("WARD_TEST_UNWINDER");
+	const char *s = tracer_test_env("WARD_TEST_UNWINDER");
 	char kind[16];
 	unsigned long at;
 
@@ -814,7 +814,7 @@ static int helper_start(long long deadline, char *why, size_t n)
 	int sv[2], r, pidfd;
 	pid_t pid;
 
-	const char *t = getenv("WARD_TEST_UNWINDER");
+	const char *t = tracer_test_env("WARD_TEST_UNWINDER");
 	/* TEST ONLY (WARD_TEST_UNWINDER=nostart): a helper that cannot be
 	 * started, as when /proc is not mounted */
 	const char *exe = t && !strcmp(t, "nostart") ? "/nonexistent/ward"

@@ -368,7 +368,32 @@ async function background() {
   await sbx.kill();
 }
 
-const scenarios = { lifecycle, files, commands, languages, bad, parallel, background };
+async function setup() {
+  // a server with --setup: the sandbox comes with what its setup made;
+  // WARD_E2E_CODE is the cell that looks (test_e2b.py checks its output)
+  const sbx = await Sandbox.create({ timeoutMs: 120_000 });
+  seen.sandbox_id = sbx.sandboxId;
+  seen.run_id = (await Sandbox.getInfo(sbx.sandboxId)).metadata.ward_run_id;
+  const ex = await sbx.runCode(process.env.WARD_E2E_CODE);
+  assert.equal(ex.error, undefined, `the cell failed: ${JSON.stringify(ex.error)}`);
+  seen.stdout = ex.logs.stdout.join("");
+  // every sandbox has its own setup, not only the first
+  const again = await Sandbox.create({ timeoutMs: 120_000 });
+  seen.run_id2 = (await Sandbox.getInfo(again.sandboxId)).metadata.ward_run_id;
+  seen.stdout2 = (await again.runCode(process.env.WARD_E2E_CODE)).logs.stdout.join("");
+  await Promise.all([sbx.kill(), again.kill()]);
+}
+
+async function setup_fails() {
+  // a server whose --setup fails: Sandbox.create fails, naming the run
+  const err = await rejects(Sandbox.create({ timeoutMs: 60_000 }), SandboxError,
+                            /setup failed.*its record: run [0-9a-f]{16}/, "create with a failing setup");
+  seen.error = err.message;
+  seen.name = err.name;
+  assert.deepEqual(await Sandbox.list().nextItems(), [], "no sandbox was left");
+}
+
+const scenarios = { lifecycle, files, commands, languages, bad, parallel, background, setup, setup_fails };
 assert.ok(scenarios[scenario], `usage: node e2e.mjs ${Object.keys(scenarios).join("|")}`);
 try {
   await scenarios[scenario]();

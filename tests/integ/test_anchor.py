@@ -84,6 +84,44 @@ def test_chain_of_runs_catches_deleted_and_inserted_runs(ctx):
     assert f"both have place #3: a run was inserted" in r.stdout, r
 
 
+def test_verify_one_run_checks_its_neighbours(ctx):
+    """ward verify RUN checks RUN's two links, not only its own rows: the
+    run sealed before it, the run sealed after it, or the chain's head."""
+    a, b, c, d = _runs(ctx, 4)
+    for rid in (a, b, c, d):
+        r = tv._verify(ctx, rid)
+        assert r.code == 0 and f"{rid}: intact" in r.stdout, r
+    _exec(ctx, ("delete from runs where id = ?", (b,)))
+    # the run after the deleted one: its predecessor is gone
+    r = tv._verify(ctx, c)
+    assert r.code == 1 and f"{c}: TAMPERED" in r.stdout, r
+    assert f"  chain of runs #2: run {b} (sealed #2, before run {c}) is missing: deleted" \
+        in r.stdout, r
+    # the run before it: its successor is gone
+    r = tv._verify(ctx, a, "--json")
+    assert r.code == 1, r
+    run = json.loads(r.stdout)["runs"][0]
+    assert run["verdict"] == "tampered", run
+    assert any(f"the run sealed after run {a} (#2) is missing: deleted" in x["what"]
+               for x in run["problems"]), run
+    # a run whose neighbours are whole is still intact
+    r = tv._verify(ctx, d)
+    assert r.code == 0 and f"{d}: intact" in r.stdout, r
+    # the newest run deleted: the one before it is no longer the head's
+    _exec(ctx, ("delete from runs where id = ?", (d,)))
+    r = tv._verify(ctx, c)
+    assert r.code == 1 and f"the runs sealed after run {c} (#4 to #4, the newest run {d})" \
+        in r.stdout, r
+    # a run put in another's place: both see it
+    a2, b2, c2 = _runs(ctx, 3)
+    ch = _chain(ctx, b2)
+    ch["prev"]["seal"] = "0" * 64
+    _exec(ctx, ("update runs set chain = ? where id = ?", (json.dumps(ch), b2)))
+    r = tv._verify(ctx, a2)
+    assert r.code == 1 and f"names run {a2} (seal 0000000000000000...) as sealed before it" \
+        in r.stdout, r
+
+
 def test_chain_of_runs_moved_run(ctx):
     """A seal that names another place than its own is caught by its own
     seal (the place is sealed) and by the chain."""
@@ -159,6 +197,36 @@ def test_version1_seals_still_verify(ctx):
     assert "1 sealed before the chain" in r.stdout, r
 
 
+def test_version2_seals_still_verify(ctx):
+    """A run with phases sealed before the seal covered them (version 2, as
+    the first wards with phases wrote it) verifies intact; the same run
+    sealed now (version 3) does not when a phase row is edited."""
+    rid = tv._run_with_setup(ctx)
+    key = tv._key(ctx)
+    con = sqlite3.connect(ctx.db)
+    con.text_factory = bytes
+    try:
+        ch = json.loads(con.execute("select chain from runs where id=?", (rid,)).fetchone()[0])
+        assert ch["version"] == 3 and len(ch["phases"]) == 2, ch
+        ch["version"] = 2
+        del ch["phases"]
+        _reseal(con, key, rid, ch)
+        con.execute("update ward_meta set value=? where key='run_chain_head'",
+                    (json.dumps({"n": ch["n"], "run": rid, "seal": ch["seal"]}),))
+        con.commit()
+    finally:
+        con.close()
+    r = tv._verify(ctx, "--all")
+    assert r.code == 0 and f"{rid}: intact" in r.stdout, r
+    rid3 = tv._run_with_setup(ctx)
+    tv._tamper(ctx, "update phases set status='ok' where run_id=? and n=2", rid3)
+    tv._tamper(ctx, "update phases set exit_code=0, status='ok' where run_id=? and n=1", rid3)
+    tv._tamper(ctx, "update phases set cause='edited' where run_id=? and n=1", rid3)
+    r = tv._verify(ctx, "--all")
+    assert r.code == 1 and f"{rid}: intact" in r.stdout, r
+    assert f"{rid3}: TAMPERED" in r.stdout and "phases" in r.stdout, r
+
+
 # ------------------------------------------------ a key holder's rewrite
 
 def _cells_seal(key, rid, seal, ch):
@@ -172,17 +240,18 @@ def _cells_seal(key, rid, seal, ch):
 
 def _reseal(con, key, rid, ch):
     """Seal rid again as ward would, with the key (what root can do); a
-    version 1 seal as ward sealed before the chain of runs."""
+    version 1 seal as ward sealed before the chain of runs, version 2 as
+    before the phases were sealed."""
     run = tv._rows(con, "runs", tv.RUN_COLS, "id = ?", "id", rid)[0]
     ch["run"] = [tv._tag(key, tv._enc(b"runs", "text") + tv._enc(c.encode(), "text") +
                          tv._enc(v, t))[:16].hex() for c, (v, t) in zip(tv.RUN_COLS, run)]
-    v2 = ch["version"] == 2
-    msg = tv._enc(b"ward-seal-v2" if v2 else b"ward-seal-v1", "text")
-    msg += tv._enc(rid.encode(), "text") + (tv._seal_link(ch) if v2 else b"")
+    v = ch["version"]
+    msg = tv._enc(b"ward-seal-v%d" % v, "text")
+    msg += tv._enc(rid.encode(), "text") + (tv._seal_link(ch) if v >= 2 else b"")
     for table in ("events", "outputs"):
         msg += tv._enc(ch[table]["count"], "integer")
         msg += tv._enc(bytes.fromhex(ch[table]["head"]), "blob")
-    for part in ("run", "processes", "inputs"):
+    for part in ("run", "processes", "inputs") + (("phases",) if v >= 3 else ()):
         msg += tv._enc(len(ch[part]), "integer")
         msg += b"".join(tv._enc(bytes.fromhex(t), "blob") for t in ch[part])
     seal = tv._tag(key, msg)

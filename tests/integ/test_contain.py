@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 import wardtest
@@ -362,7 +363,7 @@ def test_stop_ends_an_init_that_never_forks(ctx):
     assert time.monotonic() - t0 < 30
     run = ctx.last_run()
     assert run["status"] == "timeout" and "wall time" in run["cause"], run
-    p = subprocess.Popen([ward_bin(), "run", "--db", ctx.db, "-c", "print(1)"],
+    p = subprocess.Popen([wardtest.bin_for(env), "run", "--db", ctx.db, "-c", "print(1)"],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          cwd=ctx.tmp)
     time.sleep(0.5)
@@ -390,7 +391,7 @@ def test_failed_record_ends_a_child_not_yet_in_its_cgroups(ctx):
     try:
         env = dict(os.environ, WARD_TEST_SPAWN_STALL_MS="14000")
         t0 = time.monotonic()
-        p = subprocess.run([ward_bin(), "run", "--db", ctx.db, "-c", "print(2)"], env=env,
+        p = subprocess.run([wardtest.bin_for(env), "run", "--db", ctx.db, "-c", "print(2)"], env=env,
                            capture_output=True, text=True, timeout=60, cwd=ctx.tmp)
         took = time.monotonic() - t0
     finally:
@@ -499,18 +500,29 @@ def test_ward_sigkilled_leaves_nothing(ctx):
     wait_until(lambda: len(ours()) == 1, 5)
     left = ours()
     assert len(left) == 1 and os.path.exists(left[0] + ".lock"), left
-    # and the next ward takes them away: their lock is free
+    # and the next ward takes them away: their lock is free; a free lock
+    # whose directory is gone too
+    orphan = tempfile.mkdtemp(prefix="ward-", dir="/tmp")
+    os.rmdir(orphan)
+    open(orphan + ".lock", "w").close()
     r = ctx.run("pass")
     assert r.code == 0, r
     assert not os.path.exists(left[0]) and not os.path.exists(left[0] + ".lock"), left
+    assert not os.path.exists(orphan + ".lock")
     # a live ward's workdir is never swept: its lock is held
     p = spawn([ward_bin(), "run", "--db", ctx.db, "-c", f"import time\ntime.sleep(30)  # {marker}"],
               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         assert wait_until(lambda: len(pids_matching(marker)) >= 2), pids_matching(marker)
+        # (the one whose lock a process of this ward's holds: other wards
+        # may be running beside the tests)
+        def held_by_p(d):
+            return any(wardtest.descends(h, p.pid) for h in wardtest.fd_holders(d + ".lock"))
+        assert wait_until(lambda: [d for d in set(glob.glob("/tmp/ward-*")) - before
+                                   if not d.endswith(".lock") and held_by_p(d)], 5)
         live = [d for d in set(glob.glob("/tmp/ward-*")) - before
-                if not d.endswith(".lock") and os.path.exists(d + ".lock") and not lock_free(d)]
-        assert len(live) == 1, live
+                if not d.endswith(".lock") and held_by_p(d)]
+        assert len(live) == 1 and not lock_free(live[0]), live
         assert ctx.run("pass").code == 0
         assert os.path.isdir(live[0]) and os.path.exists(live[0] + ".lock"), live
     finally:
@@ -546,6 +558,28 @@ def test_signal_outside_run_denied(ctx):
     d = ctx.denials(ctx.last_run()["id"])
     assert {e["target"] for e in d if e["syscall"] == "kill"} == {f"pid {victim.pid}", "pid -1"}, d
     assert all(e["errno"] == 1 and e["rule"] == "signals" for e in d if e["syscall"] == "kill")
+
+
+def test_signal_to_an_ended_unreaped_child_of_the_run_allowed(ctx):
+    # A child that has ended is no longer ward's tracee, but until its
+    # parent reaps it its pid and its process group are still the run's:
+    # the kernel signals them without error, and so must ward.
+    code = ("import os, signal, time\n"
+            "p = os.fork()\n"
+            "if p == 0:\n os.setpgid(0, 0); os._exit(0)\n"
+            "time.sleep(0.3)\n"
+            "for f, who in ((os.killpg, 'group'), (os.kill, 'pid')):\n"
+            " try:\n  f(p, signal.SIGTERM); print(who, 'ok')\n"
+            " except OSError as e: print(who, 'errno', e.errno)\n"
+            "print(os.waitpid(p, 0)[1])\n"
+            "try:\n os.killpg(p, signal.SIGTERM); print('reaped ok')\n"
+            "except OSError as e: print('reaped errno', e.errno)\n")
+    r = ctx.run(code)
+    # once reaped, the group is gone: ESRCH natively; ward refuses it as
+    # not the run's (EPERM), which is what it says of any unknown group
+    assert r.stdout == "group ok\npid ok\n0\nreaped errno 1\n", r
+    d = [e for e in ctx.denials(ctx.last_run()["id"]) if e["syscall"] == "kill"]
+    assert len(d) == 1 and d[0]["errno"] == 1 and d[0]["rule"] == "signals", d
 
 
 def test_kill_floor_kills(ctx):

@@ -73,13 +73,14 @@ def need_sdk():
 OPEN = ("--profile", "sh")
 
 
-def sdk(ctx, scenario, *server_args):
+def sdk(ctx, scenario, *server_args, env=None):
     """Runs one scenario of e2e.mjs against a fresh server; returns what it
     saw and the server (stopped, so every run is closed)."""
     need_sdk()
     s = Server(ctx, *server_args)
     p = subprocess.run([wardtest.NODE, os.path.join(E2B_DIR, "e2e.mjs"), scenario],
-                       capture_output=True, text=True, timeout=300, env=s.env(), cwd=E2B_DIR)
+                       capture_output=True, text=True, timeout=300,
+                       env=dict(s.env(), **(env or {})), cwd=E2B_DIR)
     s.stop()
     assert p.returncode == 0, f"{p.stderr[-4000:]}\nward: {b''.join(s.stderr).decode()[-2000:]}"
     seen = json.loads(p.stdout.strip().splitlines()[-1])
@@ -319,3 +320,89 @@ def test_e2b_command_line_errors(ctx):
         port = taken.getsockname()[1]
         r = ctx.ward("serve", "--listen", f"127.0.0.1:{port}", "--db", ctx.db, env=dict(env, WARD_API_KEY=KEY))
     assert r.code == 125 and "cannot listen" in r.stderr, r
+
+
+# ---------------------------------------------- a server-wide setup (--setup)
+
+def test_e2b_setup_code_runs_before_each_sandbox(ctx):
+    """--setup-code: every sandbox's run starts with the setup's phase; the
+    first cell sees what it wrote, and the code may not write it again."""
+    from test_phases import setup_policy
+    pol = setup_policy(ctx)
+    code = ("print(open('made').read())\n"
+            "try:\n    open('made', 'a').write('x')\nexcept OSError as e:\n"
+            "    print('again', type(e).__name__)")
+    seen, _ = sdk(ctx, "setup", "--policy", pol, "--setup-code",
+                  "open('made', 'w').write('by the server setup')",
+                  env={"WARD_E2E_CODE": code})
+    assert seen["stdout"] == "by the server setup\nagain PermissionError\n", seen
+    assert seen["stdout2"] == seen["stdout"], seen
+    assert run_of(ctx, seen["sandbox_id"]) == seen["run_id"]
+    assert seen["run_id2"] != seen["run_id"], seen
+    for run_id in (seen["run_id"], seen["run_id2"]):
+        phases = ctx.sql("select name, status, code from phases where run_id=? order by n",
+                         run_id)
+        assert [(p["name"], p["status"]) for p in phases] == [("setup", "ok"), ("main", "ok")], \
+            phases
+        assert b"by the server setup" in phases[0]["code"], phases
+        assert ctx.ward("verify", "--db", ctx.db, run_id).code == 0
+
+
+def test_e2b_setup_file_pip_from_a_loopback_index(ctx):
+    """--setup FILE (sh): pip installs tinypkg from a loopback index; the
+    sandbox imports it and cannot reach the index."""
+    wardtest.require("/usr/bin/pip3")
+    from test_phases import Index, phased_policy, SETUP_SH
+    index = Index(ctx.path("index"))
+    try:
+        pol = phased_policy(ctx, index.port)
+        setup = ctx.write("setup.sh", SETUP_SH.format(url=index.url))
+        code = ("import errno, socket, sys\nsys.path.insert(0, 'site-packages')\n"
+                "import tinypkg\nprint('imported', tinypkg.VALUE)\n"
+                "s = socket.socket()\ntry:\n"
+                f"    s.connect(('127.0.0.1', {index.port})); print('index reached')\n"
+                "except OSError as e:\n    print('index', errno.errorcode[e.errno])\n")
+        seen, _ = sdk(ctx, "setup", "--policy", pol, "--setup", setup,
+                      env={"WARD_E2E_CODE": code})
+        assert len([r for r in index.requests if "tinypkg" in r]) >= 2, index.requests
+    finally:
+        index.stop()
+    assert seen["stdout"] == "imported 42\nindex ECONNREFUSED\n", seen
+    phases = ctx.sql("select name, status from phases where run_id=? order by n", seen["run_id"])
+    assert [(p["name"], p["status"]) for p in phases] == [("setup", "ok"), ("main", "ok")], phases
+    conns = ctx.events(seen["run_id"], "syscall = 'connect' and target like ?",
+                       f"127.0.0.1:{index.port}")
+    assert {(e["decision"], e["rule"]) for e in conns} == {("allow", "index"), ("deny", "offline")}
+
+
+def test_e2b_failing_setup_fails_create(ctx):
+    from test_phases import setup_policy
+    pol = setup_policy(ctx)
+    seen, _ = sdk(ctx, "setup_fails", "--policy", pol, "--setup-code",
+                  "import sys; print('trying'); sys.exit(4)")
+    run_id = seen["error"].rsplit("run ", 1)[1][:16]
+    run = ctx.sql("select status, cause from runs where id=?", run_id)[0]
+    assert run["status"] == "error", run
+    assert ctx.sql("select name, exit_code from phases where run_id=?", run_id) == [
+        {"name": "setup", "exit_code": 4}]
+    assert ctx.sql("select count(*) n from runs")[0]["n"] == 1, "one attempt, no retry"
+
+
+def test_e2b_setup_option_errors(ctx):
+    from test_phases import setup_policy
+    env = dict(os.environ, WARD_API_KEY=KEY)
+    for args, want in (
+            (("--setup-code", "print(1)"), "has no setup phase"),
+            (("--policy", setup_policy(ctx), "--setup-code", "1", "--setup", "x.py"),
+             "one of --setup"),
+            (("--policy", setup_policy(ctx), "--setup", ctx.path("missing.py")),
+             "missing.py"),
+            (("--policy", setup_policy(ctx), "--setup-code", "1", "--pool", "2"),
+             "--pool")):
+        p = subprocess.run([wardtest.ward_bin(), "serve", "--listen", "127.0.0.1:0",
+                            "--db", ctx.db] + list(args), capture_output=True, text=True,
+                           env=env, timeout=30)
+        assert p.returncode == 125 and want in p.stderr, (args, p)
+    p = subprocess.run([wardtest.ward_bin(), "serve", "--setup-code", "1"],
+                       capture_output=True, text=True, env=env, timeout=30, input="")
+    assert p.returncode == 125 and "is for --listen" in p.stderr, p

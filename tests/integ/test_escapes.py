@@ -177,6 +177,24 @@ def policy_with_decoys(ctx, sdir, lst):
     return pol
 
 
+def proxy_policy(pol, lst, how):
+    """W cases: ward's egress proxy. allowed.test (the decoy's port) is
+    allowed; refused.test (the canary's port) is not; rebind*.test are
+    allowed with the canary's port but resolve to loopback forms. how
+    "private": net.allow_private names 127.0.0.1 (so allowed.test can reach
+    the decoy); "strict": it names nothing (the rebinding case)."""
+    dport, port = lst.port(lst.decoy), lst.port(lst.tcp)
+    pol["name"] = "default+proxy"
+    pol["net"]["allow_domains"] = [f"allowed.test:{dport}", f"rebind.test:{port}",
+                                   f"rebind6.test:{port}", f"rebind0.test:{port}"]
+    pol["net"]["hosts"] = {"allowed.test": "127.0.0.1", "refused.test": "127.0.0.1",
+                           "rebind.test": "127.0.0.1",
+                           "rebind6.test": "::ffff:127.0.0.1",
+                           "rebind0.test": "0.0.0.0"}
+    if how == "private":
+        pol["net"]["allow_private"] = ["127.0.0.1"]
+
+
 def compile_attack(ctx, src):
     so = ctx.path(os.path.basename(src)[:-2] + ".so")
     cc = ["gcc", "-std=gnu11", "-D_GNU_SOURCE", "-O1", "-Wall", "-Wextra",
@@ -260,13 +278,16 @@ def run_case(ctx, case):
         if case.get("race"):
             opts.append("--quiet")  # thousands of denial lines otherwise
         opts += case.get("opts", [])
-        if case.get("decoys") or case.get("policy_patch") or case.get("view"):
+        if case.get("decoys") or case.get("policy_patch") or case.get("view") \
+                or case.get("proxy"):
             pol = policy_with_decoys(ctx, sdir, lst) if case.get("decoys") \
                 else json.load(open(PROFILE))
             if case.get("exec_probe"):
                 pol["exec"]["allow"].append(probe)
             if case.get("policy_patch"):
                 case["policy_patch"](pol)
+            if case.get("proxy"):
+                proxy_policy(pol, lst, case["proxy"])
             if case.get("view"):
                 pol["view"] = case["view"]
             pf = ctx.path("policy.json")
@@ -336,7 +357,7 @@ RACE_ENV = dict(os.environ, WARD_TEST_LANDLOCK_ABI="0")
 
 
 def ward(ctx, opts, script, argv, pass_fds=(), timeout=150, env=None):
-    cmd = [wardtest.ward_bin(), "run", "--db", ctx.db] + opts + [script, "--"] + argv
+    cmd = [wardtest.bin_for(env), "run", "--db", ctx.db] + opts + [script, "--"] + argv
     p = subprocess.run(cmd, capture_output=True, timeout=timeout, cwd=ctx.tmp,
                        pass_fds=pass_fds, stdin=subprocess.DEVNULL, env=env)
     return wardtest.Result(p, p.stdout.decode(errors="replace"),
@@ -411,7 +432,9 @@ def check(ctx, case, r, before):
 def audit_check(ctx, rid, run, procs, a, r, where):
     kind = a[0]
     if kind == "event":
-        want = {k: (v.format(secret=r.secret, rw=r.rw, sdir=r.sdir, wd=wardtest.HOME)
+        want = {k: (v.format(secret=r.secret, rw=r.rw, sdir=r.sdir, wd=wardtest.HOME,
+                              port=r.lst.port(r.lst.tcp),
+                              dport=r.lst.port(r.lst.decoy))
                     if isinstance(v, str) else v) for k, v in a[1].items()}
         rows = ctx.events(rid)
         for row in rows:
@@ -1022,6 +1045,27 @@ CASES = [
       what="SA_RESTART signal storm during denied opens", expect="EACCES",
       audit=[DENY_SECRET, RUN_OK]),
 
+    # ---- ward's egress proxy (net.allow_domains)
+    C(id="W01", group="proxy", src="w01_proxy_host_smuggle.py", proxy="private",
+      what="CONNECT or absolute URI names the allowed host, Host (or user info, or a "
+      "second Host) the refused one", expect="REFUSED",
+      audit=[ev("proxy", rule="net.proxy-request", errno=111)]),
+    C(id="W02", group="proxy", src="w02_proxy_dns_rebinding.py", proxy="strict",
+      what="allowed names that resolve to 127.0.0.1, ::ffff:127.0.0.1 and 0.0.0.0 "
+      "(the canary's port)", expect="REFUSED",
+      audit=[ev("proxy", rule="net.proxy-address", raw="rebind.test:{port}"),
+             ev("proxy", rule="net.proxy-address", raw="rebind6.test:{port}"),
+             ev("proxy", rule="net.proxy-address", raw="rebind0.test:{port}")]),
+    C(id="W03", group="proxy", src="w03_proxy_request_splitting.py", proxy="private",
+      what="CR LF, bare LF or CR, folding, chunked or double Content-Length to split "
+      "a second request for the refused host", expect="REFUSED",
+      audit=[ev("proxy", rule="net.proxy-request")]),
+    C(id="W04", group="proxy", src="w04_proxy_pipelined.py", proxy="private",
+      what="two requests in one packet, the second for the refused host; CONNECT "
+      "followed by plain HTTP for it", expect="CONT",
+      audit=[ev("proxy", decision="allow", raw="allowed.test:{dport}"),
+             ev("proxy", rule="net.proxy-sni")]),
+
     # ---- network and IPC
     C(id="N01", group="net", src="n01_v4mapped_connect.c",
       what="connect to ::ffff:127.0.0.1:<canary>", expect="ECONNREFUSED",
@@ -1202,6 +1246,7 @@ GROUPS = {
     "kernel": "Kernel interfaces that bypass or attack the supervisor",
     "supervisor": "Attacks on the supervisor",
     "net": "Network, IPC and /proc",
+    "proxy": "Ward's egress proxy (net.allow_domains)",
     "resource": "Resources",
     "unwind": "Backtraces: files the code maps, met by ward's unwinder",
 }

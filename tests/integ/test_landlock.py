@@ -121,10 +121,20 @@ def test_supervisor_fs_off_is_only_in_the_test_hooks_build(ctx):
                                  WARD_TEST_SUPERVISOR_FS_OFF=1)
     finally:
         s.close()
+    # nor any other TEST ONLY switch (stalls, a lower Landlock ABI, forced
+    # copies, a failing unwinder): no environment weakens a real ward
+    switches = [b"WARD_TEST_SUPERVISOR_FS_OFF", b"WARD_TEST_LANDLOCK_ABI",
+                b"WARD_TEST_INIT_STALL", b"WARD_TEST_SPAWN_STALL_MS",
+                b"WARD_TEST_COPY_ALWAYS", b"WARD_TEST_UNWINDER"]
     with open(ward_bin(), "rb") as f:
-        assert b"WARD_TEST_SUPERVISOR_FS_OFF" not in f.read()
+        data = f.read()
+        assert b"WARD_TEST_" not in data, [w for w in switches if w in data]
     with open(hooks_bin(), "rb") as f:
-        assert b"WARD_TEST_SUPERVISOR_FS_OFF" in f.read()
+        data = f.read()
+        assert all(w in data for w in switches), [w for w in switches if w not in data]
+    r, j = ctx.run_json("print(1)", binary=ward_bin(),
+                        env=env(WARD_TEST_LANDLOCK_ABI=0))
+    assert r.code == 0 and layer(j["layers"], "landlock")["active"] is True, j["layers"]
 
 
 def test_landlock_missing_is_said_once_recorded_and_the_run_goes_on(ctx):

@@ -350,3 +350,55 @@ def test_learn_follows_a_chain_of_links_to_what_was_read(ctx):
     finally:
         shutil.rmtree(base)
         shutil.rmtree(alt)
+
+
+def test_learn_a_setup_phase_apart(ctx):
+    """A run with a setup (recorded in audit mode, under a policy with a
+    setup phase): what the setup's processes did is learned as the learned
+    policy's phases.setup (a file written, a program run, a peer reached),
+    apart from what the code did; the self-check re-runs both phases; the
+    code under the learned policy may do none of the setup's extras."""
+    port = _free_port()
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "profiles",
+                           "audit.json")) as f:
+        pol = json.load(f)
+    pol["phases"] = {"setup": {"description": "anything, recorded"}}
+    recording = ctx.path("audit-setup.json")
+    with open(recording, "w") as f:
+        json.dump(pol, f)
+    setup = ("import socket, subprocess\n"
+             f"srv = socket.socket(); srv.bind(('127.0.0.1', {port})); srv.listen(1)\n"
+             f"socket.create_connection(('127.0.0.1', {port})).close(); srv.close()\n"
+             "open('made', 'w').write(subprocess.run(['/usr/bin/uname', '-s'],"
+             " capture_output=True, text=True).stdout)\n")
+    main = "print(open('made').read().strip())"
+    r = ctx.ward("run", "--policy", recording, "--setup-code", setup, "-c", main)
+    assert r.code == 0 and r.stdout == "Linux\n", r
+    rid = ctx.last_run()["id"]
+    learned = ctx.path("learned.json")
+    r = ctx.ward("learn", rid, "-o", learned, "--db", ctx.db)
+    assert r.code == 0, r
+    assert "0 denials" in r.stderr, r  # the self-check ran both phases
+    pol = json.load(open(learned))
+    ph = pol["phases"]["setup"]
+    paths = {x["path"]: x["allow"] for x in pol["fs"]}
+    setup_paths = {x["path"]: x["allow"] for x in ph["fs"]}
+    assert paths.get("$WORKDIR/made") == ["read"], paths
+    assert "write" in setup_paths.get("$WORKDIR/made", []), setup_paths
+    assert "/usr/bin/uname" in ph["exec"]["allow"], ph["exec"]
+    assert "/usr/bin/uname" not in pol["exec"]["allow"], pol["exec"]
+    assert [x["port"] for x in ph["net"]["rules"] if x.get("port")] == [port] * len(
+        [x for x in ph["net"]["rules"] if x.get("port")]) and ph["net"]["rules"], ph["net"]
+    assert not [x for x in pol["net"]["rules"] if x.get("port") == port], pol["net"]
+    # under the learned policy: the same setup and code run clean; the code
+    # alone may neither write what the setup wrote nor run its program
+    r = ctx.ward("run", "--policy", learned, "--setup-code", setup, "-c", main)
+    assert r.code == 0 and r.stdout == "Linux\n", r
+    assert ctx.last_run()["denials"] == 0
+    r = ctx.ward("run", "--policy", learned, "-c",
+                 "import subprocess\n"
+                 "try:\n    open('made', 'w')\nexcept OSError as e:\n    print(type(e).__name__)\n"
+                 "try:\n    subprocess.run(['/usr/bin/uname'])\nexcept OSError as e:\n"
+                 "    print(type(e).__name__)\n")
+    # (a program the policy does not grant is not in the code's view)
+    assert r.stdout.split() == ["PermissionError", "FileNotFoundError"], r

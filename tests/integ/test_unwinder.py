@@ -52,7 +52,7 @@ def status_of(pid):
 def run_watched(ctx, code, env_extra=None, *opts):
     """ward run -c code, in the background: (Popen, ward's pid)."""
     env = dict(os.environ, **(env_extra or {}))
-    p = wardtest.spawn([wardtest.ward_bin(), "run", "--db", ctx.db] + list(opts) +
+    p = wardtest.spawn([wardtest.bin_for(env), "run", "--db", ctx.db] + list(opts) +
                        ["-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        stdin=subprocess.DEVNULL, cwd=ctx.tmp, env=env, text=True)
     return p

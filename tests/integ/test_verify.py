@@ -340,6 +340,62 @@ def test_edit_process_row(ctx):
     assert r.code == 1 and any("deleted" in x["what"] for x in _named(p, "processes")), p
 
 
+def _run_with_setup(ctx):
+    from test_phases import setup_policy
+    r, j = ctx.run_json(CODE, "--policy", setup_policy(ctx),
+                        "--setup-code", "open('made', 'w').write('x')")
+    assert r.code == 0 and j["setup"]["status"] == "ok", r
+    return j["run_id"]
+
+
+def test_edit_delete_insert_phase_row(ctx):
+    """The phases rows (ward run --setup) are sealed: each column edited, a
+    row deleted, one inserted, each named with its row n."""
+    rid = _run_with_setup(ctx)
+    assert _verify(ctx, rid).code == 0
+    other = _run(ctx, "print(1)")["run_id"]
+    for col, val in (("run_id", other), ("n", 7), ("name", "main"), ("started_ns", 1),
+                     ("ended_ns", 2), ("first_serial", 5), ("last_serial", 9),
+                     ("status", "ok2"), ("exit_code", 4), ("cause", "none"),
+                     ("code", b"print('other setup')"), ("layers", "[]")):
+        old = ctx.sql(f"select {col} v from phases where run_id=? and n=1", rid)[0]["v"]
+        _tamper(ctx, f"update phases set {col}=? where run_id=? and n=1", val, rid)
+        r, _, p = _problems(ctx, rid)
+        assert r.code == 1 and p, (col, p)
+        assert all(x["table"] == "phases" for x in p), (col, p)
+        if col not in ("run_id", "n"):  # (those move the row away)
+            assert _named(p, "phases", 1) and len(p) == 1, (col, p)
+            assert "changed" in p[0]["what"], (col, p)
+        r = _verify(ctx, rid)
+        assert "phases" in r.stdout, (col, r)
+        # put it back: intact again
+        key = {"run_id": (other, 1), "n": (rid, val)}.get(col, (rid, 1))
+        _tamper(ctx, f"update phases set {col}=? where run_id=? and n=?", old, *key)
+        assert _verify(ctx, rid).code == 0, col
+    assert _verify(ctx, other).code == 0
+    _tamper(ctx, "delete from phases where run_id=? and n=2", rid)
+    r, _, p = _problems(ctx, rid)
+    assert r.code == 1 and len(p) == 1 and "deleted" in p[0]["what"], p
+    assert p[0]["table"] == "phases", p
+    _tamper(ctx, "insert into phases(run_id, n, name, started_ns, ended_ns, first_serial,"
+            " last_serial, status) values (?, 2, 'main', 1, 2, 0, 0, 'ok')", rid)
+    _tamper(ctx, "insert into phases(run_id, n, name, started_ns, ended_ns, first_serial,"
+            " last_serial, status) values (?, 3, 'setup', 1, 2, 0, 0, 'ok')", rid)
+    r, _, p = _problems(ctx, rid)
+    assert _named(p, "phases", 3), p
+    assert "inserted" in _named(p, "phases", 3)[0]["what"], p
+
+
+def test_phases_inserted_into_a_run_without(ctx):
+    """A run without a setup has no phases, and the seal says so."""
+    rid = _run(ctx)["run_id"]
+    _tamper(ctx, "insert into phases(run_id, n, name, started_ns, ended_ns, first_serial,"
+            " last_serial, status, code) values (?, 1, 'setup', 1, 2, 0, 0, 'ok', x'78')", rid)
+    r, _, p = _problems(ctx, rid)
+    assert r.code == 1 and _named(p, "phases", 1), p
+    assert "inserted" in p[0]["what"], p
+
+
 def test_seal_removed_or_chain_stripped(ctx):
     rid = _run(ctx)["run_id"]
     _tamper(ctx, "update runs set chain = NULL where id = ?", rid)
@@ -384,6 +440,8 @@ PROC_COLS = ["run_id", "serial", "parent_serial", "pid", "tgid", "ppid", "kind",
              "start_ns", "start_ticks", "exe", "argv", "exec_ns", "exit_ns",
              "exit_code", "signal"]
 INPUT_COLS = ["run_id", "n", "name", "size", "sha256", "data"]
+PHASE_COLS = ["run_id", "n", "name", "started_ns", "ended_ns", "first_serial",
+              "last_serial", "status", "exit_code", "cause", "code", "layers"]
 
 
 def _rows(con, table, cols, where, order, *params):
@@ -432,7 +490,7 @@ def _seal_link(chain):
 def test_chain_matches_docs(ctx):
     """docs/schema.md's serialization, written again here: the same hashes,
     tags and seal as ward's."""
-    rid = _run(ctx)["run_id"]
+    rid = _run_with_setup(ctx)
     key = _key(ctx)
     con = sqlite3.connect(ctx.db)
     con.text_factory = bytes
@@ -452,13 +510,17 @@ def test_chain_matches_docs(ctx):
         assert [t.hex() for t in proc_tags] == chain["processes"], chain
         input_tags = [_tag(key, _record("inputs", r))[:16]
                       for r in _rows(con, "inputs", INPUT_COLS, "run_id = ?", "n", rid)]
-        assert chain["version"] == 2, chain
-        msg = _enc(b"ward-seal-v2", "text") + _enc(rid.encode(), "text")
+        phase_tags = [_tag(key, _record("phases", r))[:16]
+                      for r in _rows(con, "phases", PHASE_COLS, "run_id = ?", "n", rid)]
+        assert len(phase_tags) == 2, "a run with a setup and its code"
+        assert [t.hex() for t in phase_tags] == chain["phases"], chain
+        assert chain["version"] == 3, chain
+        msg = _enc(b"ward-seal-v3", "text") + _enc(rid.encode(), "text")
         msg += _seal_link(chain)
         for table in ("events", "outputs"):
             msg += _enc(chain[table]["count"], "integer")
             msg += _enc(bytes.fromhex(chain[table]["head"]), "blob")
-        for tags in (run_tags, proc_tags, input_tags):
+        for tags in (run_tags, proc_tags, input_tags, phase_tags):
             msg += _enc(len(tags), "integer") + b"".join(_enc(t, "blob") for t in tags)
         assert _tag(key, msg).hex() == chain["seal"], chain
         assert chain["key_id"] == hashlib.sha256(b"ward-key-id-v1" + key).hexdigest()[:16]

@@ -38,6 +38,14 @@ def hooks_bin():
     return p
 
 
+def bin_for(env):
+    """The ward to run with env: build/ward-test-hooks when env sets a
+    TEST ONLY switch (WARD_TEST_*: build/ward reads none), else build/ward."""
+    if env and any(k.startswith("WARD_TEST_") for k in env):
+        return hooks_bin()
+    return ward_bin()
+
+
 def native_env(workdir):
     """The environment ward gives the code, for native comparison runs."""
     return {"HOME": workdir, "TMPDIR": os.path.join(workdir, "tmp"),
@@ -75,8 +83,9 @@ class Ctx:
     def ward(self, *args, stdin=None, timeout=120, env=None, db=True, text=True,
              binary=None):
         """Run `ward ARGS` (with --db for run/runs/show unless db=False),
-        or binary ARGS (another build of ward)."""
-        argv = [binary or ward_bin()] + list(args)
+        or binary ARGS (another build of ward; by default the test-hooks
+        build when env sets a WARD_TEST_* switch)."""
+        argv = [binary or bin_for(env)] + list(args)
         if db and len(args) > 0 and args[0] in ("run", "runs", "show"):
             argv[2:2] = ["--db", self.db]
         e = dict(os.environ) if env is None else env
@@ -220,6 +229,48 @@ def host_view_policy(ctx, name="default", **changes):
     with open(path, "w") as f:
         json.dump(pol, f)
     return path
+
+
+def fd_holders(path):
+    """pids of processes that hold the file at path open (by inode: a
+    file opened before it got its name, like ward's workdir locks, shows
+    another name in /proc)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{d}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                f = os.stat(f"/proc/{d}/fd/{fd}")
+            except OSError:
+                continue
+            if (f.st_dev, f.st_ino) == (st.st_dev, st.st_ino):
+                out.append(int(d))
+                break
+    return out
+
+
+def descends(pid, root):
+    """Whether pid is root or a descendant of it (by /proc's ppid)."""
+    for _ in range(64):
+        if pid == root:
+            return True
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+        if pid <= 1:
+            return False
+    return False
 
 
 def quota_holders(mount_point):

@@ -10,9 +10,11 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -181,7 +183,62 @@ static struct audit *open_rw(const char *path)
 	return a;
 }
 
+/* fsync as the code under test calls it: the directories synced are noted
+ * (by inode), then the call is made. */
+static ino_t synced_dirs[64];
+static int n_synced_dirs;
+
+int fsync(int fd)
+{
+	struct stat st;
+
+	if (!fstat(fd, &st) && S_ISDIR(st.st_mode) && n_synced_dirs < 64)
+		synced_dirs[n_synced_dirs++] = st.st_ino;
+	return (int)syscall(SYS_fsync, fd);
+}
+
+static bool dir_synced(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return false;
+	for (int i = 0; i < n_synced_dirs; i++)
+		if (synced_dirs[i] == st.st_ino)
+			return true;
+	return false;
+}
+
 /* -------------------------------- tests -------------------------------- */
+
+/* A seal log that ward makes is in its directory for good before a seal
+ * goes into it (the directory synced); one that exists with seals is
+ * opened without that cost. */
+static void test_seal_log_made_durable(void)
+{
+	const char *dir = tpath("seals"), *log = tpath("seals/seal.log");
+	struct audit *a;
+
+	ok(mkdir(dir, 0700) == 0, "seal log directory made");
+	setenv("WARD_SEAL_LOG", log, 1);
+	n_synced_dirs = 0;
+	a = open_rw(tpath("seals.db"));
+	ok(a != NULL, "open with a new seal log");
+	ok(access(log, F_OK) == 0, "the seal log is made");
+	ok(dir_synced(dir), "its directory is synced");
+	audit_close(a);
+	int fd = open(log, O_WRONLY | O_APPEND | O_CLOEXEC);
+	ok(fd >= 0 && write(fd, "x\n", 2) == 2, "a line in the log");
+	if (fd >= 0)
+		close(fd);
+	n_synced_dirs = 0;
+	a = open_rw(tpath("seals.db"));
+	ok(a != NULL && !dir_synced(dir),
+	   "a log with lines in it: no directory sync");
+	audit_close(a);
+	unsetenv("WARD_SEAL_LOG");
+}
+
 
 static void test_default_path(void)
 {
@@ -277,7 +334,7 @@ static void test_create(void)
 	ok(nfds >= 3, "... db, wal and shm are open (%d new fds)", nfds);
 	db = peek_open(path);
 	is_str(q_text(db, "PRAGMA journal_mode"), "wal", "journal_mode is WAL");
-	is_int(q_int(db, "PRAGMA user_version"), 5, "user_version is 5");
+	is_int(q_int(db, "PRAGMA user_version"), 6, "user_version is 6");
 	is_int(q_int(db, "PRAGMA application_id"), 0x77617264,
 	       "application_id is 'ward'");
 	is_str(q_text(db, "SELECT value FROM ward_meta WHERE key = "
@@ -1311,13 +1368,13 @@ static void test_v1_migration(void)
 	       "v1: readonly leaves the version alone");
 	a = open_rw(path);
 	ok(a != NULL, "v1: opens read-write");
-	is_int(q_int(db, "PRAGMA user_version"), 5, "... which migrates to 5");
+	is_int(q_int(db, "PRAGMA user_version"), 6, "... which migrates to 6");
 	is_int(q_int(db, "SELECT count(*) FROM pragma_table_info('runs') "
 			 "WHERE name = 'layers'"),
 	       1, "... adding runs.layers");
 	is_str(q_text(db, "SELECT value FROM ward_meta WHERE key = "
 			  "'schema_version'"),
-	       "5", "... and ward_meta says 5");
+	       "6", "... and ward_meta says 6");
 	is_int(q_int(db, "SELECT count(*) FROM sqlite_schema WHERE name IN "
 			 "('cells', 'artifacts')"),
 	       2, "... and has the session tables");
@@ -1353,7 +1410,7 @@ static void test_migrate_v3(void)
 	       0, "v3: no runs.env/chain");
 	a = open_rw(path);
 	ok(a != NULL, "v3: opens read-write");
-	is_int(q_int(db, "PRAGMA user_version"), 5, "... which migrates to 5");
+	is_int(q_int(db, "PRAGMA user_version"), 6, "... which migrates to 6");
 	is_int(q_int(db, "SELECT count(*) FROM pragma_table_info('runs') "
 			 "WHERE name IN ('env', 'chain')"),
 	       2, "... adding runs.env and runs.chain");
@@ -1417,7 +1474,7 @@ static void test_migrate_v4(void)
 	ok(problems == 0 && v.seal_checked, "... intact");
 	audit_close(ro);
 	a = open_rw(path);
-	is_int(q_int(db, "PRAGMA user_version"), 5, "v4: migrates to 5");
+	is_int(q_int(db, "PRAGMA user_version"), 6, "v4: migrates to 6");
 	audit_close(a);
 	audit_open(path, true, &ro, err, sizeof(err));
 	audit_verify_key(ro);
@@ -1523,10 +1580,10 @@ static void test_foreign(void)
 	a = open_rw(path);
 	audit_close(a);
 	db = peek_open(path);
-	sqlite3_exec(db, "PRAGMA user_version = 6", NULL, NULL, NULL);
+	sqlite3_exec(db, "PRAGMA user_version = 7", NULL, NULL, NULL);
 	sqlite3_close(db);
 	is_int(audit_open(path, false, &a, err, sizeof(err)), -EPROTO,
-	       "schema version 6: -EPROTO");
+	       "schema version 7: -EPROTO");
 	ok(strstr(err, "newer") != NULL, "... message: %s", err);
 }
 
@@ -1651,6 +1708,7 @@ int main(void)
 	test_not_db();
 	test_readonly_missing();
 	test_eacces();
+	test_seal_log_made_durable();
 	nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	ok(access(tmpdir, F_OK) != 0, "temporary directory removed");
 	return done_testing();

@@ -4,6 +4,7 @@
  * class, $WORKDIR binding, /proc/self aliases, errno names, the kill floor
  * and the shipped profiles.
  */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -38,7 +39,10 @@ static struct ward_event ev; /* large: one, reused */
 
 static const char *action_name(enum policy_action a)
 {
-	return a == POLICY_ALLOW ? "allow" : a == POLICY_DENY ? "deny" : "kill";
+	return a == POLICY_ALLOW  ? "allow"
+	       : a == POLICY_DENY ? "deny"
+	       : a == POLICY_ASK  ? "ask"
+				  : "kill";
 }
 
 /* ---- building events ---- */
@@ -167,6 +171,7 @@ static int verdict_is(const struct policy *p, int rc, enum policy_action a,
 #define DENIES(p, err, rule, what)                                             \
 	verdict_is(p, 0, POLICY_DENY, err, rule, what)
 #define KILLS(p, rule, what) verdict_is(p, 0, POLICY_KILL, 0, rule, what)
+#define ASKS(p, err, rule, what) verdict_is(p, 0, POLICY_ASK, err, rule, what)
 
 static struct policy *load(const char *text)
 {
@@ -843,6 +848,79 @@ static void test_exec(void)
 	is_str(v.reason, "exec of /bin/sh: not in exec.allow", "exec reason");
 	ev_exec("/usr/local/bin/true", false);
 	ALLOWS(p, "exec.missing", "missing program: allowed (kernel ENOENT)");
+	policy_free(p);
+}
+
+/* ---- "ask" rules ---- */
+
+static void test_ask(void)
+{
+	struct policy *p = load(
+		"{\"version\": 1, \"ask_timeout\": 5, \"fs\": ["
+		" {\"path\": \"/data\", \"allow\": [\"read\", \"stat\"]},"
+		" {\"id\": \"ask-data\", \"path\": \"/data/private\","
+		"  \"ask\": [\"read\", \"write\"], \"errno\": \"EPERM\"},"
+		" {\"path\": \"/data/private/ok\", \"allow\": [\"read\"]},"
+		" {\"path\": \"/data/private/no\", \"deny\": [\"read\"]},"
+		" {\"path\": \"/data/private/no\", \"ask\": [\"read\"]},"
+		" {\"path\": \"/tie\", \"allow\": [\"read\"]},"
+		" {\"id\": \"ask-tie\", \"path\": \"/tie\", \"ask\": [\"read\"]}],"
+		" \"exec\": {\"allow\": [\"/usr/bin/python3*\"],"
+		"  \"ask\": [\"/usr/bin/*\"]},"
+		" \"net\": {\"socket\": [\"inet\"], \"rules\": ["
+		"  {\"id\": \"ask-api\", \"family\": \"inet\","
+		"   \"addr\": \"10.0.0.0/8\", \"port\": 443, \"action\": \"ask\"}]}}");
+	struct policy *q = load("{\"version\": 1}");
+
+	if (!ok(p && q, "ask policies load"))
+		goto out;
+	is_int((int)policy_ask_timeout_ms(p), 5000, "ask_timeout in ms");
+	is_int((int)policy_ask_timeout_ms(q), 30000, "ask_timeout default 30 s");
+	ok(policy_asks(p) && !policy_asks(q), "policy_asks");
+	ev_fs(R, "/data/private/a");
+	ASKS(p, EPERM, "ask-data", "read under an ask rule asks");
+	is_str(v.reason, "read of /data/private/a: ask by ask-data",
+	       "the question names the access, path and rule");
+	ev_fs(R | W, "/data/private/a");
+	ASKS(p, EPERM, "ask-data", "read+write: asked once for both");
+	ev_fs(S, "/data/private/a");
+	ALLOWS(p, "fs[0]", "stat: the ask rule does not name it");
+	ev_fs(C, "/data/private/a");
+	DENIES(p, EACCES, "default", "create: nothing allows or asks");
+	ev_fs(R, "/data/private/ok/x");
+	ALLOWS(p, "fs[2]", "a longer allow wins over the ask");
+	ev_fs(R, "/data/private/no/x");
+	DENIES(p, EACCES, "fs[3]", "deny wins a tie with ask");
+	ev_fs(R, "/tie/x");
+	ASKS(p, EACCES, "ask-tie", "ask wins a tie with allow");
+	ev_fs2(D, "/data/x", C, "/data/private/y");
+	DENIES(p, EACCES, "default", "a rename: the denied part decides");
+	ev_fs2(R, "/data/x", W, "/data/private/y");
+	ASKS(p, EPERM, "ask-data", "two paths: the asked one asks");
+	ev_exec("/usr/bin/python3.11", true);
+	ALLOWS(p, "exec.allow[0]", "exec allow comes before ask");
+	ev_exec("/usr/bin/curl", true);
+	ASKS(p, EACCES, "exec.ask[0]", "exec.ask glob asks");
+	is_str(v.reason, "exec of /usr/bin/curl: ask by exec.ask[0]",
+	       "exec question");
+	ev_exec("/bin/sh", true);
+	DENIES(p, EACCES, "default", "exec outside both: denied");
+	ev_inet(WARD_NET_CONNECT, AF_INET, "10.1.2.3", 443);
+	ASKS(p, ECONNREFUSED, "ask-api", "net action ask");
+	ev_inet(WARD_NET_CONNECT, AF_INET, "10.1.2.3", 80);
+	DENIES(p, ECONNREFUSED, "default", "net: another port is denied");
+out:
+	policy_free(p);
+	policy_free(q);
+	/* audit mode: never asks, allows with would_deny */
+	p = load("{\"version\": 1, \"mode\": \"audit\", \"fs\": ["
+		 "{\"path\": \"/x\", \"ask\": [\"read\"]}]}");
+	if (ok(p != NULL, "audit ask policy loads")) {
+		ev_fs(R, "/x/y");
+		ALLOWS(p, "fs[0]", "audit mode: an ask is allowed");
+		ok(v.would_deny && !policy_asks(p),
+		   "  with would_deny, and nobody is asked");
+	}
 	policy_free(p);
 }
 
@@ -1773,7 +1851,8 @@ static void test_view(void)
 	policy_free(p);
 	p = load("{\"version\": 1, \"mode\": \"audit\", \"view\": "
 		 "\"policy\"}");
-	ok(p && !policy_view_host(p), "view: audit mode may ask for the policy's");
+	ok(p && !policy_view_host(p),
+	   "view: audit mode may ask for the policy's");
 	policy_free(p);
 	p = load("{\"version\": 1, \"view\": \"host\", \"fs\": [{\"path\":"
 		 " \"/srv/x\", \"deny\": [\"read\"]}, {\"path\": \"/srv/y\","
@@ -1783,7 +1862,8 @@ static void test_view(void)
 	is_int(policy_view(p, &pv), 0, "view: host, deny rules, a unix path");
 	ok(pv.host && in_list(pv.hide, pv.nhide, "/srv/x"),
 	   "... a deny of read hides even in the host's view");
-	ok(!in_list(pv.hide, pv.nhide, "/srv/y"), "... a deny of write does not");
+	ok(!in_list(pv.hide, pv.nhide, "/srv/y"),
+	   "... a deny of write does not");
 	ok(in_list(pv.show, pv.nshow, "/run/s.sock"),
 	   "... a unix socket path the rules allow is shown");
 	policy_view_free(&pv);
@@ -1804,7 +1884,8 @@ static void test_stat_of_what_is_not_there(void)
 		return;
 	ev_fs(S, "/s");
 	ev.exists = false;
-	DENIES(p, ENOENT, "secret", "stat of a denied path not in the view: ENOENT");
+	DENIES(p, ENOENT, "secret",
+	       "stat of a denied path not in the view: ENOENT");
 	ok(strstr(v.reason, "no such file in the run's view") != NULL, "... %s",
 	   v.reason);
 	ev_fs(S, "/s");
@@ -1866,6 +1947,199 @@ static void test_require(void)
 	ok(policy_layer_name(63) == NULL, "layer names: NULL past the end");
 }
 
+/* ---- phases ---- */
+
+static const char phased[] =
+	"{\"version\": 1, \"name\": \"phased\","
+	" \"fs\": ["
+	"  {\"id\": \"usr\", \"path\": \"/usr\", \"allow\": [\"read\", \"exec\"]},"
+	"  {\"id\": \"wd\", \"path\": \"$WORKDIR\", \"allow\": [\"read\", \"write\", \"create\"]},"
+	"  {\"id\": \"site-ro\", \"path\": \"$WORKDIR/site\", \"deny\": [\"write\", \"create\"]},"
+	"  {\"id\": \"key-no\", \"path\": \"/etc/key\", \"deny\": [\"read\"]}],"
+	" \"exec\": {\"allow\": [\"/usr/bin/python3\"]},"
+	" \"net\": {\"socket\": [\"unix\"], \"rules\": ["
+	"  {\"id\": \"offline\", \"family\": \"inet\", \"action\": \"deny\", \"errno\": \"ENETUNREACH\"}]},"
+	" \"phases\": {\"setup\": {"
+	"  \"description\": \"pip install\","
+	"  \"fs\": [{\"id\": \"site-rw\", \"path\": \"$WORKDIR/site\", \"allow\": [\"write\", \"create\"]},"
+	"         {\"path\": \"/opt\", \"allow\": [\"read\"]},"
+	"         {\"id\": \"key-yes\", \"path\": \"/etc/key\", \"allow\": [\"read\"]}],"
+	"  \"exec\": {\"allow\": [\"/usr/bin/dash\"]},"
+	"  \"net\": {\"socket\": [\"inet\"], \"rules\": ["
+	"   {\"id\": \"index\", \"family\": \"inet\", \"port\": 8123}]}}}}";
+
+/* setup is the base plus its own rules, which win; main (the base) never
+ * sees them */
+static void test_phases(void)
+{
+	struct policy *p = load(phased), *s;
+
+	if (!ok(p != NULL, "a phased policy loads"))
+		return;
+	s = policy_phase(p, "setup");
+	ok(s != NULL && s != p, "the setup phase is a policy of its own");
+	ok(policy_phase(p, "main") == NULL && policy_phase(p, "x") == NULL,
+	   "no phase but setup");
+	is_str(policy_phase_name(p, 0), "setup", "phase 0 is setup");
+	ok(policy_phase_name(p, 1) == NULL, "one phase");
+	if (!s) {
+		policy_free(p);
+		return;
+	}
+	is_str(policy_name(s), "phased", "a phase has its base's name");
+	is_int(policy_set_workdir(p, "/w"), 0, "bind the workdir");
+
+	ev_fs(W, "/w/site/a.py");
+	DENIES(p, EACCES, "site-ro", "main: the site dir is read-only");
+	ALLOWS(s, "site-rw", "setup: its rule beats the base's on one path");
+	ev_fs(W, "/w/other");
+	ALLOWS(s, "wd", "setup keeps the base's rules");
+	ev_fs(R, "/usr/lib/x");
+	ALLOWS(s, "usr", "setup reads /usr by the base's rule");
+	ev_fs(R, "/opt/x");
+	DENIES(p, EACCES, "default", "main: no rule for /opt");
+	ALLOWS(s, "phases.setup.fs[1]", "a phase rule's id is its JSON path");
+
+	ev_exec("/usr/bin/dash", true);
+	DENIES(p, EACCES, "default", "main: no shell");
+	ALLOWS(s, "phases.setup.exec.allow[0]", "setup: its exec glob");
+	ev_exec("/usr/bin/python3", true);
+	ALLOWS(s, "exec.allow[0]", "setup: the base's exec globs too");
+
+	ev_socket(AF_INET);
+	DENIES(p, EAFNOSUPPORT, "default", "main: no inet sockets");
+	ALLOWS(s, "net.socket", "setup: its socket families are added");
+	ev_socket(AF_UNIX);
+	ALLOWS(s, "net.socket", "setup: and the base's kept");
+
+	ev_inet(WARD_NET_CONNECT, AF_INET, "127.0.0.1", 8123);
+	DENIES(p, ENETUNREACH, "offline", "main: the index is denied");
+	ALLOWS(s, "index", "setup: its net rules come first");
+	ev_inet(WARD_NET_CONNECT, AF_INET, "127.0.0.1", 80);
+	DENIES(s, ENETUNREACH, "offline", "setup: other peers, the base's");
+
+	ok(!policy_net_beyond_loopback(p) && policy_net_beyond_loopback(s),
+	   "only setup reaches beyond loopback (the host's network)");
+
+	/* a file the policy hides, which the setup may read, exists there */
+	ev_fs(R, "/etc/key");
+	DENIES(p, EACCES, "key-no", "main: the key is denied");
+	ALLOWS(s, "key-yes", "setup: its rule on the same path wins");
+	struct policy_view pv, sv;
+	bool main_hides = false, setup_hides = false, setup_shows = false;
+	if (!policy_view(p, &pv)) {
+		for (size_t i = 0; i < pv.nhide; i++)
+			main_hides |= !strcmp(pv.hide[i], "/etc/key");
+		policy_view_free(&pv);
+	}
+	if (!policy_view(s, &sv)) {
+		for (size_t i = 0; i < sv.nhide; i++)
+			setup_hides |= !strcmp(sv.hide[i], "/etc/key");
+		for (size_t i = 0; i < sv.nshow; i++)
+			setup_shows |= !strcmp(sv.show[i], "/etc/key");
+		policy_view_free(&sv);
+	}
+	ok(main_hides && !setup_hides && setup_shows,
+	   "the view: hidden in main, shown in setup");
+
+	is_int(policy_protect(p, "/db/audit.db"), 0, "protect the record");
+	ev_fs(R, "/db/audit.db");
+	DENIES(s, EACCES, "floor.record", "the record is guarded in setup");
+	is_int(policy_set_workdir(p, "/v"), 0, "rebind");
+	ev_fs(W, "/v/site/a.py");
+	ALLOWS(s, "site-rw", "rebinding reaches the phase");
+	policy_free(p);
+
+	p = load("{\"version\": 1}");
+	ok(p && !policy_phase(p, "setup") && !policy_phase_name(p, 0),
+	   "a policy without phases has none");
+	policy_free(p);
+}
+
+/* net.allow_domains and the proxy's address floor (policy/domains.c). */
+static void test_domains(void)
+{
+	struct policy *p =
+		load("{\"version\": 1, \"net\": {\"allow_domains\": "
+		     "[\"PyPI.org.:443\", \"*.pythonhosted.org:443\"], "
+		     "\"hosts\": {\"m.test\": \"10.1.2.3\"}, "
+		     "\"allow_private\": [\"10.1.0.0/16\"]}}");
+	static const struct {
+		const char *name;
+		int port;
+		const char *rule;
+	} cases[] = {
+		{ "pypi.org", 443, "net.allow_domains[0]" },
+		{ "PYPI.ORG.", 443, "net.allow_domains[0]" },
+		{ "pypi.org", 80, "default" },
+		{ "evil-pypi.org", 443, "default" },
+		{ "files.pythonhosted.org", 443, "net.allow_domains[1]" },
+		{ "a.b.pythonhosted.org", 443, "net.allow_domains[1]" },
+		{ "pythonhosted.org", 443, "default" },
+		{ "xpythonhosted.org", 443, "default" },
+		{ "pypi.org Host: x", 443, "net.proxy-name" },
+		{ "", 443, "net.proxy-name" },
+	};
+	struct policy_verdict vd;
+	unsigned char a[16];
+	int fam = 0;
+
+	if (!ok(p && policy_net_proxy(p), "allow_domains: loads"))
+		return;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		policy_domain_check(p, cases[i].name, cases[i].port, &vd);
+		is_str(vd.rule, cases[i].rule, cases[i].name);
+		ok((vd.action == POLICY_ALLOW) ==
+			   !strncmp(cases[i].rule, "net.allow_domains", 17),
+		   "domain: action goes with the rule");
+	}
+	ok(policy_host_lookup(p, "M.test", &fam, a) == 0 && fam == AF_INET &&
+		   a[0] == 10 && a[3] == 3,
+	   "hosts: m.test");
+	ok(policy_host_lookup(p, "n.test", &fam, a) == -ENOENT, "hosts: miss");
+	ok(policy_add_host(p, "n.test:::1", NULL, 0) == 0 &&
+		   policy_host_lookup(p, "n.test", &fam, a) == 0 &&
+		   fam == AF_INET6 && a[15] == 1,
+	   "--add-host: an IPv6 address");
+	static const struct {
+		int fam;
+		const char *addr;
+		bool may;
+	} addrs[] = {
+		{ AF_INET, "93.184.216.34", true },
+		{ AF_INET, "127.0.0.1", false },
+		{ AF_INET, "169.254.169.254", false },
+		{ AF_INET, "10.0.0.1", false },
+		{ AF_INET, "10.1.9.9", true }, /* allow_private */
+		{ AF_INET, "172.31.0.1", false },
+		{ AF_INET, "192.168.1.1", false },
+		{ AF_INET, "100.100.0.1", false },
+		{ AF_INET, "0.0.0.0", false },
+		{ AF_INET6, "::1", false },
+		{ AF_INET6, "::", false },
+		{ AF_INET6, "::ffff:127.0.0.1", false },
+		{ AF_INET6, "::ffff:169.254.169.254", false },
+		{ AF_INET6, "::ffff:10.1.2.3", true },
+		{ AF_INET6, "64:ff9b::a9fe:a9fe", false },
+		{ AF_INET6, "2002:7f00:1::", false },
+		{ AF_INET6, "fd00::1", false },
+		{ AF_INET6, "fe80::1", false },
+		{ AF_INET6, "2606:4700::1", true },
+	};
+	for (size_t i = 0; i < sizeof(addrs) / sizeof(addrs[0]); i++) {
+		char why[160];
+
+		inet_pton(addrs[i].fam, addrs[i].addr, a);
+		ok(policy_proxy_may_reach(p, addrs[i].fam, a, why,
+					  sizeof(why)) == addrs[i].may,
+		   "may reach %s: %d", addrs[i].addr, addrs[i].may);
+	}
+	policy_free(p);
+	p = load("{\"version\": 1}");
+	ok(p && !policy_net_proxy(p), "no allow_domains: no proxy");
+	policy_free(p);
+}
+
 int main(void)
 {
 	test_errnames();
@@ -1890,6 +2164,7 @@ int main(void)
 	test_profile_default();
 	test_profile_default_limits();
 	test_profile_node_sh();
+	test_ask();
 	test_profile_audit();
 	test_bound_default();
 	test_bound_rules();
@@ -1897,5 +2172,7 @@ int main(void)
 	test_view();
 	test_stat_of_what_is_not_there();
 	test_require();
+	test_phases();
+	test_domains();
 	return done_testing();
 }

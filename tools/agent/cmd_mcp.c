@@ -350,6 +350,8 @@ static json_t *tools_call(struct mcp *m, struct job *j, json_t *id,
 
 /* ---- the lifecycle ---- */
 
+static void note_client(struct mcp *m, json_t *params);
+
 static json_t *initialize(struct mcp *m, json_t *id, json_t *params)
 {
 	const char *asked = mcp_str_at(params, "protocolVersion");
@@ -366,6 +368,7 @@ static json_t *initialize(struct mcp *m, json_t *id, json_t *params)
 			protocol_versions[0]);
 	/* The client's version when we speak it, else our newest: the client
    * then decides whether it can go on. */
+	note_client(m, params);
 	m->version = protocol_versions[0];
 	for (size_t i = 0;
 	     i < sizeof(protocol_versions) / sizeof(*protocol_versions); i++)
@@ -388,6 +391,95 @@ static json_t *initialize(struct mcp *m, json_t *id, json_t *params)
 			"run_code to keep state between cells, like a "
 			"notebook. Denied syscalls fail with an honest errno "
 			"(e.g. EACCES) and are listed in the result."));
+}
+
+/* What the client said of itself at initialize: can it be asked
+ * (elicitation in form mode: an empty object means form), and who it is. */
+static void note_client(struct mcp *m, json_t *params)
+{
+	json_t *caps = json_object_get(params, "capabilities");
+	json_t *el = json_object_get(caps, "elicitation");
+	json_t *info = json_object_get(params, "clientInfo");
+	const char *name = mcp_str_at(info, "name");
+	const char *ver = mcp_str_at(info, "version");
+
+	m->elicit = json_is_object(el) &&
+		    (json_object_size(el) == 0 || json_object_get(el, "form"));
+	snprintf(m->client, sizeof(m->client), "%s%s%s",
+		 name ? name : "a client that gave no name", ver ? " " : "",
+		 ver ? ver : "");
+}
+
+/* A question of an "ask" rule (session-ask.c): an elicitation/create
+ * request to a client that can be asked; any other is denied at once. */
+static void on_ask(void *arg, json_t *ask)
+{
+	struct mcp *m = arg;
+	const char *aid = mcp_str_at(ask, "id");
+	const char *q = mcp_str_at(ask, "question");
+	struct ws_error err;
+	char rid[48], msg[512];
+
+	if (!aid)
+		return;
+	if (!m->elicit) {
+		ws_ask_answer(m->ws, aid, "deny", "mcp",
+			      "ward (the client cannot be asked: no "
+			      "elicitation capability)",
+			      &err);
+		return;
+	}
+	pthread_mutex_lock(&m->ask_lock);
+	snprintf(rid, sizeof(rid), "ward-ask-%llu", ++m->elicit_seq);
+	if (!m->elicits)
+		m->elicits = json_object();
+	json_object_set_new(m->elicits, rid, json_string(aid));
+	pthread_mutex_unlock(&m->ask_lock);
+	snprintf(msg, sizeof(msg),
+		 "The code running under ward asks: %s. Allow it once, for "
+		 "the rest of this session's run, or deny it?",
+		 q ? q : "(no question)");
+	send_msg(m, json_pack(
+			    "{s:s, s:s, s:s, s:{s:s, s:{s:s, s:{s:{s:s, s:s, "
+			    "s:[s,s,s], s:s}}, s:[s]}, s:{s:O}}}",
+			    "jsonrpc", "2.0", "id", rid, "method",
+			    "elicitation/create", "params", "message", msg,
+			    "requestedSchema", "type", "object", "properties",
+			    "answer", "type", "string", "title", "Answer",
+			    "enum", "allow_once", "allow_always", "deny",
+			    "description",
+			    "allow_once: this call only; allow_always: the "
+			    "same call for the rest of the run; deny",
+			    "required", "answer", "_meta", "ward/ask", ask));
+}
+
+/* The client's response to an elicitation/create of on_ask: accept with
+ * an answer gives it; decline, cancel, an error or anything else: deny.
+ * False when id is none of ours. */
+static bool on_elicit_response(struct mcp *m, json_t *id, json_t *msg)
+{
+	const char *rid = json_string_value(id);
+	json_t *aid = NULL;
+	struct ws_error err;
+
+	if (!rid)
+		return false;
+	pthread_mutex_lock(&m->ask_lock);
+	aid = json_incref(json_object_get(m->elicits, rid));
+	json_object_del(m->elicits, rid);
+	pthread_mutex_unlock(&m->ask_lock);
+	if (!aid)
+		return false;
+	json_t *res = json_object_get(msg, "result");
+	const char *action = mcp_str_at(res, "action");
+	const char *a = mcp_str_at(json_object_get(res, "content"), "answer");
+	if (!action || strcmp(action, "accept") || !a ||
+	    (strcmp(a, "allow_once") && strcmp(a, "allow_always")))
+		a = "deny";
+	ws_ask_answer(m->ws, json_string_value(aid), a, "mcp", m->client,
+		      &err);
+	json_decref(aid);
+	return true;
 }
 
 static bool valid_id(json_t *id)
@@ -587,8 +679,12 @@ static json_t *handle(struct mcp *m, json_t *msg, struct job *j)
 			valid_id(id) ? id : NULL, WS_E_INVALID,
 			"Invalid Request: \"jsonrpc\" must be \"2.0\"");
 	if (!json_object_get(msg, "method") &&
-	    (json_object_get(msg, "result") || json_object_get(msg, "error")))
-		return NULL; /* a response: ward sends no requests */
+	    (json_object_get(msg, "result") || json_object_get(msg, "error"))) {
+		/* a response: to an elicitation/create (on_ask), else to
+		 * nothing ward sent */
+		on_elicit_response(m, id, msg);
+		return NULL;
+	}
 	if (!method)
 		return rpc_error(
 			valid_id(id) ? id : NULL, WS_E_INVALID,
@@ -852,8 +948,7 @@ static void usage(FILE *f)
 		"  --max-sessions N     sessions open at once (16)\n"
 		"  --max-request BYTES  longest request line (%u)\n"
 		"  --max-timeout SEC    cap on the timeout_s a model asks for (none): a\n"
-		"                       larger one is capped, and the result says so\n"
-		WS_POOL_HELP
+		"                       larger one is capped, and the result says so\n" WS_POOL_HELP
 		"  -v                   ward's own milestones on stderr\n"
 		"  -h, --help           this text\n"
 		"\n"
@@ -1020,6 +1115,7 @@ int ward_cmd_mcp(int argc, char **argv)
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&m.lock, NULL);
 	pthread_mutex_init(&m.out_lock, NULL);
+	pthread_mutex_init(&m.ask_lock, NULL);
 	rc = ws_stop_signals(on_stop, &m, &r.wake);
 	if (rc < 0) {
 		errno = -rc;
@@ -1031,6 +1127,7 @@ int ward_cmd_mcp(int argc, char **argv)
 		die_errno("mcp: cannot start");
 	}
 	ws_pool_start(m.ws, &po, "mcp");
+	ws_server_on_ask(m.ws, on_ask, &m);
 	pthread_t ticker;
 	rc = pthread_create(&ticker, NULL, tick_main, &m);
 	if (rc) {
@@ -1085,6 +1182,7 @@ int ward_cmd_mcp(int argc, char **argv)
 	pthread_mutex_unlock(&m.lock);
 	pthread_join(ticker, NULL);
 	ws_server_free(m.ws);
+	json_decref(m.elicits);
 	json_decref(m.tools);
 	free(r.buf);
 	json_decref(r.big_id);

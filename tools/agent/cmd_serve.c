@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "policy/policy.h"
 
 #define MAX_LINE     (16 << 20)
 #define MAX_INFLIGHT 256 /* requests answered at once */
@@ -78,6 +79,10 @@ static void usage(FILE *f)
 		"                  background?}  (background: {command_id} at once)\n"
 		"  command.wait, command.kill  {session_id, command_id}\n"
 		"  command.list   {session_id}\n"
+		"  ask.answer     {id, answer: allow_once|allow_always|deny, by?}  (a\n"
+		"                 question of an \"ask\" rule, sent as {\"event\": \"ask\",\n"
+		"                 \"ask\": {id, session_id, question, rule, target, ...}})\n"
+		"  ask.list       {}  (the questions waiting)\n"
 		"\n"
 		"In a python session, run takes language js (node) and bash (sh) too, a\n"
 		"context_id (contexts share no state) and env for that cell alone;\n"
@@ -108,6 +113,13 @@ static void usage(FILE *f)
 		"                       on stdout)\n"
 		"  --api-key KEY        the key E2B clients must send (X-API-Key;\n"
 		"                       default: $WARD_API_KEY; required with --listen)\n"
+		"  --setup FILE         with --listen: every sandbox first runs FILE\n"
+		"                       (language by its name, as ward run --setup)\n"
+		"                       under the policy's setup phase (\"phases\":\n"
+		"                       {\"setup\": ...}, docs/policy.md), like an E2B\n"
+		"                       template; its interpreter is handed out after.\n"
+		"                       A failed setup fails the sandbox's creation\n"
+		"  --setup-code CODE    the same with Python code given here\n"
 		"  --db PATH            audit database (default: $WARD_DB, then\n"
 		"                       $XDG_STATE_HOME/ward/audit.db)\n"
 		"  --seal-log FILE      append each session's seal to FILE (as ward run\n"
@@ -122,8 +134,7 @@ static void usage(FILE *f)
 		"  --max-sessions N     sessions open at once (16)\n"
 		"  --max-timeout SEC    cap on any cell's timeout_s (none): a larger\n"
 		"                       one is capped, and the result says so\n"
-		"                       (timeout_s, timeout_capped_from)\n"
-		WS_POOL_HELP
+		"                       (timeout_s, timeout_capped_from)\n" WS_POOL_HELP
 		"  -v                   ward's own milestones on stderr\n"
 		"  -h, --help           this text\n"
 		"\n"
@@ -145,6 +156,60 @@ static double num_arg(const char *opt, const char *s)
 	return v;
 }
 
+/* --setup FILE / --setup-code CODE (--listen only): {"code", "language"}
+ * for every sandbox's session.create, after checking that the servers'
+ * policy has a setup phase; dies (125) otherwise. */
+static json_t *serve_setup(const char *file, const char *code,
+			   const struct ws_config *cfg,
+			   const struct e2b_options *eo, int pool)
+{
+	const char *opt = file ? "--setup" : "--setup-code";
+	const char *lang = file ? ward_lang_of_file(file) : "python";
+	struct policy_error perr = { 0 };
+	struct policy *pol = NULL;
+	char *text = NULL, msg[1024];
+	size_t len = 0;
+
+	if (file && code)
+		die("serve: give one of --setup FILE and --setup-code CODE");
+	if (!eo->listen)
+		die("serve: %s is for --listen (every E2B sandbox runs it); over "
+		    "JSON lines, give session.create a \"setup\"",
+		    opt);
+	if (pool)
+		die("serve: %s with --pool: a pooled session has had no setup; "
+		    "leave out one of them",
+		    opt);
+	if (file) {
+		text = ward_read_path(file, &len);
+		if (!text)
+			die_errno("--setup %s", file);
+		if (strlen(text) != len)
+			die("--setup %s: a NUL byte in the code", file);
+	}
+	int rc = cfg->policy ? policy_load_file(cfg->policy, &pol, &perr)
+			     : policy_load_profile(cfg->profile ? cfg->profile
+								: "default",
+						   &pol, &perr);
+	if (rc < 0) {
+		policy_error_format(&perr, msg, sizeof(msg));
+		die("serve: bad policy: %s", msg);
+	}
+	if (!policy_phase(pol, "setup"))
+		die("%s: policy %s has no setup phase: add \"phases\": "
+		    "{\"setup\": {...}} with what the setup may do more than "
+		    "the code, and give it with --policy (docs/policy.md, "
+		    "\"Phases\")",
+		    opt, policy_name(pol));
+	policy_free(pol);
+	json_t *j = json_pack("{s:s, s:s}", "code", file ? text : code,
+			      "language", lang);
+	free(text);
+	if (!j)
+		die("out of memory");
+	return j;
+}
+
 /* --listen: the key, and limits in E2B's terms: a sandbox lives until its
  * timeout (ward's idle expiry is the lifetime cap), and a cell runs until
  * the client stops waiting (its runCode timeoutMs) or 300 s. */
@@ -160,10 +225,10 @@ static void e2b_defaults(struct ws_config *cfg, struct e2b_options *eo)
 	if (!cfg->idle_s)
 		cfg->idle_s = cfg->max_life_s;
 	if (!cfg->cell_timeout_s)
-		cfg->cell_timeout_s =
-			cfg->max_timeout_s > 0 && cfg->max_timeout_s < 300
-				? cfg->max_timeout_s
-				: 300;
+		cfg->cell_timeout_s = cfg->max_timeout_s > 0 &&
+						      cfg->max_timeout_s < 300
+					      ? cfg->max_timeout_s
+					      : 300;
 	eo->max_life_s = cfg->max_life_s;
 }
 
@@ -259,6 +324,13 @@ static void emit(struct srv *v, json_t *o)
 			debug("serve: stdout is gone: cancelling every request");
 		cancel_all(v);
 	}
+}
+
+/* A question of a session's "ask" rule (session-ask.c): an event line
+ * the client answers with ask.answer. */
+static void on_ask(void *arg, json_t *ask)
+{
+	emit(arg, json_pack("{s:s, s:O}", "event", "ask", "ask", ask));
 }
 
 static void emit_error(struct srv *v, json_t *id, int code, const char *msg)
@@ -563,6 +635,8 @@ int ward_cmd_serve(int argc, char **argv)
 		{ "preload", required_argument, 0, 'R' },
 		{ "listen", required_argument, 0, 'L' },
 		{ "api-key", required_argument, 0, 'K' },
+		{ "setup", required_argument, 0, 'U' },
+		{ "setup-code", required_argument, 0, 'C' },
 		{ "session-worker", no_argument, 0, 'W' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
@@ -570,6 +644,7 @@ int ward_cmd_serve(int argc, char **argv)
 	struct ws_config cfg = { 0 };
 	struct e2b_options eo = { 0 };
 	struct ws_pool_opts po = { 0 };
+	const char *setup_file = NULL, *setup_code = NULL;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
@@ -596,6 +671,8 @@ int ward_cmd_serve(int argc, char **argv)
 		case 'R': po.preload = optarg; break;
 		case 'L': eo.listen = optarg; break;
 		case 'K': eo.api_key = optarg; break;
+		case 'U': setup_file = optarg; break;
+		case 'C': setup_code = optarg; break;
 		case 'W': return ws_worker_main();
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return WARD_EXIT_INTERNAL;
@@ -610,6 +687,8 @@ int ward_cmd_serve(int argc, char **argv)
 		die("serve: --timeout %g is above --max-timeout %g; give a "
 		    "default within the cap",
 		    cfg.cell_timeout_s, cfg.max_timeout_s);
+	if (setup_file || setup_code)
+		eo.setup = serve_setup(setup_file, setup_code, &cfg, &eo, po.n);
 
 	/* A client that goes away must not kill the server mid-write. */
 	signal(SIGPIPE, SIG_IGN);
@@ -639,9 +718,11 @@ int ward_cmd_serve(int argc, char **argv)
 	if (eo.listen) {
 		rc = e2b_serve(s, &eo);
 		ws_server_free(s);
+		json_decref(eo.setup);
 		return rc < 0 ? WARD_EXIT_INTERNAL : 0;
 	}
 	v.ws = s;
+	ws_server_on_ask(s, on_ask, &v);
 	serve(&v);
 	if (stdout_gone())
 		cancel_all(&v);

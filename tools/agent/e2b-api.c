@@ -281,11 +281,20 @@ static void api_create(struct e2b *e, json_t *body, struct e2b_reply *rp)
 	p = json_pack("{s:s}", "language", "python");
 	if (p && envs && json_is_object(envs))
 		json_object_set(p, "env", envs);
+	/* the server's setup (--setup), E2B's template build: done before
+	 * the sandbox exists for the client */
+	if (p && e->setup)
+		json_object_set(p, "setup", e->setup);
 	/* the template is only a name here: the policy is the operator's
 	 * (ward serve --profile/--policy), never the client's to choose */
 	if (e2b_engine(e, "session.create", p, NULL, NULL, NULL, &res, &err) <
 	    0) {
-		e2b_reply_error(rp, err.code == WS_E_LIMIT ? 429 : 400,
+		/* a failed setup is the server's (its --setup), not the
+		 * request's; the message names the run that recorded it */
+		e2b_reply_error(rp,
+				err.code == WS_E_LIMIT		    ? 429
+				: !strncmp(err.message, "setup", 5) ? 500
+								    : 400,
 				"cannot create the sandbox: %s", err.message);
 		return;
 	}
@@ -446,6 +455,41 @@ static void api_sandbox(struct e2b *e, const char *method, const char *id,
 	}
 }
 
+/* ward's own: the questions of "ask" rules (docs/agents.md). GET
+ * /ward/asks lists those waiting (session_id is the sandbox's id); POST
+ * /ward/asks/ID {"answer", "by"?} answers one. */
+static void api_asks(struct e2b *e, const char *method, const char *id,
+		     json_t *body, struct e2b_reply *rp)
+{
+	struct ws_error err;
+	json_t *res = NULL;
+
+	if (!strcmp(method, "GET") && !*id) {
+		if (e2b_engine(e, "ask.list", json_object(), NULL, NULL, NULL,
+			       &res, &err) < 0)
+			e2b_reply_error(rp, 500, "%s", err.message);
+		else
+			e2b_reply_json(rp, 200, res);
+		return;
+	}
+	if (strcmp(method, "POST") || !*id) {
+		e2b_reply_error(rp, 404,
+				"%s /ward/asks%s%s: ward serves GET /ward/asks "
+				"and POST /ward/asks/ID {\"answer\"}",
+				method, *id ? "/" : "", id);
+		return;
+	}
+	const char *answer = json_string_value(json_object_get(body, "answer"));
+	const char *by = json_string_value(json_object_get(body, "by"));
+	if (ws_ask_answer(e->srv, id, answer, "http", by, &err) < 0) {
+		e2b_reply_error(rp, err.code == WS_E_PARAMS ? 400 : 500, "%s",
+				err.message);
+		return;
+	}
+	e2b_reply_json(rp, 200,
+		       json_pack("{s:s, s:s}", "id", id, "answer", answer));
+}
+
 static void control(struct e2b *e, struct e2b_req *r, struct e2b_reply *rp)
 {
 	const char *url = r->url, *m = r->method;
@@ -473,7 +517,10 @@ static void control(struct e2b *e, struct e2b_req *r, struct e2b_reply *rp)
 	}
 	if (!strncmp(url, "/v2/", 4))
 		url += 3;
-	if (!strcmp(url, "/sandboxes") && !strcmp(m, "POST")) {
+	if (!strncmp(url, "/ward/asks", 10) &&
+	    (url[10] == '\0' || url[10] == '/')) {
+		api_asks(e, m, url[10] ? url + 11 : "", body, rp);
+	} else if (!strcmp(url, "/sandboxes") && !strcmp(m, "POST")) {
 		api_create(e, body, rp);
 	} else if (!strcmp(url, "/sandboxes") && !strcmp(m, "GET")) {
 		api_list(e, r, rp);

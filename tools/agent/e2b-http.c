@@ -545,6 +545,7 @@ int e2b_serve(struct ws_server *s, const struct e2b_options *o)
 	if (rc < 0)
 		return rc;
 	e->max_life_s = o->max_life_s;
+	e->setup = o->setup;
 	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
 		rc = -errno;
 		e2b_free(e);

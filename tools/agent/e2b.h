@@ -29,6 +29,8 @@ struct e2b_options {
 	const char *listen;  /* HOST:PORT (127.0.0.1:49982 when NULL) */
 	const char *api_key; /* required by the control API */
 	double max_life_s;   /* the longest timeout a sandbox may get */
+	json_t *setup; /* {"code", "language"} every sandbox runs first (--setup;
+			* NULL: none); borrowed */
 };
 
 /* Serves until SIGINT or SIGTERM, then closes every sandbox. Returns 0 or
@@ -119,6 +121,7 @@ struct e2b {
 	struct ws_server *srv;
 	const char *api_key;
 	double max_life_s;    /* the longest timeout a sandbox may get */
+	json_t *setup;	      /* e2b_options.setup (borrowed) */
 	pthread_mutex_t lock; /* the list, the sandboxes, next_pid */
 	struct sbx *list;
 	unsigned next_pid;

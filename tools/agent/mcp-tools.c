@@ -105,7 +105,7 @@ static json_t *json_content(struct mcp *m, json_t *result, bool *is_error);
 static const char *const run_args[] = { "code", "language", "session_id",
 					"timeout_s", NULL };
 static const char *const create_args[] = { "language", "env", "timeout_s",
-					   NULL };
+					   "setup", NULL };
 static const char *const session_args[] = { "session_id", NULL };
 static const char *const write_args[] = { "session_id", "path", "text",
 					  "base64", NULL };
@@ -200,13 +200,20 @@ static const struct tool tools[] = {
 			"\"env\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"string\"},"
 			" \"description\": \"environment variables for the code\"},"
 			"\"timeout_s\": {\"type\": \"number\", \"exclusiveMinimum\": 0,"
-			" \"description\": \"default per-cell time limit\"}},"
+			" \"description\": \"default per-cell time limit\"},"
+			"\"setup\": {\"type\": \"object\", \"properties\": {"
+			" \"code\": {\"type\": \"string\"}, \"language\": " LANG_SCHEMA "},"
+			" \"required\": [\"code\"], \"additionalProperties\": false,"
+			" \"description\": \"code run first under the policy's setup"
+			" phase (e.g. pip install), before the interpreter starts under"
+			" the policy itself; nothing it starts lives on\"}},"
 			"\"additionalProperties\": false}",
 		.output_schema =
 			"{\"type\": \"object\", \"properties\": {"
 			"\"session_id\": {\"type\": \"string\"},"
 			"\"language\": {\"type\": \"string\"},"
-			"\"run_id\": {\"type\": \"string\"}},"
+			"\"run_id\": {\"type\": \"string\"},"
+			"\"setup\": {\"type\": \"object\"}},"
 			"\"required\": [\"session_id\"]}",
 		.content = json_content,
 	},

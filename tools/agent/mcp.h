@@ -47,6 +47,14 @@ struct mcp {
 	int n_jobs;
 	unsigned long long seq; /* tools/call requests read */
 	bool eof, stopping;	/* stopping: a stop signal came */
+	/* "ask" rules (cmd_mcp.c): can the client be asked (it declared
+	 * form elicitation), who it is, and the elicitation/create requests
+	 * sent (request id -> the question's id), under ask_lock */
+	bool elicit;
+	char client[160];
+	pthread_mutex_t ask_lock;
+	json_t *elicits;
+	unsigned long long elicit_seq;
 };
 
 /* The content blocks of a tool's result. It may trim result in place

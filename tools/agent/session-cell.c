@@ -154,6 +154,7 @@ struct cell {
 	int cancel_fd;	  /* the call's cancel (ws_cancel) */
 	bool cancelled;	  /* it fired while the cell ran */
 	bool overdue;	  /* sh: interrupted at its timeout */
+	bool asks_denied; /* its time up: its questions answered no */
 	long long int_ms; /* when it was last interrupted */
 };
 
@@ -636,6 +637,9 @@ static int interrupt_code(struct sess *x)
 		return -ESRCH;
 	if (kill(getpgid(p) == p ? -p : p, SIGINT) < 0)
 		return -errno;
+	/* a call waiting for an answer is stopped: no SIGINT reaches its
+	 * thread until the call is answered */
+	ws_ask_cancel(x, "the cell was interrupted");
 	return 0;
 }
 
@@ -681,6 +685,13 @@ static bool await_result(struct cell *c, long long deadline, long long int_at)
 			return false;
 		if (x->res < 0 && x->ctl < 0)
 			return false;
+		/* a call waiting for an answer at the cell's timeout: no,
+		 * so that python's driver, which times its cells, can
+		 * interrupt it (its thread is stopped until then) */
+		if (!c->asks_denied && now >= deadline - GRACE_MS) {
+			c->asks_denied = true;
+			ws_ask_cancel(x, "the cell's time was up");
+		}
 		if (int_at > 0 && !c->overdue && !c->cancelled &&
 		    now >= int_at) {
 			c->overdue = true;
@@ -696,6 +707,8 @@ static bool await_result(struct cell *c, long long deadline, long long int_at)
 			wait = 200;
 		if (int_at > 0 && !c->overdue && wait > int_at - now)
 			wait = int_at - now;
+		if (!c->asks_denied && wait > deadline - GRACE_MS - now)
+			wait = deadline - GRACE_MS - now;
 		int n = poll(q, 5, (int)wait);
 		if (again && ws_mono_ms() - c->int_ms >= 200) {
 			interrupt_code(x);

@@ -67,8 +67,9 @@ struct ws_pool {
 	/* [s] the sessions ready, oldest first (linked by next) */
 	struct sess *ready, **tail;
 	int n_ready;
-	long long taken_ms;	  /* [s] the last hand-out (monotonic) */
-	bool stop;		  /* [s] */
+	int waiting;	    /* [s] ws_pool_take_wait callers waiting for one */
+	long long taken_ms; /* [s] the last hand-out (monotonic) */
+	bool stop;	    /* [s] */
 	struct ws_cancel *cancel; /* fired at stop: a running warm-up ends */
 	pthread_cond_t cond;	  /* [s] taken from, or stop */
 	pthread_t th;
@@ -315,6 +316,7 @@ static void push(struct ws_pool *p, struct sess *x)
 	*p->tail = x;
 	p->tail = &x->next;
 	p->n_ready++;
+	pthread_cond_broadcast(&p->cond); /* ws_pool_take_wait */
 }
 
 static bool aged(const struct ws_server *s, const struct sess *x, long long now)
@@ -421,6 +423,41 @@ int ws_pool_take(struct ws_server *s, const struct ws_start *st,
 	}
 }
 
+int ws_pool_take_wait(struct ws_server *s, const struct ws_start *st,
+		      struct ws_cancel *cancel, struct sess **out)
+{
+	struct ws_pool *p = s->pool;
+
+	for (;;) {
+		int rc = ws_pool_take(s, st, out);
+		if (rc < 0 || *out || !p || !fits(s, st))
+			return rc;
+		pthread_mutex_lock(&s->lock);
+		p->waiting++;
+		pthread_cond_broadcast(&p->cond); /* pool_main: one is wanted */
+		while (!p->n_ready && !p->stop &&
+		       !(cancel && atomic_load(&cancel->fired))) {
+			struct timespec ts;
+			ws_time_in(&ts, CLOCK_MONOTONIC, 100);
+			pthread_cond_timedwait(&p->cond, &s->lock, &ts);
+		}
+		bool over = p->stop || (cancel && atomic_load(&cancel->fired));
+		p->waiting--;
+		pthread_mutex_unlock(&s->lock);
+		if (over)
+			return -ECANCELED;
+	}
+}
+
+void ws_pool_want(struct ws_server *s, int n)
+{
+	if (!s->pool)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->pool->want = n;
+	pthread_mutex_unlock(&s->lock);
+}
+
 /* Lock held: a ready session that waited too long (or NULL). */
 static struct sess *pop_aged(struct ws_server *s)
 {
@@ -453,7 +490,9 @@ static void *pool_main(void *arg)
 		long long calm = p->n_ready ? p->taken_ms + REFILL_DELAY_MS : 0;
 		if (next_try < calm)
 			next_try = calm;
-		if (p->n_ready < p->want && now >= next_try) {
+		/* as many as wanted, or as callers wait for */
+		int want = p->want > p->waiting ? p->want : p->waiting;
+		if (p->n_ready < want && now >= next_try) {
 			pthread_mutex_unlock(&s->lock);
 			x = pool_make(s, s->drop ? REFILL_NICE : 0, &err);
 			if (!x && !atomic_load(&p->cancel->fired))
@@ -475,7 +514,7 @@ static void *pool_main(void *arg)
 			}
 			continue;
 		}
-		long long wait = p->n_ready < p->want ? next_try - now : 1000;
+		long long wait = p->n_ready < want ? next_try - now : 1000;
 		struct timespec ts;
 		ws_time_in(&ts, CLOCK_MONOTONIC, wait > 1000 ? 1000 : wait);
 		pthread_cond_timedwait(&p->cond, &s->lock, &ts);

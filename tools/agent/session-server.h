@@ -75,6 +75,7 @@ struct sess {
 	 * changes those two unlocked) */
 	long long shown_count, shown_last_ms;
 	json_t *metadata;	/* the creator's, as given (or NULL) */
+	json_t *setup;		/* how its setup phase went (or NULL) */
 	struct sess *reap_next; /* expire()'s list of sessions to close */
 	char id[24];
 	char lang[8];
@@ -131,6 +132,7 @@ struct sess {
 	pthread_cond_t cmd_cond;
 	struct ws_cmd *cmds;
 	unsigned cmd_next;
+	struct ws_server *srv; /* its server (questions: session-ask.c) */
 };
 
 /* A session that is gone, remembered so that a request naming it learns
@@ -162,6 +164,14 @@ struct ws_server {
 	bool spawn_stop;
 	struct ws_pool *pool; /* --pool (session-pool.c), or NULL */
 	int bg_threads; /* [s] background commands' threads (session-ctx.c) */
+	/* questions of "ask" rules waiting (session-ask.c), under ask_lock
+	 * (never taken with lock held after it: it may be taken under
+	 * lock) */
+	pthread_mutex_t ask_lock;
+	struct ws_ask *asks;
+	unsigned ask_seq;
+	ws_ask_fn ask_fn;
+	void *ask_arg;
 };
 
 /* What session.create (or a one-shot run) asks for: a session started
@@ -173,6 +183,9 @@ struct ws_start {
 	int nice; /* the worker's and its sandbox's nice value (0: as the
 		   * server's) */
 	json_t *env, *metadata;
+	/* {"code", "language"}: run first under the policy's setup phase
+	 * (session-worker.c), or NULL */
+	json_t *setup;
 	struct ws_cancel *oneshot; /* a one-shot's: it starts busy */
 };
 /* A session's worker started, its run recorded (*out: not listed, one
@@ -189,6 +202,10 @@ void ws_sess_finish(struct ws_server *s, struct sess *x);
  * warm-up's result kept (ws_run_cell, for a warming session). */
 int ws_pool_take(struct ws_server *s, const struct ws_start *st,
 		 struct sess **out);
+/* ws_pool_take, waiting for a ready one while the pool runs and cancel
+ * (or NULL) is not fired: -ECANCELED then. */
+int ws_pool_take_wait(struct ws_server *s, const struct ws_start *st,
+		      struct ws_cancel *cancel, struct sess **out);
 void ws_pool_free(struct ws_server *s);
 int ws_pool_keep_warmup(struct sess *x, const struct audit_cell *ac,
 			json_t *result);
@@ -199,6 +216,17 @@ struct cell_limits {
 	double timeout_s, asked_s;
 	bool capped;
 };
+
+/* session-ask.c: a line from x's worker that is a question ({"ask"}):
+ * kept and passed to the server's ask_fn; false for any other line. */
+bool ws_ask_line(struct sess *x, const char *line);
+/* x's questions waiting (its cell interrupted: cancel, timeout) answered
+ * "deny", recorded as by "ward: why". */
+void ws_ask_cancel(struct sess *x, const char *why);
+/* The server's questions: "ask.list" and "ask.answer" (1: not theirs). */
+int ws_ask_call(struct ws_server *s, const char *method, json_t *p,
+		json_t **res, struct ws_error *err);
+void ws_ask_free(struct ws_server *s);
 
 /* Small helpers (session.c; their contracts are at their definitions). */
 long long ws_mono_ms(void);

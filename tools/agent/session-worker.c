@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
+#include "common/json.h"
 #include "common/log.h"
 #include "common/sha256.h"
 #include "policy/policy.h"
@@ -178,6 +179,33 @@ static int ws_begin_record(void *arg, struct audit **out, char *err, size_t n)
 	return 0;
 }
 
+/* The same, without telling the server: a session with a setup says its
+ * run id when the setup is over (ws_setup_run). */
+static int ws_begin_record_quiet(void *arg, struct audit **out, char *err,
+				 size_t n)
+{
+	struct ward_record *r = arg;
+
+	if (ward_record_begin(r) < 0) {
+		snprintf(err, n, "%s", r->err);
+		return -EIO;
+	}
+	*out = r->au;
+	return 0;
+}
+
+/* The interpreter of lang under pol: the policy's, else the system's. */
+static const char *interp_of(const struct policy *pol, const char *lang)
+{
+	const char *interp = policy_interpreter(pol, lang);
+
+	if (interp)
+		return interp;
+	return !strcmp(lang, "node") ? "/usr/bin/node"
+	       : !strcmp(lang, "sh") ? "/bin/sh"
+				     : "/usr/bin/python3";
+}
+
 /* The session's policy: the policy file, else the profile, else the
  * language's default profile. 0, or fail()'s status. */
 static int load_policy(const char *lang, const char *profile, const char *pfile,
@@ -246,9 +274,9 @@ static int workdir_quota(const char *workdir, long long disk_bytes, bool drop,
 	return 0;
 }
 
-/* The run's end row written and said to the server ({"end": ...} on the
- * control socket). -EIO when the seal log failed, else 0. */
-static int end_run(struct audit *au, const struct tracer_result *r)
+/* The run's end row written and, when tell, said to the server ({"end":
+ * ...} on the control socket). -EIO when the seal log failed, else 0. */
+static int end_run(struct audit *au, const struct tracer_result *r, bool tell)
 {
 	char *layers = json_layers(r);
 	struct audit_run_end re;
@@ -257,13 +285,110 @@ static int end_run(struct audit *au, const struct tracer_result *r)
 		re.cause = r->setup_error;
 	int arc = audit_run_end(au, &re);
 	const char *slog = audit_seal_log_error(au);
-	reply(json_pack("{s:{s:s, s:s, s:i, s:i, s:b, s:o}}", "end", "status",
-			r->status, "cause", re.cause ? re.cause : "",
-			"exit_code", r->exit_code, "signal", r->signal,
-			"recorded", arc == 0, "seal_log_error",
-			slog ? json_string(slog) : json_null()));
+	if (tell)
+		reply(json_pack("{s:{s:s, s:s, s:i, s:i, s:b, s:o}}", "end",
+				"status", r->status, "cause",
+				re.cause ? re.cause : "", "exit_code",
+				r->exit_code, "signal", r->signal, "recorded",
+				arc == 0, "seal_log_error",
+				slog ? json_string(slog) : json_null()));
 	free(layers);
 	return slog ? -EIO : 0;
+}
+
+/*
+ * The session's setup (cfg "setup": {"code", "language"}), run before its
+ * interpreter under the policy's setup phase, as ward run --setup does
+ * (tools/run/cmd_run.c): its own processes, every one ended when its first
+ * exits, its output recorded and returned to the server (not mixed into
+ * the first cell's), the run's record begun by it. Then the server hears
+ * {"run_id", "setup"}, or, when the setup failed, *failed is set to
+ * {"run_id", "error", "setup"} for the caller to send once the run's end
+ * is recorded (the session does not start). *to becomes the interpreter's
+ * options. Returns 0 when the interpreter is to start, 1 when the setup
+ * failed (its phase recorded), or fail()'s status.
+ */
+static int ws_setup_run(json_t *setup, double timeout_s, struct policy *pol,
+			struct tracer_opts *to, struct ward_record *rec,
+			struct tracer_result *sr, json_t **failed)
+{
+	const char *code = json_string_value(json_object_get(setup, "code"));
+	const char *lang =
+		json_string_value(json_object_get(setup, "language"));
+	struct policy *sp = policy_phase(pol, "setup");
+	struct tracer_opts so = *to;
+	long long t0, t1;
+	char msg[1024];
+
+	if (!sp)
+		return fail("setup: policy %s has no setup phase: add "
+			    "\"phases\": {\"setup\": {...}} (docs/policy.md, "
+			    "\"Phases\")",
+			    policy_name(pol));
+	if (!code || !lang)
+		return fail("session worker: bad setup");
+	char *argv[5] = { (char *)interp_of(sp, lang),
+			  (char *)(!strcmp(lang, "node") ? "-e" : "-c"),
+			  (char *)code, NULL, NULL };
+	if (!strcmp(lang, "sh"))
+		argv[3] = (char *)"sh";
+	if (access(argv[0], X_OK) < 0)
+		return fail("setup: interpreter %s: not executable", argv[0]);
+	so.interpreter = argv[0];
+	so.argv = argv;
+	so.policy = sp;
+	so.record = ws_begin_record_quiet;
+	so.n_code_fds = 0;
+	so.side_in = so.side_out = -1;
+	so.passthrough = false;
+	so.pass_past_limit = false;
+	so.capture = true;
+	so.end_cause = "the setup's first process exited; the processes it "
+		       "left were ended before the session started";
+	so.limits.wall_ms = (long long)(timeout_s * 1000);
+	t0 = realtime_ns();
+	int rc = tracer_run(&so, sr);
+	t1 = realtime_ns();
+	if (!rec->ran)
+		ws_begin_record_quiet(rec, &rec->au, msg, sizeof(msg));
+	if (!rec->au)
+		return fail("%s", rec->err);
+	if (rec->ri->start_ns > t0 && rec->ri->start_ns < t1)
+		t0 = rec->ri->start_ns;
+	char *layers = json_layers(sr);
+	int prc = ward_record_phase(rec->au, rec->run_id, 1, "setup", sr, t0,
+				    t1, 0, code, strlen(code), layers);
+	free(layers);
+	json_t *res = json_pack("{s:s, s:i, s:I, s:I}", "status", sr->status,
+				"exit_code", sr->exit_code, "events",
+				(json_int_t)sr->events, "denied",
+				(json_int_t)sr->denials);
+	if (!res ||
+	    ward_json_set_bytes(res, "stdout", sr->out[1], sr->out_len[1]) ||
+	    ward_json_set_bytes(res, "stderr", sr->out[2], sr->out_len[2]))
+		return fail("out of memory");
+	bool ok = rc == 0 && prc == 0 && !strcmp(sr->status, "ok");
+	if (!ok) {
+		snprintf(msg, sizeof(msg),
+			 "setup failed (%s%s%s), the session did not start; "
+			 "its record: run %s",
+			 prc ? "its phase not recorded" : sr->status,
+			 sr->cause[0] ? ": " : "", sr->cause, rec->run_id);
+		*failed = json_pack("{s:s, s:s, s:o}", "run_id", rec->run_id,
+				    "error", msg, "setup", res);
+		return 1;
+	}
+	reply(json_pack("{s:s, s:o}", "run_id", rec->run_id, "setup", res));
+	to->record = NULL;
+	to->record_run_on = NULL;
+	to->record_join = NULL;
+	to->audit = rec->au;
+	to->prepared = NULL;
+	to->first_serial = (int)sr->processes;
+	to->limits.events = to->limits.events > sr->events
+				    ? to->limits.events - sr->events
+				    : 1;
+	return 0;
 }
 
 int ws_worker_main(void)
@@ -297,11 +422,7 @@ int ws_worker_main(void)
 	/* The filter compiles while the run is recorded (as ward run). */
 	struct tracer_prepared *prep = NULL;
 	tracer_prepare(pol, &prep);
-	const char *interp = policy_interpreter(pol, lang);
-	if (!interp)
-		interp = !strcmp(lang, "node") ? "/usr/bin/node"
-			 : !strcmp(lang, "sh") ? "/bin/sh"
-					       : "/usr/bin/python3";
+	const char *interp = interp_of(pol, lang);
 	if (access(interp, X_OK) < 0)
 		return fail("interpreter %s: not executable", interp);
 	const char *drv = driver(lang);
@@ -390,11 +511,48 @@ int ws_worker_main(void)
 		.side_out = WS_FD_RESULT,
 		.end_with_root = true,
 		.prepared = prep,
+		/* questions of "ask" rules go to the server on the control
+		 * socket, its answers come back there (session-ask.c); else
+		 * the server's only writes after the configuration are a
+		 * pooled one-shot's limit, from its hand-out on
+		 * (session-script.c; a policy that asks is never pooled for
+		 * one-shots) */
+		.ask_fd = policy_asks(pol) ? WS_FD_CTL : -1,
+		.wall_fd = policy_asks(pol) ? -1 : WS_FD_CTL,
 	};
-	struct tracer_result r;
-	rc = tracer_run(&to, &r);
+	struct tracer_result r, sr;
+	json_t *setup = json_object_get(cfg, "setup"), *failed = NULL;
+	double setup_s = 120;
+	bool main_runs = true;
+	long long main_t0 = 0;
+	memset(&sr, 0, sizeof(sr));
+	if (setup) {
+		json_unpack(cfg, "{s?F}", "setup_timeout_s", &setup_s);
+		rc = ws_setup_run(setup, setup_s, pol, &to, &rec, &sr, &failed);
+		if (rc > 1) { /* told the server already */
+			tracer_result_free(&sr);
+			tracer_prepared_free(prep);
+			close(side[0]);
+			close(side[1]);
+			return rc;
+		}
+		main_runs = rc == 0;
+	}
+	if (main_runs) {
+		main_t0 = realtime_ns();
+		rc = tracer_run(&to, &r);
+	} else { /* the run is the setup's */
+		r = sr;
+		memset(&sr, 0, sizeof(sr));
+		rc = 0;
+	}
 	tracer_layer_add(&r, "workdir-quota", quota, quota_detail);
 	ward_workdir_layer(&r, workdir, home);
+	if (setup && main_runs && rec.au &&
+	    ward_record_phase(rec.au, rec.run_id, 2, "main", &r, main_t0,
+			      realtime_ns(), to.first_serial, NULL, 0,
+			      NULL) < 0)
+		rc = -EIO;
 	if (!rec.ran) /* tracer_run failed before it could record the run */
 		ws_begin_record(&rec, &au, msg, sizeof(msg));
 	if (!rec.au) {
@@ -405,9 +563,19 @@ int ws_worker_main(void)
 		return fail("%s", rec.err);
 	}
 	au = rec.au;
-	if (end_run(au, &r) < 0)
+	if (setup && main_runs) { /* the run's counts are both phases' */
+		r.events += sr.events;
+		r.denials += sr.denials;
+		r.processes += sr.processes;
+	}
+	/* after a failed setup the server hears its error, once the run's
+	 * end is recorded (it ends this worker then) */
+	if (end_run(au, &r, !failed) < 0)
 		rc = -EIO;
+	if (failed)
+		reply(failed);
 	tracer_result_free(&r);
+	tracer_result_free(&sr);
 	tracer_prepared_free(prep);
 	audit_close(au);
 	close(side[0]);

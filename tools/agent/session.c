@@ -341,7 +341,8 @@ void ws_read_ctl(struct sess *x)
 	x->ctlbuf[x->ctl_len] = '\0';
 	while ((nl = strchr(x->ctlbuf, '\n'))) {
 		*nl = '\0';
-		parse_end(x, x->ctlbuf);
+		if (!ws_ask_line(x, x->ctlbuf))
+			parse_end(x, x->ctlbuf);
 		x->ctl_len -= (size_t)(nl + 1 - x->ctlbuf);
 		memmove(x->ctlbuf, nl + 1, x->ctl_len + 1);
 	}
@@ -407,6 +408,7 @@ static void sess_free(struct sess *x)
 	free(x->resbuf);
 	json_decref(x->pending_errors);
 	json_decref(x->metadata);
+	json_decref(x->setup);
 	ws_ctx_free(x);
 	pthread_cond_destroy(&x->turn);
 	ws_cmds_destroy(x);
@@ -468,10 +470,12 @@ __attribute__((noreturn)) static void exec_worker(int ctl, int cells, int res,
 	_exit(127);
 }
 
-/* Waits for the worker's first line: {"run_id"} or {"error"}. */
-static int await_start(struct sess *x, struct ws_error *err)
+/* Waits for the worker's first line: {"run_id"} (and "setup" when it ran
+ * one: after it, so the session starts with its setup done) or {"error"}.
+ * extra_ms: the setup's time. */
+static int await_start(struct sess *x, long long extra_ms, struct ws_error *err)
 {
-	long long end = ws_mono_ms() + START_MS;
+	long long end = ws_mono_ms() + START_MS + extra_ms;
 	char *nl;
 
 	for (;;) {
@@ -480,8 +484,8 @@ static int await_start(struct sess *x, struct ws_error *err)
 		if (left <= 0)
 			return ws_fail(err, WS_E_INTERNAL,
 				       "the session's supervisor did not start "
-				       "within %d s",
-				       START_MS / 1000);
+				       "within %lld s",
+				       (START_MS + extra_ms) / 1000);
 		if (poll(&q, 1, (int)left) <= 0)
 			continue;
 		ssize_t n = read(x->ctl, x->ctlbuf + x->ctl_len,
@@ -500,12 +504,15 @@ static int await_start(struct sess *x, struct ws_error *err)
 	const char *id = json_string_value(json_object_get(j, "run_id"));
 	const char *e = json_string_value(json_object_get(j, "error"));
 	int rc = 0;
-	if (id && strlen(id) == AUDIT_RUN_ID_LEN)
+	x->setup = json_incref(json_object_get(j, "setup"));
+	if (id && strlen(id) == AUDIT_RUN_ID_LEN && !e)
 		snprintf(x->run_id, sizeof(x->run_id), "%s", id);
 	else
 		rc = ws_fail(err,
-			     e && !strncmp(e, "bad policy", 10) ? WS_E_PARAMS
-								: WS_E_INTERNAL,
+			     e && (!strncmp(e, "bad policy", 10) ||
+				   !strncmp(e, "setup", 5))
+				     ? WS_E_PARAMS
+				     : WS_E_INTERNAL,
 			     "%s", e ? e : "the session's supervisor failed");
 	x->ctl_len -= (size_t)(nl + 1 - x->ctlbuf);
 	memmove(x->ctlbuf, nl + 1, x->ctl_len + 1);
@@ -557,8 +564,7 @@ int ws_get_str(json_t *p, const char *key, const char **out,
 	return 0;
 }
 
-int ws_get_num(json_t *p, const char *key, double *out,
-		   struct ws_error *err)
+int ws_get_num(json_t *p, const char *key, double *out, struct ws_error *err)
 {
 	json_t *v = json_object_get(p, key);
 
@@ -642,7 +648,6 @@ static long long life_ms(const struct ws_server *s, double asked, bool *capped)
 	return (long long)((cut ? s->cfg.max_life_s : asked) * 1000);
 }
 
-
 /* A slot under max_sessions, kept while the session starts (the lock is
  * not held while a worker starts: other calls go on). */
 static int reserve_slot(struct ws_server *s, struct ws_error *err)
@@ -704,15 +709,49 @@ static int check_metadata(json_t *md, struct ws_error *err)
 	return 0;
 }
 
+/* params.setup: code to run first under the policy's setup phase, as a
+ * string (in the session's language) or {"code", "language"}; *out a new
+ * {"code", "language"} or NULL. */
+static int get_setup(json_t *p, const char *lang, json_t **out,
+		     struct ws_error *err)
+{
+	json_t *v = json_object_get(p, "setup");
+	const char *code = NULL, *sl = lang;
+
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return 0;
+	if (json_is_string(v)) {
+		code = json_string_value(v);
+	} else if (json_is_object(v)) {
+		if (ws_only_keys(v, err, "code", "language", NULL) < 0 ||
+		    ws_get_str(v, "code", &code, err) < 0 ||
+		    ws_get_str(v, "language", &sl, err) < 0)
+			return -1;
+		sl = sl ? ws_lang_canon(sl) : lang;
+	}
+	if (!code)
+		return ws_fail(err, WS_E_PARAMS,
+			       "params.setup: give the setup's code, as a "
+			       "string or {\"code\", \"language\"}");
+	if (!valid_lang(sl))
+		return ws_fail(err, WS_E_PARAMS,
+			       "params.setup.language: '%s' is not one of "
+			       "python, node, sh",
+			       sl);
+	*out = json_pack("{s:s, s:s}", "code", code, "language", sl);
+	return *out ? 0 : ws_fail(err, WS_E_INTERNAL, "out of memory");
+}
+
 static int sess_start(struct ws_server *s, json_t *p, struct ws_cancel *oneshot,
 		      struct sess **out, struct ws_error *err)
 {
 	struct ws_start st = { .lang = "python",
-			    .timeout = s->cfg.cell_timeout_s,
-			    .life_s = s->cfg.max_life_s,
-			    .env = json_object_get(p, "env"),
-			    .metadata = json_object_get(p, "metadata"),
-			    .oneshot = oneshot };
+			       .timeout = s->cfg.cell_timeout_s,
+			       .life_s = s->cfg.max_life_s,
+			       .env = json_object_get(p, "env"),
+			       .metadata = json_object_get(p, "metadata"),
+			       .oneshot = oneshot };
 	const char *lang = "python";
 	json_t *env = st.env;
 
@@ -732,7 +771,8 @@ static int sess_start(struct ws_server *s, json_t *p, struct ws_cancel *oneshot,
 			       "params.language: '%s' is not one of python, "
 			       "node, sh",
 			       lang);
-	if (ws_check_env(env, err) < 0)
+	if (ws_check_env(env, err) < 0 ||
+	    get_setup(p, lang, &st.setup, err) < 0)
 		return -1;
 	st.lang = lang;
 	if (!st.profile && !st.policy) {
@@ -743,12 +783,16 @@ static int sess_start(struct ws_server *s, json_t *p, struct ws_cancel *oneshot,
 			st.profile =
 				lang; /* as ward run: a profile per language */
 	}
-	if (reserve_slot(s, err) < 0)
+	if (reserve_slot(s, err) < 0) {
+		json_decref(st.setup);
 		return -1;
+	}
 	struct sess *x = NULL;
-	int rc = ws_pool_take(s, &st, &x);
+	/* a pooled session has had no setup */
+	int rc = st.setup ? 0 : ws_pool_take(s, &st, &x);
 	if (!x)
 		rc = ws_sess_spawn(s, &st, &x, err);
+	json_decref(st.setup);
 	pthread_mutex_lock(&s->lock);
 	s->starting--;
 	if (!rc) {
@@ -837,6 +881,7 @@ int ws_sess_spawn(struct ws_server *s, const struct ws_start *st,
 	close(o1[1]);
 	close(o2[1]);
 	x->ctl = ctl[0];
+	x->srv = s;
 	x->cells = cells[0];
 	x->res = res[0];
 	x->out[1] = o1[0];
@@ -861,6 +906,11 @@ int ws_sess_spawn(struct ws_server *s, const struct ws_start *st,
 				    json_integer((json_int_t)memory_mb));
 	if (env && json_is_object(env))
 		json_object_set(cfg, "env", env);
+	if (st->setup) { /* its time limit: the cells' */
+		json_object_set(cfg, "setup", st->setup);
+		json_object_set_new(cfg, "setup_timeout_s",
+				    json_real(st->timeout));
+	}
 	char *line = json_dumps(cfg, JSON_COMPACT);
 	json_decref(cfg);
 	int rc = line ? ws_write_all(x->ctl, line, strlen(line)) : -ENOMEM;
@@ -873,7 +923,8 @@ int ws_sess_spawn(struct ws_server *s, const struct ws_start *st,
 			       "cannot configure the session's supervisor: %s",
 			       strerror(-rc));
 	}
-	if (await_start(x, err) < 0) {
+	if (await_start(x, st->setup ? (long long)(st->timeout * 1000) : 0,
+			err) < 0) {
 		sess_free(x);
 		return -1;
 	}
@@ -1070,7 +1121,7 @@ static int m_create(struct ws_server *s, json_t *p, json_t **res,
 
 	if (ws_only_keys(p, err, "language", "profile", "policy", "env",
 			 "timeout_s", "memory_mb", "life_s", "metadata",
-			 NULL) < 0 ||
+			 "setup", NULL) < 0 ||
 	    ws_get_num(p, "life_s", &life, err) < 0 ||
 	    sess_start(s, p, NULL, &x, err) < 0)
 		return -1;
@@ -1080,6 +1131,8 @@ static int m_create(struct ws_server *s, json_t *p, json_t **res,
 			 (json_int_t)expires_wall_ms(x, x->expires_ms));
 	if (*res && capped)
 		json_object_set_new(*res, "life_capped_from", json_real(life));
+	if (*res && x->setup) /* how its setup went */
+		json_object_set(*res, "setup", x->setup);
 	ws_sess_put(s, x);
 	return 0;
 }
@@ -1414,6 +1467,7 @@ int ws_server_new(const struct ws_config *cfg, struct ws_server **out)
 		return rc;
 	}
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->ask_lock, NULL);
 	pthread_cond_init(&s->spawn_cond, NULL);
 	pthread_cond_init(&s->spawn_done, NULL);
 	rc = -pthread_create(&s->spawner, NULL, spawner_main, s);
@@ -1474,12 +1528,19 @@ void ws_server_free(struct ws_server *s)
 	pthread_cond_destroy(&s->spawn_cond);
 	pthread_cond_destroy(&s->spawn_done);
 	pthread_mutex_destroy(&s->lock);
+	ws_ask_free(s);
+	pthread_mutex_destroy(&s->ask_lock);
 	free(s);
 }
 
 const char *ws_server_db(const struct ws_server *s)
 {
 	return s->db;
+}
+
+struct audit *ws_server_audit(const struct ws_server *s)
+{
+	return s->au;
 }
 
 void ws_server_tick(struct ws_server *s)
@@ -1511,6 +1572,9 @@ static int dispatch(struct ws_server *s, const char *method, json_t *p,
 	rc = ws_ctx_call(s, method, p, fn, fn_arg, cancel, result, err);
 	if (rc <= 0)
 		return rc;
+	rc = ws_ask_call(s, method, p, result, err);
+	if (rc <= 0)
+		return rc;
 	return ws_fail(err, WS_E_METHOD,
 		       "unknown method '%s'; methods: session.create, "
 		       "session.list, session.update, session.close, run, "
@@ -1518,7 +1582,7 @@ static int dispatch(struct ws_server *s, const char *method, json_t *p,
 		       "files.mkdir, files.remove, files.rename, "
 		       "context.create, context.list, context.remove, "
 		       "context.restart, command.run, command.wait, "
-		       "command.kill, command.list",
+		       "command.kill, command.list, ask.list, ask.answer",
 		       method);
 }
 

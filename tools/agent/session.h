@@ -3,6 +3,7 @@
 #ifndef WARD_TOOLS_SESSION_H
 #define WARD_TOOLS_SESSION_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <time.h>
 
@@ -128,12 +129,33 @@ int ws_call_c(struct ws_server *s, const char *method, json_t *params,
  * or alive too long (ws_call does too; a server waiting for input calls
  * this now and then), and read what idle sessions wrote. Any thread. */
 void ws_server_tick(struct ws_server *s);
+
+/*
+ * Questions of a session's "ask" rules (docs/agents.md): its code waits,
+ * stopped in the syscall, until the question is answered or its
+ * timeout_ms passes (then: deny). fn(arg, ask) is called for each new
+ * question, on whatever thread read it (it must not call ws_call for the
+ * same session and must not block long): ask is {id, session_id?,
+ * run_id, question, rule, syscall, target, timeout_ms}, borrowed for the
+ * call. Once, after ws_server_new, before calls; without it questions
+ * still wait for "ask.answer" (e.g. an HTTP client listing them).
+ * Methods:
+ *   "ask.list"   {} -> {asks: [ask]}: the questions waiting now
+ *   "ask.answer" {id, answer: "allow_once"|"allow_always"|"deny", by?}
+ *                -> {id, answer}; WS_E_PARAMS for an id that no longer
+ *                waits (answered, timed out, its run ended)
+ * ws_ask_answer is "ask.answer" as a function; via: who answers
+ * ("serve", "mcp", "http"), by: who they are (NULL: unknown).
+ */
+typedef void (*ws_ask_fn)(void *arg, json_t *ask);
+void ws_server_on_ask(struct ws_server *s, ws_ask_fn fn, void *arg);
+int ws_ask_answer(struct ws_server *s, const char *id, const char *answer,
+		  const char *via, const char *by, struct ws_error *err);
 /* A new JSON string for arbitrary bytes: invalid UTF-8 becomes U+FFFD. */
 json_t *ws_json_text(const char *s, size_t len);
 /* Base64 (RFC 4648, padded, strict) to a malloc'd *out of *len bytes:
  * 0, -EINVAL or -ENOMEM. */
-int ws_base64_decode(const char *s, size_t n, unsigned char **out,
-		     size_t *len);
+int ws_base64_decode(const char *s, size_t n, unsigned char **out, size_t *len);
 /* The id (a string or an integer) of a JSON-RPC request line too long to
  * parse whole, from its first n bytes, when they show it: a new
  * reference, or NULL. */
@@ -176,17 +198,63 @@ struct ws_pool_opts {
 int ws_pool_count_arg(const char *arg);
 void ws_pool_start(struct ws_server *s, const struct ws_pool_opts *po,
 		   const char *who);
-#define WS_POOL_HELP                                                          \
-	"  --pool N             keep N python sessions started ahead with\n"   \
-	"                       the defaults (--profile/--policy); each is\n" \
-	"                       handed out once, to a session.create or\n"    \
-	"                       one-shot run with those settings, and the\n"  \
-	"                       pool refills behind it\n"                      \
+#define WS_POOL_HELP                                                            \
+	"  --pool N             keep N python sessions started ahead with\n"    \
+	"                       the defaults (--profile/--policy); each is\n"   \
+	"                       handed out once, to a session.create or\n"      \
+	"                       one-shot run with those settings, and the\n"    \
+	"                       pool refills behind it\n"                       \
 	"  --preload MODULES    with --pool: each pooled interpreter imports\n" \
-	"                       these first (e.g. pandas,numpy), as ward's\n" \
+	"                       these first (e.g. pandas,numpy), as ward's\n"   \
 	"                       warm-up cell 0 of its run; one that fails to\n" \
 	"                       import stops the server at its start (125)\n"
-/* The audit database the server records to. */
+/* A one-shot script from the warm pool (ward batch --pool;
+ * session-script.c): the code run in a pooled python sandbox as
+ * `python3 NAME ARGS...` runs it in ward run (NAME written into the
+ * workdir with the files, which are recorded as the run's inputs), its
+ * stdin the bytes given (else /dev/null), its wall limit wall_s counted
+ * from the hand-out; the interpreter's exit is the run's. The warm-up is
+ * the run's cell 0 (everything recorded before handed_out_ns is ward's),
+ * the code cell 1 (its result names tag). Waits for a pooled sandbox
+ * when none is ready; cancel (or NULL) ends the run as a SIGTERM ends
+ * ward run's ("aborted"). 0 once the run has ended and is recorded (*out
+ * says which), -1 with err when no run could be given the code. */
+struct ws_script_file {
+	const char *name; /* no '/' */
+	const char *data;
+	size_t len;
+};
+struct ws_script {
+	const char *code;
+	size_t code_len;
+	const char *name; /* the script's name: main.py, or the file's */
+	char *const *args;
+	size_t n_args;
+	const char *stdin_data;
+	size_t stdin_len;
+	bool has_stdin;
+	const struct ws_script_file *files;
+	size_t n_files;
+	double wall_s; /* 0: the pooled session's own limit */
+	const char *tag;
+	struct ws_cancel *cancel;
+};
+struct ws_script_run {
+	char run_id[40];
+	long long handed_out_ns, ended_ns; /* CLOCK_REALTIME */
+};
+int ws_pool_script(struct ws_server *s, const struct ws_script *sc,
+		   struct ws_script_run *out, struct ws_error *err);
+/* The pool keeps at most n ready from now on (a batch near its end). */
+void ws_pool_want(struct ws_server *s, int n);
+
+/* The audit database the server records to, and its handle (borrowed:
+ * thread-safe, the server's until ws_server_free). A process must not
+ * open the database a second time beside it: SQLite's POSIX locks are
+ * the process's, and the second open's own checks (audit/walcheck.c)
+ * close descriptors of the file, which drops the first one's locks. */
 const char *ws_server_db(const struct ws_server *s);
+struct audit;
+struct audit *ws_server_audit(const struct ws_server *s);
 
 #endif

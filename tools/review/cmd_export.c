@@ -23,6 +23,7 @@
 #include "common/errnames.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "tools/review/phases.h"
 #include "tools/review/view.h"
 
 #define OCSF_VERSION "1.1.0"
@@ -42,7 +43,8 @@ static void usage(FILE *f)
 		"                  " VIEW_TIME_FORMS "\n"
 		"  --format F      jsonl (default): the canonical stream, every row of\n"
 		"                  every table of the run: {\"type\": \"run\"}, then its\n"
-		"                  \"input\", \"process\", \"event\", \"output\", \"cell\" and\n"
+		"                  \"phase\", \"input\", \"process\", \"event\", \"output\",\n"
+		"                  \"cell\" and\n"
 		"                  \"artifact\" rows, then {\"type\": \"end\"} with the counts.\n"
 		"                  Each object has \"type\" and \"run_id\" and every column by\n"
 		"                  its name (hash-chain columns included); bytes that are\n"
@@ -168,7 +170,8 @@ struct export_ctx {
 	long long proc_serial;
 	json_t *proc; /* actor.process of proc_serial */
 	long long skipped_forks;
-	char *buf; /* emit()'s line */
+	struct run_phases phases; /* ocsf: each event's phase */
+	char *buf;		  /* emit()'s line */
 	size_t cap;
 	char *tail; /* ocsf: ,"device":...,"policy":...} ending every object */
 };
@@ -282,6 +285,7 @@ static int jsonl_run(struct export_ctx *x)
 		const char *type, *count_key;
 	} tables[] = {
 		{ AUDIT_ROWS_RUN, "run", NULL },
+		{ AUDIT_ROWS_PHASES, "phase", "phases" },
 		{ AUDIT_ROWS_INPUTS, "input", "inputs" },
 		{ AUDIT_ROWS_PROCESSES, "process", "processes" },
 		{ AUDIT_ROWS_EVENTS, "event", "events" },
@@ -637,6 +641,29 @@ static json_t *endpoint(json_t *args)
 	return e;
 }
 
+/* A connection through ward's egress proxy (docs/schema.md, proxy rows):
+ * Network Activity "Open" to the name and the address it resolved to,
+ * with the bytes each way. */
+static json_t *proxy_activity(struct export_ctx *x, json_t *args,
+			      long long ts, const char *suffix)
+{
+	json_t *o = ocsf_base(x, &C_NET, 1, "Open", ts, suffix);
+	json_t *dst = endpoint(args), *tr = json_object(), *ci = json_object();
+
+	set_str(dst, "hostname",
+		json_string_value(json_object_get(args, "name")));
+	json_object_set_new(o, "dst_endpoint", dst);
+	json_object_set_new(o, "src_endpoint", json_object());
+	json_object_set(tr, "bytes_out", json_object_get(args, "bytes_up"));
+	json_object_set(tr, "bytes_in", json_object_get(args, "bytes_down"));
+	json_object_set_new(o, "traffic", tr);
+	json_object_set(o, "duration", json_object_get(args, "duration_ms"));
+	json_object_set_new(ci, "direction_id", json_integer(2));
+	json_object_set_new(ci, "direction", json_string("Outbound"));
+	json_object_set_new(o, "connection_info", ci);
+	return o;
+}
+
 static json_t *connection_info(json_t *args, int direction)
 {
 	static const char *const dirs[] = { "Unknown", "Inbound", "Outbound" };
@@ -780,6 +807,8 @@ static int ocsf_event(const struct audit_col *c, int n, void *arg)
 				    connection_info(args, sock	  ? 0
 							  : local ? 1
 								  : 2));
+	} else if (!strcmp(sc, "proxy")) {
+		o = proxy_activity(x, args, ts, suffix);
 	} else {
 		json_t *k = json_object();
 
@@ -799,6 +828,11 @@ static int ocsf_event(const struct audit_col *c, int n, void *arg)
 	json_object_set_new(w, "nr", json_integer(col_int(c, n, "nr", -1)));
 	set_str(w, "decision", decision);
 	set_str(w, "rule", col_text(c, n, "rule"));
+	if (x->phases.n) /* ward run --setup: setup or main */
+		set_str(w, "phase",
+			run_phase_of(&x->phases,
+				     col_int(c, n, "proc_serial", 0),
+				     col_int(c, n, "ts_ns", 0)));
 	json_object_set_new(w, "would_deny", json_boolean(would));
 	{
 		/* the kernel's result: NULL when the call never returned */
@@ -942,8 +976,12 @@ static int ocsf_run(struct export_ctx *x)
 		r = audit_rows_each(x->a, AUDIT_ROWS_PROCESSES_PARENT,
 				    x->run_id, ocsf_process, x);
 	if (!r)
+		r = run_phases_load(x->a, x->run_id, &x->phases);
+	if (!r)
 		r = audit_rows_each(x->a, AUDIT_ROWS_EVENTS_PROC, x->run_id,
 				    ocsf_event, x);
+	run_phases_free(&x->phases);
+	memset(&x->phases, 0, sizeof(x->phases));
 	ocsf_run_free(x);
 	return r;
 }

@@ -83,6 +83,10 @@ static void usage(FILE *f)
 		"    that the code gets its ENOENT again, and never folded or counted;\n"
 		"    this needs the kernel's result in the record (events.result), and\n"
 		"    is used when the database has it\n"
+		"  - a run with a setup (ward run --setup under a policy with a setup\n"
+		"    phase in audit mode): the files, programs and peers of the\n"
+		"    setup's processes are learned apart, as \"phases\": {\"setup\"};\n"
+		"    the code gets none of them unless it used them too\n"
 		"ward's floors (clone flags, /proc/PID/mem, the argument floor, device\n"
 		"nodes) hold under any policy and are not learned.\n"
 		"\n"
@@ -191,7 +195,19 @@ struct run_info {
 	int exit_code, signal;
 	char *no_rerun; /* why the record cannot re-run it, or NULL */
 	bool dup;	/* named again: checked once */
+	int setup_first, setup_last; /* its setup's serials (0, 0: none) */
 };
+
+static int phase_cb(const struct audit_phase *p, void *arg)
+{
+	struct run_info *ri = arg;
+
+	if (!strcmp(p->name, "setup")) {
+		ri->setup_first = p->first_serial;
+		ri->setup_last = p->last_serial;
+	}
+	return 0;
+}
 
 static int info_cb(const struct audit_run *r, void *arg)
 {
@@ -320,6 +336,8 @@ static int read_runs(struct audit *a, const struct opts *o, const char *path,
 		if (view_find_run(a, path, o->runs[i], v[i].id) < 0)
 			return -1;
 		rc = audit_run_read(a, v[i].id, info_cb, &v[i]);
+		if (!rc)
+			rc = audit_phases_each(a, v[i].id, phase_cb, &v[i]);
 		if (rc) {
 			warn("learn: reading %s: %s", path,
 			     rc == -ENOMEM ? "out of memory" : audit_errmsg(a));
@@ -352,8 +370,9 @@ static int read_runs(struct audit *a, const struct opts *o, const char *path,
 
 /* State of one pass over the rows of one run. */
 struct pass {
-	struct learn *l;	    /* learning, or */
-	const struct policy *check; /* checking the result */
+	struct learn *l;		  /* learning, or */
+	const struct policy *check;	  /* checking the result */
+	const struct policy *check_setup; /* check's setup phase, or NULL */
 	const struct run_info *run;
 	struct ward_event ev;
 	long long bad;	 /* rows that could not be rebuilt / are denied */
@@ -371,7 +390,8 @@ struct pass {
  * more. Directories along the way are the view's (their links are made
  * for any shown path). At most 40 hops, as the kernel.
  */
-static int learn_link_chain(struct pass *ps, const struct learn_src *src)
+static int learn_link_chain(struct pass *ps, struct learn *l,
+			    const struct learn_src *src)
 {
 	const struct ward_event *ev = &ps->ev;
 	char cur[PATH_MAX], full[PATH_MAX], dir[PATH_MAX], target[PATH_MAX];
@@ -412,7 +432,7 @@ static int learn_link_chain(struct pass *ps, const struct learn_src *src)
 			snprintf(link->path, sizeof(link->path), "%s", full);
 			link->access = WARD_FS_READ;
 			link->has_path2 = false;
-			rc = learn_event(ps->l, link, ps->run->workdir, src);
+			rc = learn_event(l, link, ps->run->workdir, src);
 		}
 		n = readlink(full, target, sizeof(target) - 1);
 		if (n <= 0)
@@ -463,11 +483,25 @@ static int row_cb(const struct audit_event_row *row, void *arg)
 				 e->target ? e->target : "-", why);
 		return 0;
 	}
+	/* the setup's processes: its phase (what they may do more than the
+	 * code; the policy-wide sections stay the main learner's) */
+	bool setup = ps->run->setup_last &&
+		     row->e.proc_serial >= ps->run->setup_first &&
+		     row->e.proc_serial <= ps->run->setup_last;
 	if (ps->l) {
-		int rc = learn_event(ps->l, &ps->ev, ps->run->workdir, &src);
-		return rc ? rc : learn_link_chain(ps, &src);
+		struct learn *l = ps->l;
+		int rc = 0;
+
+		if (setup && (ps->ev.cls == WARD_CLASS_FS ||
+			      ps->ev.cls == WARD_CLASS_EXEC ||
+			      ps->ev.cls == WARD_CLASS_NET))
+			rc = learn_phase(ps->l, "setup", &l);
+		if (!rc)
+			rc = learn_event(l, &ps->ev, ps->run->workdir, &src);
+		return rc ? rc : learn_link_chain(ps, l, &src);
 	}
-	policy_check(ps->check, &ps->ev, &v);
+	policy_check(setup && ps->check_setup ? ps->check_setup : ps->check,
+		     &ps->ev, &v);
 	if (v.action != POLICY_ALLOW && !ps->bad++)
 		snprintf(ps->first, sizeof(ps->first),
 			 "run %s #%lld %s %s: %s (rule %s)", ps->run->id,
@@ -846,6 +880,7 @@ int ward_cmd_learn(int argc, char **argv)
 	learn_free(ps->l);
 	ps->l = NULL;
 	ps->check = learned;
+	ps->check_setup = policy_phase(learned, "setup");
 	if (each_run(a, scan, runs, o.nruns, ps, learned))
 		goto out;
 	if (ps->bad) {

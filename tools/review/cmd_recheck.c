@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "policy/event-json.h"
 #include "policy/policy.h"
+#include "tools/review/phases.h"
 #include "tools/review/view.h"
 
 #define EXAMPLES 3
@@ -317,6 +318,9 @@ struct run_state {
 
 struct recheck {
 	struct policy *pol;
+	/* the run's phases: its setup's events are judged by the policy's
+	 * setup phase, when it has one */
+	struct run_phases phases;
 	const struct opts *o;
 	struct ward_event ev; /* large: reused */
 	struct run_state rs;
@@ -460,13 +464,32 @@ static int judge_row(const struct audit_event_row *row, void *arg)
 		return note_cannot(rs, row, "unknown recorded decision");
 	if (!rs->run->workdir)
 		return note_cannot(rs, row, "the run has no recorded workdir");
-	if (policy_event_from_row(&pr, &rc->ev, why, sizeof(why)) < 0)
+	/* judged by the policy of the phase the row was made in */
+	const char *phase = run_phase_of(&rc->phases, e->proc_serial, e->ts_ns);
+	const struct policy *pol = phase && !strcmp(phase, "setup") &&
+						   policy_phase(rc->pol, phase)
+					   ? policy_phase(rc->pol, phase)
+					   : rc->pol;
+	if (!strcmp(e->syscall, "proxy")) {
+		/* ward's egress proxy: decided by name, then address */
+		if (e->rule && (!strcmp(e->rule, "net.proxy-sni") ||
+				!strcmp(e->rule, "net.proxy-request") ||
+				!strcmp(e->rule, "net.proxy-origin")))
+			return note_cannot(rs, row,
+					   "decided on the connection's bytes, "
+					   "not by the policy");
+		if (policy_proxy_from_row(pol, &pr, &v, why, sizeof(why)) < 0)
+			return note_cannot(rs, row, why);
+	} else if (policy_event_from_row(&pr, &rc->ev, why, sizeof(why)) < 0) {
 		return note_cannot(rs, row, why);
-	policy_check(rc->pol, &rc->ev, &v);
+	} else {
+		policy_check(pol, &rc->ev, &v);
+	}
 	rs->rechecked++;
 	to = v.action == POLICY_ALLOW  ? OUT_ALLOW
-	     : v.action == POLICY_DENY ? OUT_DENY
-				       : OUT_KILL;
+	     : v.action == POLICY_DENY || v.action == POLICY_ASK
+		     ? OUT_DENY /* an ask nobody answers */
+		     : OUT_KILL;
 	from_err = from == OUT_DENY ? e->err : 0;
 	to_err = to == OUT_DENY ? v.err : 0;
 	if (from == to && from_err == to_err)
@@ -692,7 +715,10 @@ static int recheck_runs(struct audit *a, struct recheck *rc, struct run_list *l,
 			free(l->v[i].workdir);
 			l->v[i].workdir = NULL;
 		}
-		r = audit_scan_run(scan, run->id, judge_row, rc);
+		run_phases_free(&rc->phases);
+		r = run_phases_load(a, run->id, &rc->phases);
+		if (!r)
+			r = audit_scan_run(scan, run->id, judge_row, rc);
 		if (r) {
 			warn("recheck: reading run %s in %s: %s", run->id, path,
 			     r == -ENOMEM ? "out of memory" : audit_errmsg(a));
@@ -710,6 +736,7 @@ static int recheck_runs(struct audit *a, struct recheck *rc, struct run_list *l,
 			print_run_text(&rc->rs);
 	}
 	reset_run(&rc->rs);
+	run_phases_free(&rc->phases);
 	audit_scan_close(scan);
 	if (!r)
 		print_summary(rc);

@@ -437,6 +437,32 @@ static void layers(struct out *o, const struct report *r)
 	json_decref(arr);
 }
 
+/* A row per phase (ward run --setup): what each did, which processes were
+ * its (every event of theirs is the phase's), its denials. */
+static void phases(struct out *o, const struct report *r)
+{
+	char d[32], key[48];
+
+	for (size_t i = 0; i < r->phases.n; i++) {
+		const struct run_phase *p = &r->phases.v[i];
+
+		view_duration(d, sizeof(d), (p->end - p->start) / 1000000);
+		snprintf(key, sizeof(key), "phase %s", p->name);
+		kv_key(o, key);
+		str(o, p->status);
+		say(o, ", exit %d, %s, +%.3fs", p->exit_code, d,
+		    rel(r, p->start));
+		if (p->first)
+			say(o, ", processes [%d] to [%d]", p->first, p->last);
+		say(o, ", %lld denials", p->denials);
+		if (p->cause) {
+			say(o, ": ");
+			str(o, p->cause);
+		}
+		kv_row_end(o);
+	}
+}
+
 /* The verdict first: never the green ok when a call was denied or killed
  * (view_verdict). */
 static void verdict(struct out *o, const struct report *r)
@@ -475,6 +501,7 @@ static void verdict(struct out *o, const struct report *r)
 	say(o, ", sha256 ");
 	str(o, r->policy_sha256);
 	kv_row_end(o);
+	phases(o, r);
 	layers(o, r);
 	kv_key(o, "run");
 	say(o, "%s", r->id);

@@ -91,6 +91,9 @@ struct recorded {
 	size_t code_len;
 	long long cells;
 	bool env_recorded; /* runs.env is not NULL */
+	/* its setup phase's code (ward run --setup), or NULL */
+	char *setup_code;
+	size_t setup_len;
 };
 
 struct input_copy {
@@ -170,6 +173,21 @@ static int input_cb(const struct audit_input *in, void *arg)
 
 /* Reads the run row, its inputs, env and cells; dies (125) naming the
  * problem. */
+static int phase_cb(const struct audit_phase *p, void *arg)
+{
+	struct recorded *rc = arg;
+
+	if (strcmp(p->name, "setup") || !p->code)
+		return 0;
+	rc->setup_code = malloc(p->code_len + 1);
+	if (!rc->setup_code)
+		return -ENOMEM;
+	memcpy(rc->setup_code, p->code, p->code_len);
+	rc->setup_code[p->code_len] = '\0';
+	rc->setup_len = p->code_len;
+	return 0;
+}
+
 static void read_recorded(const struct rerun_opts *o, char *db, size_t dbn,
 			  struct recorded *rec, struct inputs *ins,
 			  json_t **env)
@@ -188,6 +206,8 @@ static void read_recorded(const struct rerun_opts *o, char *db, size_t dbn,
 		r = audit_cells_each(a, rec->id, cell_cb, &rec->cells);
 	if (!r)
 		r = audit_inputs_each(a, rec->id, input_cb, ins);
+	if (!r)
+		r = audit_phases_each(a, rec->id, phase_cb, rec);
 	if (!r)
 		r = audit_run_env(a, rec->id, &envs);
 	if (r)
@@ -437,7 +457,7 @@ static bool takes_value(const char *opt)
 		"--max-procs", "--max-output", "--interpreter",
 		"--input",     "--spin-us",    "--keep-inputs",
 		"--rerun-of",  "--stdin",      "--tag",
-		"-c",
+		"-c",	       "--setup",      "--setup-code",
 	};
 
 	for (size_t i = 0; i < sizeof(with_value) / sizeof(*with_value); i++)
@@ -450,6 +470,9 @@ static bool takes_value(const char *opt)
  * command line. Checks that the record has every input and the
  * environment that command line gave (a run recorded before schema
  * version 4 has neither). */
+static void setup_arg(const struct recorded *rec, const char *opt,
+		      const char *val, struct argv_b *flags);
+
 static void script_args(const struct recorded *rec, size_t n_inputs,
 			struct argv_b *flags, struct argv_b *out)
 {
@@ -495,6 +518,11 @@ static void script_args(const struct recorded *rec, size_t n_inputs,
 			arg(flags, v[++i]);
 		} else if (!strncmp(v[i], "--require=", 10)) {
 			arg(flags, v[i]);
+		} else if ((!strcmp(v[i], "--setup") ||
+			    !strcmp(v[i], "--setup-code")) &&
+			   i + 1 < first) {
+			setup_arg(rec, v[i], v[i + 1], flags);
+			i++;
 		} else if (takes_value(v[i])) {
 			i++; /* its value is not an option */
 		}
@@ -505,6 +533,39 @@ static void script_args(const struct recorded *rec, size_t n_inputs,
 		free(v[i]);
 	free(v);
 	json_decref(js);
+}
+
+/* The run's setup again, from the record (its phase's code): --setup-code
+ * as given, or the file staged under its own name (its extension gives its
+ * language). A record without the setup's code cannot be re-run. */
+static void setup_arg(const struct recorded *rec, const char *opt,
+		      const char *val, struct argv_b *flags)
+{
+	const char *base = strrchr(val, '/');
+	char *p;
+
+	if (!rec->setup_code)
+		die("run %s was given %s but the record holds no setup phase "
+		    "code: it cannot be re-run faithfully",
+		    rec->id, opt);
+	if (!strcmp(opt, "--setup-code")) {
+		if (strlen(rec->setup_code) != rec->setup_len)
+			die("run %s: its setup code holds a NUL byte and "
+			    "cannot be given on a command line again",
+			    rec->id);
+		arg(flags, opt);
+		arg(flags, rec->setup_code);
+		return;
+	}
+	base = base ? base + 1 : val;
+	if (!plain_name(base))
+		die("run %s: its --setup file name %s cannot be staged",
+		    rec->id, val);
+	p = stage_path("setup", base);
+	stage_write(p, rec->setup_code, rec->setup_len);
+	arg(flags, opt);
+	arg(flags, p);
+	free(p);
 }
 
 static long long limit_of(json_t *lim, const char *key)
@@ -764,7 +825,8 @@ int ward_cmd_rerun(int argc, char **argv)
 	if (!mkdtemp(tmpl))
 		die_errno("cannot create a staging directory in /tmp");
 	stage_dir = xstrdup(tmpl);
-	for (const char *const *d = (const char *const[]){ "in", "code", NULL };
+	for (const char *const *d =
+		     (const char *const[]){ "in", "code", "setup", NULL };
 	     *d; d++) {
 		char *p = stage_path(NULL, *d);
 		if (mkdir(p, 0700) < 0)
@@ -835,6 +897,7 @@ int ward_cmd_rerun(int argc, char **argv)
 	free(rec.policy_json);
 	free(rec.limits_json);
 	free(rec.code);
+	free(rec.setup_code);
 	free(o.inputs);
 	return status;
 }

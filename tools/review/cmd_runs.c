@@ -267,8 +267,7 @@ static int print_row(const struct audit_run *r, void *arg)
 	       view_run_status(r) != r->status ? "died"
 	       : r->status		       ? r->status
 					       : "?",
-	       ex, dur,
-	       r->language ? r->language : "-", den);
+	       ex, dur, r->language ? r->language : "-", den);
 	if (!inline_code(r)) {
 		view_str(stdout, r->code_name);
 	} else {

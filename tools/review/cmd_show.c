@@ -18,6 +18,7 @@
 #include "common/errnames.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "tools/review/phases.h"
 #include "tools/review/show-filter.h"
 #include "tools/review/symbolize.h"
 #include "tools/review/view.h"
@@ -449,6 +450,9 @@ struct show_cell {
 	bool warmup;
 	long long handed_ns;
 	char *unused;
+	/* a phase of the run (ward run --setup): its name, its processes */
+	const char *phase;
+	int first, last;
 };
 
 struct show_ctx {
@@ -459,6 +463,7 @@ struct show_ctx {
 	/* a session's cells (ward serve), shown where they start and end */
 	struct show_cell *cells;
 	size_t n_cells, next_start, next_end;
+	struct run_phases phases;  /* the run's phases (ward run --setup) */
 	int root_nspid;		   /* root_nspid() */
 	struct view_decisions dec; /* for the verdict */
 };
@@ -690,7 +695,9 @@ static void print_event(const struct show_ctx *ctx, const struct audit_item *it)
 	}
 	if (e->would_deny)
 		fputs(" (audit mode: would be denied)", stdout);
-	if ((stop || e->would_deny) && e->reason) {
+	/* an "ask" rule's decision: the question and who answered */
+	bool asked = e->reason && strstr(e->reason, "; asked: ");
+	if ((stop || e->would_deny || asked) && e->reason) {
 		fputs(": ", stdout);
 		view_str(stdout, e->reason);
 	}
@@ -790,6 +797,39 @@ static int keep_cell(const struct audit_cell *c, void *arg)
 	return 0;
 }
 
+/* The run's phases, shown in the timeline where they start and end as a
+ * session's cells are, before them (the setup comes first); a session's
+ * main phase is its cells, so it is not shown twice. */
+static int keep_phases(struct show_ctx *ctx)
+{
+	size_t n = 0, cells = ctx->n_cells;
+	struct show_cell *nc =
+		realloc(ctx->cells, (cells + ctx->phases.n + 1) * sizeof(*nc));
+
+	if (!nc)
+		return -ENOMEM;
+	ctx->cells = nc;
+	memmove(nc + ctx->phases.n, nc, cells * sizeof(*nc));
+	for (size_t i = 0; i < ctx->phases.n; i++) {
+		const struct run_phase *p = &ctx->phases.v[i];
+
+		if (cells && !strcmp(p->name, "main"))
+			continue;
+		nc[n++] = (struct show_cell){
+			.n = p->n,
+			.start = p->start,
+			.end = p->end,
+			.status = strdup(p->status),
+			.phase = p->name,
+			.first = p->first,
+			.last = p->last,
+		};
+	}
+	memmove(nc + n, nc + ctx->phases.n, cells * sizeof(*nc));
+	ctx->n_cells = n + cells;
+	return 0;
+}
+
 /* The cells' starts and ends up to ts, in time order: "cell N" with the
  * first line of its code, then "cell N: status". */
 static void print_cells_until(struct show_ctx *ctx, long long ts)
@@ -806,7 +846,12 @@ static void print_cells_until(struct show_ctx *ctx, long long ts)
 			if (first > s->code_len)
 				first = s->code_len;
 			stamp(ctx, s->start, ">>", 0);
-			printf("cell %lld: ", s->n);
+			if (s->phase)
+				printf("phase %s (processes [%d] to [%d])%s",
+				       s->phase, s->first, s->last,
+				       s->code ? ": " : "");
+			else
+				printf("cell %lld: ", s->n);
 			if (s->code)
 				view_text(stdout, s->code, first, 0);
 			if (first < s->code_len)
@@ -815,8 +860,12 @@ static void print_cells_until(struct show_ctx *ctx, long long ts)
 			ctx->next_start++;
 		} else if (e && e->end <= ts) {
 			stamp(ctx, e->end, "<<", 0);
-			printf("cell %lld: %s", e->n,
-			       e->status ? e->status : "-");
+			if (e->phase)
+				printf("phase %s: %s", e->phase,
+				       e->status ? e->status : "-");
+			else
+				printf("cell %lld: %s", e->n,
+				       e->status ? e->status : "-");
 			if (e->warmup && e->handed_ns)
 				printf(" (ward's warm-up, --preload; the "
 				       "session was handed out at %+.6f: "
@@ -873,7 +922,11 @@ static int show_text(struct audit *a, const char *id, const struct show_opts *o)
 	       "serial; !! denied or killed)\n");
 	if (limited(o))
 		print_limits(o);
-	r = audit_cells_each(a, id, keep_cell, &ctx);
+	r = run_phases_load(a, id, &ctx.phases);
+	if (!r)
+		r = audit_cells_each(a, id, keep_cell, &ctx);
+	if (!r)
+		r = keep_phases(&ctx);
 	if (!r)
 		r = audit_timeline_each(a, id, print_item, &ctx);
 	if (!r)
@@ -886,6 +939,7 @@ static int show_text(struct audit *a, const char *id, const struct show_opts *o)
 		free(ctx.cells[i].code);
 	}
 	free(ctx.cells);
+	run_phases_free(&ctx.phases);
 	sym_cache_free(ctx.syms);
 	return r;
 }
@@ -994,7 +1048,8 @@ static int proc_json(const struct audit_proc_row *p, void *arg)
 
 struct events_json {
 	json_t *events;
-	struct sym_cache *syms; /* backtrace symbols; NULL: none */
+	struct sym_cache *syms;	  /* backtrace symbols; NULL: none */
+	struct run_phases phases; /* each event's phase, by its process */
 };
 
 static int event_json(const struct audit_event_row *ev, void *arg)
@@ -1010,6 +1065,9 @@ static int event_json(const struct audit_event_row *ev, void *arg)
 	json_object_set_new(o, "proc_serial",
 			    e->proc_serial > 0 ? json_integer(e->proc_serial)
 					       : json_null());
+	if (ej->phases.n)
+		S("phase",
+		  run_phase_of(&ej->phases, e->proc_serial, e->ts_ns));
 	json_object_set_new(o, "nr", json_integer(e->nr));
 	S("syscall", e->syscall);
 	P("args", e->args_json);
@@ -1083,10 +1141,16 @@ static int show_json(struct audit *a, const char *id,
 	json_t *root = json_object();
 	json_t *procs = json_array(), *events = json_array(),
 	       *outputs = json_array();
-	struct events_json ej = { events, sym_cache_new() };
+	struct events_json ej = { events, sym_cache_new(), { NULL, 0 } };
 	struct json_limits lp = { f, procs }, le = { f, &ej },
 			   lo = { f, outputs };
 	int r = audit_run_read(a, id, run_json, root);
+
+	if (!r)
+		r = run_phases_load(a, id, &ej.phases);
+	if (!r && ej.phases.n) /* ward run --setup */
+		json_object_set_new(root, "phases",
+				    run_phases_json(&ej.phases));
 
 	json_object_set_new(root, "processes", procs);
 	json_object_set_new(root, "events", events);
@@ -1103,6 +1167,7 @@ static int show_json(struct audit *a, const char *id,
 		fputc('\n', stdout);
 	json_decref(root);
 	sym_cache_free(ej.syms);
+	run_phases_free(&ej.phases);
 	return r;
 }
 

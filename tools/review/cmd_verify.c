@@ -54,9 +54,10 @@ static void usage(FILE *f)
 		"               --all when no RUN is given)\n"
 		"  -h, --help   this text\n"
 		"\n"
-		"With --all, the chain of runs is checked too: each seal names its place\n"
-		"and the run sealed before it, so a run deleted, inserted or moved is\n"
-		"named. Always: a WAL (DB-wal) that lost committed transactions is\n"
+		"Each seal names its place in the chain of runs and the run sealed before\n"
+		"it: a RUN's two links are checked too (the run sealed before it, the run\n"
+		"sealed after it or the chain's head), and with --all the whole chain, so\n"
+		"a run deleted, inserted or moved is named. Always: a WAL (DB-wal) that lost committed transactions is\n"
 		"reported, with the runs it affects.\n"
 		"\n"
 		"Verdicts: intact; TAMPERED (with each problem); wrong-key (the key at\n"
@@ -421,6 +422,16 @@ int ward_cmd_verify(int argc, char **argv)
 		if (r)
 			die("verify: run %s in %s: %s", ids.id[i], db,
 			    audit_errmsg(au));
+		if (!o.all) { /* --all checks the whole chain of runs */
+			unsigned np = 0;
+
+			r = audit_verify_neighbours(au, ids.id[i], &np,
+						    on_problem, &ro);
+			if (r < 0)
+				die("verify: run %s in %s: %s", ids.id[i], db,
+				    audit_errmsg(au));
+			v.problems += np;
+		}
 		if (!v.key_note[0] && key_note[0] && v.sealed && !v.key_checked)
 			snprintf(v.key_note, sizeof(v.key_note), "%s",
 				 key_note);

@@ -304,6 +304,9 @@ static int got_denial(const struct audit_event_row *ev, void *arg)
 	struct denial *d;
 
 	r->ndenials++;
+	struct run_phase *ph = run_phase_find(&r->phases, e->proc_serial);
+	if (ph)
+		ph->denials++;
 	if (e->would_deny && e->decision && !strcmp(e->decision, "allow"))
 		r->dec.would++;
 	else if (e->decision && !strcmp(e->decision, "kill"))
@@ -518,6 +521,8 @@ int report_gather(struct audit *a, const char *id, struct report *r)
 	int rc = audit_run_read(a, id, got_run, r);
 
 	if (!rc)
+		rc = run_phases_load(a, id, &r->phases);
+	if (!rc)
 		rc = audit_cells_each(a, id, got_cell, r);
 	if (!rc)
 		rc = audit_artifacts_each(a, id, got_art, r);
@@ -543,6 +548,7 @@ void report_free(struct report *r)
 
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
 		free(*strs[i]);
+	run_phases_free(&r->phases);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		free(r->procs[i].exe);
 		free(r->procs[i].argv_json);

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "audit/audit.h"
+#include "tools/review/phases.h"
 #include "tools/review/symbolize.h"
 #include "tools/review/view.h"
 
@@ -153,6 +154,8 @@ struct report {
 	struct art *arts;
 	size_t narts;
 	long long arts_total;
+
+	struct run_phases phases; /* ward run --setup; denials counted */
 };
 
 /*

@@ -91,6 +91,8 @@ static int denial_row(const struct audit_event_row *r, void *arg)
 	const char *rule = r->e.rule ? r->e.rule : "-";
 	json_t *n = json_object_get(s->denials, rule);
 
+	if (r->e.ts_ns < s->from_ns)
+		return 0; /* the pool's warm-up: ward's, not the sample's */
 	s->cats |= event_cats(&r->e);
 	return json_object_set_new(s->denials, rule,
 				   json_integer(json_integer_value(n) + 1))
@@ -139,7 +141,7 @@ static int stdout_chunk(const struct audit_output_row *o, void *arg)
 {
 	struct stdout_cmp *c = arg;
 
-	if (o->stream != AUDIT_STDOUT || !c->same)
+	if (o->stream != AUDIT_STDOUT || !c->same || o->ts_ns < c->s->from_ns)
 		return 0;
 	if (c->at + o->len > c->s->expect_stdout_len ||
 	    memcmp(c->s->expect_stdout + c->at, o->data, o->len))
@@ -177,21 +179,38 @@ int batch_outcome(struct audit *a, struct batch_sample *s)
 
 /* ---------------------------- --resume ---------------------------- */
 
-struct tagged {
-	struct batch_samples *s;
-	bool *seen; /* per sample: its latest tagged run was met */
-	struct {
-		size_t sample;
-		char id[AUDIT_RUN_ID_LEN + 1];
-	} * hit;
-	size_t n_hit;
+/* A run that may be a sample's of this batch, newest first. */
+struct cand {
+	char id[AUDIT_RUN_ID_LEN + 1];
+	bool ended;   /* not running, not aborted */
+	bool pooled;  /* a pool's session run: its tag is in cell 1 */
+	char *sample; /* the sample id it is tagged with, or NULL */
+	long long from_ns;
 };
+
+struct tagged {
+	const char *batch_id;
+	struct cand *v;
+	size_t n, cap;
+};
+
+/* The sample id a tag names in this batch, or NULL. */
+static const char *tag_sample(const char *v, const char *batch_id)
+{
+	size_t pre = strlen(BATCH_TAG_PREFIX);
+
+	if (v && !strncmp(v, BATCH_TAG_PREFIX, pre) &&
+	    !strncmp(v + pre, batch_id, BATCH_ID_LEN) &&
+	    v[pre + BATCH_ID_LEN] == ':')
+		return v + pre + BATCH_ID_LEN + 1;
+	return NULL;
+}
 
 /* The sample id a run's recorded command line tags it with in this
  * batch, or NULL. */
 static const char *tag_of(json_t *argv, const char *batch_id)
 {
-	size_t n = json_array_size(argv), pre = strlen(BATCH_TAG_PREFIX);
+	size_t n = json_array_size(argv);
 
 	for (size_t i = 0; i + 1 < n; i++) {
 		const char *a = json_string_value(json_array_get(argv, i));
@@ -199,56 +218,105 @@ static const char *tag_of(json_t *argv, const char *batch_id)
 
 		if (a && !strcmp(a, "--"))
 			break;
-		if (a && v && !strcmp(a, "--tag") &&
-		    !strncmp(v, BATCH_TAG_PREFIX, pre) &&
-		    !strncmp(v + pre, batch_id, BATCH_ID_LEN) &&
-		    v[pre + BATCH_ID_LEN] == ':')
-			return v + pre + BATCH_ID_LEN + 1;
+		if (a && !strcmp(a, "--tag") && tag_sample(v, batch_id))
+			return tag_sample(v, batch_id);
 	}
 	return NULL;
 }
+
+/* The session runs of ward serve and of ward batch --pool (their
+ * argv is the worker's: tools/agent/session-worker.c). */
+#define SESSION_ARGV "[\"ward\",\"serve\"]"
 
 static int tagged_run(const struct audit_run *r, void *arg)
 {
 	struct tagged *t = arg;
 	json_t *argv = r->argv_json ? json_loads(r->argv_json, 0, NULL) : NULL;
-	const char *tag = tag_of(argv, t->s->batch_id);
-	struct batch_sample *b = tag ? batch_find(t->s, tag) : NULL;
-	size_t i = b ? (size_t)(b - t->s->v) : 0;
+	const char *tag = tag_of(argv, t->batch_id);
+	bool pooled = !tag && r->argv_json &&
+		      !strcmp(r->argv_json, SESSION_ARGV);
+	int rc = 0;
 
-	/* runs come newest first: a sample's first tagged run is its
-	 * latest; an interrupted latest run means the sample runs again */
-	if (b && b->state == SAMPLE_PENDING && !t->seen[i]) {
-		t->seen[i] = true;
-		if (strcmp(r->status, "running") &&
-		    strcmp(r->status, "aborted")) {
-			t->hit[t->n_hit].sample = i;
-			memcpy(t->hit[t->n_hit++].id, r->id, sizeof(r->id));
+	if ((tag || pooled) && t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 64;
+		struct cand *nv = realloc(t->v, cap * sizeof(*nv));
+		if (nv) {
+			t->v = nv;
+			t->cap = cap;
 		}
 	}
+	if ((tag || pooled) && t->n < t->cap) {
+		struct cand *c = &t->v[t->n++];
+		memset(c, 0, sizeof(*c));
+		memcpy(c->id, r->id, sizeof(c->id));
+		c->ended = strcmp(r->status, "running") &&
+			   strcmp(r->status, "aborted");
+		c->pooled = pooled;
+		if (tag && !(c->sample = strdup(tag)))
+			rc = -ENOMEM;
+	} else if (tag || pooled) {
+		rc = -ENOMEM;
+	}
 	json_decref(argv);
+	return rc;
+}
+
+/* A pooled run's tag (cell 1, "script") and hand-out (cell 0). */
+static int pooled_cell(const struct audit_cell *ac, void *arg)
+{
+	struct cand *c = ((void **)arg)[0];
+	const char *batch_id = ((void **)arg)[1];
+	json_t *r = ac->result_json ? json_loads(ac->result_json, 0, NULL)
+				    : NULL;
+	const char *v;
+
+	if (ac->n == 0)
+		c->from_ns = json_integer_value(json_object_get(
+			json_object_get(r, "pool"), "handed_out_ns"));
+	if (ac->n == 1 &&
+	    (v = tag_sample(json_string_value(json_object_get(
+				    json_object_get(r, "script"), "tag")),
+			    batch_id)))
+		c->sample = strdup(v);
+	json_decref(r);
 	return 0;
 }
 
 int batch_resume_record(struct audit *a, struct batch_samples *s, size_t *found)
 {
-	struct tagged t = { .s = s };
+	struct tagged t = { .batch_id = s->batch_id };
+	bool *seen = calloc(s->n + 1, sizeof(*seen));
 	int rc;
 
 	*found = 0;
-	t.seen = calloc(s->n + 1, sizeof(*t.seen));
-	t.hit = calloc(s->n + 1, sizeof(*t.hit));
-	rc = t.seen && t.hit ? audit_runs_each(a, 0, tagged_run, &t) : -ENOMEM;
-	for (size_t i = 0; !rc && i < t.n_hit; i++) {
-		struct batch_sample *b = &s->v[t.hit[i].sample];
+	rc = seen ? audit_runs_each(a, 0, tagged_run, &t) : -ENOMEM;
+	for (size_t i = 0; !rc && i < t.n; i++)
+		if (t.v[i].pooled)
+			rc = audit_cells_each(
+				a, t.v[i].id, pooled_cell,
+				(void *[]){ &t.v[i], (void *)s->batch_id });
+	/* runs come newest first: a sample's first tagged run is its
+	 * latest; an interrupted latest run means the sample runs again */
+	for (size_t i = 0; !rc && i < t.n; i++) {
+		struct batch_sample *b =
+			t.v[i].sample ? batch_find(s, t.v[i].sample) : NULL;
+		size_t j = b ? (size_t)(b - s->v) : 0;
 
-		memcpy(b->run_id, t.hit[i].id, sizeof(b->run_id));
+		if (!b || b->state != SAMPLE_PENDING || seen[j])
+			continue;
+		seen[j] = true;
+		if (!t.v[i].ended)
+			continue;
+		memcpy(b->run_id, t.v[i].id, sizeof(b->run_id));
+		b->from_ns = t.v[i].from_ns;
 		rc = batch_outcome(a, b);
 		b->state = SAMPLE_DONE;
 		(*found)++;
 	}
-	free(t.seen);
-	free(t.hit);
+	for (size_t i = 0; i < t.n; i++)
+		free(t.v[i].sample);
+	free(t.v);
+	free(seen);
 	return rc;
 }
 

@@ -83,6 +83,9 @@ struct batch_sample {
 	bool stdout_ok;	 /* the recorded stdout is expect_stdout */
 	unsigned cats;	 /* bit per enum batch_cat */
 	json_t *denials; /* {rule: count} */
+	/* a pooled run's hand-out (CLOCK_REALTIME): what the record has
+	 * from before is ward's warm-up, not the sample's (0: none) */
+	long long from_ns;
 };
 
 struct batch_samples {
@@ -135,6 +138,33 @@ int batch_resume_record(struct audit *a, struct batch_samples *s,
 			size_t *found);
 /* The sample's result line (JSON, no newline); caller frees. */
 char *batch_result_line(const struct batch_sample *s, const char *batch_id);
+
+/* --pool (batch-pool.c): python samples run in sandboxes of a warm pool.
+ * batch_pool_new starts it (err says why not); batch_poolable says
+ * whether a sample can run there; batch_pool_start runs one on a thread
+ * of its own, which writes slot (an int) to batch_pool_fd when the run
+ * has ended; batch_pool_end then joins it and fills s->run_id and
+ * from_ns (0), or s->error (-1: no run began). batch_pool_cancel ends a
+ * running one as SIGTERM ends ward run's. */
+struct batch_pool;
+struct batch_pooled;
+struct batch_pool_cfg {
+	const char *db, *profile, *policy, *timeout, *preload, *batch_id;
+	int n;
+};
+int batch_pool_new(const struct batch_pool_cfg *c, struct batch_pool **out,
+		   char *err, size_t n);
+void batch_pool_free(struct batch_pool *bp);
+int batch_pool_fd(const struct batch_pool *bp);
+/* The pool's handle on the database (borrowed): the batch reads with it
+ * instead of opening the database a second time in its process. */
+struct audit *batch_pool_audit(const struct batch_pool *bp);
+void batch_pool_want(struct batch_pool *bp, int n);
+bool batch_poolable(const struct batch_sample *s);
+int batch_pool_start(struct batch_pool *bp, struct batch_sample *s, int slot,
+		     struct batch_pooled **out);
+void batch_pool_cancel(struct batch_pooled *p);
+int batch_pool_end(struct batch_pooled *p, struct batch_sample *s);
 
 /* The HTML page of the batch (--report). 0 or -errno. */
 int batch_html(const char *path, const char *runs_dir,

@@ -39,6 +39,12 @@ struct batch_opts {
 	bool no_pin;
 	char *pass[PASS_MAX]; /* options for every ward run (owned) */
 	int n_pass;
+	/* --pool N --preload MODULES (batch-pool.c); the pass options the
+	 * pool gives its sandboxes too (others: every sample runs fresh) */
+	int pool;
+	const char *preload;
+	const char *profile, *policy, *timeout;
+	const char *not_pooled; /* a pass option the pool cannot give */
 };
 
 /* One `ward run` child. */
@@ -49,8 +55,9 @@ struct child {
 	struct ward_strbuf out, err;
 	bool exited, signalled;
 	int wstatus;
-	char tmp[64]; /* the sample's files, or "" */
-	int lock_fd;  /* tmp's lock, or -1 */
+	char tmp[64];		     /* the sample's files, or "" */
+	int lock_fd;		     /* tmp's lock, or -1 */
+	struct batch_pooled *pooled; /* run from the pool (batch-pool.c) */
 };
 
 struct batch {
@@ -66,6 +73,8 @@ struct batch {
 	json_t *counts; /* status -> samples */
 	long long t0_ns;
 	int last_bar_len;
+	struct batch_pool *pool; /* --pool, or NULL */
+	size_t pool_left;	 /* poolable samples not started yet */
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -116,11 +125,18 @@ static void usage(FILE *f)
 		"                    their id in the database) are not run again\n"
 		"  --shard I/N       only the I-th (1..N) of N slices, chosen by id\n"
 		"  --no-pin          do not pin each run to a CPU of its own\n"
+		"  --pool N          python samples run in sandboxes of a warm pool of N,\n"
+		"                    each used once for one sample (docs/batch.md);\n"
+		"                    node and sh samples in fresh ones\n"
+		"  --preload MODULES with --pool: each pooled interpreter imports these\n"
+		"                    first (e.g. pandas,numpy), recorded as ward's\n"
+		"                    warm-up, cell 0 of the sample's run\n"
 		"\n"
 		"passed on to every ward run: --policy FILE, --profile NAME, --timeout SEC,\n"
 		"--cpu SEC, --memory SIZE, --max-procs N, --max-output SIZE, --max-events N,\n"
 		"--max-disk SIZE, --interpreter P, --require LAYERS, --seal-log FILE,\n"
-		"--no-cgroup (see `ward run --help`)\n"
+		"--add-host NAME:IP, --no-cgroup, --setup FILE, --setup-code CODE (see `ward run --help`;\n"
+		"the setup runs in each sample's own sandbox, before its code)\n"
 		"\n"
 		"Ctrl-C (SIGINT) or SIGTERM: no new sample starts, the running ones are\n"
 		"stopped and their result lines say \"cancelled\" (each run's record says\n"
@@ -157,6 +173,20 @@ static int cpu_count(void)
 	return CPU_COUNT(&set) > 0 ? CPU_COUNT(&set) : 1;
 }
 
+/* A pass option the pool gives its sandboxes too, or the first one it
+ * cannot (then every sample runs fresh: batch-pool.c). */
+static void pool_option(struct batch_opts *o, const char *name, const char *v)
+{
+	if (!strcmp(name, "profile"))
+		o->profile = v;
+	else if (!strcmp(name, "policy"))
+		o->policy = v;
+	else if (!strcmp(name, "timeout"))
+		o->timeout = v;
+	else if (!o->not_pooled)
+		o->not_pooled = name;
+}
+
 static int parse_args(int argc, char **argv, struct batch_opts *o)
 {
 	enum {
@@ -168,6 +198,8 @@ static int parse_args(int argc, char **argv, struct batch_opts *o)
 		O_RESUME,
 		O_SHARD,
 		O_NOPIN,
+		O_POOL,
+		O_PRELOAD,
 		O_PASS,
 		O_PASS_FLAG
 	};
@@ -180,6 +212,8 @@ static int parse_args(int argc, char **argv, struct batch_opts *o)
 		{ "resume", no_argument, 0, O_RESUME },
 		{ "shard", required_argument, 0, O_SHARD },
 		{ "no-pin", no_argument, 0, O_NOPIN },
+		{ "pool", required_argument, 0, O_POOL },
+		{ "preload", required_argument, 0, O_PRELOAD },
 		{ "policy", required_argument, 0, O_PASS },
 		{ "profile", required_argument, 0, O_PASS },
 		{ "timeout", required_argument, 0, O_PASS },
@@ -192,6 +226,9 @@ static int parse_args(int argc, char **argv, struct batch_opts *o)
 		{ "interpreter", required_argument, 0, O_PASS },
 		{ "require", required_argument, 0, O_PASS },
 		{ "seal-log", required_argument, 0, O_PASS },
+		{ "setup", required_argument, 0, O_PASS },
+		{ "setup-code", required_argument, 0, O_PASS },
+		{ "add-host", required_argument, 0, O_PASS },
 		{ "no-cgroup", no_argument, 0, O_PASS_FLAG },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
@@ -212,6 +249,14 @@ static int parse_args(int argc, char **argv, struct batch_opts *o)
 		case O_RESUME: o->resume = true; break;
 		case O_SHARD: parse_shard(o, optarg); break;
 		case O_NOPIN: o->no_pin = true; break;
+		case O_POOL:
+			o->pool = (int)strtol(optarg, &end, 10);
+			if (end == optarg || *end || o->pool < 1 ||
+			    o->pool > 64)
+				die("--pool: '%s' is not a number 1..64",
+				    optarg);
+			break;
+		case O_PRELOAD: o->preload = optarg; break;
 		case O_JOBS:
 			o->jobs = (int)strtol(optarg, &end, 10);
 			if (end == optarg || *end || o->jobs < 1 ||
@@ -239,9 +284,15 @@ static int parse_args(int argc, char **argv, struct batch_opts *o)
 			if (asprintf(&o->pass[o->n_pass++], "--%s",
 				     opts[idx].name) < 0)
 				die("out of memory");
-			if (c == O_PASS &&
-			    !(o->pass[o->n_pass++] = strdup(optarg)))
+			/* a setup file by its full path: each run's */
+			if (c == O_PASS && !strcmp(opts[idx].name, "setup")) {
+				o->pass[o->n_pass] = realpath(optarg, NULL);
+				if (!o->pass[o->n_pass++])
+					die_errno("--setup %s", optarg);
+			} else if (c == O_PASS &&
+				   !(o->pass[o->n_pass++] = strdup(optarg)))
 				die("out of memory");
+			pool_option(o, opts[idx].name, optarg);
 			break;
 		case ':':
 			die("batch: %s needs a value (see `ward batch --help`)",
@@ -254,6 +305,9 @@ static int parse_args(int argc, char **argv, struct batch_opts *o)
 	if (optind >= argc)
 		die("batch: no samples: give files or .jsonl files (see "
 		    "`ward batch --help`)");
+	if (o->preload && !o->pool)
+		die("--preload needs --pool N (the pooled sandboxes are the "
+		    "ones that import the modules ahead)");
 	if (o->resume && !o->out)
 		die("--resume needs --out FILE: the result lines of the "
 		    "batch to go on with");
@@ -616,7 +670,12 @@ static void sample_end(struct batch *bt, struct child *c)
 		close(c->out_fd);
 	if (c->err_fd >= 0)
 		close(c->err_fd);
-	run_id_of(c);
+	if (c->pooled) {
+		batch_pool_end(c->pooled, s); /* s->error when no run */
+		c->pooled = NULL;
+	} else {
+		run_id_of(c);
+	}
 	if (s->run_id[0]) {
 		rc = batch_outcome(bt->a, s);
 		if (rc)
@@ -629,11 +688,12 @@ static void sample_end(struct batch *bt, struct child *c)
 		s->status = strdup("cancelled");
 		bt->cancelled++;
 	} else if (!s->run_id[0]) {
-		/* ward run refused before the run began (exit 125) */
+		/* ward run refused before the run began (exit 125), or the
+		 * pool could not give the sample a sandbox (s->error) */
 		free(s->status);
 		s->status = strdup("failed");
-		free(s->error);
-		s->error = last_line(&c->err);
+		if (!s->error)
+			s->error = last_line(&c->err);
 		bt->failed++;
 	}
 	s->state = SAMPLE_DONE;
@@ -745,28 +805,61 @@ static void summary(struct batch *bt)
 
 /* ---------------------------- the loop ---------------------------- */
 
+static bool busy(const struct child *c)
+{
+	return c->pid || c->pooled;
+}
+
 static void stop_children(struct child *ch, int n)
 {
 	for (int i = 0; i < n; i++)
-		if (ch[i].pid && !ch[i].exited && !ch[i].signalled) {
+		if (busy(&ch[i]) && !ch[i].exited && !ch[i].signalled) {
 			/* ward run records the run aborted, "ward received
-			 * SIGTERM", and ends the code's whole tree */
-			kill(ch[i].pid, SIGTERM);
+			 * SIGTERM", and ends the code's whole tree (a pooled
+			 * run's worker gets the same SIGTERM) */
+			if (ch[i].pooled)
+				batch_pool_cancel(ch[i].pooled);
+			else
+				kill(ch[i].pid, SIGTERM);
 			ch[i].signalled = true;
 		}
 }
 
-static void reap(struct child *ch, int n)
+/* Each child by its pid: the pool's workers are the pool's to reap. */
+static void reap(struct batch *bt, struct child *ch, int n)
 {
-	int st;
-	pid_t p;
+	int st, slot;
 
-	while ((p = waitpid(-1, &st, WNOHANG)) > 0)
-		for (int i = 0; i < n; i++)
-			if (ch[i].pid == p) {
-				ch[i].exited = true;
-				ch[i].wstatus = st;
-			}
+	for (int i = 0; i < n; i++)
+		if (ch[i].pid && !ch[i].exited &&
+		    waitpid(ch[i].pid, &st, WNOHANG) == ch[i].pid) {
+			ch[i].exited = true;
+			ch[i].wstatus = st;
+		}
+	while (bt->pool && read(batch_pool_fd(bt->pool), &slot, sizeof(slot)) ==
+				   sizeof(slot))
+		if (slot >= 0 && slot < n)
+			ch[slot].exited = true;
+}
+
+/* The sample in c from the pool: 0, or -errno with s->error. */
+static int pool_sample_start(struct batch *bt, struct child *c, int slot)
+{
+	int rc = batch_pool_start(bt->pool, c->s, slot, &c->pooled);
+
+	if (rc) {
+		if (asprintf(&c->s->error, "cannot start a pooled run: %s",
+			     strerror(-rc)) < 0)
+			c->s->error = NULL;
+		return rc;
+	}
+	c->out_fd = c->err_fd = -1;
+	c->s->state = SAMPLE_RUNNING;
+	bt->pool_left--;
+	batch_pool_want(bt->pool, bt->pool_left < (size_t)bt->o.pool
+					  ? (int)bt->pool_left
+					  : bt->o.pool);
+	return 0;
 }
 
 static int next_pending(struct batch *bt, size_t *at)
@@ -780,7 +873,7 @@ static void run_all(struct batch *bt)
 {
 	int n = bt->o.jobs, running = 0;
 	struct child *ch = calloc((size_t)n, sizeof(*ch));
-	struct pollfd *pf = calloc((size_t)n * 2, sizeof(*pf));
+	struct pollfd *pf = calloc((size_t)n * 2 + 1, sizeof(*pf));
 	sigset_t none;
 	size_t at = 0;
 
@@ -793,10 +886,12 @@ static void run_all(struct batch *bt)
 		if (stop_signal)
 			stop_children(ch, n);
 		for (int i = 0; !stop_signal && i < n; i++) {
-			if (ch[i].pid || !next_pending(bt, &at))
+			if (busy(&ch[i]) || !next_pending(bt, &at))
 				continue;
 			ch[i].s = &bt->s.v[at++];
-			if (batch_sample_start(bt, &ch[i], i)) {
+			if (bt->pool && batch_poolable(ch[i].s)
+				    ? pool_sample_start(bt, &ch[i], i)
+				    : batch_sample_start(bt, &ch[i], i)) {
 				ch[i].s->status = strdup("failed");
 				ch[i].s->state = SAMPLE_DONE;
 				bt->failed++;
@@ -811,6 +906,10 @@ static void run_all(struct batch *bt)
 		if (!running)
 			break;
 		int k = 0;
+		if (bt->pool)
+			pf[k++] =
+				(struct pollfd){ .fd = batch_pool_fd(bt->pool),
+						 .events = POLLIN };
 		for (int i = 0; i < n; i++) {
 			if (!ch[i].pid)
 				continue;
@@ -822,9 +921,9 @@ static void run_all(struct batch *bt)
 		struct timespec tick = { .tv_sec = 1 };
 		/* signals are blocked but here: none is missed */
 		ppoll(pf, (nfds_t)k, &tick, &none);
-		reap(ch, n);
+		reap(bt, ch, n);
 		for (int i = 0; i < n; i++) {
-			if (!ch[i].pid)
+			if (!busy(&ch[i]))
 				continue;
 			drain(&ch[i].out_fd, &ch[i].out);
 			drain(&ch[i].err_fd, &ch[i].err);
@@ -912,6 +1011,51 @@ static void batch_report(struct batch *bt)
 	free(dir);
 }
 
+/* The python samples still to run, for the pool (bt->pool_left). */
+static void pool_count(struct batch *bt)
+{
+	bt->pool_left = 0;
+	for (size_t i = 0; i < bt->s.n; i++)
+		bt->pool_left += bt->s.v[i].state == SAMPLE_PENDING &&
+				 batch_poolable(&bt->s.v[i]);
+}
+
+/* --pool: the pool started for the python samples still to run, unless
+ * an option asks for what pooled sandboxes cannot give. */
+static void pool_setup(struct batch *bt)
+{
+	struct batch_pool_cfg c = {
+		.db = bt->db,
+		.profile = bt->o.profile,
+		.policy = bt->o.policy,
+		.timeout = bt->o.timeout,
+		.preload = bt->o.preload,
+		.batch_id = bt->s.batch_id,
+		.n = bt->o.pool,
+	};
+	char err[800];
+
+	if (bt->o.not_pooled) {
+		warn("--pool: --%s is not given to pooled sandboxes: every "
+		     "sample runs in a fresh one",
+		     bt->o.not_pooled);
+		return;
+	}
+	pool_count(bt);
+	if (!bt->pool_left)
+		return;
+	if (bt->pool_left < (size_t)c.n)
+		c.n = (int)bt->pool_left;
+	int rc = batch_pool_new(&c, &bt->pool, err, sizeof(err));
+	if (rc == -ENOTSUP) {
+		warn("%s", err);
+		return;
+	}
+	if (rc)
+		die("batch: %s", err);
+	fcntl(batch_pool_fd(bt->pool), F_SETFL, O_NONBLOCK);
+}
+
 /* ---------------------------- main ---------------------------- */
 
 static void setup(struct batch *bt)
@@ -934,8 +1078,13 @@ static void setup(struct batch *bt)
 			die("--db %s: cannot make the path absolute", bt->db);
 		snprintf(bt->db, sizeof(bt->db), "%s", abs);
 	}
-	/* made (or migrated) once here, not by the first runs at once */
-	if (audit_open(bt->db, false, &bt->a, err, sizeof(err)))
+	/* made (or migrated) once here, not by the first runs at once; with
+	 * a pool, its handle (one open of the database per process) */
+	if (bt->o.pool)
+		pool_setup(bt);
+	if (bt->pool)
+		bt->a = batch_pool_audit(bt->pool);
+	else if (audit_open(bt->db, false, &bt->a, err, sizeof(err)))
 		die("batch: %s", err);
 	n = readlink("/proc/self/exe", bt->exe, sizeof(bt->exe) - 1);
 	if (n <= 0)
@@ -1021,6 +1170,7 @@ int ward_cmd_batch(int argc, char **argv)
 		batch_shard(&bt.s, bt.o.shard_i, bt.o.shard_n);
 	if (bt.o.progress == PROG_AUTO)
 		bt.o.progress = isatty(2) ? PROG_BAR : PROG_NONE;
+	signals(); /* before the pool's threads: blocked in them too */
 	setup(&bt);
 	bt.t0_ns = now_ns();
 	bt.total = bt.s.n;
@@ -1039,9 +1189,14 @@ int ward_cmd_batch(int argc, char **argv)
 	}
 	if (bt.o.resume)
 		resume_record(&bt);
+	if (bt.pool) { /* what --resume left to run */
+		pool_count(&bt);
+		batch_pool_want(bt.pool, bt.pool_left < (size_t)bt.o.pool
+						 ? (int)bt.pool_left
+						 : bt.o.pool);
+	}
 	/* the sample files a batch killed outright left behind */
 	ward_sweep_workdirs();
-	signals();
 	run_all(&bt);
 	if (bt.o.report)
 		batch_report(&bt);
@@ -1053,7 +1208,11 @@ int ward_cmd_batch(int argc, char **argv)
 	status = stop_signal ? 128 + stop_signal : fail ? 1 : 0;
 	if (bt.out_fd >= 0)
 		close(bt.out_fd);
-	audit_close(bt.a);
+	if (bt.pool)
+		batch_pool_free(bt.pool); /* its sandboxes never used:
+					   * recorded so; bt.a with it */
+	else
+		audit_close(bt.a);
 	batch_samples_free(&bt.s);
 	json_decref(bt.counts);
 	free(bt.cpus);

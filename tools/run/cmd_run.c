@@ -30,6 +30,7 @@
 #include "tracer/tracer.h"
 #include "tools/run/recguard.h"
 #include "tools/run/runrec.h"
+#include "tools/run/ttyask.h"
 #include "tools/run/workfiles.h"
 
 #define SANDBOX_UID 65534 /* nobody */
@@ -60,8 +61,11 @@ struct input_rec {
 
 struct run_args {
 	const char *lang, *profile, *policy_file, *db, *workdir, *interp;
-	const char *code_arg;	/* -c CODE */
-	const char *file;	/* FILE or "-" */
+	const char *code_arg; /* -c CODE */
+	const char *file;     /* FILE or "-" */
+	/* --setup FILE / --setup-code CODE: run first, under the policy's
+	 * setup phase (setup_run below) */
+	const char *setup_file, *setup_code;
 	struct ward_limits lim; /* command-line overrides; 0 = unset */
 	bool keep, json, quiet, summary, no_cgroup;
 	int pin_cpu; /* -1: none; TRACER_PIN_AUTO: the default */
@@ -69,6 +73,8 @@ struct run_args {
 	unsigned long long require; /* --require: policy_layer_name() bits */
 	char **envs;
 	size_t n_envs;
+	char **hosts; /* --add-host NAME:IP */
+	size_t n_hosts;
 	char **inputs; /* --input files copied into the workdir */
 	size_t n_inputs;
 	struct input_rec *in_recs; /* what copy_inputs() copied, recorded */
@@ -95,6 +101,15 @@ static void usage(FILE *f)
 		"                    /dev/null unless --stdin)\n"
 		"\n"
 		"options:\n"
+		"  --setup FILE      first run FILE under the policy's setup phase\n"
+		"                    (\"phases\": {\"setup\": ...}, docs/policy.md), in\n"
+		"                    the same workdir and record; then the code under\n"
+		"                    the policy itself, in processes started afresh:\n"
+		"                    nothing of the setup survives into it. Its language\n"
+		"                    is from its extension, else the code's. If the\n"
+		"                    setup fails, the code does not run\n"
+		"  --setup-code CODE the same with code given on the command line (in the\n"
+		"                    code's language)\n"
 		"  --lang L          python, node or sh (default: from FILE's extension\n"
 		"                    .py/.js/.mjs/.sh, else python)\n"
 		"  --profile NAME    a policy shipped with ward: default (python), node, sh,\n"
@@ -123,6 +138,8 @@ static void usage(FILE *f)
 		"                    record (default 64M, 0: none); a file past the cap\n"
 		"                    is recorded by name, size and SHA-256 only, and\n"
 		"                    `ward rerun` needs it given again\n"
+		"  --add-host NAME:IP  the egress proxy (net.allow_domains) resolves NAME\n"
+		"                    to IP (repeatable; docs/policy.md)\n"
 		"  --env NAME[=VAL]  pass one variable to the code (repeatable); nothing of\n"
 		"                    ward's own environment is passed otherwise. Recorded\n"
 		"                    in runs.env: NAME=VAL with its value (it is in the\n"
@@ -355,7 +372,10 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		O_KEEP_INPUTS,
 		O_RERUN_OF,
 		O_STDIN,
-		O_TAG
+		O_TAG,
+		O_SETUP,
+		O_SETUP_CODE,
+		O_ADD_HOST
 	};
 	static const struct option opts[] = {
 		{ "lang", required_argument, 0, O_LANG },
@@ -389,6 +409,9 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		{ "rerun-of", required_argument, 0, O_RERUN_OF },
 		{ "stdin", required_argument, 0, O_STDIN },
 		{ "tag", required_argument, 0, O_TAG },
+		{ "setup", required_argument, 0, O_SETUP },
+		{ "setup-code", required_argument, 0, O_SETUP_CODE },
+		{ "add-host", required_argument, 0, O_ADD_HOST },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -399,7 +422,8 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 	a->keep_inputs = KEEP_INPUTS_DEFAULT;
 	a->envs = calloc((size_t)argc + 1, sizeof(char *));
 	a->inputs = calloc((size_t)argc + 1, sizeof(char *));
-	if (!a->envs || !a->inputs)
+	a->hosts = calloc((size_t)argc + 1, sizeof(char *));
+	if (!a->envs || !a->inputs || !a->hosts)
 		die("out of memory");
 	optind = 1;
 	opterr = 0;
@@ -459,6 +483,9 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 		case O_RERUN_OF: a->rerun_of = optarg; break;
 		case O_STDIN: a->stdin_file = optarg; break;
 		case O_TAG: break; /* only in the recorded argv */
+		case O_SETUP: a->setup_file = optarg; break;
+		case O_SETUP_CODE: a->setup_code = optarg; break;
+		case O_ADD_HOST: a->hosts[a->n_hosts++] = optarg; break;
 		case O_PIN:
 			a->pin_cpu = optarg ? parse_cpu(optarg)
 					    : sched_getcpu();
@@ -486,6 +513,10 @@ static void parse_args(int argc, char **argv, struct run_args *a)
 	if (a->lang && strcmp(a->lang, "python") && strcmp(a->lang, "node") &&
 	    strcmp(a->lang, "sh"))
 		die("--lang: '%s' is not one of python, node, sh", a->lang);
+	if (a->setup_file && a->setup_code)
+		die("run: give one of --setup FILE and --setup-code CODE");
+	if (a->setup_file && !strcmp(a->setup_file, "-"))
+		die("--setup: give a file (standard input is not a setup)");
 }
 
 int ward_run_args_start(int argc, char **argv, size_t *n_inputs, size_t *n_envs)
@@ -496,6 +527,7 @@ int ward_run_args_start(int argc, char **argv, size_t *n_inputs, size_t *n_envs)
 	parse_args(argc, argv, &a);
 	free(a.envs);
 	free(a.inputs);
+	free(a.hosts);
 	*n_inputs = a.n_inputs;
 	*n_envs = a.n_envs;
 	return argc - a.n_script_args;
@@ -516,51 +548,6 @@ static int open_stdin(const struct run_args *a)
 	if (fstat(fd, &st) || S_ISDIR(st.st_mode))
 		die("--stdin %s: a directory is not an input", a->stdin_file);
 	return fd;
-}
-
-static const char *lang_from_name(const char *file)
-{
-	const char *dot = file ? strrchr(file, '.') : NULL;
-
-	if (dot && (!strcmp(dot, ".js") || !strcmp(dot, ".mjs") ||
-		    !strcmp(dot, ".cjs")))
-		return "node";
-	if (dot && !strcmp(dot, ".sh"))
-		return "sh";
-	return "python";
-}
-
-static char *read_all(int fd, size_t *len)
-{
-	size_t cap = 65536, n = 0;
-	char *buf = malloc(cap + 1);
-
-	while (buf) {
-		ssize_t r = read(fd, buf + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			free(buf);
-			return NULL;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-		if (n == cap) {
-			char *nb = realloc(buf, cap * 2 + 1);
-			if (!nb) {
-				free(buf);
-				return NULL;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-	}
-	if (buf) {
-		buf[n] = '\0';
-		*len = n;
-	}
-	return buf;
 }
 
 static struct policy *load_policy(const struct run_args *a, const char *lang)
@@ -730,13 +717,8 @@ static void copy_inputs(struct run_args *a, const char *workdir, bool drop)
 		const char *src = a->inputs[i];
 		const char *base = strrchr(src, '/');
 		size_t len = 0;
-		char *dst, *data;
-		int fd = open(src, O_RDONLY | O_CLOEXEC);
+		char *dst, *data = ward_read_path(src, &len);
 
-		if (fd < 0)
-			die_errno("--input %s", src);
-		data = read_all(fd, &len);
-		close(fd);
 		if (!data)
 			die_errno("--input %s", src);
 		base = base ? base + 1 : src;
@@ -942,7 +924,8 @@ static json_t *layers_json(const struct tracer_result *r)
 }
 
 static void print_json(const struct tracer_result *r, const char *run_id,
-		       const char *db, int exit_status, const char *chain)
+		       const char *db, int exit_status, const char *chain,
+		       json_t *setup)
 {
 	json_t *o = json_object(), *den = json_array();
 
@@ -992,6 +975,8 @@ static void print_json(const struct tracer_result *r, const char *run_id,
 	json_object_del(cj, "processes");
 	json_object_del(cj, "inputs");
 	json_object_set_new(o, "chain", cj ? cj : json_null());
+	if (setup) /* --setup: how the setup phase went */
+		json_object_set(o, "setup", setup);
 	json_dumpf(o, stdout, JSON_COMPACT);
 	fputc('\n', stdout);
 	fflush(stdout);
@@ -1068,13 +1053,13 @@ static char *read_code(const struct run_args *a, size_t *code_len,
 		*code_len = strlen(a->code_arg);
 		*code_name = "-c";
 	} else if (!strcmp(a->file, "-")) {
-		code = read_all(0, code_len);
+		code = ward_read_all(0, code_len);
 		*code_name = "-";
 	} else {
 		int fd = open(a->file, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			die_errno("cannot read %s", a->file);
-		code = read_all(fd, code_len);
+		code = ward_read_all(fd, code_len);
 		close(fd);
 		*code_name = a->file;
 	}
@@ -1123,6 +1108,160 @@ static char **interpreter_argv(const struct run_args *a, const char *lang,
 	for (int i = 0; i < a->n_script_args; i++)
 		iargv[n++] = a->script_args[i];
 	return iargv;
+}
+
+/* The setup phase of a run (--setup, --setup-code): the policy's setup
+ * phase, what runs under it, and how it went. */
+struct setup_step {
+	struct policy *pol; /* the base's phase: borrowed */
+	const char *lang, *interp, *code_name;
+	char *code;
+	size_t code_len;
+	char **argv;
+	struct tracer_result r;
+	long long started_ns, ended_ns;
+	bool ran;
+};
+
+/* Loads what the setup runs and checks the policy has a setup phase;
+ * dies (exit 125) before anything runs if not. */
+static void setup_load(const struct run_args *a, struct policy *pol,
+		       const char *lang, struct setup_step *st)
+{
+	struct run_args sa = *a;
+
+	memset(st, 0, sizeof(*st));
+	if (!a->setup_file && !a->setup_code)
+		return;
+	st->pol = policy_phase(pol, "setup");
+	if (!st->pol)
+		die("%s: policy %s has no setup phase: add \"phases\": "
+		    "{\"setup\": {...}} with what the setup may do more than "
+		    "the code (docs/policy.md, \"Phases\")",
+		    a->setup_file ? "--setup" : "--setup-code",
+		    policy_name(pol));
+	st->lang = a->setup_file ? ward_lang_of_file(a->setup_file) : lang;
+	sa.code_arg = a->setup_code;
+	sa.file = a->setup_file;
+	sa.interp = strcmp(st->lang, lang) ? NULL : a->interp;
+	st->interp = pick_interpreter(&sa, st->pol, st->lang);
+	st->code = read_code(&sa, &st->code_len, &st->code_name);
+}
+
+/* The setup's argv: its file written into the workdir (under its own
+ * name, which must not be the code's), or -c CODE. */
+static void setup_argv(const struct run_args *a, struct setup_step *st,
+		       const char *workdir, bool drop)
+{
+	struct run_args sa = *a;
+	const char *sb = a->setup_file ? strrchr(a->setup_file, '/') : NULL;
+	const char *mb = a->file ? strrchr(a->file, '/') : NULL;
+
+	sb = sb ? sb + 1 : a->setup_file;
+	mb = mb ? mb + 1 : a->file;
+	if (sb && mb && !strcmp(sb, mb))
+		die("--setup %s: the code has the same name in the workdir; "
+		    "rename one",
+		    a->setup_file);
+	sa.code_arg = a->setup_code;
+	sa.file = a->setup_file;
+	sa.n_script_args = 0;
+	st->argv = interpreter_argv(&sa, st->lang, st->interp, st->code,
+				    st->code_len, workdir, drop);
+}
+
+/*
+ * Runs the setup phase: its own processes under the setup policy, begun
+ * with the run's record (so the run starts with it). Every process it
+ * leaves is ended when its first one exits (end_with_root), and tracer_run
+ * returns only when its whole tree, and its pid namespace, are gone: the
+ * code then starts from ward, in new namespaces, under the narrower policy
+ * and its own Landlock (docs/security.md, "Phases"). Returns tracer_run's
+ * rc; to is turned into the main phase's options.
+ */
+static int setup_run(struct setup_step *st, struct tracer_opts *to,
+		     struct run_record *rec)
+{
+	struct tracer_opts so = *to;
+	int rc;
+
+	so.interpreter = st->interp;
+	so.argv = st->argv;
+	so.policy = st->pol;
+	so.end_with_root = true;
+	so.end_cause = "the setup's first process exited; the processes it "
+		       "left were ended before the code started";
+	so.has_stdin = false;
+	so.stdin_fd = -1;
+	debug("starting the setup phase");
+	st->started_ns = realtime_ns();
+	rc = tracer_run(&so, &st->r);
+	st->ended_ns = realtime_ns();
+	st->ran = true;
+	debug("setup phase: %s", st->r.status);
+	/* main: the record begun, numbering on, compiled afresh, and the
+	 * events it may still record */
+	to->record = NULL;
+	to->record_run_on = NULL;
+	to->record_join = NULL;
+	to->audit = rec->rec.au;
+	to->prepared = NULL;
+	to->first_serial = (int)st->r.processes;
+	to->limits.events = to->limits.events > st->r.events
+				    ? to->limits.events - st->r.events
+				    : 1;
+	return rc;
+}
+
+/* The run's result from its two phases: main's, with the setup's counts
+ * added; or, when the setup failed and the code never ran, the setup's
+ * (moved out of st) with a cause saying so. */
+static void merge_phases(struct setup_step *st, struct tracer_result *r,
+			 bool main_ran)
+{
+	if (!main_ran) {
+		*r = st->r;
+		memset(&st->r, 0, sizeof(st->r));
+		if (!r->setup_error[0]) {
+			char c[sizeof(r->cause)];
+
+			snprintf(c, sizeof(c), "%s", r->cause);
+			snprintf(r->cause, sizeof(r->cause),
+				 "the setup phase ended %s%s%s; the code did "
+				 "not run",
+				 r->status, c[0] ? ": " : "", c);
+		}
+		return;
+	}
+	r->events += st->r.events;
+	r->denials += st->r.denials;
+	r->processes += st->r.processes;
+	r->duration_ms += st->r.duration_ms;
+	for (int s = 1; s <= 2; s++) {
+		r->out_bytes[s] += st->r.out_bytes[s];
+		r->truncated[s] = r->truncated[s] || st->r.truncated[s];
+	}
+}
+
+/* --json's "setup": how the setup phase went, and what it wrote. */
+static json_t *setup_json(const struct setup_step *st)
+{
+	const struct tracer_result *r = &st->r;
+	json_t *o = json_pack("{s:s, s:i, s:I, s:I, s:I}", "status",
+			      r->status ? r->status : "error", "exit_code",
+			      exit_status_of(r), "duration_ms",
+			      (json_int_t)r->duration_ms, "events",
+			      (json_int_t)r->events, "denied",
+			      (json_int_t)r->denials);
+
+	if (!o || ward_json_set_bytes(o, "stdout", r->out[1], r->out_len[1]) ||
+	    ward_json_set_bytes(o, "stderr", r->out[2], r->out_len[2]))
+		die("out of memory");
+	json_object_set_new(o, "cause",
+			    r->cause[0]
+				    ? ward_json_text(r->cause, strlen(r->cause))
+				    : json_null());
+	return o;
 }
 
 /* One line on stderr when the run did not end as the code chose: the
@@ -1197,7 +1336,7 @@ int ward_cmd_run(int argc, char **argv)
 	memset(&a, 0, sizeof(a));
 	parse_args(argc, argv, &a);
 
-	const char *lang = a.lang ? a.lang : lang_from_name(a.file);
+	const char *lang = a.lang ? a.lang : ward_lang_of_file(a.file);
 	debug("start");
 	/* The record: begun by tracer_run on a thread of its own while the
 	 * sandbox is set up (begin_record), the database opened from now on
@@ -1209,6 +1348,10 @@ int ward_cmd_run(int argc, char **argv)
 		ward_record_preopen(&rec.rec);
 	struct policy *pol = load_policy(&a, lang);
 	debug("policy %s loaded", policy_name(pol));
+	for (size_t i = 0; i < a.n_hosts; i++)
+		if (policy_add_host(pol, a.hosts[i], errbuf, sizeof(errbuf)) <
+		    0)
+			die("%s", errbuf);
 	/* Compile the filter while the rest is set up. It reads only the
 	 * policy's trap_stat and syscall rules, which nothing changes from
 	 * here on (the workdir and the record's guard are path rules). On
@@ -1216,6 +1359,8 @@ int ward_cmd_run(int argc, char **argv)
 	struct tracer_prepared *prep = NULL;
 	tracer_prepare(pol, &prep);
 	const char *interp = pick_interpreter(&a, pol, lang);
+	struct setup_step st;
+	setup_load(&a, pol, lang, &st);
 	size_t code_len = 0;
 	const char *code_name;
 	char *code = read_code(&a, &code_len, &code_name);
@@ -1231,6 +1376,8 @@ int ward_cmd_run(int argc, char **argv)
 					wd.path, drop);
 	char **env = build_env(&a, wd.home);
 	copy_inputs(&a, wd.path, drop);
+	if (st.pol)
+		setup_argv(&a, &st, wd.path, drop);
 
 	/* The record: nothing runs unless it can be written. */
 	struct audit *au = NULL;
@@ -1302,22 +1449,68 @@ int ward_cmd_run(int argc, char **argv)
 		.has_stdin = a.stdin_file != NULL,
 		.stdin_fd = stdin_fd,
 	};
+	/* "ask" rules: asked on the terminal, never the code's stdin;
+	 * without one, denied at once */
+	struct ward_ttyask ask = { .fd = { -1, -1 }, .tty = -1 };
+	if (policy_asks(pol))
+		to.ask_fd = ward_ttyask_start(&ask);
 	struct tracer_result r;
 	struct wf_snap before;
 	wf_snap_take(wd.path, &before);
-	debug("starting the code");
-	int rc = tracer_run(&to, &r);
-	tracer_layer_add(&r, "workdir-quota", wd.quota, wd.quota_detail);
-	ward_workdir_layer(&r, wd.path, wd.home);
+	int rc = 0;
+	bool main_ran = true;
+	if (st.pol) {
+		rc = setup_run(&st, &to, &rec);
+		tracer_layer_add(&st.r, "workdir-quota", wd.quota,
+				 wd.quota_detail);
+		ward_workdir_layer(&st.r, wd.path, wd.home);
+		/* the code runs only after a setup that went well, and with
+		 * its record there */
+		main_ran = rc == 0 && !strcmp(st.r.status, "ok") && to.audit;
+	}
+	long long main_t0 = realtime_ns();
+	if (main_ran) {
+		debug("starting the code");
+		rc = tracer_run(&to, &r);
+		ward_ttyask_stop(&ask);
+		tracer_layer_add(&r, "workdir-quota", wd.quota,
+				 wd.quota_detail);
+		ward_workdir_layer(&r, wd.path, wd.home);
+	}
 	if (!rec.rec.ran) /* tracer_run failed before it could record it */
 		begin_record(&rec.rec, &au, errbuf, sizeof(errbuf));
 	if (!rec.rec.au)
 		die("%s", rec.rec.err);
 	au = rec.rec.au;
 	const char *run_id = rec.rec.run_id;
+	json_t *setup_j = NULL;
+	int prc = 0;
+	if (st.ran) {
+		/* a phase row each (the events of each are those of its
+		 * processes); the run, its record, begins as the setup
+		 * starts */
+		if (ri.start_ns > st.started_ns && ri.start_ns < st.ended_ns)
+			st.started_ns = ri.start_ns;
+		json_t *slj = layers_json(&st.r);
+		char *sl = json_dumps(slj, JSON_COMPACT);
+		json_decref(slj);
+		prc = ward_record_phase(au, run_id, 1, "setup", &st.r,
+					st.started_ns, st.ended_ns, 0, st.code,
+					st.code_len, sl);
+		free(sl);
+		if (!prc && main_ran)
+			prc = ward_record_phase(au, run_id, 2, "main", &r,
+						main_t0, realtime_ns(),
+						to.first_serial, NULL, 0, NULL);
+		if (prc < 0)
+			warn("audit database %s: the run's phases: %s", db,
+			     audit_errmsg(au));
+		setup_j = a.json ? setup_json(&st) : NULL;
+		merge_phases(&st, &r, main_ran);
+	}
 	debug("code finished: %s (memory limit by %s)", r.status, r.memory_by);
 	int status = exit_status_of(&r);
-	if (r.setup_error[0] || (rc < 0 && rc != -ECHILD))
+	if (r.setup_error[0] || (rc < 0 && rc != -ECHILD) || prc < 0)
 		status = WARD_EXIT_INTERNAL;
 
 	json_t *lj = layers_json(&r);
@@ -1343,7 +1536,8 @@ int ward_cmd_run(int argc, char **argv)
 	}
 
 	if (a.json)
-		print_json(&r, run_id, db, status, audit_run_chain(au));
+		print_json(&r, run_id, db, status, audit_run_chain(au),
+			   setup_j);
 	warn_outcome(&a, &r, rc, run_id);
 	if (arc < 0) {
 		warn("audit database %s: the run's record failed: %s", db,
@@ -1371,6 +1565,10 @@ int ward_cmd_run(int argc, char **argv)
 
 	debug("workdir handled");
 	tracer_result_free(&r);
+	tracer_result_free(&st.r);
+	json_decref(setup_j);
+	free(st.argv); /* its strings are the step's and the code's */
+	free(st.code);
 	tracer_prepared_free(prep);
 	audit_close(au);
 	if (ward_verbose > 0)
@@ -1385,6 +1583,7 @@ int ward_cmd_run(int argc, char **argv)
 	free(wd.path);
 	free(code);
 	free(a.envs);
+	free(a.hosts);
 	free_inputs(&a);
 	free(a.inputs);
 	return status;

@@ -193,17 +193,24 @@ void ward_workdir_keep(const char *path, int lock_fd)
 }
 
 /* The directory of a lock /tmp/ward-XXXXXX.lock: a directory, not a
- * symlink (its owner may be the code's uid: ward hands it over). */
-static bool swept_dir(const char *name, char *dir, size_t n)
+ * symlink (its owner may be the code's uid: ward hands it over). *orphan:
+ * there is no such directory (its ward died between removing it and its
+ * lock, or something else removed it). */
+static bool swept_dir(const char *name, char *dir, size_t n, bool *orphan)
 {
 	size_t len = strlen(name);
 	struct stat st;
 
+	*orphan = false;
 	if (len < 6 + 5 || strncmp(name, "ward-", 5) ||
 	    strcmp(name + len - 5, ".lock") ||
 	    (size_t)snprintf(dir, n, "/tmp/%.*s", (int)(len - 5), name) >= n)
 		return false;
-	return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+	if (lstat(dir, &st) < 0) {
+		*orphan = errno == ENOENT;
+		return *orphan;
+	}
+	return S_ISDIR(st.st_mode);
 }
 
 int ward_sweep_workdirs(void)
@@ -216,9 +223,10 @@ int ward_sweep_workdirs(void)
 		return -errno;
 	while ((e = readdir(d))) {
 		char dir[PATH_MAX], lock[PATH_MAX];
+		bool orphan;
 		int fd;
 
-		if (!swept_dir(e->d_name, dir, sizeof(dir)))
+		if (!swept_dir(e->d_name, dir, sizeof(dir), &orphan))
 			continue;
 		snprintf(lock, sizeof(lock), "/tmp/%s", e->d_name);
 		fd = open(lock, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -231,8 +239,11 @@ int ward_sweep_workdirs(void)
 		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
 		    st.st_uid == geteuid() &&
 		    flock(fd, LOCK_EX | LOCK_NB) == 0 &&
-		    ward_rm_workdir(dir) == 0)
-			swept++;
+		    (orphan ? unlink(lock) : ward_rm_workdir(dir)) == 0)
+			swept++; /* (an orphan: a lock is made with its
+				  * directory there, and linkat never
+				  * replaces a name, so none is made anew
+				  * at this one while it exists) */
 		close(fd);
 	}
 	closedir(d);
@@ -386,4 +397,88 @@ int ward_record_begin(struct ward_record *r)
 	}
 	r->au = au;
 	return 0;
+}
+
+int ward_record_phase(struct audit *au, const char *run_id, int n,
+		      const char *name, const struct tracer_result *r,
+		      long long t0, long long t1, int first, const char *code,
+		      size_t code_len, const char *layers_json)
+{
+	struct audit_phase ph = {
+		.run_id = run_id,
+		.n = n,
+		.name = name,
+		.started_ns = t0,
+		.ended_ns = t1,
+		.first_serial = r->processes ? first + 1 : 0,
+		.last_serial = r->processes ? first + (int)r->processes : 0,
+		.status = r->status,
+		.exit_code = r->signal ? -1 : r->exit_code,
+		.cause = r->cause,
+		.code = code,
+		.code_len = code_len,
+		.layers_json = layers_json,
+	};
+
+	return audit_phase(au, &ph);
+}
+
+const char *ward_lang_of_file(const char *file)
+{
+	const char *dot = file ? strrchr(file, '.') : NULL;
+
+	if (dot && (!strcmp(dot, ".js") || !strcmp(dot, ".mjs") ||
+		    !strcmp(dot, ".cjs")))
+		return "node";
+	if (dot && !strcmp(dot, ".sh"))
+		return "sh";
+	return "python";
+}
+
+char *ward_read_all(int fd, size_t *len)
+{
+	size_t cap = 65536, n = 0;
+	char *buf = malloc(cap + 1);
+
+	while (buf) {
+		ssize_t r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			free(buf);
+			return NULL;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+		if (n == cap) {
+			char *nb = realloc(buf, cap * 2 + 1);
+			if (!nb) {
+				free(buf);
+				return NULL;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	if (buf) {
+		buf[n] = '\0';
+		*len = n;
+	}
+	return buf;
+}
+
+char *ward_read_path(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *data;
+	int e;
+
+	if (fd < 0)
+		return NULL;
+	data = ward_read_all(fd, len);
+	e = errno;
+	close(fd);
+	errno = e;
+	return data;
 }

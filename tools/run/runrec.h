@@ -18,6 +18,24 @@
 void ward_run_end_of(const struct tracer_result *r, const char *layers_json,
 		     long long end_ns, struct audit_run_end *re);
 
+/* One row of the table phases for the phase n (name) of run_id that ran
+ * from t0 to t1 with result r, its processes numbered after first; code
+ * what it ran (NULL: the run's), layers_json its layers (NULL: the run's).
+ * 0 or audit_phase's -errno. */
+int ward_record_phase(struct audit *au, const char *run_id, int n,
+		      const char *name, const struct tracer_result *r,
+		      long long t0, long long t1, int first, const char *code,
+		      size_t code_len, const char *layers_json);
+
+/* The language of a code file by its name: .js/.mjs/.cjs node, .sh sh,
+ * else python. */
+const char *ward_lang_of_file(const char *file);
+/* All of fd, NUL-terminated (malloc'd, the caller frees; *len its bytes),
+ * or NULL with errno set. */
+char *ward_read_all(int fd, size_t *len);
+/* The same for the file at path. */
+char *ward_read_path(const char *path, size_t *len);
+
 /* A run's record being begun (tracer_opts.record): db and ri in; the rest
  * filled in by ward_record_begin. */
 struct ward_record {

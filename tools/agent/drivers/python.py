@@ -848,21 +848,11 @@ def _kid_start(lang, m):
     return kid
 
 
-def _kid_end(kid, grace=0.0):
-    # Its group killed while its channel is still open (at EOF it would
-    # end by itself: a group gone, or a zombie's, is not the run's to
-    # signal), unless it is gone already; then its status. grace: seconds
-    # to let a kid whose channel ended finish its exit first (ward stops
-    # counting an exiting process as the run's before the kernel reaps it,
-    # so a signal to its group then would be refused as another's).
+def _kid_end(kid):
+    # Its group killed (an ended kid's group too: until reaped it is
+    # still the run's), unless it is reaped already; then its status.
     try:
         pid, st = os.waitpid(kid[0], os.WNOHANG)
-        if pid == 0 and grace > 0:
-            import time
-            end = time.monotonic() + grace
-            while pid == 0 and time.monotonic() < end:
-                time.sleep(0.002)
-                pid, st = os.waitpid(kid[0], os.WNOHANG)
         if pid == 0:
             try:
                 os.killpg(kid[0], _signal.SIGKILL)
@@ -1002,7 +992,7 @@ def _kid_cell(h, m):
     if line is not None:
         return line
     del _kids[key]
-    st = _kid_end(kid, 0.5)
+    st = _kid_end(kid)
     code = (128 + os.WTERMSIG(st) if st is not None and os.WIFSIGNALED(st)
             else os.WEXITSTATUS(st) if st is not None else 1)
     return _fail_frame(h, "ContextEnded",
@@ -1191,8 +1181,56 @@ def _reader(fd, to):
         os.close(to)
 
 
+def _script(m):
+    # ward batch --pool (tools/agent/session-script.c): the code run as
+    # `python3 NAME ARGS...` runs it (a __main__ of its own, sys.argv,
+    # stdin, its traceback and exit status), then this interpreter ends
+    # with that status, which is the run's. No frame answers it.
+    os.close(_CELL_FD)
+    os.close(_RESULT_FD)
+    if m.get("stdin") is not None:
+        data, fd = m["stdin"].encode("utf-8", "surrogatepass"), \
+            os.memfd_create("stdin", os.MFD_CLOEXEC)
+        while data:
+            data = data[os.write(fd, data):]
+        os.lseek(fd, 0, 0)
+        os.dup2(fd, 0)
+        os.close(fd)
+    import builtins
+    del builtins.display
+    sys.modules.pop("ward_display", None)
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+    _signal.signal(_signal.SIGALRM, _signal.SIG_DFL)
+    sys.stdout.reconfigure(line_buffering=False)
+    sys.stderr.reconfigure(line_buffering=False)
+    path = os.path.abspath(m["name"])
+    sys.argv[:] = [m["name"]] + list(m.get("args") or ())
+    sys.path[0] = os.path.dirname(path)
+    main = type(sys)("__main__")
+    main.__file__, main.__cached__ = path, None
+    main.__builtins__ = builtins
+    sys.modules["__main__"] = main
+    try:
+        exec(compile(m["code"], path, "exec"), main.__dict__)
+    except SystemExit:
+        raise
+    except BaseException as e:
+        tb = e.__traceback__  # from the code's first frame on
+        while tb is not None and tb.tb_frame.f_code.co_filename != path:
+            tb = tb.tb_next
+        sys.excepthook(type(e), e.with_traceback(tb), tb)
+        if isinstance(e, KeyboardInterrupt):  # as python3 ends then
+            sys.stdout.flush()
+            _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+            os.kill(os.getpid(), _signal.SIGINT)
+        raise SystemExit(1)
+    raise SystemExit(0)
+
+
 def _ext(ns, h, body):
     import json
+    if body.startswith(b'{"op":"script",'):  # ward's own frame: no answer
+        _script(json.loads(body))
     try:
         m = json.loads(body)
         for cid in m.get("drop") or ():
