@@ -261,6 +261,53 @@ def test_commands_run_beside_cells_and_in_the_background(ctx):
     assert res["logs"]["stdout"] == ["left\n"] and res["kind"] == "command", res
 
 
+def _outputs(ctx, run):
+    rows = ctx.sql("select seq, stream, data, cmd from outputs where run_id=? order by seq", run)
+    got = {}
+    for r in rows:
+        key = (r["cmd"], r["stream"])
+        got[key] = got.get(key, b"") + bytes(r["data"])
+    return got
+
+
+def test_a_background_commands_output_is_all_in_the_record(ctx):
+    """Every byte a command writes is in the run's outputs, with its id
+    (outputs.cmd), none in the output of the cell that runs meanwhile;
+    the chain verifies and `ward show` prints it, labelled."""
+    import subprocess
+    import time
+    want = subprocess.run(["seq", "-f", "line %06g of the command", "1", "15000"],
+                          capture_output=True, check=True).stdout
+    assert len(want) > 300000, len(want)
+    s = serve(ctx)
+    c = s.ok("session.create", {"language": "python", "profile": OPEN})
+    sid, run = c["session_id"], c["run_id"]
+    b = s.ok("command.run", {"session_id": sid, "background": True,
+                             "cmd": "sleep 0.3; seq -f 'line %06g of the command' 1 15000;"
+                                    " echo cmd-err >&2"})
+    r = s.run(sid, "import time\nprint('cell start', flush=True)\n"
+                   "time.sleep(1.5)\nprint('cell end')")
+    assert _stdout(r) == "cell start\ncell end\n", r
+    w = s.ok("command.wait", {"session_id": sid, "command_id": b["command_id"]})
+    assert (w["status"], w["exit_code"]) == ("ok", 0) and w["truncated"]["stdout"], w
+    assert s.close() == 0
+    got = _outputs(ctx, run)
+    cid = b["command_id"]
+    assert got[(cid, "stdout")] == want, (len(got[(cid, "stdout")]), len(want))
+    assert re.fullmatch(rb"cmd-err\n(ward denied [^\n]*\n)*", got[(cid, "stderr")]), got
+    assert got[(None, "stdout")] == b"cell start\ncell end\n", got[(None, "stdout")][:200]
+    assert set(got) <= {(None, "stdout"), (None, "stderr"), (cid, "stdout"), (cid, "stderr")}
+    v = ctx.ward("verify", run, "--db", ctx.db, db=False)
+    assert v.code == 0 and "intact" in v.stdout, v
+    shown = ctx.ward("show", run).stdout
+    assert re.search(r"cmd %d stdout\| line 000001 of the command\n" % cid, shown), shown[-3000:]
+    assert "line 015000 of the command\n" in shown and "cmd %d stderr| cmd-err" % cid in shown
+    assert re.search(r"^ *[+][0-9.]+ +stdout\| cell start$", shown, re.M), shown[-3000:]
+    out = [x for x in json.loads(ctx.ward("show", run, "--json").stdout)["outputs"]
+           if x.get("cmd") == cid and x["stream"] == "stdout"]
+    assert "".join(x["text"] for x in out).encode() == want
+
+
 def test_command_the_policy_refuses_names_the_rule(ctx):
     s = serve(ctx)
     sid = s.create(profile=OPEN)  # exec: /usr/bin/* and /bin/* only
@@ -292,12 +339,12 @@ def test_cells_and_commands_are_one_run(ctx):
     assert r.code == 0, r
     marks = [l.split(None, 1)[1] for l in r.stdout.splitlines()
              if re.match(r" *[+][0-9.]+ (>>|<<) \[-\] cell \d+: ", l)
-             or re.match(r" *[+][0-9.]+ +stdout\| ", l)]
+             or re.match(r" *[+][0-9.]+ +(cmd \d+ )?stdout\| ", l)]
     # a command's output is its own (pipes of its own, relayed by the hub):
-    # in its row, not in the run's outputs beside the cells'
+    # in its row, and in the run's outputs with its id (outputs.cmd)
     assert json.loads(cells[1]["result"])["logs"]["stdout"] == ["cmd\n"], cells[1]
     assert marks == [">> [-] cell 1: print('py')", "stdout| py", "<< [-] cell 1: ok",
-                     ">> [-] cell 2: echo cmd", "<< [-] cell 2: ok",
+                     ">> [-] cell 2: echo cmd", "cmd 1 stdout| cmd", "<< [-] cell 2: ok",
                      ">> [-] cell 3: console.log('js')", "stdout| js", "<< [-] cell 3: ok",
                      ">> [-] cell 4: echo sh", "stdout| sh", "<< [-] cell 4: ok"], marks
 

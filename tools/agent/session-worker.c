@@ -7,6 +7,7 @@
  * is the run's wall-time limit).
  */
 #include "tools/agent/session-int.h"
+#include "tools/agent/session-server.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -208,6 +209,31 @@ static const char *interp_of(const struct policy *pol, const char *lang)
 
 /* The session's policy: the policy file, else the profile, else the
  * language's default profile. 0, or fail()'s status. */
+/*
+ * tracer_opts.side_output: a frame of a command's output, as the hub
+ * writes it ({"cmd": id, "nonce", "s": 1|2, "d": base64}, drivers/python.py)
+ * and the server takes it (session-cell.c, cmd_frame): its stream, id and
+ * bytes, which the tracer records as the command's (outputs.cmd).
+ */
+static int side_output(void *arg, const char *line, size_t n, long long *cmd,
+		       unsigned char **data, size_t *len)
+{
+	json_t *j = json_loadb(line, n, 0, NULL);
+	json_t *id = json_object_get(j, "cmd"), *d = json_object_get(j, "d");
+	int s = 0;
+
+	(void)arg;
+	if (json_is_integer(id) && json_integer_value(id) > 0 &&
+	    json_is_string(json_object_get(j, "nonce")) && json_is_string(d) &&
+	    ws_base64_decode(json_string_value(d), json_string_length(d), data,
+			     len) == 0) {
+		*cmd = json_integer_value(id);
+		s = json_integer_value(json_object_get(j, "s")) == 2 ? 2 : 1;
+	}
+	json_decref(j);
+	return s;
+}
+
 static int load_policy(const char *lang, const char *profile, const char *pfile,
 		       struct policy **pol)
 {
@@ -509,6 +535,10 @@ int ws_worker_main(void)
 		.n_code_fds = 2,
 		.side_in = side[0],
 		.side_out = WS_FD_RESULT,
+		.side_output = side_output,
+		/* longer than the server takes (read_res: MAX_FRAME, checked
+		 * after each read of up to 64 KiB) */
+		.side_line_max = (size_t)MAX_FRAME + 65536 + 1,
 		.end_with_root = true,
 		.prepared = prep,
 		/* questions of "ask" rules go to the server on the control
