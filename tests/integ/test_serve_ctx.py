@@ -308,6 +308,50 @@ def test_a_background_commands_output_is_all_in_the_record(ctx):
     assert "".join(x["text"] for x in out).encode() == want
 
 
+def test_a_commands_flood_is_kept_to_the_runs_limit_and_counted(ctx):
+    """A command's output counts against the run's output limit as the
+    code's own does: the record keeps its first bytes up to the limit,
+    exactly, and counts them all (runs.stdout_bytes, stdout_truncated)."""
+    import subprocess
+    want = subprocess.run(["seq", "-f", "flood %06g", "1", "30000"],
+                          capture_output=True, check=True).stdout
+    path = wardtest.profile_with(ctx, "sh", output_bytes=100000)
+    s = serve(ctx)
+    c = s.ok("session.create", {"language": "python", "policy": path})
+    sid, run = c["session_id"], c["run_id"]
+    b = s.ok("command.run", {"session_id": sid, "background": True,
+                             "cmd": "seq -f 'flood %06g' 1 30000"})
+    w = s.ok("command.wait", {"session_id": sid, "command_id": b["command_id"]})
+    assert (w["status"], w["exit_code"]) == ("ok", 0), w
+    assert w["truncated"]["stdout_bytes_total"] == len(want), w["truncated"]
+    assert _stdout(s.run(sid, "print('after')")) == "after\n"
+    assert s.close() == 0
+    got = _outputs(ctx, run)
+    assert got[(b["command_id"], "stdout")] == want[:100000], len(got[(b["command_id"], "stdout")])
+    r = ctx.sql("select * from runs where id=?", run)[0]
+    assert r["stdout_truncated"] == 1 and r["stdout_bytes"] == len(want) + 6, r
+    v = ctx.ward("verify", run, "--db", ctx.db, db=False)
+    assert v.code == 0 and "intact" in v.stdout, v
+
+
+def test_a_forged_command_frame_is_recorded_as_a_commands_not_the_cells(ctx):
+    """The code can write a command's frame on the result channel itself:
+    its bytes are recorded under the command id it names, never as the
+    code's own stdout, which stays whole beside it."""
+    s = serve(ctx)
+    c = s.ok("session.create", {"language": "python", "profile": OPEN})
+    sid, run = c["session_id"], c["run_id"]
+    s.run(sid, "import os\nprint('real 1', flush=True)\n"
+               "os.write(6, b'{\"cmd\": 99, \"nonce\": \"x\", \"n\": 1, \"s\": 1, "
+               "\"d\": \"Zm9yZ2VkCg==\"}\\n')\nprint('real 2')")
+    assert s.close() == 0
+    got = _outputs(ctx, run)
+    assert got[(99, "stdout")] == b"forged\n", got
+    assert got[(None, "stdout")] == b"real 1\nreal 2\n", got
+    v = ctx.ward("verify", run, "--db", ctx.db, db=False)
+    assert v.code == 0 and "intact" in v.stdout, v
+
+
 def test_command_the_policy_refuses_names_the_rule(ctx):
     s = serve(ctx)
     sid = s.create(profile=OPEN)  # exec: /usr/bin/* and /bin/* only
