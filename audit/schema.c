@@ -439,8 +439,8 @@ static const char migrate_v6[] = PHASE_TABLE
 	"PRAGMA user_version = 6;\n";
 
 /*
- * Version 6 -> 7: outputs.cmd, the id of the session's command (command.run,
- * run beside the cells) whose output the row is; NULL for the run's own
+ * Version 6 -> 7: outputs.cmd, the cells row (n) of the session's command
+ * (command.run, run beside the cells) whose output the row is; NULL for the run's own
  * stdout and stderr and in rows written before. The chain hashes it only
  * when not NULL (chain.c), so rows written before verify as they did.
  */

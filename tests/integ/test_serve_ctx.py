@@ -271,9 +271,10 @@ def _outputs(ctx, run):
 
 
 def test_a_background_commands_output_is_all_in_the_record(ctx):
-    """Every byte a command writes is in the run's outputs, with its id
-    (outputs.cmd), none in the output of the cell that runs meanwhile;
-    the chain verifies and `ward show` prints it, labelled."""
+    """Every byte a command writes is in the run's outputs, under the
+    number of its cells row (outputs.cmd), none in the output of the cell
+    that runs meanwhile; the chain verifies and `ward show` prints it,
+    labelled."""
     import subprocess
     import time
     want = subprocess.run(["seq", "-f", "line %06g of the command", "1", "15000"],
@@ -282,6 +283,8 @@ def test_a_background_commands_output_is_all_in_the_record(ctx):
     s = serve(ctx)
     c = s.ok("session.create", {"language": "python", "profile": OPEN})
     sid, run = c["session_id"], c["run_id"]
+    s.run(sid, "1")  # then the ids of a command, and the rows' numbers, differ
+    _cmd(s, sid, "true")
     b = s.ok("command.run", {"session_id": sid, "background": True,
                              "cmd": "sleep 0.3; seq -f 'line %06g of the command' 1 15000;"
                                     " echo cmd-err >&2"})
@@ -292,7 +295,8 @@ def test_a_background_commands_output_is_all_in_the_record(ctx):
     assert (w["status"], w["exit_code"]) == ("ok", 0) and w["truncated"]["stdout"], w
     assert s.close() == 0
     got = _outputs(ctx, run)
-    cid = b["command_id"]
+    cid = w["execution_count"]
+    assert (b["command_id"], cid) == (1, 3), (b, cid)
     assert got[(cid, "stdout")] == want, (len(got[(cid, "stdout")]), len(want))
     assert re.fullmatch(rb"cmd-err\n(ward denied [^\n]*\n)*", got[(cid, "stderr")]), got
     assert got[(None, "stdout")] == b"cell start\ncell end\n", got[(None, "stdout")][:200]
@@ -327,7 +331,8 @@ def test_a_commands_flood_is_kept_to_the_runs_limit_and_counted(ctx):
     assert _stdout(s.run(sid, "print('after')")) == "after\n"
     assert s.close() == 0
     got = _outputs(ctx, run)
-    assert got[(b["command_id"], "stdout")] == want[:100000], len(got[(b["command_id"], "stdout")])
+    n = w["execution_count"]
+    assert got[(n, "stdout")] == want[:100000], len(got[(n, "stdout")])
     r = ctx.sql("select * from runs where id=?", run)[0]
     assert r["stdout_truncated"] == 1 and r["stdout_bytes"] == len(want) + 6, r
     v = ctx.ward("verify", run, "--db", ctx.db, db=False)
@@ -336,13 +341,13 @@ def test_a_commands_flood_is_kept_to_the_runs_limit_and_counted(ctx):
 
 def test_a_forged_command_frame_is_recorded_as_a_commands_not_the_cells(ctx):
     """The code can write a command's frame on the result channel itself:
-    its bytes are recorded under the command id it names, never as the
+    its bytes are recorded under the row number it names, never as the
     code's own stdout, which stays whole beside it."""
     s = serve(ctx)
     c = s.ok("session.create", {"language": "python", "profile": OPEN})
     sid, run = c["session_id"], c["run_id"]
     s.run(sid, "import os\nprint('real 1', flush=True)\n"
-               "os.write(6, b'{\"cmd\": 99, \"nonce\": \"x\", \"n\": 1, \"s\": 1, "
+               "os.write(6, b'{\"cmd\": 1, \"nonce\": \"x\", \"n\": 99, \"s\": 1, "
                "\"d\": \"Zm9yZ2VkCg==\"}\\n')\nprint('real 2')")
     assert s.close() == 0
     got = _outputs(ctx, run)
@@ -385,10 +390,10 @@ def test_cells_and_commands_are_one_run(ctx):
              if re.match(r" *[+][0-9.]+ (>>|<<) \[-\] cell \d+: ", l)
              or re.match(r" *[+][0-9.]+ +(cmd \d+ )?stdout\| ", l)]
     # a command's output is its own (pipes of its own, relayed by the hub):
-    # in its row, and in the run's outputs with its id (outputs.cmd)
+    # in its row, and in the run's outputs under its row's n (outputs.cmd)
     assert json.loads(cells[1]["result"])["logs"]["stdout"] == ["cmd\n"], cells[1]
     assert marks == [">> [-] cell 1: print('py')", "stdout| py", "<< [-] cell 1: ok",
-                     ">> [-] cell 2: echo cmd", "cmd 1 stdout| cmd", "<< [-] cell 2: ok",
+                     ">> [-] cell 2: echo cmd", "cmd 2 stdout| cmd", "<< [-] cell 2: ok",
                      ">> [-] cell 3: console.log('js')", "stdout| js", "<< [-] cell 3: ok",
                      ">> [-] cell 4: echo sh", "stdout| sh", "<< [-] cell 4: ok"], marks
 

@@ -282,13 +282,17 @@ bool ws_cmds_running(struct sess *x)
 static void cmd_frame(struct sess *x, json_t *j, json_t *errors)
 {
 	json_int_t id = json_integer_value(json_object_get(j, "cmd"));
+	json_int_t cell_n = json_integer_value(json_object_get(j, "n"));
 	const char *nonce = json_string_value(json_object_get(j, "nonce"));
 	json_t *d = json_object_get(j, "d");
 	struct ws_cmd *m;
 
+	/* n too: the record files its output under n (outputs.cmd, the
+	 * tracer's side_output in session-worker.c) */
 	pthread_mutex_lock(&x->cmd_lock);
 	for (m = x->cmds; m; m = m->next)
-		if (m->id == id && !strcmp(m->c->nonce, nonce))
+		if (m->id == id && m->c->n == cell_n &&
+		    !strcmp(m->c->nonce, nonce))
 			break;
 	if (!m || m->done) {
 		pthread_mutex_unlock(&x->cmd_lock);

@@ -211,23 +211,26 @@ static const char *interp_of(const struct policy *pol, const char *lang)
  * language's default profile. 0, or fail()'s status. */
 /*
  * tracer_opts.side_output: a frame of a command's output, as the hub
- * writes it ({"cmd": id, "nonce", "s": 1|2, "d": base64}, drivers/python.py)
- * and the server takes it (session-cell.c, cmd_frame): its stream, id and
- * bytes, which the tracer records as the command's (outputs.cmd).
+ * writes it ({"cmd": id, "nonce", "n", "s": 1|2, "d": base64},
+ * drivers/python.py) and the server takes it (session-cell.c, cmd_frame):
+ * its stream, bytes and n (the number of the command's cells row, its
+ * execution_count), which the tracer records as the command's
+ * (outputs.cmd = n).
  */
 static int side_output(void *arg, const char *line, size_t n, long long *cmd,
 		       unsigned char **data, size_t *len)
 {
 	json_t *j = json_loadb(line, n, 0, NULL);
-	json_t *id = json_object_get(j, "cmd"), *d = json_object_get(j, "d");
+	json_t *n_ = json_object_get(j, "n"), *d = json_object_get(j, "d");
 	int s = 0;
 
 	(void)arg;
-	if (json_is_integer(id) && json_integer_value(id) > 0 &&
+	if (json_object_get(j, "cmd") && json_is_integer(n_) &&
+	    json_integer_value(n_) > 0 &&
 	    json_is_string(json_object_get(j, "nonce")) && json_is_string(d) &&
 	    ws_base64_decode(json_string_value(d), json_string_length(d), data,
 			     len) == 0) {
-		*cmd = json_integer_value(id);
+		*cmd = json_integer_value(n_);
 		s = json_integer_value(json_object_get(j, "s")) == 2 ? 2 : 1;
 	}
 	json_decref(j);

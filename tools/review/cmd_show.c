@@ -92,7 +92,7 @@ static void usage(FILE *f)
 	      "FILE:LINE`: ward read them from the stopped interpreter's memory, which\n"
 	      "the code controls, so they may be forged (docs/security.md).\n"
 	      "Output lines are prefixed with their stream (stdout| or stderr|; cmd N\n"
-	      "stdout| for the output of a session's command N). Text\n"
+	      "stdout| for the output of a session's command, cell N). Text\n"
 	      "from the run is printed safely: control characters, invalid UTF-8 and\n"
 	      "bidirectional overrides are escaped (\\n, \\xNN, \\u{202e}).\n"
 	      "\n"
@@ -715,7 +715,7 @@ static void print_event(const struct show_ctx *ctx, const struct audit_item *it)
 }
 
 /* One line per line of the chunk, "stdout| " before each ("cmd N stdout| "
- * for the output of a session's command N, outputs.cmd). */
+ * for the output of a session's command, cells row N: outputs.cmd). */
 static void print_output(const struct show_ctx *ctx,
 			 const struct audit_item *it)
 {
