@@ -120,8 +120,8 @@ struct tracer_opts {
 	/* With side_in: side_in is passed on by lines, and each line (a
 	 * frame, its newline included) is shown first to side_output,
 	 * which says whether it carries a session command's output: 1
-	 * (stdout) or 2 (stderr), *cmd the command's number (> 0), *data (malloc'd,
-	 * freed by the caller) and *len its bytes; else 0. Those bytes are
+	 * (stdout) or 2 (stderr), *cmd the command's number (> 0), *data
+	 * (malloc'd, freed by the caller) and *len its bytes; else 0. Those bytes are
 	 * recorded as the command's (outputs.cmd), under the same output
 	 * limit as the code's own, before the line is passed on. The code
 	 * can write such lines too: they are recorded as a command's

@@ -207,8 +207,6 @@ static const char *interp_of(const struct policy *pol, const char *lang)
 				     : "/usr/bin/python3";
 }
 
-/* The session's policy: the policy file, else the profile, else the
- * language's default profile. 0, or fail()'s status. */
 /*
  * tracer_opts.side_output: a frame of a command's output, as the hub
  * writes it ({"cmd": id, "nonce", "n", "s": 1|2, "d": base64},
@@ -237,6 +235,8 @@ static int side_output(void *arg, const char *line, size_t n, long long *cmd,
 	return s;
 }
 
+/* The session's policy: the policy file, else the profile, else the
+ * language's default profile. 0, or fail()'s status. */
 static int load_policy(const char *lang, const char *profile, const char *pfile,
 		       struct policy **pol)
 {
