@@ -19,7 +19,7 @@
 #include "audit/audit.h"
 #include "common/sha256.h"
 
-#define AUDIT_SCHEMA_VERSION 6
+#define AUDIT_SCHEMA_VERSION 7
 #define AUDIT_APPLICATION_ID 0x77617264 /* "ward", PRAGMA application_id */
 #define AUDIT_BUSY_MS	     10000	/* wait this long for the lock */
 #define AUDIT_BATCH_ROWS     256	/* commit after this many rows */
@@ -111,6 +111,7 @@ struct audit {
 			  * inputs (version 4) */
 	bool v5_cols;	 /* events.result (version 5) */
 	bool v6_tables;	 /* the table phases (version 6) */
+	bool v7_cols;	 /* outputs.cmd (version 7) */
 	pthread_mutex_t lock;
 	sqlite3_stmt *st[ST__COUNT];
 	/* the files this writer opened (open.c): the database and its WAL,

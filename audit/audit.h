@@ -219,6 +219,11 @@ enum audit_stream { AUDIT_STDOUT = 1, AUDIT_STDERR = 2 };
  * the run). An empty chunk is accepted and not stored. */
 int audit_output(struct audit *a, long long ts_ns, enum audit_stream s,
 		 const void *data, size_t len);
+/* The same for the output of a session's command (run beside the cells,
+ * tools/agent/session-cell.c) whose cells row is cmd (its n, > 0;
+ * outputs.cmd). */
+int audit_output_cmd(struct audit *a, long long ts_ns, enum audit_stream s,
+		     long long cmd, const void *data, size_t len);
 
 /* Commit the current batch now (no fsync); with a run in progress, first
  * check that the file is still the database opened (-ESTALE). */
@@ -557,6 +562,7 @@ struct audit_output_row {
 	enum audit_stream stream;
 	const void *data; /* len bytes, may contain NULs */
 	size_t len;
+	long long cmd; /* outputs.cmd: a command's cells row n, or 0 */
 };
 
 /* All of a run's processes by serial, events by seq, outputs by seq. */

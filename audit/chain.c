@@ -1161,8 +1161,13 @@ static const char *const chain_sql[] = {
 		" args, raw, target, decision, rule, reason, errno, would_deny,"
 		" backtrace, pyframes, NULL, hash FROM events WHERE run_id = ?1"
 		" ORDER BY seq",
-	[AUDIT_CHAIN_OUTPUTS] = "SELECT run_id, seq, ts_ns, stream, data, hash"
-				" FROM outputs WHERE run_id = ?1 ORDER BY seq",
+	[AUDIT_CHAIN_OUTPUTS] = "SELECT run_id, seq, ts_ns, stream, data, cmd,"
+				" hash FROM outputs WHERE run_id = ?1"
+				" ORDER BY seq",
+	/* a file older than version 7, opened readonly: no cmd column */
+	[AUDIT_CHAIN__COUNT + 1] =
+		"SELECT run_id, seq, ts_ns, stream, data, NULL, hash"
+		" FROM outputs WHERE run_id = ?1 ORDER BY seq",
 };
 
 /* A stored hash column: the link, and the tag if there is one. */
@@ -1224,6 +1229,8 @@ static int verify_chain(struct vctx *v, enum audit_chain_table t,
 	sqlite3_stmt *st = NULL;
 	const char *sql = t == AUDIT_CHAIN_EVENTS && !v->a->v5_cols
 				  ? chain_sql[AUDIT_CHAIN__COUNT]
+			  : t == AUDIT_CHAIN_OUTPUTS && !v->a->v7_cols
+				  ? chain_sql[AUDIT_CHAIN__COUNT + 1]
 				  : chain_sql[t];
 	int rc = sqlite3_prepare_v2(v->a->db, sql, -1, &st, NULL);
 	uint8_t prev[WARD_SHA256_LEN] = { 0 };
@@ -1241,12 +1248,10 @@ static int verify_chain(struct vctx *v, enum audit_chain_table t,
 		int nc = sqlite3_column_count(st) - 1;
 		long long seq = sqlite3_column_int64(st, 1);
 		const char *hs = (const char *)sqlite3_column_text(st, nc);
-		/* events.result is part of the record only when not NULL */
-		int hc = t == AUDIT_CHAIN_EVENTS &&
-					 sqlite3_column_type(st, nc - 1) ==
-						 SQLITE_NULL
-				 ? nc - 1
-				 : nc;
+		/* events.result and outputs.cmd are part of the record
+		 * only when not NULL */
+		int hc = sqlite3_column_type(st, nc - 1) == SQLITE_NULL ? nc - 1
+									: nc;
 		struct stored h;
 		uint8_t link[WARD_SHA256_LEN];
 

@@ -245,7 +245,7 @@ static int source_ok(struct audit *a, struct audit *src)
 	int r;
 
 	if (!a->v4_cols || !src->v4_cols || a->v5_cols != src->v5_cols ||
-	    a->v6_tables != src->v6_tables)
+	    a->v6_tables != src->v6_tables || a->v7_cols != src->v7_cols)
 		return audit_fail(
 			a, -EPROTO,
 			"%s is not at this ward's schema version "

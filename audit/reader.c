@@ -35,7 +35,7 @@
 	" pyframes, result FROM events WHERE run_id = ?1 "
 
 #define OUTPUT_COLS                                                            \
-	"SELECT seq, ts_ns, stream, data FROM outputs WHERE run_id = ?1 "
+	"SELECT seq, ts_ns, stream, data, cmd FROM outputs WHERE run_id = ?1 "
 
 static int prep(struct audit *a, const char *sql, sqlite3_stmt **st)
 {
@@ -394,6 +394,7 @@ static void fill_output(sqlite3_stmt *st, struct audit_output_row *o)
 							: AUDIT_STDOUT;
 	o->data = sqlite3_column_blob(st, 3);
 	o->len = (size_t)sqlite3_column_bytes(st, 3);
+	o->cmd = cint(st, 4, 0);
 }
 
 /* sql with the column named by at's first n characters (found by at)
@@ -421,6 +422,10 @@ static int prep_run(struct audit *a, const char *sql, const char *run_id,
 	if (!a->v4_cols &&
 	    old_col(sql, " pyframes,", " pyframes", older, sizeof(older)))
 		sql = older;
+	char oldest[2048];
+	if (!a->v7_cols &&
+	    old_col(sql, " cmd FROM", " cmd", oldest, sizeof(oldest)))
+		sql = oldest;
 	int r = prep(a, sql, st);
 
 	if (!r)

@@ -169,6 +169,7 @@ static const char schema_sql[] =
 	"  stream TEXT NOT NULL CHECK(stream IN ('stdout','stderr')),\n"
 	"  data BLOB NOT NULL,\n"
 	"  hash TEXT,\n"
+	"  cmd INTEGER,\n"
 	"  PRIMARY KEY(run_id, seq)\n"
 	") STRICT;\n"
 	"CREATE VIEW denials AS\n"
@@ -437,6 +438,17 @@ static const char migrate_v6[] = PHASE_TABLE
 	"UPDATE ward_meta SET value = '6' WHERE key = 'schema_version';\n"
 	"PRAGMA user_version = 6;\n";
 
+/*
+ * Version 6 -> 7: outputs.cmd, the cells row (n) of the session's command
+ * (command.run, run beside the cells) whose output the row is; NULL for the run's own
+ * stdout and stderr and in rows written before. The chain hashes it only
+ * when not NULL (chain.c), so rows written before verify as they did.
+ */
+static const char migrate_v7[] =
+	"ALTER TABLE outputs ADD COLUMN cmd INTEGER;\n"
+	"UPDATE ward_meta SET value = '7' WHERE key = 'schema_version';\n"
+	"PRAGMA user_version = 7;\n";
+
 static int migrate(struct audit *a, long long version)
 {
 	int r;
@@ -445,6 +457,7 @@ static int migrate(struct audit *a, long long version)
 	a->v4_cols = version >= 4;
 	a->v5_cols = version >= 5;
 	a->v6_tables = version >= 6;
+	a->v7_cols = version >= 7;
 	if (version >= AUDIT_SCHEMA_VERSION || a->readonly)
 		return 0;
 	r = exec_sql(a, "BEGIN IMMEDIATE");
@@ -460,11 +473,14 @@ static int migrate(struct audit *a, long long version)
 		r = exec_sql(a, migrate_v5);
 	if (!r && version < 6)
 		r = exec_sql(a, migrate_v6);
+	if (!r && version < 7)
+		r = exec_sql(a, migrate_v7);
 	r = end_upgrade(a, r);
 	a->layers_col = !r;
 	a->v4_cols = !r;
 	a->v5_cols = !r;
 	a->v6_tables = !r;
+	a->v7_cols = !r;
 	return r;
 }
 

@@ -57,7 +57,7 @@ static const char *const stmt_sql[ST__COUNT] = {
 		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
 		" ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
 	[ST_OUTPUT] = "INSERT INTO outputs(run_id, seq, ts_ns, stream, data,"
-		      " hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+		      " cmd, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 };
 
 /* For error messages. */
@@ -985,6 +985,12 @@ int audit_event(struct audit *a, const struct audit_event *e)
 int audit_output(struct audit *a, long long ts_ns, enum audit_stream s,
 		 const void *data, size_t len)
 {
+	return audit_output_cmd(a, ts_ns, s, 0, data, len);
+}
+
+int audit_output_cmd(struct audit *a, long long ts_ns, enum audit_stream s,
+		     long long cmd, const void *data, size_t len)
+{
 	int r;
 
 	pthread_mutex_lock(&a->lock);
@@ -999,11 +1005,15 @@ int audit_output(struct audit *a, long long ts_ns, enum audit_stream s,
 			vint(ts_ns),
 			vtext(s == AUDIT_STDOUT ? "stdout" : "stderr"),
 			vblob(data, len),
+			cmd > 0 ? vint(cmd) : vnull(),
 			vnull(), /* hash */
 		};
 
-		audit_chain_row(a, AUDIT_CHAIN_OUTPUTS, v, 5, hash);
-		v[5] = vtext(hash);
+		/* cmd is part of the record only when not NULL: a row of
+		 * the run's own output hashes as before version 7 */
+		audit_chain_row(a, AUDIT_CHAIN_OUTPUTS, v, cmd > 0 ? 6 : 5,
+				hash);
+		v[6] = vtext(hash);
 		r = queue_row(a, ST_OUTPUT, v, (int)(sizeof(v) / sizeof(v[0])));
 		if (!r)
 			r = commit_if_full(a);

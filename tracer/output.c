@@ -30,6 +30,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "../common/json.h"
 #include "../common/log.h"
 
 enum {
@@ -74,9 +75,11 @@ static void capture(struct tracer *t, int s, const char *p, size_t n)
 	r->out[s][r->out_len[s]] = '\0';
 }
 
-/* One chunk from stream s (1 stdout, 2 stderr). */
-static void on_chunk(struct tracer *t, int s, const char *p, size_t n,
-		     bool *pass_ok)
+/* One chunk from stream s (1 stdout, 2 stderr), of the code or (cmd > 0)
+ * of a session's command, whose output comes in frames on side_in: the
+ * same limit, recorded with its id, never passed on as the code's. */
+static void on_chunk(struct tracer *t, int s, long long cmd, const char *p,
+		     size_t n, bool *pass_ok)
 {
 	struct tracer_result *r = t->res;
 	long long cap = t->o->limits.output_bytes;
@@ -98,7 +101,7 @@ static void on_chunk(struct tracer *t, int s, const char *p, size_t n,
 		return;
 	if (keep < n && !r->truncated[s]) {
 		r->truncated[s] = true;
-		if (t->o->passthrough)
+		if (t->o->passthrough && !cmd)
 			fprintf(stderr,
 				"\nward: %s passed the %soutput limit of %lld "
 				"bytes; the rest is %s\n",
@@ -110,16 +113,16 @@ static void on_chunk(struct tracer *t, int s, const char *p, size_t n,
 	if (keep > 0) {
 		t->kept[s] += keep;
 		if (!t->audit ||
-		    audit_output(t->audit, tracer_now_ns(),
-				 s == 1 ? AUDIT_STDOUT : AUDIT_STDERR, p,
-				 keep) < 0) {
+		    audit_output_cmd(t->audit, tracer_now_ns(),
+				     s == 1 ? AUDIT_STDOUT : AUDIT_STDERR, cmd,
+				     p, keep) < 0) {
 			evq_failed(t);
 			return;
 		}
-		if (t->o->capture)
+		if (t->o->capture && !cmd)
 			capture(t, s, p, keep);
 	}
-	if (t->o->passthrough)
+	if (t->o->passthrough && !cmd)
 		write_all(s, p, past ? n : keep, pass_ok);
 }
 
@@ -129,7 +132,7 @@ static bool drain(struct tracer *t, int s, char *buf, bool *pass_ok)
 	ssize_t n = read(t->out_fd[s], buf, CHUNK);
 
 	if (n > 0) {
-		on_chunk(t, s, buf, (size_t)n, pass_ok);
+		on_chunk(t, s, 0, buf, (size_t)n, pass_ok);
 		return true;
 	}
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
@@ -145,7 +148,68 @@ static bool drain(struct tracer *t, int s, char *buf, bool *pass_ok)
  */
 #define SIDE_READY "{\"ward\":\"ready\"}\n"
 
-static bool copy_side(struct tracer *t, char *buf, bool *pass_ok)
+/*
+ * With opts.side_output, side_in is read as lines (the frames): each whole
+ * line is recorded (when it is a command's output) before it is passed
+ * on, so what the reader of side_out gets of a command is in the record
+ * first. A line longer than opts.side_line_max, which its reader rejects
+ * whole, is passed on as it comes, not looked at.
+ */
+struct side_lines {
+	struct ward_strbuf line; /* the line begun, not passed on yet */
+	bool skip; /* inside a line too long: passed on to its newline */
+};
+
+static void side_line(struct tracer *t, const char *p, size_t n, bool *pass_ok,
+		      bool *ok)
+{
+	unsigned char *data = NULL;
+	size_t len = 0;
+	long long cmd = 0;
+	int s = t->o->side_output(t->o->side_arg, p, n, &cmd, &data, &len);
+
+	if (s == 1 || s == 2) {
+		if (cmd > 0)
+			on_chunk(t, s, cmd, (const char *)data, len, pass_ok);
+		free(data);
+	}
+	if (evq_record_failed(t))
+		return; /* no frame of output not recorded */
+	write_all(t->o->side_out, p, n, ok);
+}
+
+static void side_lines(struct tracer *t, struct side_lines *l, const char *p,
+		       size_t n, bool *pass_ok, bool *ok)
+{
+	while (n > 0) {
+		const char *nl = memchr(p, '\n', n);
+		size_t take = nl ? (size_t)(nl - p) + 1 : n;
+
+		if (!l->skip && l->line.len + take > t->o->side_line_max) {
+			l->skip = true;
+			write_all(t->o->side_out, l->line.buf, l->line.len, ok);
+			ward_strbuf_free(&l->line);
+		}
+		if (l->skip) {
+			write_all(t->o->side_out, p, take, ok);
+			l->skip = !nl;
+		} else if (nl && l->line.len == 0) {
+			side_line(t, p, take, pass_ok, ok); /* whole here */
+		} else if (ward_strbuf_append(&l->line, p, take) < 0) {
+			tracer_stop(t, STOP_AUDIT,
+				    "out of memory in the output thread");
+			return;
+		} else if (nl) {
+			side_line(t, l->line.buf, l->line.len, pass_ok, ok);
+			ward_strbuf_free(&l->line);
+		}
+		p += take;
+		n -= take;
+	}
+}
+
+static bool copy_side(struct tracer *t, struct side_lines *l, char *buf,
+		      bool *pass_ok)
 {
 	bool more = true, ok = true;
 
@@ -199,7 +263,10 @@ static bool copy_side(struct tracer *t, char *buf, bool *pass_ok)
 		evq_failed(t);
 	if (evq_record_failed(t))
 		return true; /* no result of a cell not recorded */
-	write_all(t->o->side_out, p, (size_t)n, &ok);
+	if (t->o->side_output)
+		side_lines(t, l, p, (size_t)n, pass_ok, &ok);
+	else
+		write_all(t->o->side_out, p, (size_t)n, &ok);
 	return true;
 }
 
@@ -270,6 +337,7 @@ static void *io_main(void *arg)
 	struct tracer *t = arg;
 	char *buf = malloc(CHUNK);
 	bool pass_ok = true, finishing = false, dirty = false;
+	struct side_lines lines = { 0 };
 	int side = t->o->side_in > 0 ? t->o->side_in : -1;
 	int wall = t->o->wall_fd > 0 ? t->o->wall_fd : -1;
 	long long last_flush, last_pids, begun, last_news = 0;
@@ -333,7 +401,7 @@ static void *io_main(void *arg)
 			} else if (idx[i] == 15) {
 				tracer_cgroup_check_pids(t); /* reads: rearms */
 			} else if (idx[i] == 16) {
-				if (!copy_side(t, buf, &pass_ok))
+				if (!copy_side(t, &lines, buf, &pass_ok))
 					side = -1; /* EOF: the code closed it */
 			} else if (idx[i] == 17) {
 				if (!on_wall(t))
@@ -367,6 +435,7 @@ static void *io_main(void *arg)
 			dirty = false;
 		}
 	}
+	ward_strbuf_free(&lines.line);
 	free(buf);
 	return NULL;
 }

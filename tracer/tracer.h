@@ -117,6 +117,21 @@ struct tracer_opts {
 	int code_fds[2];
 	int n_code_fds;
 	int side_in, side_out;
+	/* With side_in: side_in is passed on by lines, and each line (a
+	 * frame, its newline included) is shown first to side_output,
+	 * which says whether it carries a session command's output: 1
+	 * (stdout) or 2 (stderr), *cmd the command's number (> 0), *data
+	 * (malloc'd, freed by the caller) and *len its bytes; else 0. Those bytes are
+	 * recorded as the command's (outputs.cmd), under the same output
+	 * limit as the code's own, before the line is passed on. The code
+	 * can write such lines too: they are recorded as a command's
+	 * output, never as the code's own stdout or stderr. */
+	int (*side_output)(void *arg, const char *line, size_t n,
+			   long long *cmd, unsigned char **data, size_t *len);
+	void *side_arg;
+	/* a line longer is passed on as it comes, not shown to side_output
+	 * (the reader must reject it: no output is recorded of it) */
+	size_t side_line_max;
 	/* Sessions: when the first process (the interpreter) exits, the
 	 * processes it left are ended at once, as a hangup would end them,
 	 * instead of the run waiting for them; the run's status is still

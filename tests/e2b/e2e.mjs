@@ -316,6 +316,58 @@ async function parallel() {
   await Promise.all(boxes.map((b) => b.kill()));
 }
 
+async function background() {
+  // commands run beside the cells and each other (issue 25): a background
+  // command's handle comes back at once, cells and other commands answer
+  // while it runs, its output reaches its own callbacks only
+  const sbx = await Sandbox.create();
+  seen.sandbox_id = sbx.sandboxId;
+  const out = [], err = [];
+  let t0 = Date.now();
+  const h1 = await sbx.commands.run("echo start; sleep 3; echo done; echo e1 >&2",
+    { background: true, onStdout: (d) => out.push(d), onStderr: (d) => err.push(d) });
+  seen.handle_ms = Date.now() - t0;
+  assert.ok(seen.handle_ms < 900, `background returned after ${seen.handle_ms} ms`);
+  t0 = Date.now();
+  const cell = await sbx.runCode("print('cell out'); 1+1");
+  seen.cell_ms = Date.now() - t0;
+  assert.equal(cell.text, "2");
+  assert.ok(seen.cell_ms < 1000, `runCode answered after ${seen.cell_ms} ms while a command ran`);
+  assert.deepEqual(cell.logs.stdout, ["cell out\n"], "the command's output is not the cell's");
+  const h2 = await sbx.commands.run("sleep 30", { background: true });
+  // a foreground command does not wait for a running cell
+  const slow = sbx.runCode("import time; time.sleep(2); print('slow')");
+  await new Promise((r) => setTimeout(r, 300));
+  t0 = Date.now();
+  const fg = await sbx.commands.run("echo fg; echo fe >&2");
+  seen.fg_ms = Date.now() - t0;
+  assert.equal(fg.stdout, "fg\n");
+  // (then the sandbox's denials, e.g. bash's probe of /dev/tty)
+  assert.match(fg.stderr, /^fe\n(ward denied [^\n]*\n)*$/);
+  assert.ok(seen.fg_ms < 1200, `a command answered after ${seen.fg_ms} ms while a cell ran`);
+  assert.deepEqual((await slow).logs.stdout, ["slow\n"]);
+  const listed = (await sbx.commands.list()).map((p) => p.pid);
+  assert.ok(listed.includes(h1.pid) && listed.includes(h2.pid), JSON.stringify(listed));
+  assert.equal(await sbx.commands.kill(h2.pid), true);
+  await rejects(h2.wait(), null, null, "a killed background command");
+  const r1 = await h1.wait();
+  assert.equal(r1.exitCode, 0);
+  assert.equal(r1.stdout, "start\ndone\n");
+  assert.match(r1.stderr, /^e1\n(ward denied [^\n]*\n)*$/);
+  assert.equal(out.join(""), "start\ndone\n", "onStdout saw its command's output");
+  assert.match(err.join(""), /^e1\n(ward denied [^\n]*\n)*$/);
+  const after = (await sbx.commands.list()).map((p) => p.pid);
+  assert.ok(!after.includes(h1.pid) && !after.includes(h2.pid), JSON.stringify(after));
+  // handle.kill() ends one too; a command left running ends with its sandbox
+  const h3 = await sbx.commands.run("sleep 30", { background: true });
+  assert.equal(await h3.kill(), true);
+  await rejects(h3.wait(), null, null, "handle.kill()");
+  const h4 = await sbx.commands.run("echo left; sleep 30", { background: true });
+  h4.wait().catch(() => {});
+  await new Promise((r) => setTimeout(r, 300));
+  await sbx.kill();
+}
+
 async function setup() {
   // a server with --setup: the sandbox comes with what its setup made;
   // WARD_E2E_CODE is the cell that looks (test_e2b.py checks its output)
@@ -341,7 +393,7 @@ async function setup_fails() {
   assert.deepEqual(await Sandbox.list().nextItems(), [], "no sandbox was left");
 }
 
-const scenarios = { lifecycle, files, commands, languages, bad, parallel, setup, setup_fails };
+const scenarios = { lifecycle, files, commands, languages, bad, parallel, background, setup, setup_fails };
 assert.ok(scenarios[scenario], `usage: node e2e.mjs ${Object.keys(scenarios).join("|")}`);
 try {
   await scenarios[scenario]();

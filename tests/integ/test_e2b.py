@@ -130,6 +130,38 @@ def test_e2b_sdk_commands(ctx):
     assert "echo hi; echo oops >&2; echo $GREETING" in codes[0], codes
 
 
+def test_e2b_background_commands_beside_cells(ctx):
+    """A background command holds no turn: runCode, another command and a
+    foreground command during a cell all answer while it runs; wait, kill
+    and list work; each command keeps its row, and the one left running
+    when the sandbox is killed is recorded as ended by it."""
+    seen, _ = sdk(ctx, "background", *OPEN)
+    assert seen["cell_ms"] < 1000 and seen["fg_ms"] < 1200, seen
+    run_id = run_of(ctx, seen["sandbox_id"])
+    all_rows = ctx.sql("select n, code, status, result from cells where run_id=? order by n", run_id)
+    rows = {c["code"]: c for c in all_rows}
+    first = rows["echo start; sleep 3; echo done; echo e1 >&2"]
+    res = json.loads(first["result"])
+    assert first["status"] == "ok" and res["exit_code"] == 0 and res["kind"] == "command", res
+    assert res["logs"] == {"stdout": ["start\ndone\n"], "stderr": ["e1\n"]}, res["logs"]
+    cell = json.loads(rows["print('cell out'); 1+1"]["result"])
+    assert cell["logs"]["stdout"] == ["cell out\n"], cell["logs"]
+    assert rows["print('cell out'); 1+1"]["n"] > first["n"], rows.keys()
+    fg = json.loads(rows["echo fg; echo fe >&2"]["result"])
+    assert fg["logs"] == {"stdout": ["fg\n"], "stderr": ["fe\n"]}, fg
+    killed = [c for c in all_rows if c["code"] == "sleep 30"]
+    assert len(killed) == 2 and all(c["status"] == "cancelled" for c in killed), killed
+    for c in killed:
+        res = json.loads(c["result"])
+        assert res["exit_code"] == 137 and "killed when its request" in res["error"]["value"], res
+    left = rows["echo left; sleep 30"]
+    res = json.loads(left["result"])
+    assert left["status"] == "cancelled" and res["error"]["name"] == "SessionEnded", res
+    assert res["logs"]["stdout"] == ["left\n"], res["logs"]
+    r = ctx.ward("show", run_id)
+    assert r.code == 0 and "echo left; sleep 30" in r.stdout, r
+
+
 def test_e2b_sdk_languages_and_contexts(ctx):
     seen, _ = sdk(ctx, "languages", *OPEN)
     run_of(ctx, seen["sandbox_id"])

@@ -204,6 +204,159 @@ def test_command_run(ctx):
     assert s.close() == 0
 
 
+def test_commands_run_beside_cells_and_in_the_background(ctx):
+    """Commands hold no turn: a background command answers its id at once,
+    a cell and a foreground command answer while commands and cells run;
+    command.wait/kill/list; the server's end kills what is left, and every
+    command keeps its row saying how it ended."""
+    import time
+    s = serve(ctx)
+    c = s.ok("session.create", {"language": "python", "profile": OPEN})
+    sid, run = c["session_id"], c["run_id"]
+    t0 = time.monotonic()
+    b = s.ok("command.run", {"session_id": sid, "cmd": "echo start; sleep 3; echo done",
+                             "background": True})
+    assert (b["command_id"], b["background"]) == (1, True) and time.monotonic() - t0 < 1, b
+    t0 = time.monotonic()
+    r = s.run(sid, "print('cell'); 1+1")
+    assert _main(r) == "2" and _stdout(r) == "cell\n", r  # not the command's output
+    assert time.monotonic() - t0 < 1, time.monotonic() - t0
+    k = s.ok("command.run", {"session_id": sid, "cmd": "sleep 30", "background": True})
+    listed = s.ok("command.list", {"session_id": sid})["commands"]
+    assert [(x["command_id"], x["running"]) for x in listed] == [(1, True), (2, True)], listed
+    # a foreground command does not wait for a running cell
+    s.send_raw((json.dumps({"id": 100, "method": "run", "params": {
+        "session_id": sid, "code": "import time; time.sleep(2); print('slow')"}}) + "\n").encode())
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    s.send_raw((json.dumps({"id": 101, "method": "command.run", "params": {
+        "session_id": sid, "cmd": "echo fg"}}) + "\n").encode())
+    first = s.read()
+    assert first["id"] == 101 and first["result"]["stdout"] == "fg\n", first
+    assert time.monotonic() - t0 < 1.5, time.monotonic() - t0
+    second = s.read()
+    assert second["id"] == 100 and _stdout(second["result"]) == "slow\n", second
+    assert s.ok("command.kill", {"session_id": sid, "command_id": 2}) == \
+        {"command_id": 2, "killed": True}
+    r = s.ok("command.wait", {"session_id": sid, "command_id": 2})
+    assert (r["status"], r["exit_code"]) == ("cancelled", 137) and "killed" in r["error"], r
+    r = s.ok("command.wait", {"session_id": sid, "command_id": 1})
+    assert (r["status"], r["exit_code"], r["stdout"]) == ("ok", 0, "start\ndone\n"), r
+    s.err("command.wait", {"session_id": sid, "command_id": 1}, PARAMS)  # answered once
+    assert s.ok("command.list", {"session_id": sid})["commands"] == []
+    s.err("command.run", {"session_id": sid, "cmd": "true", "background": True, "stream": True},
+          PARAMS)
+    s.ok("command.run", {"session_id": sid, "cmd": "echo left; sleep 30", "background": True})
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    assert s.close() == 0
+    assert time.monotonic() - t0 < 10, time.monotonic() - t0
+    rows = {r["code"]: r for r in ctx.sql(
+        "select n, code, status, result from cells where run_id=? order by n", run)}
+    assert rows["echo start; sleep 3; echo done"]["status"] == "ok", rows
+    assert rows["sleep 30"]["status"] == "cancelled", rows
+    left = rows["echo left; sleep 30"]
+    res = json.loads(left["result"])
+    assert left["status"] == "cancelled" and res["error"]["name"] == "SessionEnded", res
+    assert res["logs"]["stdout"] == ["left\n"] and res["kind"] == "command", res
+
+
+def _outputs(ctx, run):
+    rows = ctx.sql("select seq, stream, data, cmd from outputs where run_id=? order by seq", run)
+    got = {}
+    for r in rows:
+        key = (r["cmd"], r["stream"])
+        got[key] = got.get(key, b"") + bytes(r["data"])
+    return got
+
+
+def test_a_background_commands_output_is_all_in_the_record(ctx):
+    """Every byte a command writes is in the run's outputs, under the
+    number of its cells row (outputs.cmd), none in the output of the cell
+    that runs meanwhile; the chain verifies and `ward show` prints it,
+    labelled."""
+    import subprocess
+    import time
+    want = subprocess.run(["seq", "-f", "line %06g of the command", "1", "15000"],
+                          capture_output=True, check=True).stdout
+    assert len(want) > 300000, len(want)
+    s = serve(ctx)
+    c = s.ok("session.create", {"language": "python", "profile": OPEN})
+    sid, run = c["session_id"], c["run_id"]
+    s.run(sid, "1")  # then the ids of a command, and the rows' numbers, differ
+    _cmd(s, sid, "true")
+    b = s.ok("command.run", {"session_id": sid, "background": True,
+                             "cmd": "sleep 0.3; seq -f 'line %06g of the command' 1 15000;"
+                                    " echo cmd-err >&2"})
+    r = s.run(sid, "import time\nprint('cell start', flush=True)\n"
+                   "time.sleep(1.5)\nprint('cell end')")
+    assert _stdout(r) == "cell start\ncell end\n", r
+    w = s.ok("command.wait", {"session_id": sid, "command_id": b["command_id"]})
+    assert (w["status"], w["exit_code"]) == ("ok", 0) and w["truncated"]["stdout"], w
+    assert s.close() == 0
+    got = _outputs(ctx, run)
+    cid = w["execution_count"]
+    assert (b["command_id"], cid) == (1, 3), (b, cid)
+    assert got[(cid, "stdout")] == want, (len(got[(cid, "stdout")]), len(want))
+    assert re.fullmatch(rb"cmd-err\n(ward denied [^\n]*\n)*", got[(cid, "stderr")]), got
+    assert got[(None, "stdout")] == b"cell start\ncell end\n", got[(None, "stdout")][:200]
+    assert set(got) <= {(None, "stdout"), (None, "stderr"), (cid, "stdout"), (cid, "stderr")}
+    v = ctx.ward("verify", run, "--db", ctx.db, db=False)
+    assert v.code == 0 and "intact" in v.stdout, v
+    shown = ctx.ward("show", run).stdout
+    assert re.search(r"cmd %d stdout\| line 000001 of the command\n" % cid, shown), shown[-3000:]
+    assert "line 015000 of the command\n" in shown and "cmd %d stderr| cmd-err" % cid in shown
+    assert re.search(r"^ *[+][0-9.]+ +stdout\| cell start$", shown, re.M), shown[-3000:]
+    out = [x for x in json.loads(ctx.ward("show", run, "--json").stdout)["outputs"]
+           if x.get("cmd") == cid and x["stream"] == "stdout"]
+    assert "".join(x["text"] for x in out).encode() == want
+
+
+def test_a_commands_flood_is_kept_to_the_runs_limit_and_counted(ctx):
+    """A command's output counts against the run's output limit as the
+    code's own does: the record keeps its first bytes up to the limit,
+    exactly, and counts them all (runs.stdout_bytes, stdout_truncated)."""
+    import subprocess
+    want = subprocess.run(["seq", "-f", "flood %06g", "1", "30000"],
+                          capture_output=True, check=True).stdout
+    path = wardtest.profile_with(ctx, "sh", output_bytes=100000)
+    s = serve(ctx)
+    c = s.ok("session.create", {"language": "python", "policy": path})
+    sid, run = c["session_id"], c["run_id"]
+    b = s.ok("command.run", {"session_id": sid, "background": True,
+                             "cmd": "seq -f 'flood %06g' 1 30000"})
+    w = s.ok("command.wait", {"session_id": sid, "command_id": b["command_id"]})
+    assert (w["status"], w["exit_code"]) == ("ok", 0), w
+    assert w["truncated"]["stdout_bytes_total"] == len(want), w["truncated"]
+    assert _stdout(s.run(sid, "print('after')")) == "after\n"
+    assert s.close() == 0
+    got = _outputs(ctx, run)
+    n = w["execution_count"]
+    assert got[(n, "stdout")] == want[:100000], len(got[(n, "stdout")])
+    r = ctx.sql("select * from runs where id=?", run)[0]
+    assert r["stdout_truncated"] == 1 and r["stdout_bytes"] == len(want) + 6, r
+    v = ctx.ward("verify", run, "--db", ctx.db, db=False)
+    assert v.code == 0 and "intact" in v.stdout, v
+
+
+def test_a_forged_command_frame_is_recorded_as_a_commands_not_the_cells(ctx):
+    """The code can write a command's frame on the result channel itself:
+    its bytes are recorded under the row number it names, never as the
+    code's own stdout, which stays whole beside it."""
+    s = serve(ctx)
+    c = s.ok("session.create", {"language": "python", "profile": OPEN})
+    sid, run = c["session_id"], c["run_id"]
+    s.run(sid, "import os\nprint('real 1', flush=True)\n"
+               "os.write(6, b'{\"cmd\": 1, \"nonce\": \"x\", \"n\": 99, \"s\": 1, "
+               "\"d\": \"Zm9yZ2VkCg==\"}\\n')\nprint('real 2')")
+    assert s.close() == 0
+    got = _outputs(ctx, run)
+    assert got[(99, "stdout")] == b"forged\n", got
+    assert got[(None, "stdout")] == b"real 1\nreal 2\n", got
+    v = ctx.ward("verify", run, "--db", ctx.db, db=False)
+    assert v.code == 0 and "intact" in v.stdout, v
+
+
 def test_command_the_policy_refuses_names_the_rule(ctx):
     s = serve(ctx)
     sid = s.create(profile=OPEN)  # exec: /usr/bin/* and /bin/* only
@@ -235,9 +388,12 @@ def test_cells_and_commands_are_one_run(ctx):
     assert r.code == 0, r
     marks = [l.split(None, 1)[1] for l in r.stdout.splitlines()
              if re.match(r" *[+][0-9.]+ (>>|<<) \[-\] cell \d+: ", l)
-             or re.match(r" *[+][0-9.]+ +stdout\| ", l)]
+             or re.match(r" *[+][0-9.]+ +(cmd \d+ )?stdout\| ", l)]
+    # a command's output is its own (pipes of its own, relayed by the hub):
+    # in its row, and in the run's outputs under its row's n (outputs.cmd)
+    assert json.loads(cells[1]["result"])["logs"]["stdout"] == ["cmd\n"], cells[1]
     assert marks == [">> [-] cell 1: print('py')", "stdout| py", "<< [-] cell 1: ok",
-                     ">> [-] cell 2: echo cmd", "stdout| cmd", "<< [-] cell 2: ok",
+                     ">> [-] cell 2: echo cmd", "cmd 2 stdout| cmd", "<< [-] cell 2: ok",
                      ">> [-] cell 3: console.log('js')", "stdout| js", "<< [-] cell 3: ok",
                      ">> [-] cell 4: echo sh", "stdout| sh", "<< [-] cell 4: ok"], marks
 

@@ -334,7 +334,7 @@ static void test_create(void)
 	ok(nfds >= 3, "... db, wal and shm are open (%d new fds)", nfds);
 	db = peek_open(path);
 	is_str(q_text(db, "PRAGMA journal_mode"), "wal", "journal_mode is WAL");
-	is_int(q_int(db, "PRAGMA user_version"), 6, "user_version is 6");
+	is_int(q_int(db, "PRAGMA user_version"), 7, "user_version is 7");
 	is_int(q_int(db, "PRAGMA application_id"), 0x77617264,
 	       "application_id is 'ward'");
 	is_str(q_text(db, "SELECT value FROM ward_meta WHERE key = "
@@ -1330,8 +1330,10 @@ static int get_layers(const struct audit_run *r, void *arg)
 }
 
 /* A version 1 file (no runs.layers): read as is, migrated when written. */
-/* Turns a fresh (version 5) file back into what version 4 had. */
-#define V5_UNDO "ALTER TABLE events DROP COLUMN result;"
+/* Turns a fresh (version 7) file back into what version 6 had. */
+#define V6_UNDO "ALTER TABLE outputs DROP COLUMN cmd;"
+/* ... and into what version 4 had (the table phases stays: unread). */
+#define V5_UNDO V6_UNDO "ALTER TABLE events DROP COLUMN result;"
 /* ... and into what version 3 had. */
 #define V4_UNDO                                                                \
 	V5_UNDO "ALTER TABLE runs DROP COLUMN env;"                            \
@@ -1368,13 +1370,13 @@ static void test_v1_migration(void)
 	       "v1: readonly leaves the version alone");
 	a = open_rw(path);
 	ok(a != NULL, "v1: opens read-write");
-	is_int(q_int(db, "PRAGMA user_version"), 6, "... which migrates to 6");
+	is_int(q_int(db, "PRAGMA user_version"), 7, "... which migrates to 7");
 	is_int(q_int(db, "SELECT count(*) FROM pragma_table_info('runs') "
 			 "WHERE name = 'layers'"),
 	       1, "... adding runs.layers");
 	is_str(q_text(db, "SELECT value FROM ward_meta WHERE key = "
 			  "'schema_version'"),
-	       "6", "... and ward_meta says 6");
+	       "7", "... and ward_meta says 7");
 	is_int(q_int(db, "SELECT count(*) FROM sqlite_schema WHERE name IN "
 			 "('cells', 'artifacts')"),
 	       2, "... and has the session tables");
@@ -1410,7 +1412,7 @@ static void test_migrate_v3(void)
 	       0, "v3: no runs.env/chain");
 	a = open_rw(path);
 	ok(a != NULL, "v3: opens read-write");
-	is_int(q_int(db, "PRAGMA user_version"), 6, "... which migrates to 6");
+	is_int(q_int(db, "PRAGMA user_version"), 7, "... which migrates to 7");
 	is_int(q_int(db, "SELECT count(*) FROM pragma_table_info('runs') "
 			 "WHERE name IN ('env', 'chain')"),
 	       2, "... adding runs.env and runs.chain");
@@ -1474,7 +1476,7 @@ static void test_migrate_v4(void)
 	ok(problems == 0 && v.seal_checked, "... intact");
 	audit_close(ro);
 	a = open_rw(path);
-	is_int(q_int(db, "PRAGMA user_version"), 6, "v4: migrates to 6");
+	is_int(q_int(db, "PRAGMA user_version"), 7, "v4: migrates to 7");
 	audit_close(a);
 	audit_open(path, true, &ro, err, sizeof(err));
 	audit_verify_key(ro);
@@ -1580,10 +1582,10 @@ static void test_foreign(void)
 	a = open_rw(path);
 	audit_close(a);
 	db = peek_open(path);
-	sqlite3_exec(db, "PRAGMA user_version = 7", NULL, NULL, NULL);
+	sqlite3_exec(db, "PRAGMA user_version = 8", NULL, NULL, NULL);
 	sqlite3_close(db);
 	is_int(audit_open(path, false, &a, err, sizeof(err)), -EPROTO,
-	       "schema version 7: -EPROTO");
+	       "schema version 8: -EPROTO");
 	ok(strstr(err, "newer") != NULL, "... message: %s", err);
 }
 

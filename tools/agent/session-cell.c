@@ -229,14 +229,116 @@ channel_error(json_t *list, const char *fmt, ...)
 	json_array_append_new(list, json_string(msg));
 }
 
-/* One complete frame from the result channel. */
-static void on_frame(struct cell *c, json_t *errors, const char *line,
-		     size_t len)
+/* ------------------------------------------------------------------ */
+/* commands beside the cells                                           */
+
+enum {
+	CMD_QUEUE = 4 << 20, /* a command's output not yet streamed */
+	CMD_SLICE_MS = 20,   /* a command's thread reads or waits this long */
+};
+
+/* A command running in x (ws_cmd_run): its cell (output captured, nonce,
+ * number, end frame) and what it wrote that its thread has not streamed
+ * yet (up to CMD_QUEUE a stream; beyond, counted in dropped and said in
+ * the stream once it is over). */
+struct ws_cmd {
+	struct ws_cmd *next;
+	unsigned id;
+	struct cell *c;
+	struct ward_strbuf q[3];
+	long long dropped[3];
+	bool done;
+};
+
+void ws_cmds_init(struct sess *x)
 {
-	struct sess *x = c ? c->x : NULL;
+	pthread_condattr_t ca;
+
+	pthread_mutex_init(&x->cmd_lock, NULL);
+	pthread_mutex_init(&x->send_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&x->cmd_cond, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+void ws_cmds_destroy(struct sess *x)
+{
+	pthread_mutex_destroy(&x->cmd_lock);
+	pthread_mutex_destroy(&x->send_lock);
+	pthread_cond_destroy(&x->cmd_cond);
+}
+
+bool ws_cmds_running(struct sess *x)
+{
+	pthread_mutex_lock(&x->cmd_lock);
+	bool any = x->cmds != NULL;
+	pthread_mutex_unlock(&x->cmd_lock);
+	return any;
+}
+
+/* A frame of a command (it has "cmd"): its output, its start, its end;
+ * one for no command running here is a channel error. */
+static void cmd_frame(struct sess *x, json_t *j, json_t *errors)
+{
+	json_int_t id = json_integer_value(json_object_get(j, "cmd"));
+	json_int_t cell_n = json_integer_value(json_object_get(j, "n"));
+	const char *nonce = json_string_value(json_object_get(j, "nonce"));
+	json_t *d = json_object_get(j, "d");
+	struct ws_cmd *m;
+
+	/* n too: the record files its output under n (outputs.cmd, the
+	 * tracer's side_output in session-worker.c) */
+	pthread_mutex_lock(&x->cmd_lock);
+	for (m = x->cmds; m; m = m->next)
+		if (m->id == id && m->c->n == cell_n &&
+		    !strcmp(m->c->nonce, nonce))
+			break;
+	if (!m || m->done) {
+		pthread_mutex_unlock(&x->cmd_lock);
+		channel_error(errors, "a frame for no running command was "
+				      "rejected");
+		json_decref(j);
+		return;
+	}
+	if (json_is_string(d)) {
+		int i = json_integer_value(json_object_get(j, "s")) == 2 ? 2
+									 : 1;
+		unsigned char *b = NULL;
+		size_t n = 0;
+
+		if (ws_base64_decode(json_string_value(d),
+				     json_string_length(d), &b, &n) == 0) {
+			cap_add(&m->c->out[i], (const char *)b, n);
+			if (m->c->fn && !m->dropped[i] &&
+			    m->q[i].len + n <= CMD_QUEUE)
+				ward_strbuf_append(&m->q[i], (const char *)b,
+						   n);
+			else if (m->c->fn)
+				m->dropped[i] += (long long)n;
+		}
+		free(b);
+	} else if (json_is_true(json_object_get(j, "end")) ||
+		   json_object_get(j, "error")) {
+		m->c->frame = json_incref(j);
+		m->done = true;
+	}
+	pthread_cond_broadcast(&x->cmd_cond);
+	pthread_mutex_unlock(&x->cmd_lock);
+	json_decref(j);
+}
+
+/* One complete frame from the result channel. */
+static void on_frame(struct sess *x, struct cell *c, json_t *errors,
+		     const char *line, size_t len)
+{
 	json_t *j = json_loadb(line, len, 0, NULL);
 	const char *nonce = json_string_value(json_object_get(j, "nonce"));
 
+	if (j && nonce && json_object_get(j, "cmd")) {
+		cmd_frame(x, j, errors); /* a command's, not the cell's */
+		return;
+	}
 	if (!j || !nonce) {
 		channel_error(errors,
 			      "a malformed result frame (%zu bytes) was "
@@ -300,7 +402,7 @@ static void read_res(struct sess *x, struct cell *c, json_t *errors)
 		if (c)
 			drain_out(c);
 		if (!x->res_skip)
-			on_frame(c, errors, x->resbuf, l);
+			on_frame(x, c, errors, x->resbuf, l);
 		x->res_skip = false;
 		x->res_len -= l + 1;
 		memmove(x->resbuf, nl + 1, x->res_len);
@@ -411,8 +513,8 @@ static const char *cell_lang(const struct sess *x)
 	return x->ext ? x->ext->lang : x->lang;
 }
 
-static int send_cell(struct sess *x, struct cell *c, const char *code,
-		     size_t len, double timeout)
+static int send_cell_locked(struct sess *x, struct cell *c, const char *code,
+			    size_t len, double timeout)
 {
 	char head[256];
 	int rc;
@@ -440,6 +542,17 @@ static int send_cell(struct sess *x, struct cell *c, const char *code,
 		c->n, c->nonce, timeout, len, x->ext ? ",\"x\":1" : "");
 	rc = ws_write_all(x->cells, head, strlen(head));
 	return rc ? rc : ws_write_all(x->cells, code, len);
+}
+
+/* Frames on the cells' channel are whole: commands send theirs too. */
+static int send_cell(struct sess *x, struct cell *c, const char *code,
+		     size_t len, double timeout)
+{
+	pthread_mutex_lock(&x->send_lock);
+	int rc = x->cells < 0 ? -EPIPE
+			      : send_cell_locked(x, c, code, len, timeout);
+	pthread_mutex_unlock(&x->send_lock);
+	return rc;
 }
 
 /* The first pid listed in a /proc/PID/task/TID/children of process pid,
@@ -548,7 +661,9 @@ static void cancel_line(struct sess *x, const struct cell *c)
 		return;
 	n = snprintf(line, sizeof(line), "{\"cancel\":\"%s\"}\n", c->nonce);
 	/* gone or full: nothing more to do */
+	pthread_mutex_lock(&x->send_lock);
 	(void)send(x->cells, line, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	pthread_mutex_unlock(&x->send_lock);
 }
 
 /* Waits for the cell's result, reading its output; true if it came.
@@ -881,6 +996,69 @@ static void note_refusals(struct ws_server *s, struct cell *c, long long from,
 	ward_strbuf_free(&sb);
 }
 
+/* What a cell or command was, for its result and its row. */
+struct cell_run {
+	const char *code;
+	size_t len;
+	const struct cell_limits *cl;
+	long long t0, start_ns;
+	struct wf_snap *before;
+	bool one_shot;
+	json_t *mark; /* session-ctx.c's, or NULL */
+};
+
+/* The end of a cell or command c that ended as ce says (its error
+ * taken): its result object, and its row recorded; c freed. */
+static int cell_finish(struct ws_server *s, struct cell *c,
+		       const struct cell_run *r, struct cell_end *ce,
+		       json_t **result, struct ws_error *err)
+{
+	struct sess *x = c->x;
+	long long end_ns = ws_realtime_ns();
+
+	if (c->frame)
+		note_refusals(s, c, r->start_ns, end_ns, ce);
+	json_t *arts = artifacts(s, x, r->before, c->n);
+	wf_snap_free(r->before);
+	json_t *o = result_object(s, c, ce->status, ce->timed_out,
+				  ce->interrupted, ce->error, r->t0,
+				  r->start_ns, end_ns, arts, r->one_shot,
+				  r->cl);
+	if (r->mark)
+		ws_ctx_mark(r->mark, o);
+	if (x->warming)
+		json_object_set_new(o, "phase", json_string("warmup"));
+	char *rj = json_dumps(o, JSON_COMPACT);
+	struct audit_cell ac = {
+		.run_id = x->run_id,
+		.n = c->n,
+		.code = r->code,
+		.code_len = r->len,
+		.started_ns = r->start_ns,
+		.ended_ns = end_ns,
+		.status = ce->status,
+		.result_json = rj ? rj : "{}",
+	};
+	/* a pool's warm-up is recorded when its session leaves the pool */
+	int arc = x->warming ? ws_pool_keep_warmup(x, &ac, o)
+			     : audit_cell(s->au, &ac);
+	free(rj);
+	json_decref(c->frame);
+	json_decref(c->errors);
+	free(c);
+	x->last_ms = ws_mono_ms();
+	if (arc < 0) {
+		/* fail closed: a cell that is not recorded is not reported */
+		json_decref(o);
+		return ws_fail(
+			err, WS_E_INTERNAL,
+			"audit database: the cell could not be recorded: %s",
+			audit_errmsg(s->au));
+	}
+	*result = o;
+	return 0;
+}
+
 /* Runs one cell in x; *result on success. */
 int ws_run_cell(struct ws_server *s, struct sess *x, const char *code,
 		size_t len, const struct cell_limits *cl, ws_stream_fn fn,
@@ -899,7 +1077,7 @@ int ws_run_cell(struct ws_server *s, struct sess *x, const char *code,
 	c->fn = fn;
 	c->fn_arg = fn_arg;
 	c->cancel_fd = cancel_fd;
-	c->n = ++x->count;
+	c->n = __atomic_add_fetch(&x->count, 1, __ATOMIC_SEQ_CST);
 	c->errors = x->pending_errors;
 	x->pending_errors = json_array();
 	if (ws_random_hex(c->nonce, 16) < 0) {
@@ -933,45 +1111,274 @@ int ws_run_cell(struct ws_server *s, struct sess *x, const char *code,
 	else
 		end_by_code(x, c, &ce);
 	snprintf(x->last_nonce, sizeof(x->last_nonce), "%s", c->nonce);
-	long long end_ns = ws_realtime_ns();
-	if (got)
-		note_refusals(s, c, start_ns, end_ns, &ce);
-	json_t *arts = artifacts(s, x, &before, c->n);
-	wf_snap_free(&before);
-	json_t *o = result_object(s, c, ce.status, ce.timed_out, ce.interrupted,
-				  ce.error, t0, start_ns, end_ns, arts,
-				  one_shot, cl);
-	if (x->ext)
-		ws_ctx_mark(x, o);
-	if (x->warming)
-		json_object_set_new(o, "phase", json_string("warmup"));
-	char *rj = json_dumps(o, JSON_COMPACT);
-	struct audit_cell ac = {
-		.run_id = x->run_id,
-		.n = c->n,
+	struct cell_run run = {
 		.code = code,
-		.code_len = len,
-		.started_ns = start_ns,
-		.ended_ns = end_ns,
-		.status = ce.status,
-		.result_json = rj ? rj : "{}",
+		.len = len,
+		.cl = cl,
+		.t0 = t0,
+		.start_ns = start_ns,
+		.before = &before,
+		.one_shot = one_shot,
+		.mark = x->ext ? x->ext->mark : NULL,
 	};
-	/* a pool's warm-up is recorded when its session leaves the pool */
-	int arc = x->warming ? ws_pool_keep_warmup(x, &ac, o)
-			     : audit_cell(s->au, &ac);
-	free(rj);
-	json_decref(c->frame);
-	json_decref(c->errors);
-	free(c);
-	x->last_ms = ws_mono_ms();
-	if (arc < 0) {
-		/* fail closed: a cell that is not recorded is not reported */
-		json_decref(o);
-		return ws_fail(
-			err, WS_E_INTERNAL,
-			"audit database: the cell could not be recorded: %s",
-			audit_errmsg(s->au));
+	return cell_finish(s, c, &run, &ce, result, err);
+}
+
+/* A command's frame on the cells' channel: its start (body), or a kill
+ * (body NULL). */
+static int cmd_send(struct sess *x, const struct ws_cmd *m, const char *body,
+		    size_t blen, double timeout)
+{
+	static const char kill_body[] = "{\"op\":\"kill\"}";
+	char head[200];
+	int rc = -EPIPE;
+
+	if (!body) {
+		body = kill_body;
+		blen = sizeof(kill_body) - 1;
 	}
-	*result = o;
-	return 0;
+	snprintf(head, sizeof(head),
+		 "{\"n\":%lld,\"nonce\":\"%s\",\"timeout_s\":%g,\"len\":%zu,"
+		 "\"x\":1,\"cmd\":%u}\n",
+		 m->c->n, m->c->nonce, timeout, blen, m->id);
+	pthread_mutex_lock(&x->send_lock);
+	if (x->cells >= 0) {
+		rc = ws_write_all(x->cells, head, strlen(head));
+		if (!rc)
+			rc = ws_write_all(x->cells, body, blen);
+	}
+	pthread_mutex_unlock(&x->send_lock);
+	return rc;
+}
+
+/* Reads x's channels for up to ms when no cell (or other reader) holds
+ * them, handing frames to their commands: false when another holds them
+ * (its reads hand them on). A cell waiting for its turn gets it within
+ * CMD_SLICE_MS. */
+static bool cmd_pump(struct ws_server *s, struct sess *x, int ms)
+{
+	pthread_mutex_lock(&s->lock);
+	bool mine = !x->busy && !x->wq;
+	if (mine)
+		x->busy = true;
+	pthread_mutex_unlock(&s->lock);
+	if (!mine)
+		return false;
+	struct pollfd q[4] = { { x->out[1], POLLIN, 0 },
+			       { x->out[2], POLLIN, 0 },
+			       { x->res, POLLIN, 0 },
+			       { x->ctl, POLLIN, 0 } };
+	(void)poll(q, 4, ms);
+	ws_pump_sess(x);
+	pthread_mutex_lock(&s->lock);
+	x->busy = false;
+	pthread_cond_broadcast(&x->turn);
+	pthread_mutex_unlock(&s->lock);
+	return true;
+}
+
+/* Streams what m's frames brought since the last call (its thread's:
+ * the caller's fn is called on the caller's thread); at the end, says
+ * what was left out of the stream. */
+static void cmd_stream(struct sess *x, struct ws_cmd *m, bool end)
+{
+	struct ward_strbuf q[3] = { WARD_STRBUF_INIT, WARD_STRBUF_INIT,
+				    WARD_STRBUF_INIT };
+
+	pthread_mutex_lock(&x->cmd_lock);
+	for (int i = 1; i <= 2; i++) {
+		q[i] = m->q[i];
+		m->q[i] = (struct ward_strbuf)WARD_STRBUF_INIT;
+	}
+	pthread_mutex_unlock(&x->cmd_lock);
+	for (int i = 1; i <= 2; i++) {
+		for (size_t off = 0; off < q[i].len; off += 65536) {
+			size_t n = q[i].len - off < 65536 ? q[i].len - off
+							  : 65536;
+			stream_out(m->c, i, q[i].buf + off, n);
+		}
+		ward_strbuf_free(&q[i]);
+		if (!end)
+			continue;
+		stream_out(m->c, i, NULL, 0);
+		if (m->dropped[i] && m->c->fn) {
+			char note[160];
+			int n = snprintf(
+				note, sizeof(note),
+				"\n[ward: %lld bytes of this command's "
+				"output were not streamed (the reader "
+				"fell %d MiB behind); its result has "
+				"them]\n",
+				m->dropped[i], CMD_QUEUE >> 20);
+			stream_out(m->c, i, note, (size_t)n);
+		}
+	}
+}
+
+/* How a command that never sent its end ended. */
+static void cmd_no_end(struct sess *x, struct cell *c, bool gone, bool sent,
+		       struct cell_end *ce)
+{
+	if (x->dead && !gone) {
+		end_by_code(x, c, ce);
+		return;
+	}
+	ce->status = c->cancelled || gone ? "cancelled" : "timeout";
+	ce->timed_out = !c->cancelled && !gone;
+	ce->interrupted = true;
+	ce->error = json_pack(
+		"{s:s, s:s, s:s}", "name", gone ? "SessionEnded" : "Cancelled",
+		"value",
+		!sent  ? "the command could not be started: the session's "
+			 "interpreter is gone"
+		: gone ? "the command was killed: its session ended"
+		       : "the command did not end when killed",
+		"traceback", "");
+}
+
+/* m's end as the hub said it, or as ward saw it. */
+static void cmd_end(struct sess *x, struct ws_cmd *m, double timeout, bool gone,
+		    bool sent, struct cell_end *ce)
+{
+	struct cell *c = m->c;
+
+	if (!c->frame) {
+		cmd_no_end(x, c, gone, sent, ce);
+		return;
+	}
+	end_by_result(c, timeout, ce);
+	/* the hub killed it as its session ended (the hub's fd 5 ended) */
+	gone = gone || json_is_true(json_object_get(c->frame, "session_end"));
+	if (c->cancelled && !strcmp(ce->status, "cancelled")) {
+		json_decref(ce->error);
+		ce->error = json_pack("{s:s, s:s, s:s}", "name", "Cancelled",
+				      "value",
+				      "the command was killed when its request "
+				      "was cancelled (a kill, or its caller "
+				      "went away)",
+				      "traceback", "");
+	} else if (gone) {
+		ce->status = "cancelled";
+		json_decref(ce->error);
+		ce->error = json_pack("{s:s, s:s, s:s}", "name", "SessionEnded",
+				      "value",
+				      "the command was killed: its session "
+				      "ended (closed, killed or timed out)",
+				      "traceback", "");
+	}
+}
+
+/* m's thread: until its end, reads x's channels (when no cell does),
+ * streams its output, and kills it when its call is cancelled, its
+ * session ends or its time is over (the hub times it; this is ward's
+ * backstop). *gone: killed because the session ended. */
+static void cmd_wait(struct ws_server *s, struct sess *x, struct ws_cmd *m,
+		     struct ws_cancel *cancel, double timeout, bool *gone)
+{
+	long long deadline =
+		timeout > 0
+			? ws_mono_ms() + (long long)(timeout * 1000) + GRACE_MS
+			: LLONG_MAX;
+	bool killed = false;
+
+	for (;;) {
+		cmd_stream(x, m, false);
+		pthread_mutex_lock(&x->cmd_lock);
+		bool done = m->done;
+		pthread_mutex_unlock(&x->cmd_lock);
+		long long now = ws_mono_ms();
+		pthread_mutex_lock(&s->lock);
+		bool g = x->gone;
+		pthread_mutex_unlock(&s->lock);
+		if (done || x->dead) {
+			/* ended with its session (closed: the hub killed it) */
+			if (!done && g && !m->c->cancelled)
+				*gone = true;
+			return;
+		}
+		bool fired = atomic_load(&cancel->fired);
+		if (!killed && (fired || g || now >= deadline)) {
+			m->c->cancelled = fired;
+			*gone = g && !fired;
+			killed = true;
+			cmd_send(x, m, NULL, 0, 0);
+			if (deadline > now + GRACE_MS)
+				deadline = now + GRACE_MS;
+		} else if (killed && now >= deadline) {
+			return;
+		}
+		if (cmd_pump(s, x, CMD_SLICE_MS))
+			continue;
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += CMD_SLICE_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&x->cmd_lock);
+		if (!m->done)
+			pthread_cond_timedwait(&x->cmd_cond, &x->cmd_lock, &ts);
+		pthread_mutex_unlock(&x->cmd_lock);
+	}
+}
+
+/* See session-server.h. */
+int ws_cmd_run(struct ws_server *s, struct sess *x, const char *body,
+	       size_t blen, const char *code, size_t len,
+	       const struct cell_limits *cl, json_t *mark, ws_stream_fn fn,
+	       void *fn_arg, struct ws_cancel *cancel, json_t **result,
+	       struct ws_error *err)
+{
+	struct ws_cmd *m = calloc(1, sizeof(*m));
+	struct cell *c = calloc(1, sizeof(*c));
+	struct cell_end ce = { "ok", false, false, NULL };
+	struct wf_snap before;
+	bool gone = false;
+
+	if (!m || !c || ws_random_hex(c->nonce, 16) < 0) {
+		free(m);
+		free(c);
+		return ws_fail(err, WS_E_INTERNAL,
+			       "cannot start a command (memory, random bytes)");
+	}
+	c->x = x;
+	c->fn = fn;
+	c->fn_arg = fn_arg;
+	c->cancel_fd = cancel->fd;
+	c->errors = json_array();
+	c->n = __atomic_add_fetch(&x->count, 1, __ATOMIC_SEQ_CST);
+	m->c = c;
+	wf_snap_take(ws_wd(x), &before);
+	long long start_ns = ws_realtime_ns(), t0 = ws_mono_ms();
+	pthread_mutex_lock(&x->cmd_lock);
+	m->id = ++x->cmd_next;
+	m->next = x->cmds;
+	x->cmds = m;
+	pthread_mutex_unlock(&x->cmd_lock);
+	bool sent = !x->dead && cmd_send(x, m, body, blen, cl->timeout_s) == 0;
+	if (sent)
+		cmd_wait(s, x, m, cancel, cl->timeout_s, &gone);
+	pthread_mutex_lock(&x->cmd_lock);
+	for (struct ws_cmd **pp = &x->cmds; *pp; pp = &(*pp)->next)
+		if (*pp == m) {
+			*pp = m->next;
+			break;
+		}
+	pthread_mutex_unlock(&x->cmd_lock);
+	cmd_stream(x, m, true);
+	cmd_end(x, m, cl->timeout_s, gone, sent, &ce);
+	for (int i = 1; i <= 2; i++)
+		ward_strbuf_free(&m->q[i]);
+	free(m);
+	struct cell_run run = {
+		.code = code,
+		.len = len,
+		.cl = cl,
+		.t0 = t0,
+		.start_ns = start_ns,
+		.before = &before,
+		.mark = mark,
+	};
+	return cell_finish(s, c, &run, &ce, result, err);
 }

@@ -10,13 +10,15 @@
  * of its own that the hub starts as its child on the context's first
  * cell; a command is /bin/bash -c CMD, the hub's child too. All of it is
  * the session's run: one supervisor, one policy, one workdir, one record,
- * a cell row per execution and per command (ws_run_cell), one at a time.
+ * a cell row per execution (ws_run_cell) and per command (ws_cmd_run).
  *
  * The contexts' table is the server's, under its lock (context.* never
  * waits for a running cell); the hub learns of a removal or a restart
  * with the session's next hub frame ("drop"), and ends the context's
- * interpreter or clears its globals then. Cells and commands take the
- * session's turn (ws_take_turn), one at a time.
+ * interpreter or clears its globals then. Cells take the session's turn
+ * (ws_take_turn), one at a time; commands do not: each runs beside them
+ * in threads of the hub and of its caller (a background one: of its own),
+ * as in an E2B sandbox.
  */
 #include "tools/agent/session-server.h"
 
@@ -43,9 +45,27 @@ struct ws_ctx {
 	char *cwd;    /* NULL: the session's workdir */
 };
 
+/* A background command (command.run with background: true): a thread of
+ * its own runs it as command.run would (holding a reference to the
+ * session) and keeps its answer for command.wait. In its session's
+ * ws_ctxs, under the server's lock. */
+struct ws_bg {
+	struct ws_bg *next;
+	unsigned id;
+	struct ws_server *s;
+	struct sess *x;
+	json_t *params;
+	struct ws_cancel *cancel;
+	json_t *result; /* its answer, once done (or err) */
+	struct ws_error err;
+	bool done, failed;
+};
+
 struct ws_ctxs {
 	struct ws_ctx *list;
 	int n;
+	struct ws_bg *bg; /* newest first, until command.wait takes one */
+	unsigned bg_next;
 	bool drv_sent[2]; /* node's, sh's driver text is the hub's */
 	json_t *drop;	  /* ids removed or restarted since the last frame */
 };
@@ -103,6 +123,14 @@ static struct ws_ctx *find_ctx(const struct sess *x, const char *id)
 	return NULL;
 }
 
+static void bg_free(struct ws_bg *b)
+{
+	json_decref(b->params);
+	json_decref(b->result);
+	ws_cancel_free(b->cancel);
+	free(b);
+}
+
 void ws_ctx_free(struct sess *x)
 {
 	if (!x->cx)
@@ -112,6 +140,11 @@ void ws_ctx_free(struct sess *x)
 		x->cx->list = c->next;
 		free(c->cwd);
 		free(c);
+	}
+	while (x->cx->bg) { /* their threads are over: they held x */
+		struct ws_bg *b = x->cx->bg;
+		x->cx->bg = b->next;
+		bg_free(b);
 	}
 	json_decref(x->cx->drop);
 	free(x->cx);
@@ -200,8 +233,6 @@ static int body_common(struct sess *x, json_t *body, const char *lang,
 	if (!strcmp(lang, "python"))
 		return 0;
 	json_object_set_new(body, "argv0", json_string(argv0_of(lang)));
-	if (!strcmp(lang, "command"))
-		return 0; /* the shell only */
 	int i = !strcmp(lang, "sh");
 	if (!cx->drv_sent[i]) {
 		const char *t = driver_text(lang);
@@ -358,12 +389,12 @@ static void denials_text(json_t *o, struct ward_strbuf *sb)
 		}
 }
 
-void ws_ctx_mark(const struct sess *x, json_t *o)
+void ws_ctx_mark(json_t *mark, json_t *o)
 {
 	json_t *e = json_object_get(o, "error");
 	const char *name = json_string_value(json_object_get(e, "name"));
 
-	json_object_update(o, x->ext->mark);
+	json_object_update(o, mark);
 	if (!name || strcmp(name, "InterpreterStartError"))
 		return; /* command.run's answer names the rules itself */
 	/* the interpreter could not start: say which rule refused it */
@@ -451,7 +482,7 @@ static int command_params(json_t *p, const char **cwd, double *timeout,
 	const char *in;
 
 	if (ws_only_keys(p, err, "session_id", "cmd", "env", "cwd", "timeout_s",
-			 "stream", "stdin", NULL) < 0 ||
+			 "stream", "stdin", "background", NULL) < 0 ||
 	    ws_check_env(json_object_get(p, "env"), err) < 0 ||
 	    cwd_param(p, cwd, err) < 0 ||
 	    ws_get_str(p, "stdin", &in, err) < 0 ||
@@ -464,41 +495,285 @@ static int command_params(json_t *p, const char **cwd, double *timeout,
 	if (stream && !json_is_boolean(stream))
 		return ws_fail(err, WS_E_PARAMS,
 			       "params.stream: must be a boolean");
+	json_t *bg = json_object_get(p, "background");
+	if (bg && !json_is_boolean(bg))
+		return ws_fail(err, WS_E_PARAMS,
+			       "params.background: must be a boolean");
+	if (json_is_true(bg) && json_is_true(stream))
+		return ws_fail(err, WS_E_PARAMS,
+			       "params.stream: a background command is not "
+			       "streamed (command.wait gives its output)");
 	return 0;
 }
 
-/* command.run in x, in its turn. */
+/* command.run in x, beside its cells and other commands (no turn: the
+ * hub runs each in threads of its own, session-cell.c ws_cmd_run). */
 static int command_in(struct ws_server *s, struct sess *x, json_t *p,
 		      const char *cwd, double timeout, ws_stream_fn fn,
 		      void *fn_arg, struct ws_cancel *cancel, json_t **result,
 		      struct ws_error *err)
 {
 	json_t *cmd = json_object_get(p, "cmd");
-	json_t *body = json_pack("{s:s, s:O, s:O?, s:s?, s:O?}", "op",
+	json_t *body = json_pack("{s:s, s:O, s:O?, s:s?, s:O?, s:s}", "op",
 				 "command", "cmd", cmd, "env",
 				 json_object_get(p, "env"), "cwd", cwd, "stdin",
-				 json_object_get(p, "stdin"));
+				 json_object_get(p, "stdin"), "argv0",
+				 argv0_of("command"));
 	json_t *mark = json_pack("{s:s}", "kind", "command");
-	int rc = body && mark ? 0 : -1;
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	int rc;
 
-	if (!rc) {
-		pthread_mutex_lock(&s->lock);
-		rc = body_common(x, body, "command", err);
-		pthread_mutex_unlock(&s->lock);
-	}
-	if (rc < 0) {
-		json_decref(body);
+	json_decref(body);
+	if (!text || !mark) {
+		free(text);
 		json_decref(mark);
-		return err->code ? -1
-				 : ws_fail(err, WS_E_INTERNAL, "out of memory");
+		return ws_fail(err, WS_E_INTERNAL, "out of memory");
 	}
 	if (cwd)
 		json_object_set_new(mark, "cwd", json_string(cwd));
-	double t = timeout > 0 ? timeout : x->timeout_s;
-	return hub_cell(s, x, "python", body, mark, json_string_value(cmd),
-			json_string_length(cmd), t,
+	struct cell_limits cl =
+		ws_cell_limits_of(s, timeout > 0 ? timeout : x->timeout_s);
+	rc = ws_cmd_run(s, x, text, strlen(text), json_string_value(cmd),
+			json_string_length(cmd), &cl, mark,
 			json_is_true(json_object_get(p, "stream")) ? fn : NULL,
 			fn_arg, cancel, result, err);
+	free(text);
+	json_decref(mark);
+	return rc;
+}
+
+/* command.run's answer for a command that ran in x (o: the cell result,
+ * NULL when rc says it failed), with whether x closed meanwhile. */
+static json_t *command_answer(struct ws_server *s, struct sess *x, json_t *o,
+			      double timeout)
+{
+	json_t *r = command_result(o, timeout);
+
+	json_decref(o);
+	pthread_mutex_lock(&s->lock);
+	if (x->gone && r)
+		json_object_set_new(r, "session_closed", json_true());
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+/* A background command's thread: the command, its answer kept, its
+ * reference to the session given back, then the server told (the last
+ * thing it touches). */
+static void *bg_main(void *arg)
+{
+	struct ws_bg *b = arg;
+	struct ws_server *s = b->s;
+	struct sess *x = b->x;
+	struct ws_error err = { 0 };
+	const char *cwd = NULL;
+	double timeout = 0;
+	json_t *o = NULL, *r = NULL;
+
+	int rc = command_params(b->params, &cwd, &timeout, &err);
+	if (!rc)
+		rc = command_in(s, x, b->params, cwd, timeout, NULL, NULL,
+				b->cancel, &o, &err);
+	if (!rc)
+		r = command_answer(s, x, o,
+				   ws_cell_limits_of(s, timeout > 0
+								? timeout
+								: x->timeout_s)
+					   .timeout_s);
+	pthread_mutex_lock(&s->lock);
+	b->result = r;
+	b->err = err;
+	b->failed = rc != 0 || !r;
+	b->done = true;
+	pthread_cond_broadcast(&x->turn);
+	pthread_mutex_unlock(&s->lock);
+	ws_sess_put(s, x); /* b may be freed with x now */
+	pthread_mutex_lock(&s->lock);
+	s->bg_threads--;
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* command.run with background: true: started in a thread of its own,
+ * which takes over the caller's reference to x; answers its id at once. */
+static int bg_start(struct ws_server *s, struct sess *x, json_t *p,
+		    json_t **result, struct ws_error *err)
+{
+	struct ws_bg *b = calloc(1, sizeof(*b));
+	struct ws_ctxs *cx;
+	pthread_attr_t at;
+	pthread_t t;
+
+	if (b) {
+		b->params = json_deep_copy(p);
+		b->cancel = ws_cancel_new();
+	}
+	if (!b || !b->params || !b->cancel) {
+		if (b)
+			bg_free(b);
+		ws_sess_put(s, x);
+		return ws_fail(err, WS_E_INTERNAL, "out of memory");
+	}
+	b->s = s;
+	b->x = x;
+	pthread_mutex_lock(&s->lock);
+	cx = ctxs_of(x);
+	if (cx) {
+		b->id = ++cx->bg_next;
+		b->next = cx->bg;
+		cx->bg = b;
+		s->bg_threads++;
+	}
+	pthread_mutex_unlock(&s->lock);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	int rc = cx ? pthread_create(&t, &at, bg_main, b) : ENOMEM;
+	pthread_attr_destroy(&at);
+	if (rc) {
+		pthread_mutex_lock(&s->lock);
+		for (struct ws_bg **pp = cx ? &cx->bg : NULL; pp && *pp;
+		     pp = &(*pp)->next)
+			if (*pp == b) {
+				*pp = b->next;
+				s->bg_threads--;
+				break;
+			}
+		pthread_mutex_unlock(&s->lock);
+		bg_free(b);
+		ws_sess_put(s, x);
+		return ws_fail(err, WS_E_INTERNAL,
+			       "cannot start a thread for the command: %s",
+			       strerror(rc));
+	}
+	*result = json_pack("{s:s, s:I, s:b}", "session_id", x->id,
+			    "command_id", (json_int_t)b->id, "background", 1);
+	return 0;
+}
+
+/* params.command_id's background command in x (the server's lock held),
+ * or NULL with err. */
+static struct ws_bg *bg_find(struct sess *x, json_t *p, struct ws_bg ***at,
+			     struct ws_error *err)
+{
+	json_t *id = json_object_get(p, "command_id");
+
+	if (!json_is_integer(id)) {
+		ws_fail(err, WS_E_PARAMS,
+			"params.command_id: required, the id command.run "
+			"gave with background: true");
+		return NULL;
+	}
+	for (struct ws_bg **pp = x->cx ? &x->cx->bg : NULL; pp && *pp;
+	     pp = &(*pp)->next)
+		if ((*pp)->id == json_integer_value(id)) {
+			if (at)
+				*at = pp;
+			return *pp;
+		}
+	ws_fail(err, WS_E_PARAMS,
+		"params.command_id: no background command %lld in session %s "
+		"(command.list shows them; command.wait forgets the one it "
+		"answers)",
+		(long long)json_integer_value(id), x->id);
+	return NULL;
+}
+
+/* command.wait: the command's answer when it ends (then forgotten);
+ * a cancelled wait leaves the command running. */
+static int m_cmd_wait(struct ws_server *s, json_t *p, struct ws_cancel *cancel,
+		      json_t **result, struct ws_error *err)
+{
+	struct ws_bg *b, **at = NULL;
+	struct sess *x;
+	int rc = 0;
+
+	if (ws_only_keys(p, err, "session_id", "command_id", NULL) < 0 ||
+	    !(x = ws_find_sess(s, p, true, err)))
+		return -1;
+	pthread_mutex_lock(&s->lock);
+	b = bg_find(x, p, &at, err);
+	while (b && !b->done && !(cancel && atomic_load(&cancel->fired))) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += 50 * 1000000L; /* sees a cancel */
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&x->turn, &s->lock, &ts);
+		b = bg_find(x, p, &at, err); /* another wait may take it */
+	}
+	if (!b) {
+		rc = -1;
+	} else if (!b->done) {
+		rc = ws_fail(err, WS_E_PARAMS,
+			     "command.wait was cancelled; command %u still "
+			     "runs (command.kill ends it)",
+			     b->id);
+	} else {
+		*at = b->next;
+		if (b->failed) {
+			*err = b->err;
+			rc = -1;
+		} else {
+			*result = b->result;
+			b->result = NULL;
+		}
+		bg_free(b);
+	}
+	pthread_mutex_unlock(&s->lock);
+	ws_sess_put(s, x);
+	return rc;
+}
+
+/* command.kill: the command's process group killed (its answer, status
+ * "cancelled", is command.wait's); command.list: the background commands
+ * not waited for yet, running or not. */
+static int m_cmd_kill(struct ws_server *s, json_t *p, json_t **result,
+		      struct ws_error *err)
+{
+	struct ws_bg *b;
+	struct sess *x;
+
+	if (ws_only_keys(p, err, "session_id", "command_id", NULL) < 0 ||
+	    !(x = ws_find_sess(s, p, true, err)))
+		return -1;
+	pthread_mutex_lock(&s->lock);
+	b = bg_find(x, p, NULL, err);
+	if (b) {
+		if (!b->done)
+			ws_cancel_fire(b->cancel);
+		*result = json_pack("{s:I, s:b}", "command_id",
+				    (json_int_t)b->id, "killed", !b->done);
+	}
+	pthread_mutex_unlock(&s->lock);
+	ws_sess_put(s, x);
+	return b ? 0 : -1;
+}
+
+static int m_cmd_list(struct ws_server *s, json_t *p, json_t **result,
+		      struct ws_error *err)
+{
+	json_t *arr = json_array();
+	struct sess *x;
+
+	if (ws_only_keys(p, err, "session_id", NULL) < 0 ||
+	    !(x = ws_find_sess(s, p, true, err))) {
+		json_decref(arr);
+		return -1;
+	}
+	pthread_mutex_lock(&s->lock);
+	for (struct ws_bg *b = x->cx ? x->cx->bg : NULL; b; b = b->next)
+		json_array_insert_new(
+			arr, 0,
+			json_pack("{s:I, s:O, s:b}", "command_id",
+				  (json_int_t)b->id, "cmd",
+				  json_object_get(b->params, "cmd"), "running",
+				  !b->done));
+	pthread_mutex_unlock(&s->lock);
+	ws_sess_put(s, x);
+	*result = json_pack("{s:o}", "commands", arr);
+	return 0;
 }
 
 static int m_command(struct ws_server *s, json_t *p, ws_stream_fn fn,
@@ -518,24 +793,13 @@ static int m_command(struct ws_server *s, json_t *p, ws_stream_fn fn,
 		ws_sess_put(s, x);
 		return -1;
 	}
+	if (json_is_true(json_object_get(p, "background")))
+		return bg_start(s, x, p, result, err); /* x's reference: its */
 	double t = ws_cell_limits_of(s, timeout > 0 ? timeout : x->timeout_s)
 			   .timeout_s;
-	rc = ws_take_turn(s, x, cancel, err);
-	if (rc) { /* cancelled while it waited, or x closed meanwhile */
-		if (rc == 1) {
-			o = ws_cancelled_result(x);
-			*result = command_result(o, t);
-			json_decref(o);
-		}
-		ws_sess_put(s, x);
-		return rc < 0 ? -1 : 0;
-	}
 	rc = command_in(s, x, p, cwd, timeout, fn, fn_arg, cancel, &o, err);
-	if (!rc) {
-		*result = command_result(o, t);
-		json_decref(o);
-	}
-	ws_end_turn(s, x, rc ? NULL : *result);
+	if (!rc)
+		*result = command_answer(s, x, o, t);
 	ws_sess_put(s, x);
 	return rc;
 }
@@ -682,6 +946,12 @@ int ws_ctx_call(struct ws_server *s, const char *method, json_t *p,
 {
 	if (!strcmp(method, "command.run"))
 		return m_command(s, p, fn, fn_arg, cancel, result, err);
+	if (!strcmp(method, "command.wait"))
+		return m_cmd_wait(s, p, cancel, result, err);
+	if (!strcmp(method, "command.kill"))
+		return m_cmd_kill(s, p, result, err);
+	if (!strcmp(method, "command.list"))
+		return m_cmd_list(s, p, result, err);
 	if (!strcmp(method, "context.create"))
 		return m_ctx_create(s, p, result, err);
 	if (!strcmp(method, "context.list"))

@@ -122,6 +122,16 @@ struct sess {
 	 * now is the warm-up (ws_run_cell keeps its row here) */
 	bool warming;
 	struct ws_warm *warm;
+	/* session-cell.c's commands (ws_cmd_run), which run beside the
+	 * cells without the session's turn: whoever reads res (a cell, a
+	 * command's own thread, the idle pump) hands their frames to them.
+	 * cmd_lock guards cmds, their state and cmd_next (never taken
+	 * before the server's lock); cmd_cond: a command's frame came;
+	 * send_lock: whole frames on cells (a cell's and commands'). */
+	pthread_mutex_t cmd_lock, send_lock;
+	pthread_cond_t cmd_cond;
+	struct ws_cmd *cmds;
+	unsigned cmd_next;
 	struct ws_server *srv; /* its server (questions: session-ask.c) */
 };
 
@@ -153,6 +163,7 @@ struct ws_server {
 	struct ws_spawn *spawn_q;
 	bool spawn_stop;
 	struct ws_pool *pool; /* --pool (session-pool.c), or NULL */
+	int bg_threads; /* [s] background commands' threads (session-ctx.c) */
 	/* questions of "ask" rules waiting (session-ask.c), under ask_lock
 	 * (never taken with lock held after it: it may be taken under
 	 * lock) */
@@ -261,8 +272,9 @@ int ws_files_call(struct ws_server *s, const char *method, json_t *p,
 /* Contexts, other languages, commands (session-ctx.c): a language's
  * canonical name (js -> node, bash -> sh; others as given); whether a
  * run in x needs the hub (under the server's lock); the run then, in x's
- * turn; the context.* and command.run methods (1: not one of them); the
- * result object of an ext cell marked (before it is recorded); x's
+ * turn; the context.* and command.* methods (1: not one of them); the
+ * result object of an ext cell or a command marked with its mark (before
+ * it is recorded); x's
  * contexts freed. */
 const char *ws_lang_canon(const char *lang);
 bool ws_ctx_wanted(const struct sess *x, json_t *p, const char *lang);
@@ -272,7 +284,7 @@ int ws_ctx_run(struct ws_server *s, struct sess *x, json_t *p, ws_stream_fn fn,
 int ws_ctx_call(struct ws_server *s, const char *method, json_t *p,
 		ws_stream_fn fn, void *fn_arg, struct ws_cancel *cancel,
 		json_t **result, struct ws_error *err);
-void ws_ctx_mark(const struct sess *x, json_t *o);
+void ws_ctx_mark(json_t *mark, json_t *o);
 void ws_ctx_free(struct sess *x);
 
 /* Cells (session-cell.c): the time limit a cell gets, idle sessions'
@@ -283,6 +295,19 @@ void ws_ctx_free(struct sess *x);
 struct cell_limits ws_cell_limits_of(const struct ws_server *s, double asked);
 void ws_pump_idle(struct ws_server *s);
 void ws_pump_sess(struct sess *x);
+void ws_cmds_init(struct sess *x);
+void ws_cmds_destroy(struct sess *x);
+/* Whether a command runs in x (a session running one is not idle). */
+bool ws_cmds_running(struct sess *x);
+/* One command in x, beside its cells and other commands (x not made
+ * busy: the caller holds a reference only): body is the hub's frame body
+ * (session-ctx.c), code what is recorded; mark goes into the result
+ * (borrowed). *result on success, as ws_run_cell's. */
+int ws_cmd_run(struct ws_server *s, struct sess *x, const char *body,
+	       size_t blen, const char *code, size_t len,
+	       const struct cell_limits *cl, json_t *mark, ws_stream_fn fn,
+	       void *fn_arg, struct ws_cancel *cancel, json_t **result,
+	       struct ws_error *err);
 int ws_run_cell(struct ws_server *s, struct sess *x, const char *code,
 		size_t len, const struct cell_limits *cl, ws_stream_fn fn,
 		void *fn_arg, int cancel_fd, bool one_shot, json_t **result,

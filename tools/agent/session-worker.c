@@ -7,6 +7,7 @@
  * is the run's wall-time limit).
  */
 #include "tools/agent/session-int.h"
+#include "tools/agent/session-server.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -204,6 +205,34 @@ static const char *interp_of(const struct policy *pol, const char *lang)
 	return !strcmp(lang, "node") ? "/usr/bin/node"
 	       : !strcmp(lang, "sh") ? "/bin/sh"
 				     : "/usr/bin/python3";
+}
+
+/*
+ * tracer_opts.side_output: a frame of a command's output, as the hub
+ * writes it ({"cmd": id, "nonce", "n", "s": 1|2, "d": base64},
+ * drivers/python.py) and the server takes it (session-cell.c, cmd_frame):
+ * its stream, bytes and n (the number of the command's cells row, its
+ * execution_count), which the tracer records as the command's
+ * (outputs.cmd = n).
+ */
+static int side_output(void *arg, const char *line, size_t n, long long *cmd,
+		       unsigned char **data, size_t *len)
+{
+	json_t *j = json_loadb(line, n, 0, NULL);
+	json_t *n_ = json_object_get(j, "n"), *d = json_object_get(j, "d");
+	int s = 0;
+
+	(void)arg;
+	if (json_object_get(j, "cmd") && json_is_integer(n_) &&
+	    json_integer_value(n_) > 0 &&
+	    json_is_string(json_object_get(j, "nonce")) && json_is_string(d) &&
+	    ws_base64_decode(json_string_value(d), json_string_length(d), data,
+			     len) == 0) {
+		*cmd = json_integer_value(n_);
+		s = json_integer_value(json_object_get(j, "s")) == 2 ? 2 : 1;
+	}
+	json_decref(j);
+	return s;
 }
 
 /* The session's policy: the policy file, else the profile, else the
@@ -509,6 +538,10 @@ int ws_worker_main(void)
 		.n_code_fds = 2,
 		.side_in = side[0],
 		.side_out = WS_FD_RESULT,
+		.side_output = side_output,
+		/* longer than the server takes (read_res: MAX_FRAME, checked
+		 * after each read of up to 64 KiB) */
+		.side_line_max = (size_t)MAX_FRAME + 65536 + 1,
 		.end_with_root = true,
 		.prepared = prep,
 		/* questions of "ask" rules go to the server on the control

@@ -379,7 +379,9 @@ static bool reap(struct sess *x, long long ms)
  * SIGTERM (the run is recorded "aborted"), then SIGKILL. */
 void ws_sess_stop(struct sess *x)
 {
+	pthread_mutex_lock(&x->send_lock); /* a command may be sending */
 	ws_close_fd(&x->cells);
+	pthread_mutex_unlock(&x->send_lock);
 	if (!reap(x, CLOSE_MS) && x->worker > 0) {
 		kill(x->worker, SIGTERM);
 		if (!reap(x, CLOSE_MS) && x->worker > 0) {
@@ -409,6 +411,7 @@ static void sess_free(struct sess *x)
 	json_decref(x->setup);
 	ws_ctx_free(x);
 	pthread_cond_destroy(&x->turn);
+	ws_cmds_destroy(x);
 	free(x);
 }
 
@@ -829,6 +832,7 @@ int ws_sess_spawn(struct ws_server *s, const struct ws_start *st,
 	if (!x)
 		return ws_fail(err, WS_E_INTERNAL, "out of memory");
 	cond_init(&x->turn);
+	ws_cmds_init(x);
 	x->ctl = x->cells = x->res = x->out[1] = x->out[2] = x->out[0] = -1;
 	x->wd_fd = -1;
 	x->wd_lock = -1;
@@ -838,6 +842,7 @@ int ws_sess_spawn(struct ws_server *s, const struct ws_start *st,
 	x->workdir = make_workdir(s->drop);
 	if (!x->workdir) {
 		pthread_cond_destroy(&x->turn);
+		ws_cmds_destroy(x);
 		free(x);
 		return ws_fail(err, WS_E_INTERNAL,
 			       "cannot create a workdir in /tmp: %s",
@@ -1064,7 +1069,7 @@ static const char *stale(const struct ws_server *s, struct sess *x,
 		snprintf(buf, n, "ended: its interpreter exited");
 		return buf;
 	}
-	if (now - x->last_ms > s->cfg.idle_s * 1000) {
+	if (now - x->last_ms > s->cfg.idle_s * 1000 && !ws_cmds_running(x)) {
 		snprintf(buf, n,
 			 "expired: it was idle longer than %g s (--idle)",
 			 s->cfg.idle_s);
@@ -1496,12 +1501,24 @@ void ws_server_free(struct ws_server *s)
 	}
 	pthread_mutex_unlock(&s->lock);
 	/* EOF to every driver first, so that they all end at once */
-	for (x = all; x; x = x->reap_next)
+	for (x = all; x; x = x->reap_next) {
+		pthread_mutex_lock(&x->send_lock);
 		ws_close_fd(&x->cells);
+		pthread_mutex_unlock(&x->send_lock);
+	}
 	for (x = all; x; x = next) {
 		next = x->reap_next;
 		ws_sess_put(s, x);
 	}
+	/* background commands' threads hold their sessions: they see them
+	 * gone, record their commands as ended with them, and go */
+	pthread_mutex_lock(&s->lock);
+	while (s->bg_threads > 0) {
+		pthread_mutex_unlock(&s->lock);
+		usleep(10000);
+		pthread_mutex_lock(&s->lock);
+	}
+	pthread_mutex_unlock(&s->lock);
 	pthread_mutex_lock(&s->lock);
 	s->spawn_stop = true;
 	pthread_cond_signal(&s->spawn_cond);
@@ -1564,7 +1581,8 @@ static int dispatch(struct ws_server *s, const char *method, json_t *p,
 		       "files.write, files.read, files.list, files.stat, "
 		       "files.mkdir, files.remove, files.rename, "
 		       "context.create, context.list, context.remove, "
-		       "context.restart, command.run, ask.list, ask.answer",
+		       "context.restart, command.run, command.wait, "
+		       "command.kill, command.list, ask.list, ask.answer",
 		       method);
 }
 
@@ -1586,7 +1604,8 @@ int ws_call_c(struct ws_server *s, const char *method, json_t *params,
 	}
 	expire(s);
 	if (!cancel && method &&
-	    (!strcmp(method, "run") || !strcmp(method, "command.run")) &&
+	    (!strcmp(method, "run") || !strcmp(method, "command.run") ||
+	     !strcmp(method, "command.wait")) &&
 	    !(cancel = own = ws_cancel_new())) {
 		rc = ws_fail(err, WS_E_INTERNAL, "out of memory");
 		goto out;

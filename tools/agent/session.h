@@ -114,11 +114,16 @@ int ws_call_c(struct ws_server *s, const char *method, json_t *params,
  *   "context.list"    {session_id} -> {contexts: [{context_id, language, cwd}]}
  *   "context.remove"  {session_id, context_id} -> {context_id, removed: true}
  *   "context.restart" {session_id, context_id} -> {context_id, restarted: true}
- *   "command.run"     {session_id, cmd, env?, cwd?, timeout_s?, stream?, stdin?}
+ *   "command.run"     {session_id, cmd, env?, cwd?, timeout_s?, stream?, stdin?,
+ *                      background?}
  *                     -> {session_id, execution_count, status, exit_code, stdout,
  *                         stderr, duration_ms, error (text|null), run_id,
  *                         truncated, policy}
- *                     (a command takes its session's turn like a run)
+ *                     (commands run beside the session's cells and each
+ *                     other; background: {session_id, command_id} at once)
+ *   "command.wait"    {session_id, command_id} -> command.run's answer
+ *   "command.kill"    {session_id, command_id} -> {command_id, killed}
+ *   "command.list"    {session_id} -> {commands: [{command_id, cmd, running}]}
  *
  * Close the sessions that were idle
  * or alive too long (ws_call does too; a server waiting for input calls

@@ -91,7 +91,8 @@ static void usage(FILE *f)
 	      "`python (from untrusted memory):`, innermost first, as `#0  FUNCTION\n"
 	      "FILE:LINE`: ward read them from the stopped interpreter's memory, which\n"
 	      "the code controls, so they may be forged (docs/security.md).\n"
-	      "Output lines are prefixed with their stream (stdout| or stderr|). Text\n"
+	      "Output lines are prefixed with their stream (stdout| or stderr|; cmd N\n"
+	      "stdout| for the output of a session's command, cell N). Text\n"
 	      "from the run is printed safely: control characters, invalid UTF-8 and\n"
 	      "bidirectional overrides are escaped (\\n, \\xNN, \\u{202e}).\n"
 	      "\n"
@@ -713,14 +714,21 @@ static void print_event(const struct show_ctx *ctx, const struct audit_item *it)
 		print_pyframes(e->pyframes);
 }
 
-/* One line per line of the chunk, "stdout| " before each. */
+/* One line per line of the chunk, "stdout| " before each ("cmd N stdout| "
+ * for the output of a session's command, cells row N: outputs.cmd). */
 static void print_output(const struct show_ctx *ctx,
 			 const struct audit_item *it)
 {
 	const struct audit_output_row *o = it->output;
 	const char *c = o->data, *end = c + o->len;
-	const char *name = o->stream == AUDIT_STDERR ? "stderr| " : "stdout| ";
+	char name[48];
 	bool first = true;
+
+	const char *s = o->stream == AUDIT_STDERR ? "stderr" : "stdout";
+	if (o->cmd > 0)
+		snprintf(name, sizeof(name), "cmd %lld %s| ", o->cmd, s);
+	else
+		snprintf(name, sizeof(name), "%s| ", s);
 
 	while (c < end) {
 		const char *nl = memchr(c, '\n', (size_t)(end - c));
@@ -1099,6 +1107,8 @@ static int output_json(const struct audit_output_row *out, void *arg)
 	json_object_set_new(
 		o, "stream",
 		json_string(out->stream == AUDIT_STDERR ? "stderr" : "stdout"));
+	if (out->cmd > 0)
+		I("cmd", out->cmd);
 	set_bytes(o, "text", "bytes", "base64", out->data, out->len);
 	return json_array_append_new(arg, o) ? -ENOMEM : 0;
 }

@@ -8,6 +8,7 @@
 # SIGINT (the server cancelling a cell) and the cell's SIGALRM interrupt
 # the cell's code only: between cells they are ignored.
 import _signal
+import _thread
 import os
 import sys
 
@@ -27,6 +28,7 @@ os.set_inheritable(_RESULT_FD, False)
 sys.stdout.reconfigure(line_buffering=True)
 sys.stderr.reconfigure(line_buffering=True)
 _buf = bytearray()
+_wlock = _thread.allocate_lock()  # whole frames on fd 6
 
 
 def _read_exact(n):
@@ -749,8 +751,9 @@ _HOME = os.getcwd()  # the session's workdir, as the code sees it
 def _send_frame(frame):
     data = (frame if isinstance(frame, bytes) else
             (_json(frame) + "\n").encode("utf-8", "replace"))
-    while data:
-        data = data[os.write(_RESULT_FD, data):]
+    with _wlock:  # the commands' threads write frames too
+        while data:
+            data = data[os.write(_RESULT_FD, data):]
 
 
 def _fail_frame(h, name, value, code=1):
@@ -998,46 +1001,184 @@ def _kid_cell(h, m):
                    % (lang, code), code)
 
 
-def _command(h, m):
-    # /bin/bash -c CMD in a process group of its own, its output the
-    # session's; its timeout kills the group; a SIGINT (a cancel) too.
+# Commands run beside the cells: ward sends one as a frame whose header has
+# "cmd" (its id), read by _reader, a thread of its own that reads fd 5 all
+# the time and passes every other frame on to the main thread through a
+# pipe (the cells' _CELL_FD), so a command starts, and is killed, while a
+# cell runs. Each command is /bin/bash -c CMD in a process group of its
+# own, with pipes of its own: its output leaves as frames tagged with its
+# id ({"cmd", "nonce", "s": 1|2, "d": base64}), its pid first, its end
+# last (a result frame with "cmd"), never on the session's stdout, so that
+# it is not mixed into a cell's output. Frames on fd 6 are whole lines
+# under _wlock; a reader that falls behind holds the commands back (their
+# pipes fill), never the cells' frames, which ward reads as they come.
+_cmds = {}     # a running command's id -> its process
+_killed = set()  # ids killed before their process was there
+_ended = set()  # ids killed because the session ended (fd 5's EOF)
+_clock = _thread.allocate_lock()  # _cmds and _killed
+
+
+def _quiet(how=_signal.SIG_BLOCK):
+    # A thread of the hub's own: the signals for the cells (SIGINT, the
+    # cell's SIGALRM) go to the main thread, whose blocking calls they
+    # must interrupt. (A thread starts with its maker's mask, and a
+    # command with its thread's: unblocked around its start.)
+    _signal.pthread_sigmask(how, {_signal.SIGINT, _signal.SIGALRM})
+
+
+def _cmd_frame(h, **kv):
+    f = {"cmd": int(h["cmd"]), "nonce": h["nonce"], "n": h["n"]}
+    f.update(kv)
+    _send_frame(f)
+
+
+def _write_all(fd, data):
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _cmd_feed(w, data):
+    _quiet()
+    try:
+        _write_all(w, data)
+    except OSError:
+        pass
+    os.close(w)
+
+
+def _cmd_out(h, p, deadline):
+    # Relays the command's pipes until both end; kills its group at its
+    # deadline (True then).
+    import base64
+    import select
+    import time
+    fds, over = {p.stdout.fileno(): 1, p.stderr.fileno(): 2}, False
+    while fds:
+        left = None if deadline is None or over else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            over = True
+            _cmd_kill(p.pid)
+            continue
+        for fd in select.select(list(fds), [], [], left)[0]:
+            d = os.read(fd, 65536)
+            if not d:
+                del fds[fd]
+                continue
+            _cmd_frame(h, s=fds[fd], d=base64.b64encode(d).decode())
+    return over
+
+
+def _cmd_kill(pid):
+    try:
+        os.killpg(pid, _signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _cmd_run(h, m):
     import subprocess
-    frame = {"nonce": h["nonce"], "n": h["n"], "results": [], "error": None,
-             "interrupted": False, "exit_code": 0}
+    import time
+    cid = int(h["cmd"])
     env = dict(os.environ)
     env.update(m.get("env") or {})
     stdin = m.get("stdin")
     group = ({"process_group": 0} if sys.version_info >= (3, 11)
              else {"start_new_session": True})
+    _quiet(_signal.SIG_UNBLOCK)
     try:
         p = subprocess.Popen([m["argv0"], "-c", m["cmd"]], env=env,
                              cwd=m.get("cwd") or _HOME,
                              stdin=(subprocess.DEVNULL if stdin is None
-                                    else subprocess.PIPE), **group)
+                                    else subprocess.PIPE),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             **group)
     except OSError as e:
-        return _fail_frame(h, "CommandStartError", "cannot run %s in %s: %s"
-                       % (m["argv0"], m.get("cwd") or _HOME, e), 126)
-    t = h.get("timeout_s", 0) or None
-    _in_cell[0] = True
-    try:
-        p.communicate(None if stdin is None else stdin.encode(), timeout=t)
-    except subprocess.TimeoutExpired:
-        frame["interrupted"] = True
-    except KeyboardInterrupt:
-        frame["error"] = {"name": "Cancelled", "value": "the command was "
-                          "killed when its request was cancelled",
-                          "traceback": ""}
+        f = _fail_frame(h, "CommandStartError", "cannot run %s in %s: %s"
+                        % (m["argv0"], m.get("cwd") or _HOME, e), 126)
+        f["cmd"] = cid
+        _send_frame(f)
+        return
     finally:
-        _in_cell[0] = False
-        if p.returncode is None:
+        _quiet()
+    with _clock:
+        _cmds[cid] = p
+        if cid in _killed:
+            _cmd_kill(p.pid)
+    _cmd_frame(h, pid=p.pid)
+    if stdin is not None:
+        fd = os.dup(p.stdin.fileno())
+        p.stdin.close()
+        _thread.start_new_thread(_cmd_feed, (fd, stdin.encode()))
+    t = h.get("timeout_s", 0)
+    over = _cmd_out(h, p, time.monotonic() + t if t > 0 else None)
+    rc = p.wait()
+    with _clock:
+        _cmds.pop(cid, None)
+        _killed.discard(cid)
+        ended = cid in _ended
+    _cmd_frame(h, results=[], error=None, interrupted=over,
+               exit_code=rc if rc >= 0 else 128 - rc, end=True,
+               session_end=ended)
+
+
+def _cmd_op(h, body):
+    import json
+    try:
+        m = json.loads(body)
+        if m["op"] == "kill":
+            with _clock:
+                p = _cmds.get(int(h["cmd"]))
+                if p is None:
+                    _killed.add(int(h["cmd"]))
+            if p is not None:
+                _cmd_kill(p.pid)
+        else:
+            _thread.start_new_thread(_cmd_run, (h, m))
+    except Exception as e:  # the hub's own bug: the session goes on
+        f = _fail_frame(h, "HubError", "ward's hub failed: %r" % (e,))
+        f["cmd"] = int(h.get("cmd", 0))
+        _thread.start_new_thread(_send_frame, (f,))
+
+
+def _reader(fd, to):
+    # fd 5 to the end: command frames handled here, the rest passed on to
+    # the main thread as they came (on the pipe to); at its end, the
+    # commands are killed and the main thread gets EOF.
+    _quiet()
+    buf = bytearray()
+    try:
+        while True:
+            while b"\n" not in buf:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    return
+                buf += chunk
+            i = buf.index(b"\n") + 1
+            line, buf = bytes(buf[:i]), buf[i:]
+            if line.startswith(b'{"cancel"'):
+                _write_all(to, line)
+                continue
             try:
-                os.killpg(p.pid, _signal.SIGKILL)
-            except OSError:
-                pass
-            p.wait()
-    rc = p.returncode
-    frame["exit_code"] = rc if rc >= 0 else 128 - rc
-    return frame
+                h = _head(line)
+            except Exception:  # not ward's header: the main thread's
+                _write_all(to, line)
+                continue
+            while len(buf) < h["len"]:
+                chunk = os.read(fd, max(65536, h["len"] - len(buf)))
+                if not chunk:
+                    return
+                buf += chunk
+            body, buf = bytes(buf[:h["len"]]), buf[h["len"]:]
+            if "cmd" in h:
+                _cmd_op(h, body)
+            else:
+                _write_all(to, line + body)
+    finally:
+        with _clock:
+            for cid, p in _cmds.items():
+                _ended.add(cid)
+                _cmd_kill(p.pid)
+        os.close(to)
 
 
 def _script(m):
@@ -1096,9 +1237,7 @@ def _ext(ns, h, body):
             _drop(cid)
         sys.stdout.flush()
         sys.stderr.flush()
-        if m["op"] == "command":
-            frame = _command(h, m)
-        elif m["lang"] == "python":
+        if m["lang"] == "python":
             frame = _py_cell(ns, h, m)
         else:
             frame = _kid_cell(h, m)
@@ -1133,6 +1272,10 @@ def _main():
     # Up: ward ends the start-up's CPU pinning (tracer/output.c) and drops
     # this line; the cells then run with every CPU.
     os.write(_RESULT_FD, b'{"ward":"ready"}\n')
+    global _CELL_FD
+    r, w = os.pipe2(os.O_CLOEXEC)
+    _thread.start_new_thread(_reader, (_CELL_FD, w))
+    _CELL_FD = r
     while True:
         head = _read_line()
         if head is None:
