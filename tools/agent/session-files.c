@@ -126,6 +126,22 @@ static int file_fail(struct ws_error *err, const char *what, const char *path,
 		       path, what, strerror(-rc), why_of(rc));
 }
 
+int ws_put_file(struct ws_server *s, struct sess *x, const char *path,
+		const void *data, size_t len)
+{
+	int fd = wf_open_beneath(ws_wd(x), path,
+				 O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW,
+				 0644);
+	int rc = fd < 0 ? fd : ws_write_all(fd, data, len);
+
+	if (fd >= 0 && !rc && s->drop &&
+	    fchown(fd, WS_SANDBOX_UID, WS_SANDBOX_GID) < 0)
+		rc = -errno;
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
 /* The directory holding path's last component, opened beneath the
  * workdir (O_PATH), and that component (*name, in buf). mk: the missing
  * directories on the way are made. The fd, or -errno. */
@@ -230,17 +246,7 @@ static int m_write(struct ws_server *s, struct sess *x, json_t *p, json_t **res,
 			len, MAX_READ >> 20);
 	}
 	int dfd = open_parent(s, x, path, true, buf, &name);
-	int fd = dfd < 0 ? dfd
-			 : wf_open_beneath(ws_wd(x), path,
-					   O_WRONLY | O_CREAT | O_TRUNC |
-						   O_NOFOLLOW,
-					   0644);
-	int rc = fd < 0 ? fd : ws_write_all(fd, data, len);
-	if (fd >= 0 && !rc && s->drop &&
-	    fchown(fd, WS_SANDBOX_UID, WS_SANDBOX_GID) < 0)
-		rc = -errno;
-	if (fd >= 0)
-		close(fd);
+	int rc = dfd < 0 ? dfd : ws_put_file(s, x, path, data, len);
 	free(data);
 	if (rc < 0) {
 		if (dfd >= 0)

@@ -38,16 +38,8 @@
 static int put_file(struct ws_server *s, struct sess *x, long long n,
 		    const char *name, const char *data, size_t len)
 {
-	int fd = wf_open_beneath(ws_wd(x), name,
-				 O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW,
-				 0644);
-	int rc = fd < 0 ? fd : ws_write_all(fd, data, len);
+	int rc = ws_put_file(s, x, name, data, len);
 
-	if (fd >= 0 && !rc && s->drop &&
-	    fchown(fd, WS_SANDBOX_UID, WS_SANDBOX_GID) < 0)
-		rc = -errno;
-	if (fd >= 0)
-		close(fd);
 	if (rc < 0 || n <= 0)
 		return rc;
 	char hex[WARD_SHA256_HEX_LEN + 1];

@@ -234,6 +234,11 @@ long long ws_realtime_ns(void);
 void ws_close_fd(int *fd);
 int ws_random_hex(char *out, size_t bytes);
 int ws_write_all(int fd, const void *p, size_t n);
+/* path (relative, beneath x's workdir, no symlink followed at its end)
+ * written whole with data, owned by the sandbox's user when the server
+ * drops to it. 0 or -errno. */
+int ws_put_file(struct ws_server *s, struct sess *x, const char *path,
+		const void *data, size_t len);
 __attribute__((format(printf, 3, 4))) int
 ws_fail(struct ws_error *err, int code, const char *fmt, ...);
 
