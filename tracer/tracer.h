@@ -188,7 +188,55 @@ struct tracer_opts {
 	 * this (root may seize any process). */
 	pid_t (*attach)(void *arg, const struct tracer_attach_fds *fds);
 	void *attach_arg;
+	/*
+	 * The zygote (docs/performance.md, docs/security.md "Forked
+	 * sandboxes"; tracer/zygote.c).
+	 *
+	 * zygote_handoff_fd > 0: this run's first process is a template
+	 * interpreter that runs only ward's warm-up and then forks sandboxes.
+	 * Its filter lets unshare and a seccomp filter's install stop at ward
+	 * instead of dying in the kernel (its own are killed here: only its
+	 * forks' set-up, under their own supervisor, may make them). Each
+	 * process it forks is handed off: detached at its first stop, before
+	 * it runs, and its pid written (a 4-byte pid_t) to zygote_handoff_fd
+	 * (-1 when it could not be handed off: it was killed).
+	 *
+	 * zygote_child (with attach): the attached process is such a fork.
+	 * ward drives its set-up, which runs only ward's own driver code
+	 * (tools/agent/drivers/python.py _zygote_child), in this order, and
+	 * kills the run at the first call outside it:
+	 *   unshare(ZYGOTE_UNSHARE): its own user, mount, pid, net, ipc, uts
+	 *   and cgroup namespaces; ward then maps its uid and gid, mounts
+	 *   its workdir (o->workdir at o->home), /tmp and /dev/shm and brings
+	 *   up loopback, from outside;
+	 *   capset (its capabilities in its user namespace dropped);
+	 *   prctl(PR_SET_SECCOMP) of exactly tracer_zygote_filter, which kills
+	 *   unshare and new filters again, in the kernel;
+	 *   a fork (pid 1 of its pid namespace, ward mounts its /proc at its
+	 *   first call), whose fork is the code's process: the run's first
+	 *   process from then on (the two before it are detached, never
+	 *   recorded as processes, as ward's init is not).
+	 * zygote_origin: what the run records it was forked from (the
+	 * template's run id).
+	 */
+	int zygote_handoff_fd;
+	bool zygote_child;
+	const char *zygote_origin;
 };
+
+/* The namespaces a zygote child unshares (tracer_opts.zygote_child). */
+#define TRACER_ZYGOTE_UNSHARE                                                  \
+	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |           \
+	 CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
+
+/* The filter a zygote child installs on itself (tracer_opts.zygote_child):
+ * the same instructions as the driver builds, which ward compares. */
+struct sock_fprog;
+const struct sock_fprog *tracer_zygote_filter(void);
+
+/* Can this system run zygote children (user namespaces for an
+ * unprivileged process, checked once)? */
+bool tracer_zygote_possible(void);
 
 /* A denial as reported to callers (--json). */
 struct tracer_denial {
