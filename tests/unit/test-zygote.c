@@ -423,6 +423,30 @@ static const char rogue_template[] =
 	"        os.close(fd)\n"
 	"    ctl.sendall(b'K')\n";
 
+/* A template that unshares itself: the floor its filter relaxes for its
+ * forks still holds for it. */
+static const char unsharing_template[] =
+	"import ctypes\n"
+	"ctypes.CDLL(None).unshare(0x10000000)\n"
+	"print('escaped', flush=True)\n";
+
+/* The first value of sql over dbpath, or "" */
+static const char *q(const char *sql, char *out, size_t n)
+{
+	char cmd[1024];
+
+	snprintf(cmd, sizeof(cmd), "sqlite3 '%s' \"%s\"", dbpath, sql);
+	out[0] = '\0';
+	FILE *f = popen(cmd, "r");
+	if (f) {
+		if (!fgets(out, (int)n, f))
+			out[0] = '\0';
+		out[strcspn(out, "\n")] = '\0';
+		pclose(f);
+	}
+	return out;
+}
+
 int main(int argc, char **argv)
 {
 	struct policy *pol = NULL;
@@ -535,6 +559,26 @@ int main(int argc, char **argv)
 		       "print('never')", "killed", "out of its order", NULL);
 	else
 		ok(0, "the rogue template started");
+	if (tctl >= 0)
+		close(tctl);
+	while (handoff_r >= 0 && read(handoff_r, &c, 1) > 0)
+		;
+	close(handoff_r);
+	handoff_r = tctl = -1;
+	driver = (char *)unsharing_template;
+	ok(start_template(pol, wd_t) < 0, "a template that unshares never "
+					  "comes up");
+	char sql[300], got[300];
+	snprintf(sql, sizeof(sql),
+		 "select status || ' ' || coalesce(cause, '') from runs where "
+		 "id = '%s'",
+		 template_id);
+	for (int i = 0; i < 100 && !strncmp(q(sql, got, sizeof(got)),
+					    "running", 7);
+	     i++)
+		usleep(50 * 1000);
+	ok(!strncmp(got, "killed", 6) && strstr(got, "floor.zygote"),
+	   "its run is killed by the floor: %s", got);
 	if (tctl >= 0)
 		close(tctl);
 	while (handoff_r >= 0 && read(handoff_r, &c, 1) > 0)
