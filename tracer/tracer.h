@@ -197,7 +197,9 @@ struct tracer_opts {
 	 * Its filter lets unshare and a seccomp filter's install stop at ward
 	 * instead of dying in the kernel (its own are killed here: only its
 	 * forks' set-up, under their own supervisor, may make them). Each
-	 * process it forks is handed off: detached at its first stop, before
+	 * process its first process forks with fork() (a vfork, as
+	 * subprocess makes, stays in its run) is handed off: detached at
+	 * its first stop, before
 	 * it runs, and its pid written (a 4-byte pid_t) to zygote_handoff_fd
 	 * (-1 when it could not be handed off: it was killed).
 	 *
