@@ -1210,10 +1210,11 @@ def _script(m):
     main.__file__, main.__cached__ = path, None
     main.__builtins__ = builtins
     sys.modules["__main__"] = main
+    fds = _open_fds() if _forked[0] else None
     try:
         exec(compile(m["code"], path, "exec"), main.__dict__)
-    except SystemExit:
-        raise
+    except SystemExit as e:
+        _script_end(e, fds)
     except BaseException as e:
         tb = e.__traceback__  # from the code's first frame on
         while tb is not None and tb.tb_frame.f_code.co_filename != path:
@@ -1223,8 +1224,80 @@ def _script(m):
             sys.stdout.flush()
             _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
             os.kill(os.getpid(), _signal.SIGINT)
-        raise SystemExit(1)
-    raise SystemExit(0)
+        _script_end(SystemExit(1), fds)
+    _script_end(SystemExit(0), fds)
+
+
+_forked = [False]  # a zygote's fork (_zyg_child)
+
+
+def _open_fds():
+    lim = min(os.sysconf("SC_OPEN_MAX"), 1 << 16)
+    out = set()
+    for fd in range(3, lim):
+        try:
+            os.fstat(fd)
+            out.add(fd)
+        except OSError:
+            pass
+    return out
+
+
+def _script_end(e, fds):
+    # A fork's one-shot ends as python3 would, without tearing down the
+    # heap it shares with its template (every page the teardown writes is
+    # a copy-on-write fault: ~0.1-0.3 s with pandas). What a script can see
+    # of an interpreter's end stays: its non-daemon threads joined, its
+    # atexit functions run, its own objects finalized (__main__ cleared,
+    # then collected: their __del__ runs), every stream it made flushed,
+    # the exit status SystemExit gives. A script that still holds a file
+    # of its own open ends the usual way.
+    if fds is None:
+        raise e
+    t = sys.modules.get("threading")
+    if t is not None:
+        t._shutdown()
+    import atexit
+    atexit._run_exitfuncs()
+    if _open_fds() - fds:
+        raise e
+    import gc
+    import io
+    for f in (sys.stdout, sys.stderr):  # first, as Py_FinalizeEx does
+        try:
+            f.flush()
+        except BaseException:
+            pass
+    try:
+        sys.modules["__main__"].__dict__.clear()
+        gc.collect()
+    except BaseException:
+        pass
+    for g in (0, 1, 2):  # the script's objects (the template's are frozen)
+        for o in gc.get_objects(g):
+            if isinstance(o, io.IOBase):
+                try:
+                    if not o.closed:
+                        o.flush()
+                except BaseException:
+                    pass
+    code = e.code
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code & 0xff
+    else:
+        try:
+            sys.stderr.write(str(code) + "\n")
+        except Exception:
+            pass
+        status = 1
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except Exception:
+            pass
+    os._exit(status)
 
 
 def _ext(ns, h, body):
@@ -1407,6 +1480,7 @@ def _zyg_child(fds, calls):
     np = sys.modules.get("numpy")
     if np is not None:
         np.random.seed()
+    _forked[0] = True
 
 
 def _template_main():
@@ -1416,7 +1490,18 @@ def _template_main():
     os.environ.pop("WARD_ZYGOTE", None)
     # its forks leave the template's workdir (never theirs) at once
     os.chdir("/")
-    exec(compile(warm, "<ward warm-up>", "exec"), {"__name__": "__ward__"})
+    # ward's warm-up on the cells' own path: its lazy state (the driver's
+    # and the modules') is made here, once, and shared with every fork
+    ns = {"__name__": "__main__", "__builtins__": __builtins__}
+    sys.modules["ward_display"] = _display_module()
+    sys.modules["builtins"].display = display
+    for code in (warm, "1+1"):
+        _, error, _ = _run(ns, 0, code, 0)
+        if error is not None:
+            sys.stderr.write("ward's warm-up failed: %r\n" % (error,))
+            sys.stderr.flush()
+            os._exit(1)
+    _exc[0] = None
     calls = _zyg_calls()
     gc.collect()
     gc.freeze()  # the warm objects stay shared with the forks
