@@ -74,6 +74,7 @@ struct ws_pool {
 	pthread_cond_t cond;	  /* [s] taken from, or stop */
 	pthread_t th;
 	bool th_started;
+	struct ws_pzyg *zyg; /* sandboxes forked from a template, or NULL */
 };
 
 static void warm_free(struct ws_warm *w)
@@ -233,21 +234,31 @@ static int warmup_failed(json_t *res, struct ws_error *err)
 		       sc ? (rule ? rule : "?") : "", sc ? ")" : "");
 }
 
-/* A pooled session started and warmed up (one reference, the pool's),
- * or NULL with err. */
-static struct sess *pool_make(struct ws_server *s, int nice,
-			      struct ws_error *err)
+/* A pooled session started (a fork of the zygote's template when zc is
+ * its configuration) and warmed up (one reference, the pool's), or NULL
+ * with err. */
+struct ws_start ws_pool_settings(const struct ws_server *s)
 {
-	struct ws_pool *p = s->pool;
 	struct ws_start st = {
 		.lang = "python",
 		.profile = s->cfg.profile,
 		.policy = s->cfg.policy,
 		.timeout = s->cfg.cell_timeout_s,
 		.life_s = s->cfg.max_life_s,
-		.worker_life_s = 2 * s->cfg.max_life_s,
-		.nice = nice,
 	};
+
+	return st;
+}
+
+static struct sess *pool_make_one(struct ws_server *s, int nice, json_t *zc,
+				  struct ws_error *err)
+{
+	struct ws_pool *p = s->pool;
+	struct ws_start st = ws_pool_settings(s);
+
+	st.worker_life_s = 2 * s->cfg.max_life_s;
+	st.nice = nice;
+	st.zygote = zc;
 	struct sess *x = NULL;
 	json_t *res = NULL;
 
@@ -270,6 +281,9 @@ static struct sess *pool_make(struct ws_server *s, int nice,
 	const char *status = json_string_value(json_object_get(res, "status"));
 	if (!rc && (!status || strcmp(status, "ok") || x->dead))
 		rc = warmup_failed(res, err);
+	if (rc < 0 && zc && x->dead) /* the fork's own failure */
+		ws_fail(err, WS_E_INTERNAL, "its sandbox ended: %s",
+			x->end_cause);
 	json_decref(res);
 	if (rc < 0) {
 		discard(s, x,
@@ -278,6 +292,23 @@ static struct sess *pool_make(struct ws_server *s, int nice,
 				: "its warm-up failed");
 		return NULL;
 	}
+	return x;
+}
+
+/* A pooled session: a fork of the zygote's template when there is one,
+ * else (or when the fork could not be had) one that imports for itself. */
+static struct sess *pool_make(struct ws_server *s, int nice,
+			      struct ws_error *err)
+{
+	struct ws_pool *p = s->pool;
+	json_t *zc = ws_pzyg_child(s, p->zyg);
+	struct sess *x = pool_make_one(s, nice, zc, err);
+
+	if (!x && zc && !atomic_load(&p->cancel->fired)) {
+		ws_pzyg_child_failed(s, p->zyg, err->message);
+		x = pool_make_one(s, nice, NULL, err);
+	}
+	json_decref(zc);
 	return x;
 }
 
@@ -523,16 +554,17 @@ static void *pool_main(void *arg)
 	return NULL;
 }
 
-static void pool_destroy(struct ws_pool *p)
+static void pool_destroy(struct ws_server *s, struct ws_pool *p)
 {
+	ws_pzyg_free(s, p->zyg);
 	pthread_cond_destroy(&p->cond);
 	ws_cancel_free(p->cancel);
 	free(p->code);
 	free(p);
 }
 
-int ws_server_pool(struct ws_server *s, int n, const char *preload, char *msg,
-		   size_t msg_len)
+int ws_server_pool(struct ws_server *s, int n, const char *preload, bool fork,
+		   char *msg, size_t msg_len)
 {
 	struct ws_pool *p = calloc(1, sizeof(*p));
 	pthread_condattr_t ca;
@@ -565,12 +597,14 @@ int ws_server_pool(struct ws_server *s, int n, const char *preload, char *msg,
 	pthread_cond_init(&p->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	s->pool = p;
+	if (p->code)
+		p->zyg = ws_pzyg_new(s, p->code, fork);
 	/* the first one here: a preload that fails stops the server */
 	struct sess *x = pool_make(s, 0, &err);
 	if (!x) {
 		snprintf(msg, msg_len, "%s", err.message);
 		s->pool = NULL;
-		pool_destroy(p);
+		pool_destroy(s, p);
 		return -EINVAL;
 	}
 	push(p, x);
@@ -613,7 +647,7 @@ void ws_pool_free(struct ws_server *s)
 		ws_sess_finish(s, x);
 	}
 	s->pool = NULL;
-	pool_destroy(p);
+	pool_destroy(s, p);
 }
 
 int ws_pool_count_arg(const char *arg)
@@ -624,6 +658,13 @@ int ws_pool_count_arg(const char *arg)
 	if (end == arg || *end || v < 1 || v > 64)
 		die("--pool %s: give a number of sessions from 1 to 64", arg);
 	return (int)v;
+}
+
+bool ws_pool_fork_arg(const char *arg)
+{
+	if (strcmp(arg, "on") && strcmp(arg, "off"))
+		die("--pool-fork %s: give on or off", arg);
+	return !strcmp(arg, "on");
 }
 
 void ws_pool_start(struct ws_server *s, const struct ws_pool_opts *po,
@@ -639,7 +680,8 @@ void ws_pool_start(struct ws_server *s, const struct ws_pool_opts *po,
 	}
 	if (!po->n)
 		return;
-	int rc = ws_server_pool(s, po->n, po->preload, msg, sizeof(msg));
+	int rc = ws_server_pool(s, po->n, po->preload, !po->no_fork, msg,
+				sizeof(msg));
 	if (rc < 0) {
 		ws_server_free(s);
 		die("%s: the pool cannot start: %s", who,

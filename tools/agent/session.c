@@ -470,36 +470,55 @@ __attribute__((noreturn)) static void exec_worker(int ctl, int cells, int res,
 	_exit(127);
 }
 
+/* See session-server.h. */
+int ws_ctl_line(struct sess *x, long long ms)
+{
+	long long end = ws_mono_ms() + ms;
+	char *nl;
+
+	while (!(nl = strchr(x->ctlbuf, '\n'))) {
+		struct pollfd q = { x->ctl, POLLIN, 0 };
+		long long left = end - ws_mono_ms();
+		if (left <= 0)
+			return 0;
+		if (poll(&q, 1, (int)left) <= 0)
+			continue;
+		ssize_t n = read(x->ctl, x->ctlbuf + x->ctl_len,
+				 sizeof(x->ctlbuf) - 1 - x->ctl_len);
+		if (n <= 0 || x->ctl_len + (size_t)n == sizeof(x->ctlbuf) - 1)
+			return -1;
+		x->ctl_len += (size_t)n;
+		x->ctlbuf[x->ctl_len] = '\0';
+	}
+	*nl = '\0';
+	return 1;
+}
+
+void ws_ctl_pop(struct sess *x)
+{
+	size_t n = strlen(x->ctlbuf) + 1;
+
+	x->ctl_len = n > x->ctl_len ? 0 : x->ctl_len - n;
+	memmove(x->ctlbuf, x->ctlbuf + n, x->ctl_len);
+	x->ctlbuf[x->ctl_len] = '\0';
+}
+
 /* Waits for the worker's first line: {"run_id"} (and "setup" when it ran
  * one: after it, so the session starts with its setup done) or {"error"}.
  * extra_ms: the setup's time. */
 static int await_start(struct sess *x, long long extra_ms, struct ws_error *err)
 {
-	long long end = ws_mono_ms() + START_MS + extra_ms;
-	char *nl;
+	int got = ws_ctl_line(x, START_MS + extra_ms);
 
-	for (;;) {
-		struct pollfd q = { x->ctl, POLLIN, 0 };
-		long long left = end - ws_mono_ms();
-		if (left <= 0)
-			return ws_fail(err, WS_E_INTERNAL,
-				       "the session's supervisor did not start "
-				       "within %lld s",
-				       (START_MS + extra_ms) / 1000);
-		if (poll(&q, 1, (int)left) <= 0)
-			continue;
-		ssize_t n = read(x->ctl, x->ctlbuf + x->ctl_len,
-				 sizeof(x->ctlbuf) - 1 - x->ctl_len);
-		if (n <= 0)
-			return ws_fail(err, WS_E_INTERNAL,
-				       "the session's supervisor ended before "
-				       "it started the interpreter");
-		x->ctl_len += (size_t)n;
-		x->ctlbuf[x->ctl_len] = '\0';
-		if ((nl = strchr(x->ctlbuf, '\n')))
-			break;
-	}
-	*nl = '\0';
+	if (got == 0)
+		return ws_fail(err, WS_E_INTERNAL,
+			       "the session's supervisor did not start "
+			       "within %lld s",
+			       (START_MS + extra_ms) / 1000);
+	if (got < 0)
+		return ws_fail(err, WS_E_INTERNAL,
+			       "the session's supervisor ended before "
+			       "it started the interpreter");
 	json_t *j = json_loads(x->ctlbuf, 0, NULL);
 	const char *id = json_string_value(json_object_get(j, "run_id"));
 	const char *e = json_string_value(json_object_get(j, "error"));
@@ -514,8 +533,7 @@ static int await_start(struct sess *x, long long extra_ms, struct ws_error *err)
 				     ? WS_E_PARAMS
 				     : WS_E_INTERNAL,
 			     "%s", e ? e : "the session's supervisor failed");
-	x->ctl_len -= (size_t)(nl + 1 - x->ctlbuf);
-	memmove(x->ctlbuf, nl + 1, x->ctl_len + 1);
+	ws_ctl_pop(x);
 	json_decref(j);
 	return rc;
 }
@@ -906,6 +924,8 @@ int ws_sess_spawn(struct ws_server *s, const struct ws_start *st,
 				    json_integer((json_int_t)memory_mb));
 	if (env && json_is_object(env))
 		json_object_set(cfg, "env", env);
+	if (st->zygote)
+		json_object_set(cfg, "zygote", st->zygote);
 	if (st->setup) { /* its time limit: the cells' */
 		json_object_set(cfg, "setup", st->setup);
 		json_object_set_new(cfg, "setup_timeout_s",
