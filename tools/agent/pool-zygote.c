@@ -40,6 +40,7 @@ struct ws_pzyg {
 	char *warmup;
 	char dir[64], broker[96];
 	int dir_lock;
+	int cancel_fd;	   /* the pool's: the server ends (borrowed) */
 	struct sess *tmpl; /* up (its warm-up done), or NULL */
 	long long next_ms, backoff_ms;
 	bool said; /* the zygote's failure logged, since it last worked */
@@ -72,7 +73,8 @@ static const char *unfit(const struct ws_server *s)
 	return why;
 }
 
-struct ws_pzyg *ws_pzyg_new(struct ws_server *s, const char *warmup, bool on)
+struct ws_pzyg *ws_pzyg_new(struct ws_server *s, const char *warmup, bool on,
+			    int cancel_fd)
 {
 	struct ws_pzyg *z;
 	const char *why = !on ? "--pool-fork off" : unfit(s);
@@ -93,6 +95,7 @@ struct ws_pzyg *ws_pzyg_new(struct ws_server *s, const char *warmup, bool on)
 		return NULL;
 	}
 	z->dir_lock = ward_workdir_lock(z->dir);
+	z->cancel_fd = cancel_fd;
 	snprintf(z->broker, sizeof(z->broker), "%s/broker", z->dir);
 	return z;
 }
@@ -131,9 +134,9 @@ static bool tmpl_alive(struct sess *x)
 
 /* After ws_sess_spawn: the template's warm-up done ({"zygote": "ready"}),
  * else -1 with err. */
-static int tmpl_ready(struct sess *x, struct ws_error *err)
+static int tmpl_ready(struct sess *x, int cancel_fd, struct ws_error *err)
 {
-	int got = ws_ctl_line(x, ZYG_WARMUP_MS);
+	int got = ws_ctl_line(x, ZYG_WARMUP_MS, cancel_fd);
 	json_t *j = got > 0 ? json_loads(x->ctlbuf, 0, NULL) : NULL;
 	const char *z = json_string_value(json_object_get(j, "zygote"));
 	const char *e = json_string_value(json_object_get(j, "error"));
@@ -171,7 +174,7 @@ static int tmpl_start(struct ws_server *s, struct ws_pzyg *z,
 	if (rc < 0)
 		return -1;
 	x->refs = 1;
-	if (tmpl_ready(x, err) < 0) {
+	if (tmpl_ready(x, z->cancel_fd, err) < 0) {
 		ws_sess_finish(s, x);
 		return -1;
 	}

@@ -598,7 +598,7 @@ int ws_server_pool(struct ws_server *s, int n, const char *preload, bool fork,
 	pthread_condattr_destroy(&ca);
 	s->pool = p;
 	if (p->code)
-		p->zyg = ws_pzyg_new(s, p->code, fork);
+		p->zyg = ws_pzyg_new(s, p->code, fork, p->cancel->fd);
 	/* the first one here: a preload that fails stops the server */
 	struct sess *x = pool_make(s, 0, &err);
 	if (!x) {

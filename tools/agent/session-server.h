@@ -108,6 +108,9 @@ struct sess {
 	int end_signal;
 	pid_t code_pid; /* the interpreter as this server sees it (0: not
 			 * found yet) */
+	pid_t fork_pid; /* a zygote's fork (pool-zygote.c): the process its
+			 * worker attached to, whose tree the interpreter is
+			 * in instead of the worker's ({"zygote_pid"}) */
 	bool retired;	/* a one-shot's: its driver has EOF and its worker
 			 * ends on its own (its record too); expire() reaps
 			 * it. Not listed, not found, not counted. */
@@ -219,12 +222,14 @@ int ws_pool_keep_warmup(struct sess *x, const struct audit_cell *ac,
  * template (started first if need be; a new reference), or NULL when
  * there is no template now (the sandbox imports for itself); a fork that
  * could not be given (why: said once, the template replaced later); the
- * template ended and its directory removed. Only the pool's thread (and
+ * template ended and its directory removed. cancel_fd readable: a
+ * template's start is given up (the server ends). Only the pool's thread (and
  * ws_server_pool before it) calls these. */
 struct ws_pzyg;
 /* The pool's settings for a session it makes (session-pool.c). */
 struct ws_start ws_pool_settings(const struct ws_server *s);
-struct ws_pzyg *ws_pzyg_new(struct ws_server *s, const char *warmup, bool on);
+struct ws_pzyg *ws_pzyg_new(struct ws_server *s, const char *warmup, bool on,
+			    int cancel_fd);
 json_t *ws_pzyg_child(struct ws_server *s, struct ws_pzyg *z);
 void ws_pzyg_child_failed(struct ws_server *s, struct ws_pzyg *z,
 			  const char *why);
@@ -267,9 +272,10 @@ ws_fail(struct ws_error *err, int code, const char *fmt, ...);
 const char *ws_wd(const struct sess *x);
 void ws_read_ctl(struct sess *x);
 /* Waits up to ms for a whole line from x's worker: 1 (x->ctlbuf holds it,
- * its newline a NUL, until ws_ctl_pop drops it), 0 (time is up), -1 (the
- * worker closed its socket, or wrote a line too long). */
-int ws_ctl_line(struct sess *x, long long ms);
+ * its newline a NUL, until ws_ctl_pop drops it), 0 (time is up, or
+ * cancel_fd, when >= 0, became readable), -1 (the worker closed its
+ * socket, or wrote a line too long). */
+int ws_ctl_line(struct sess *x, long long ms, int cancel_fd);
 void ws_ctl_pop(struct sess *x);
 void ws_sess_stop(struct sess *x);
 

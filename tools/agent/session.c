@@ -290,14 +290,19 @@ static void hold_workdir(struct sess *x)
 /* ------------------------------------------------------------------ */
 /* sessions: start and end                                             */
 
+/* A line of the worker's: {"end": ...} (how the run ended), or
+ * {"zygote_pid"} (the fork it attached to: zygote-worker.c). */
 static void parse_end(struct sess *x, const char *line)
 {
 	json_t *j = json_loads(line, 0, NULL), *end = json_object_get(j, "end");
+	json_t *zp = json_object_get(j, "zygote_pid");
+
+	if (json_integer_value(zp) > 0)
+		x->fork_pid = (pid_t)json_integer_value(zp);
 	const char *st = json_string_value(json_object_get(end, "status"));
 	const char *cause = json_string_value(json_object_get(end, "cause"));
 	const char *slog =
 		json_string_value(json_object_get(end, "seal_log_error"));
-
 	if (slog)
 		warn("session %s: %s", x->id, slog);
 	if (end) {
@@ -471,17 +476,22 @@ __attribute__((noreturn)) static void exec_worker(int ctl, int cells, int res,
 }
 
 /* See session-server.h. */
-int ws_ctl_line(struct sess *x, long long ms)
+int ws_ctl_line(struct sess *x, long long ms, int cancel_fd)
 {
 	long long end = ws_mono_ms() + ms;
 	char *nl;
 
 	while (!(nl = strchr(x->ctlbuf, '\n'))) {
-		struct pollfd q = { x->ctl, POLLIN, 0 };
+		struct pollfd q[2] = { { x->ctl, POLLIN, 0 },
+				       { cancel_fd, POLLIN, 0 } };
 		long long left = end - ws_mono_ms();
 		if (left <= 0)
 			return 0;
-		if (poll(&q, 1, (int)left) <= 0)
+		if (poll(q, 2, (int)left) <= 0)
+			continue;
+		if (q[1].revents)
+			return 0;
+		if (!q[0].revents)
 			continue;
 		ssize_t n = read(x->ctl, x->ctlbuf + x->ctl_len,
 				 sizeof(x->ctlbuf) - 1 - x->ctl_len);
@@ -508,7 +518,14 @@ void ws_ctl_pop(struct sess *x)
  * extra_ms: the setup's time. */
 static int await_start(struct sess *x, long long extra_ms, struct ws_error *err)
 {
-	int got = ws_ctl_line(x, START_MS + extra_ms);
+	int got = ws_ctl_line(x, START_MS + extra_ms, -1);
+
+	/* a fork's pid may come first (the record is begun on a thread) */
+	while (got > 0 && strstr(x->ctlbuf, "{\"zygote_pid\":") == x->ctlbuf) {
+		parse_end(x, x->ctlbuf);
+		ws_ctl_pop(x);
+		got = ws_ctl_line(x, START_MS + extra_ms, -1);
+	}
 
 	if (got == 0)
 		return ws_fail(err, WS_E_INTERNAL,

@@ -138,6 +138,9 @@ static pid_t child_attach(void *arg, const struct tracer_attach_fds *fds)
 			 run, z->origin);
 		return -ESTALE;
 	}
+	/* the server finds the interpreter in its tree (interrupts) */
+	if (pid > 0)
+		ws_worker_reply(json_pack("{s:i}", "zygote_pid", (int)pid));
 	return pid;
 }
 
