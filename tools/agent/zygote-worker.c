@@ -241,8 +241,10 @@ static void *template_main(void *arg)
 	char err[600] = "";
 	int rc = await_ready(z, err, sizeof(err));
 
-	/* the code has its end: the broker's sends see the template gone */
-	close_fd(&z->tctl[1]);
+	/* the code has its end (it is up: the tracer gave it its fds), so
+	 * that the broker's sends see the template gone when it is */
+	if (rc > 0)
+		close_fd(&z->tctl[1]);
 	if (rc > 0 &&
 	    ws_zbroker_new(z->broker, z->tctl[0], z->handoff[0], z->rec->run_id,
 			   z->pol_sha, &b, err, sizeof(err)) < 0)
