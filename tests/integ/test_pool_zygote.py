@@ -181,3 +181,12 @@ def test_a_killed_template_is_replaced_and_the_pool_goes_on(ctx):
         assert _templates(ctx)[0]["id"] == first
     finally:
         s.close()
+
+
+def test_pool_fork_option_is_documented_and_checked_by_each_server(ctx):
+    for cmd in ("serve", "mcp", "batch"):
+        r = ctx.ward(cmd, "--help", db=False)
+        assert r.code == 0 and "--pool-fork on|off" in r.stdout, (cmd, r)
+    for cmd in ("serve", "mcp"):
+        r = ctx.ward(cmd, "--pool", "1", "--pool-fork", "yes", db=False, stdin="")
+        assert r.code == 125 and "--pool-fork yes: give on or off" in r.stderr, (cmd, r)
