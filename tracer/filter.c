@@ -78,8 +78,8 @@ static int add(scmp_filter_ctx ctx, uint32_t action, const char *name,
 
 /* The program depends on the policy only through these: whether the stat
  * family stops at ward, and the syscalls its raw rules name. */
-static int filter_ctx(bool stat, const bool ruled[1024], scmp_filter_ctx *out,
-		      char *msg, size_t n)
+static int filter_ctx(bool stat, const bool ruled[1024], bool zyg,
+		      scmp_filter_ctx *out, char *msg, size_t n)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRACE(0));
 	int rc;
@@ -106,8 +106,12 @@ static int filter_ctx(bool stat, const bool ruled[1024], scmp_filter_ctx *out,
 		goto fail;
 	}
 
+	/* The zygote template's variant (zygote.c): unshare and seccomp get
+	 * the default, stopping at ward, which allows a fork's own set-up
+	 * and kills the rest. */
 	for (const char *const *f = ward_kill_floor; *f; f++)
-		ADD0(SCMP_ACT_KILL_PROCESS, *f);
+		if (!zyg || (strcmp(*f, "unshare") && strcmp(*f, "seccomp")))
+			ADD0(SCMP_ACT_KILL_PROCESS, *f);
 
 	for (const char *const *a = tracer_allow_list; *a; a++) {
 		int nr = seccomp_syscall_resolve_name(*a);
@@ -167,10 +171,15 @@ enum {
 };
 #define GUARD_MAX 96
 
-static struct sock_filter guard[GUARD_MAX];
+static struct sock_filter guard[GUARD_MAX], guard_zyg[GUARD_MAX];
 struct sock_fprog tracer_guard = { .len = 0, .filter = guard };
+/* The zygote template's (tracer_opts.zygote_handoff_fd; zygote.c): the
+ * same, except that prctl(PR_SET_SECCOMP) stops at ward (TRACE), whose
+ * supervisor of a fork allows it once, for the fork's own filter. */
+struct sock_fprog tracer_guard_zyg = { .len = 0, .filter = guard_zyg };
 
 struct emitter {
+	struct sock_filter *out;
 	unsigned n;
 	bool overflow;
 	unsigned char jt[GUARD_MAX], jf[GUARD_MAX]; /* label ids, L_NEXT: 0 */
@@ -184,7 +193,7 @@ static void emit(struct emitter *e, unsigned short code, unsigned k,
 		e->overflow = true;
 		return;
 	}
-	guard[e->n] = (struct sock_filter){ code, 0, 0, k };
+	e->out[e->n] = (struct sock_filter){ code, 0, 0, k };
 	e->jt[e->n] = jt;
 	e->jf[e->n] = jf;
 	e->n++;
@@ -209,15 +218,15 @@ static int emit_done(struct emitter *e)
 		int f = e->jf[i] ? e->at[e->jf[i]] - (int)i - 1 : 0;
 		if (t < 0 || t > 255 || f < 0 || f > 255)
 			return -EINVAL;
-		guard[i].jt = (unsigned char)t;
-		guard[i].jf = (unsigned char)f;
+		e->out[i].jt = (unsigned char)t;
+		e->out[i].jf = (unsigned char)f;
 	}
 	return e->overflow ? -EINVAL : 0;
 }
 
-__attribute__((constructor)) static void guard_build(void)
+static void guard_emit(struct sock_fprog *prog, bool zyg)
 {
-	struct emitter e = { .n = 0 };
+	struct emitter e = { .out = prog->filter, .n = 0 };
 
 	LOAD(&e, offsetof(struct seccomp_data, arch));
 	emit(&e, BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, L_KILL);
@@ -232,7 +241,7 @@ __attribute__((constructor)) static void guard_build(void)
 	/* A new filter from the code could hide its syscalls from ward. */
 	label(&e, L_PRCTL);
 	LOAD(&e, LO32(0));
-	IFEQ(&e, PR_SET_SECCOMP, L_KILL);
+	IFEQ(&e, PR_SET_SECCOMP, zyg ? L_TRACE : L_KILL);
 	for (const unsigned *o = ward_prctl_allow; *o; o++)
 		IFEQ(&e, *o, L_ALLOW);
 	RET(&e, SECCOMP_RET_TRACE);
@@ -261,7 +270,13 @@ __attribute__((constructor)) static void guard_build(void)
 	RET(&e, SECCOMP_RET_TRACE);
 	label(&e, L_KILL);
 	RET(&e, SECCOMP_RET_KILL_PROCESS);
-	tracer_guard.len = emit_done(&e) == 0 ? (unsigned short)e.n : 0;
+	prog->len = emit_done(&e) == 0 ? (unsigned short)e.n : 0;
+}
+
+__attribute__((constructor)) static void guard_build(void)
+{
+	guard_emit(&tracer_guard, false);
+	guard_emit(&tracer_guard_zyg, true);
 }
 
 /*
@@ -269,15 +284,15 @@ __attribute__((constructor)) static void guard_build(void)
  * to hand the kernel a ready program (no allocation after fork, and the
  * compile is off the path between fork and exec).
  */
-int tracer_filter_compile(bool stat, const bool ruled[1024],
-			  struct sock_fprog *out, char *msg, size_t n)
+static int compile_ctx(bool stat, const bool ruled[1024], bool zyg,
+		       struct sock_fprog *out, char *msg, size_t n)
 {
 	static const bool none[1024];
 	scmp_filter_ctx ctx;
 	struct stat st;
 	int fd, rc;
 
-	rc = filter_ctx(stat, ruled ? ruled : none, &ctx, msg, n);
+	rc = filter_ctx(stat, ruled ? ruled : none, zyg, &ctx, msg, n);
 	if (rc < 0)
 		return rc;
 	fd = memfd_create("ward-filter", MFD_CLOEXEC);
@@ -316,6 +331,12 @@ out:
 		close(fd);
 	seccomp_release(ctx);
 	return rc;
+}
+
+int tracer_filter_compile(bool stat, const bool ruled[1024],
+			  struct sock_fprog *out, char *msg, size_t n)
+{
+	return compile_ctx(stat, ruled, false, out, msg, n);
 }
 
 /* A raw policy rule names a syscall: it must stop at ward. */
@@ -373,6 +394,15 @@ int tracer_filter_build(const struct policy *p, struct sock_fprog *out,
 	if (rc < 0)
 		snprintf(msg, n, "out of memory");
 	return rc != 0 ? rc : compile_for(p, out, msg, n);
+}
+
+int tracer_filter_build_zyg(const struct policy *p, struct sock_fprog *out,
+			    char *msg, size_t n)
+{
+	bool ruled[1024];
+
+	ruled_of(p, ruled);
+	return compile_ctx(policy_trap_stat(p), ruled, true, out, msg, n);
 }
 
 struct tracer_prepared {

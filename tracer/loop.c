@@ -17,6 +17,7 @@
 #include "spawn.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -341,6 +342,13 @@ void tracer_stop(struct tracer *t, enum stop_reason why, const char *cause)
 	 * tracee */
 	if (t->ns.init_fd >= 0)
 		syscall(SYS_pidfd_send_signal, t->ns.init_fd, SIGKILL, NULL, 0);
+	/* a zygote fork's set-up processes are no tracees either */
+	if (tracer_zyg_pending(t)) {
+		if (t->zyg.a > 0)
+			kill(t->zyg.a, SIGKILL);
+		if (t->zyg.b > 0)
+			kill(t->zyg.b, SIGKILL);
+	}
 	pthread_mutex_unlock(&t->lock);
 }
 
@@ -733,6 +741,14 @@ static void on_seccomp(struct tracer *t, struct tracee *tc)
 		snprintf(why, sizeof(why), "arguments could not be read: %s",
 			 strerror(-rc));
 		deny_with(&v, -rc, "decode", why);
+	} else if ((t->o->zygote_handoff_fd > 0 || t->o->zygote_child) &&
+		   tracer_zyg_floor(ev->nr, si.seccomp.args)) {
+		/* only a zygote run's filter lets these stop here; past a
+		 * fork's set-up (zygote.c) nothing of ward's makes them */
+		deny_with(&v, EPERM, "floor.zygote",
+			  "unshare or a new seccomp filter: the kill floor "
+			  "(a zygote run traps it)");
+		v.action = POLICY_KILL;
 	} else {
 		policy_check(t->o->policy, ev, &v);
 #ifdef WARD_TEST_HOOKS
@@ -865,6 +881,22 @@ static void release_parked(struct tracer *t, pid_t tid, const struct tracee *by)
 	ptrace(PTRACE_CONT, tid, 0, 0);
 }
 
+bool tracer_unpark(struct tracer *t, pid_t tid)
+{
+	return unpark(t, tid);
+}
+
+struct tracee *tracer_release_parked(struct tracer *t, pid_t tid)
+{
+	release_parked(t, tid, NULL);
+	return tracee_find(t, tid);
+}
+
+struct tracee *tracer_tracee_add(struct tracer *t, pid_t tid)
+{
+	return tracee_add(t, tid, NULL);
+}
+
 /* Tasks held past PARK_US: looked up in /proc instead. */
 static void release_stale(struct tracer *t)
 {
@@ -886,6 +918,28 @@ static void on_new_child(struct tracer *t, struct tracee *tc, int event)
 {
 	unsigned long msg = 0;
 
+	if (t->o->zygote_handoff_fd > 0 && tc->tgid == t->root &&
+	    event == PTRACE_EVENT_FORK &&
+	    ptrace(PTRACE_GETEVENTMSG, tc->tid, 0, &msg) == 0 && msg > 0) {
+		/* the template's fork: a sandbox's, handed off (zygote.c);
+		 * one that is already a tracee (not held) ran under this
+		 * run: never handed off */
+		pid_t pid = (pid_t)msg;
+		bool held = unpark(t, pid);
+		if (!held && (tracee_find(t, pid) || forget_gone(t, pid))) {
+			kill(pid, SIGKILL);
+			int32_t none = -1;
+			if (write(t->o->zygote_handoff_fd, &none,
+				  sizeof(none)) < 0)
+				warn("zygote: the hand-off fd: %s",
+				     strerror(errno));
+		} else {
+			tracer_zyg_handoff(t, pid, held);
+		}
+		clone_done(t, tc);
+		resume(tc);
+		return;
+	}
 	if (ptrace(PTRACE_GETEVENTMSG, tc->tid, 0, &msg) == 0 && msg > 0) {
 		struct tracee *child = tracee_find(t, (pid_t)msg);
 		if (!child && unpark(t, (pid_t)msg)) {
@@ -1069,6 +1123,10 @@ static void handle_status(struct tracer *t, pid_t pid, int status)
 	struct tracee *tc;
 	int sig, event;
 
+	/* a zygote fork's set-up processes (zygote.c) */
+	if (t->zyg.state && tracer_zyg_pending(t) &&
+	    tracer_zyg_stop(t, pid, status))
+		return;
 	if (WIFEXITED(status) || WIFSIGNALED(status)) {
 		unpark(t, pid); /* killed while held */
 		on_exit_status(t, pid, status);
@@ -1216,7 +1274,11 @@ static int make_pipes(struct tracer *t, struct spawn_fds *f, int *sync_w)
 				fchown(f->err_w, t->o->uid, t->o->gid) < 0))
 		return -errno; /* the code's own stdout, as natively: it
 				* may reopen /dev/stdout (mode 0600) */
-	if (pipe2(p, O_CLOEXEC) < 0)
+	/* a zygote child's is a socket: its Landlock ruleset comes on it
+	 * too (zygote.c) */
+	if (t->o->zygote_child
+		    ? socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0
+		    : pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
 	f->sync_r = p[0];
 	*sync_w = p[1];
@@ -1306,7 +1368,7 @@ static void copies_layer(struct tracer *t)
  * execve, or the run fails with a set-up error. The seccomp layer once the
  * filter is compiled (seccomp_layer). */
 /* How each call's result reaches the record (events.result). */
-static void results_layer(struct tracer *t)
+void tracer_results_layer(struct tracer *t)
 {
 	char why[200], d[300];
 
@@ -1383,9 +1445,41 @@ static const long seize_opts = PTRACE_O_EXITKILL | PTRACE_O_TRACESECCOMP |
 			       PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
 			       PTRACE_O_TRACEEXEC | PTRACE_O_TRACEEXIT;
 
+static int set_limits(pid_t pid, const struct ward_limits *l, bool as);
+
 /* An attached process's rlimits, as spawn_code sets its own: set from
- * outside (prlimit), the memory limit only when no cgroup holds it. */
+ * outside (prlimit), the memory limit only when no cgroup holds it. A
+ * root without CAP_SYS_RESOURCE (some containers) may not prlimit a
+ * process of another uid: then a helper with the process's own uid and
+ * gid does, which may lower its limits (all ward asks) but never raise
+ * them. */
 static int attach_limits(pid_t pid, const struct ward_limits *l, bool as)
+{
+	char path[32];
+	struct stat st;
+	int rc = set_limits(pid, l, as);
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	if (rc != -EPERM || stat(path, &st) < 0)
+		return rc;
+	pid_t h = fork();
+	if (h < 0)
+		return -errno;
+	if (h == 0) {
+		if (setgroups(0, NULL) < 0 ||
+		    setresgid(st.st_gid, st.st_gid, st.st_gid) < 0 ||
+		    setresuid(st.st_uid, st.st_uid, st.st_uid) < 0)
+			_exit(EPERM);
+		_exit(-set_limits(pid, l, as) & 0x7f);
+	}
+	int ws;
+	while (waitpid(h, &ws, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(ws) ? -WEXITSTATUS(ws) : -EINTR;
+}
+
+static int set_limits(pid_t pid, const struct ward_limits *l, bool as)
 {
 	const struct {
 		int res;
@@ -1819,10 +1913,34 @@ static void tracer_release(struct tracer *t, struct spawn_fds *f, int *sync_w)
 		}
 	}
 	tracer_ask_free(t);
+	tracer_zyg_end(t);
 	pthread_mutex_destroy(&t->lock);
 	pthread_mutex_destroy(&t->q_lock);
 	pthread_mutex_destroy(&t->w_lock);
 	pthread_mutex_destroy(&t->go_lock);
+}
+
+/* What a zygote child's run needs of its policy (zygote.c): what its
+ * template's filter and namespaces can serve. */
+static int zygote_child_ok(const struct tracer_opts *o,
+			   struct tracer_result *res)
+{
+	const char *why = NULL;
+
+	if (!o->attach)
+		why = "a zygote child is attached, never spawned";
+	else if (policy_syscall_rule_count(o->policy) > 0)
+		why = "the policy has raw syscall rules (a fork waits on a "
+		      "read before it is supervised)";
+	else if (policy_net_beyond_loopback(o->policy) ||
+		 policy_net_proxy(o->policy))
+		why = "the policy's network needs more than a loopback of "
+		      "the fork's own";
+	if (!why)
+		return 0;
+	snprintf(res->setup_error, sizeof(res->setup_error), "zygote: %s",
+		 why);
+	return -EINVAL;
 }
 
 int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
@@ -1893,6 +2011,13 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	debug("cgroups set up");
 	record_core_layers(t);
 	if (o->attach) {
+		rc = o->zygote_child ? zygote_child_ok(o, res) : 0;
+		/* a zygote child's Landlock domain is made for it, after
+		 * its own mounts (zygote.c) */
+		if (rc == 0 && o->zygote_child)
+			rc = tracer_landlock_setup(t);
+		if (rc < 0)
+			goto out;
 		pid = attach_child(t, &f, sync_w);
 		goto started;
 	}
@@ -1902,7 +2027,17 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	debug("landlock ruleset planned");
 
 	/* The filter last: it compiles while the above is done. */
-	if (o->prepared)
+	if (o->zygote_handoff_fd > 0) {
+		/* the template's variant (zygote.c): never built in */
+		if (o->prepared) {
+			struct sock_fprog unused = { 0, NULL };
+			tracer_prepared_take(o->prepared, &unused, NULL, 0);
+			free(unused.filter);
+		}
+		rc = tracer_filter_build_zyg(o->policy, &filter,
+					     res->setup_error,
+					     sizeof(res->setup_error));
+	} else if (o->prepared)
 		rc = tracer_prepared_take(o->prepared, &filter,
 					  res->setup_error,
 					  sizeof(res->setup_error));
@@ -1915,6 +2050,16 @@ int tracer_run(const struct tracer_opts *o, struct tracer_result *res)
 	      rc == 1 ? "built in" : "compiled for this policy");
 	seccomp_layer(t, &filter);
 	f.landlock = &t->landlock;
+	if (o->zygote_handoff_fd > 0) {
+		/* a template's domain would deny its forks their own mounts
+		 * (Landlock skips the directory a mount covers): each fork
+		 * gets a domain of its own instead (zygote.c) */
+		f.landlock = NULL;
+		tracer_layer_add(res, "landlock", false,
+				 "not for a zygote template, which runs only "
+				 "ward's warm-up: each sandbox forked from it "
+				 "gets its own domain");
+	}
 	f.view = &t->view;
 	pid = start_child(t, &filter, &f, sync_w);
 started:
@@ -1929,8 +2074,12 @@ started:
 	}
 	t->root = pid;
 	debug("child %d seized", (int)pid);
-	results_layer(t);  /* its pid namespace is there now */
-	if (!t->ns.init) { /* else its child, at its fork */
+	tracer_results_layer(t); /* its pid namespace is there now */
+	if (o->zygote_child) {
+		/* its set-up first; the code's process comes at its end
+		 * (zygote.c) */
+		tracer_zyg_attached(t, pid);
+	} else if (!t->ns.init) { /* else its child, at its fork */
 		struct tracee *x = tracee_add(t, pid, NULL);
 		if (x && o->attach)
 			x->execed = true; /* its maker's approved image */

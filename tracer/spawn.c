@@ -268,7 +268,9 @@ SPAWN_SIDE void spawn_code(struct spawn_ctx *c)
 	if (read(SYNC_FD, &go, 1) != 1 || go != 'g')
 		_exit(127);
 	close(SYNC_FD);
-	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &tracer_guard) < 0)
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER,
+		  o->zygote_handoff_fd > 0 ? &tracer_guard_zyg : &tracer_guard) <
+	    0)
 		fail("loading the guard seccomp filter");
 	/* seccomp(2), not prctl: the guard kills prctl(PR_SET_SECCOMP). */
 	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, c->filter) < 0)

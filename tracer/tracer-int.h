@@ -84,6 +84,11 @@ int tracer_prepared_take(struct tracer_prepared *tp, struct sock_fprog *out,
 /* The guard filter, loaded before the main one (see filter.c). */
 struct sock_fprog;
 extern struct sock_fprog tracer_guard; /* built before main */
+extern struct sock_fprog tracer_guard_zyg; /* the zygote template's */
+/* The main filter of a zygote template (zygote.c): unshare and seccomp
+ * stop at ward instead of killing. As tracer_filter_build, never built in. */
+int tracer_filter_build_zyg(const struct policy *p, struct sock_fprog *out,
+			    char *msg, size_t n);
 
 /* At a thread's exit stop (exit_status from PTRACE_GETEVENTMSG): when the
  * kernel killed it for ward's seccomp floor, fills ev (nr, name, args; the
@@ -434,6 +439,17 @@ struct tracer {
 		int init_fd;
 	} ns; /* namespaces (ns.c) */
 	struct {
+		int state;	  /* zygote.c; 0: not a zygote child */
+		pid_t a, b;	  /* its set-up processes (host pids) */
+		bool a_detached, b_detached;
+		int ruleset;	  /* the Landlock ruleset made for C, or -1 */
+		bool landlocked;  /* C restricted itself with it */
+		long long filters; /* A's Seccomp_filters at its seize */
+		uid_t uid;
+		gid_t gid;
+		unsigned long long ns_before[7]; /* A's namespaces then */
+	} zyg;
+	struct {
 		void *area; /* the children's context and stacks; NULL */
 		size_t len;
 		pthread_t thread; /* the spawner, while started */
@@ -606,6 +622,29 @@ enum stop_reason {
 void tracer_stop(struct tracer *t, enum stop_reason why, const char *cause);
 
 struct tracee *tracee_find(struct tracer *t, pid_t tid);
+
+/* ---- the zygote (zygote.c) ---- */
+
+/* Template: hand off the process it forked (held: its first stop was
+ * seen and held, loop.c's park). */
+void tracer_zyg_handoff(struct tracer *t, pid_t pid, bool held);
+/* Child: A seized (tracer_opts.zygote_child); 0 or -errno (run stopped). */
+int tracer_zyg_attached(struct tracer *t, pid_t a);
+/* A stop of a set-up process, handled (true), before anything else. */
+bool tracer_zyg_stop(struct tracer *t, pid_t pid, int status);
+/* The run's end: what the set-up holds, closed. */
+void tracer_zyg_end(struct tracer *t);
+/* The set-up is under way (its processes may stop). */
+bool tracer_zyg_pending(const struct tracer *t);
+/* A call that only a zygote run can trap (unshare, seccomp, a filter's
+ * install by prctl) outside a fork's set-up: the floor kills it. */
+bool tracer_zyg_floor(long nr, const uint64_t args[6]);
+/* loop.c's, for zygote.c: a task held for its parent's event (true when
+ * it was), released as a tracee; a tracee added; the results layer. */
+bool tracer_unpark(struct tracer *t, pid_t tid);
+struct tracee *tracer_release_parked(struct tracer *t, pid_t tid);
+struct tracee *tracer_tracee_add(struct tracer *t, pid_t tid);
+void tracer_results_layer(struct tracer *t);
 
 /* Joins the record thread (o->record, begun before the clone; it also
  * sends the child's go for its execve): the output thread, before it

@@ -1297,4 +1297,164 @@ def _main():
         _send_frame(_cell_frame(h, results, error, interrupted))
 
 
-_main()
+# ---- the zygote (tracer/zygote.c; docs/performance.md) ----
+# With WARD_ZYGOTE=template this interpreter is a template: it runs ward's
+# warm-up (WARD_ZYGOTE_WARMUP), says so ({"ward":"ready"} on fd 6, then 'R'
+# on fd 5), and then forks a sandbox for each request on fd 5 (a unix
+# socket to ward's broker): one byte 'F' with 5 fds (the run's stdout,
+# stderr and sync pipe, the cell socket, the result pipe); it answers 'K'
+# (forked) or 'E'. The fork, handed off to its own supervisor before it
+# runs, makes its sandbox with the calls below, which ward checks one by
+# one, in this order; then it is a session driver like any other.
+
+_ZYG_UNSHARE = 0x7E020000  # TRACER_ZYGOTE_UNSHARE: user mnt pid net ipc uts cgroup
+# tracer_zygote_filter (tracer/zygote.c), instruction for instruction:
+# kill unshare, seccomp and prctl(PR_SET_SECCOMP), and foreign ABIs
+_ZYG_FILTER = ((0x20, 0, 0, 4), (0x15, 0, 8, 0xc000003e), (0x20, 0, 0, 0),
+               (0x35, 6, 0, 0x40000000), (0x15, 5, 0, 272),
+               (0x15, 4, 0, 317), (0x15, 0, 2, 157), (0x20, 0, 0, 16),
+               (0x15, 1, 0, 22), (0x06, 0, 0, 0x7fff0000),
+               (0x06, 0, 0, 0x80000000))
+
+
+def _zyg_calls():
+    # Made in the template: the fork only calls them (no allocation of
+    # ctypes objects between its hand-off and its set-up).
+    import ctypes
+    import socket
+    import struct
+    libc = ctypes.CDLL(None, use_errno=True)
+    sc = libc.syscall
+    sc.restype = ctypes.c_long
+    buf = ctypes.create_string_buffer(
+        b"".join(struct.pack("=HBBI", *i) for i in _ZYG_FILTER))
+
+    class _Fprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+    prog = _Fprog(len(_ZYG_FILTER), ctypes.addressof(buf))
+    hdr = (ctypes.c_uint32 * 2)(0x20080522, 0)  # capability version 3
+    none = (ctypes.c_uint32 * 6)()
+    L = ctypes.c_long
+    return (lambda: sc(L(272), L(_ZYG_UNSHARE)),
+            lambda: sc(L(126), ctypes.byref(hdr), ctypes.byref(none)),
+            lambda fd: sc(L(446), L(fd), L(0)),  # landlock_restrict_self
+            lambda: sc(L(157), L(22), L(2), ctypes.byref(prog), L(0), L(0)),
+            socket.socket, socket.recv_fds, (buf, prog, hdr, none))
+
+
+def _zyg_wait(kid, reap_all):
+    # A and B: ward's, detached once their child exists; they wait for it
+    # and end with it (B, pid 1, reaps the orphans too).
+    for sig in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP):
+        _signal.signal(sig, _signal.SIG_DFL)
+    os.close(7)
+    while True:
+        try:
+            pid, st = os.waitpid(-1 if reap_all else kid, 0)
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            os._exit(1)
+        if pid == kid:
+            os._exit(os.waitstatus_to_exitcode(st) & 0xff)
+
+
+def _zyg_child(fds, calls):
+    # The fork, untraced until its supervisor seizes it (its trapped calls
+    # fail with ENOSYS till then): ward's fds in place, nothing else open.
+    hi = [os.dup(fd) for fd in fds]
+    for src, dst in zip(hi, (1, 2, 7, 5, 6)):
+        os.dup2(src, dst)
+    os.closerange(3, 5)
+    os.closerange(8, 1 << 20)
+    os.set_inheritable(5, False)
+    os.set_inheritable(6, False)
+    go = b""
+    while len(go) < 2:  # seized, then recorded ('g'); EOF: no run
+        b = os.read(7, 2 - len(go))
+        if not b:
+            os._exit(127)
+        go += b
+    if go[1:] != b"g":
+        os._exit(127)
+    unshare, capset, restrict, seccomp, sock, recv_fds, _ = calls
+    if unshare() != 0 or capset() != 0:
+        os._exit(127)
+    kid = os.fork()
+    if kid:
+        _zyg_wait(kid, False)  # A
+    kid = os.fork()
+    if kid:
+        _zyg_wait(kid, True)  # B, pid 1 of the sandbox's pid namespace
+    # C: the code's process: its Landlock domain (the ruleset ward made
+    # in its own mount namespace) and its filter, then its own session,
+    # workdir (the cwd it inherited is the template's, "/") and random
+    # state.
+    s = sock(fileno=7)
+    msg, got, _, _ = recv_fds(s, 1, 1)
+    s.detach()
+    os.close(7)
+    if msg == b"L" and len(got) == 1:
+        if restrict(got[0]) != 0:
+            os._exit(127)
+        os.close(got[0])
+    elif msg != b"N":
+        os._exit(127)
+    if seccomp() != 0:
+        os._exit(127)
+    os.setsid()
+    os.chdir(os.environ.get("HOME") or "/")
+    np = sys.modules.get("numpy")
+    if np is not None:
+        np.random.seed()
+
+
+def _template_main():
+    import gc
+    import socket
+    warm = os.environ.pop("WARD_ZYGOTE_WARMUP", "")
+    os.environ.pop("WARD_ZYGOTE", None)
+    # its forks leave the template's workdir (never theirs) at once
+    os.chdir("/")
+    exec(compile(warm, "<ward warm-up>", "exec"), {"__name__": "__ward__"})
+    calls = _zyg_calls()
+    gc.collect()
+    gc.freeze()  # the warm objects stay shared with the forks
+    sys.stdout.flush()
+    sys.stderr.flush()
+    ctl = socket.socket(fileno=_CELL_FD)
+    os.write(_RESULT_FD, b'{"ward":"ready"}\n')
+    os.write(_RESULT_FD, b'{"ward":"ready","zygote":"template"}\n')
+    ctl.sendall(b"R")
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(ctl, 1, 8)
+        except InterruptedError:
+            continue
+        if not msg:
+            os._exit(0)
+        kid = -1
+        if msg == b"F" and len(fds) == 5:
+            try:
+                kid = os.fork()
+            except OSError:
+                kid = -1
+            if kid == 0:
+                ctl.detach()
+                _zyg_child(fds, calls)
+                return _main()
+        for fd in fds:
+            os.close(fd)
+        ctl.sendall(b"K" if kid > 0 else b"E")
+        while True:  # the forks' A processes that ended
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
+
+
+if os.environ.get("WARD_ZYGOTE") == "template":
+    _template_main()
+else:
+    _main()
