@@ -1,10 +1,11 @@
 /*
- * test-zygote.c - the fork broker between a template worker and its child
+ * test-zbroker.c - the fork broker between a template worker and its child
  * workers (tools/agent/zygote.c), against a fake template: a thread that
  * answers fork requests on the other end of tctl as the template's driver
  * does ('K' and the pid on the hand-off pipe, 'E', or nonsense).
  *
- * Shown: the five fds reach the template in order and are the child's
+ * Shown: a template that does not say it is up ('R') first is refused;
+ * the five fds reach the template in order and are the child's
  * own objects; the child gets the pid, the template's run and its policy;
  * another policy is refused (-EPERM); a request with another number of
  * fds is refused and the template not asked; an 'E' is an error and the
@@ -177,11 +178,19 @@ int main(void)
 	struct stat st;
 	int src;
 
-	if (tmpdir_make("zygote") < 0 ||
+	if (tmpdir_make("zbroker") < 0 ||
 	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, tctl) ||
 	    pipe2(handoff, O_CLOEXEC))
 		return 2;
 	const char *path = tpath("broker");
+	if (send(tctl[1], "X", 1, 0) != 1)
+		return 2;
+	ok(ws_zbroker_new(path, tctl[0], handoff[0], "r", SHA, &b, err,
+			  sizeof(err)) == -EBADMSG &&
+		   strstr(err, "said no 'R'"),
+	   "a template that does not say it is up first is refused: %s", err);
+	if (send(tctl[1], "R", 1, 0) != 1)
+		return 2;
 	is_int(ws_zbroker_new(path, tctl[0], handoff[0], "run-of-template", SHA,
 			      &b, err, sizeof(err)),
 	       0, "the broker listens");
@@ -248,6 +257,8 @@ int main(void)
 
 	/* a template that is gone */
 	b = NULL;
+	if (send(tctl[1], "R", 1, 0) != 1)
+		return 2;
 	is_int(ws_zbroker_new(path, tctl[0], handoff[0], "r", SHA, &b, err,
 			      sizeof(err)),
 	       0, "a second broker");

@@ -9,7 +9,7 @@
  * where a fork can get its own sandbox: ward as root, a view of its own
  * (tracer_view_possible), user namespaces (tracer_zygote_possible), and a
  * policy a fork can keep (no network beyond loopback, no egress proxy, no
- * questions, no setup phase). A template that cannot start or that ends is
+ * raw syscall rules, no questions, no setup phase). A template that cannot start or that ends is
  * said once; the pool then makes its sandboxes as without the zygote, and
  * tries a new template later (backing off up to 30 s).
  *
@@ -31,17 +31,15 @@
 #include "policy/policy.h"
 #include "tools/run/runrec.h"
 
-/* Until the tracer's zygote (tracer/zygote.c) is merged: absent, none. */
-#pragma weak tracer_zygote_possible
-
 enum { ZYG_BACKOFF_MAX_MS = 30000, ZYG_WARMUP_MS = 120000 };
 
 struct ws_pzyg {
 	char *warmup;
 	char dir[64], broker[96];
 	int dir_lock;
-	int cancel_fd;	   /* the pool's: the server ends (borrowed) */
-	struct sess *tmpl; /* up (its warm-up done), or NULL */
+	int cancel_fd;	      /* the pool's: the server ends (borrowed) */
+	struct sess *tmpl;    /* up (its warm-up done), or NULL */
+	struct sess *retired; /* earlier ones, until their runs end */
 	long long next_ms, backoff_ms;
 	bool said; /* the zygote's failure logged, since it last worked */
 };
@@ -55,8 +53,7 @@ static const char *unfit(const struct ws_server *s)
 
 	if (geteuid() != 0)
 		return "ward is not root (a fork is seized from outside)";
-	if (!tracer_view_possible() || !tracer_zygote_possible ||
-	    !tracer_zygote_possible())
+	if (!tracer_view_possible() || !tracer_zygote_possible())
 		return "this system cannot give a fork its own namespaces";
 	memset(&perr, 0, sizeof(perr));
 	if ((s->cfg.policy
@@ -65,6 +62,8 @@ static const char *unfit(const struct ws_server *s)
 		return "its policy does not load";
 	if (policy_net_beyond_loopback(pol) || policy_net_proxy(pol))
 		why = "the policy reaches beyond loopback";
+	else if (policy_syscall_rule_count(pol) > 0)
+		why = "the policy has raw syscall rules";
 	else if (policy_asks(pol))
 		why = "the policy asks questions";
 	else if (policy_phase(pol, "setup"))
@@ -100,11 +99,19 @@ struct ws_pzyg *ws_pzyg_new(struct ws_server *s, const char *warmup, bool on,
 	return z;
 }
 
-/* z's template ended, or is to end: closed (its run's end recorded). */
-static void tmpl_drop(struct ws_server *s, struct ws_pzyg *z)
+/* z's template out of use: told to end (EOF on its fork requests) and
+ * kept until its run ends. Its forks live in its pid namespace, so its
+ * run lasts as long as the last of them, and ending it by force (as
+ * ws_sess_stop would after CLOSE_MS) would end sessions handed out. */
+static void tmpl_retire(struct ws_pzyg *z)
 {
-	if (z->tmpl)
-		ws_sess_finish(s, z->tmpl);
+	struct sess *x = z->tmpl;
+
+	if (!x)
+		return;
+	ws_close_fd(&x->cells);
+	x->next = z->retired;
+	z->retired = x;
 	z->tmpl = NULL;
 }
 
@@ -130,6 +137,21 @@ static bool tmpl_alive(struct sess *x)
 	while (x->ctl >= 0 && !x->dead && poll(&q, 1, 0) > 0)
 		ws_read_ctl(x);
 	return !x->dead;
+}
+
+/* The retired templates whose runs have ended, closed. */
+static void reap_retired(struct ws_server *s, struct ws_pzyg *z)
+{
+	struct sess **pp = &z->retired, *x;
+
+	while ((x = *pp)) {
+		if (tmpl_alive(x)) {
+			pp = &x->next;
+			continue;
+		}
+		*pp = x->next;
+		ws_sess_finish(s, x);
+	}
 }
 
 /* After ws_sess_spawn: the template's warm-up done ({"zygote": "ready"}),
@@ -184,15 +206,14 @@ static int tmpl_start(struct ws_server *s, struct ws_pzyg *z,
 
 /* The zygote out of use for a while (what happened: said once until it
  * works again), its template ended. */
-static void zyg_down(struct ws_server *s, struct ws_pzyg *z, const char *what,
-		     const char *why)
+static void zyg_down(struct ws_pzyg *z, const char *what, const char *why)
 {
 	if (!z->said)
 		warn("pool: the zygote template %s: %s; pooled sandboxes "
 		     "import the modules themselves until a new one is up",
 		     what, why);
 	z->said = true;
-	tmpl_drop(s, z);
+	tmpl_retire(z);
 	z->backoff_ms = z->backoff_ms ? 2 * z->backoff_ms : 1000;
 	if (z->backoff_ms > ZYG_BACKOFF_MAX_MS)
 		z->backoff_ms = ZYG_BACKOFF_MAX_MS;
@@ -204,10 +225,11 @@ static int tmpl_up(struct ws_server *s, struct ws_pzyg *z)
 {
 	struct ws_error err;
 
+	reap_retired(s, z);
 	if (z->tmpl && tmpl_alive(z->tmpl))
 		return 0;
 	if (z->tmpl) {
-		zyg_down(s, z, "ended",
+		zyg_down(z, "ended",
 			 z->tmpl->end_cause[0] ? z->tmpl->end_cause
 					       : "its run ended");
 		return -1;
@@ -215,7 +237,7 @@ static int tmpl_up(struct ws_server *s, struct ws_pzyg *z)
 	if (ws_mono_ms() < z->next_ms)
 		return -1;
 	if (tmpl_start(s, z, &err) < 0) {
-		zyg_down(s, z, "cannot start", err.message);
+		zyg_down(z, "cannot start", err.message);
 		return -1;
 	}
 	z->backoff_ms = 0;
@@ -235,18 +257,23 @@ json_t *ws_pzyg_child(struct ws_server *s, struct ws_pzyg *z)
 			 z->broker, "origin", z->tmpl->run_id);
 }
 
-void ws_pzyg_child_failed(struct ws_server *s, struct ws_pzyg *z,
-			  const char *why)
+void ws_pzyg_child_failed(struct ws_pzyg *z, const char *why)
 {
 	if (z)
-		zyg_down(s, z, "could not give a sandbox", why);
+		zyg_down(z, "could not give a sandbox", why);
 }
 
 void ws_pzyg_free(struct ws_server *s, struct ws_pzyg *z)
 {
 	if (!z)
 		return;
-	tmpl_drop(s, z);
+	tmpl_retire(z);
+	/* EOF to each first, then each closed (the sessions forked from
+	 * them are closed by now: ws_server_free) */
+	for (struct sess *x = z->retired, *next; x; x = next) {
+		next = x->next;
+		ws_sess_finish(s, x);
+	}
 	ward_rm_workdir(z->dir); /* its lock too */
 	if (z->dir_lock >= 0)
 		close(z->dir_lock);

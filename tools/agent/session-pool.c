@@ -305,7 +305,7 @@ static struct sess *pool_make(struct ws_server *s, int nice,
 	struct sess *x = pool_make_one(s, nice, zc, err);
 
 	if (!x && zc && !atomic_load(&p->cancel->fired)) {
-		ws_pzyg_child_failed(s, p->zyg, err->message);
+		ws_pzyg_child_failed(p->zyg, err->message);
 		x = pool_make_one(s, nice, NULL, err);
 	}
 	json_decref(zc);
@@ -557,6 +557,7 @@ static void *pool_main(void *arg)
 static void pool_destroy(struct ws_server *s, struct ws_pool *p)
 {
 	ws_pzyg_free(s, p->zyg);
+	p->zyg = NULL;
 	pthread_cond_destroy(&p->cond);
 	ws_cancel_free(p->cancel);
 	free(p->code);
@@ -646,6 +647,10 @@ void ws_pool_free(struct ws_server *s)
 		next = x->next;
 		ws_sess_finish(s, x);
 	}
+	/* its template outlives the sessions forked from it (ws_server_free
+	 * ends it after them) */
+	s->zyg_end = p->zyg;
+	p->zyg = NULL;
 	s->pool = NULL;
 	pool_destroy(s, p);
 }

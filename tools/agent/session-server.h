@@ -166,6 +166,9 @@ struct ws_server {
 	struct ws_spawn *spawn_q;
 	bool spawn_stop;
 	struct ws_pool *pool; /* --pool (session-pool.c), or NULL */
+	/* the pool's zygote once the pool is stopped, ended after the
+	 * sessions forked from it (ws_server_free) */
+	struct ws_pzyg *zyg_end;
 	int bg_threads; /* [s] background commands' threads (session-ctx.c) */
 	/* questions of "ask" rules waiting (session-ask.c), under ask_lock
 	 * (never taken with lock held after it: it may be taken under
@@ -231,8 +234,7 @@ struct ws_start ws_pool_settings(const struct ws_server *s);
 struct ws_pzyg *ws_pzyg_new(struct ws_server *s, const char *warmup, bool on,
 			    int cancel_fd);
 json_t *ws_pzyg_child(struct ws_server *s, struct ws_pzyg *z);
-void ws_pzyg_child_failed(struct ws_server *s, struct ws_pzyg *z,
-			  const char *why);
+void ws_pzyg_child_failed(struct ws_pzyg *z, const char *why);
 void ws_pzyg_free(struct ws_server *s, struct ws_pzyg *z);
 
 /* A cell's time limit: what was asked, and what the operator's cap

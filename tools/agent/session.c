@@ -1556,6 +1556,7 @@ void ws_server_free(struct ws_server *s)
 		pthread_mutex_lock(&s->lock);
 	}
 	pthread_mutex_unlock(&s->lock);
+	ws_pzyg_free(s, s->zyg_end); /* its forks are closed by now */
 	pthread_mutex_lock(&s->lock);
 	s->spawn_stop = true;
 	pthread_cond_signal(&s->spawn_cond);

@@ -135,6 +135,17 @@ static int recv_fds(int sock, char *byte, int *fds, int max, int *n)
 	return bad || (mh.msg_flags & MSG_CTRUNC) ? -EBADMSG : 0;
 }
 
+/* The template's first byte on tctl: 'R', it is up. 0 or -errno. */
+static int template_up(int tctl)
+{
+	char r = 0;
+	int rc = wait_in(tctl, WS_ZYG_TIMEOUT_MS);
+
+	if (!rc && recv(tctl, &r, 1, 0) != 1)
+		rc = -EPIPE;
+	return rc ? rc : r == 'R' ? 0 : -EBADMSG;
+}
+
 int ws_zbroker_new(const char *path, int tctl, int handoff_r,
 		   const char *run_id, const char *policy_sha,
 		   struct ws_zbroker **out, char *err, size_t n)
@@ -168,6 +179,13 @@ int ws_zbroker_new(const char *path, int tctl, int handoff_r,
 	if (rc) {
 		snprintf(err, n, "the zygote's broker socket %s: %s", path,
 			 strerror(-rc));
+		ws_zbroker_free(b);
+		return rc;
+	}
+	if ((rc = template_up(tctl)) < 0) {
+		snprintf(err, n, "the zygote template %s",
+			 rc == -ETIMEDOUT ? "did not say it is up within 10 s"
+					  : "said no 'R' (up) first");
 		ws_zbroker_free(b);
 		return rc;
 	}

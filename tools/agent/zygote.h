@@ -3,9 +3,9 @@
  * child workers (tools/agent/zygote.c; docs/performance.md, "Sharing the
  * warm-up: a zygote"). Private to tools/agent.
  *
- * The template worker supervises one interpreter that ran ward's warm-up
- * and waits for fork requests on a SOCK_SEQPACKET socket (its fd 5, tctl
- * here): one byte 'F' with five fds, answered 'K' (forked: the tracer then
+ * The template worker supervises one interpreter that ran ward's warm-up,
+ * says so (one byte 'R') and waits for fork requests on a SOCK_SEQPACKET
+ * socket (its fd 5, tctl here): one byte 'F' with five fds, answered 'K' (forked: the tracer then
  * writes the fork's pid, a 4-byte pid_t, on the hand-off pipe; -1 when it
  * could not be handed off) or 'E' (the fork failed). The broker listens on
  * a unix stream socket at a path only root can reach and passes each child
