@@ -65,7 +65,7 @@ def test_batch_samples_forked_from_one_template_match_fresh_runs(ctx):
     ctx.db = pool_db
     tmpl = _templates(ctx)
     assert len(tmpl) == 1, tmpl
-    assert "json" in tmpl[0]["code"] and tmpl[0]["status"] == "ok", tmpl[0]
+    assert b"json" in tmpl[0]["code"] and tmpl[0]["status"] == "ok", tmpl[0]
     # every sample's run is a fork of it, warm-up cell 0 and all
     for k, (line, *_rest) in pool.items():
         rid = test_batch._by_id(pool_out)[k]["run_id"]
@@ -109,14 +109,24 @@ def test_batch_pandas_samples_forked_from_a_template_match_fresh_runs(ctx):
     assert pool["p3"][2]["stdout"] == b"2.5 9\n", pool["p3"]
     ctx.db = pool_db
     tmpl = _templates(ctx)
-    assert len(tmpl) == 1 and "pandas" in tmpl[0]["code"], tmpl
+    assert len(tmpl) == 1 and b"pandas" in tmpl[0]["code"], tmpl
     for line in test_batch._lines(pool_out):
         assert tmpl[0]["id"] in (_forked_from(ctx, line["run_id"]) or ""), line
+
+
+def _pool_full(ctx, n):
+    """Until the pool has made n sandboxes (their runs begun, and a moment
+    for their warm-ups)."""
+    assert wardtest.wait_until(lambda: len(ctx.sql(
+        "select id from runs where code_name = 'session'")) >= n, 60)
+    time.sleep(1.5)
 
 
 def test_forked_sessions_see_only_their_own_workdir(ctx):
     s = Serve(ctx, "--pool", "2", "--preload", "json")
     try:
+        s.ok("session.list", {})
+        _pool_full(ctx, 2)
         a = s.ok("session.create", {})
         b = s.ok("session.create", {})
         ra = s.run(a["session_id"], "open('mine.txt', 'w').write('a'); "
@@ -126,16 +136,17 @@ def test_forked_sessions_see_only_their_own_workdir(ctx):
         assert "'mine.txt'" in "".join(ra["logs"]["stdout"]), ra
         assert "'mine.txt'" not in "".join(rb["logs"]["stdout"]), rb
         assert "".join(rb["logs"]["stdout"]).endswith("False\n"), rb
-        tmpl = _templates(ctx)
-        assert len(tmpl) == 1, tmpl
-        for r in (a, b):
-            assert tmpl[0]["id"] in (_forked_from(ctx, r["run_id"]) or ""), r
-        # a file the caller writes in one stays in its own host workdir
-        hosts = {wardtest.host_workdir(ctx.sql("select * from runs where id = ?",
-                                                r["run_id"])[0]) for r in (a, b)}
-        assert len(hosts) == 2, hosts
     finally:
         s.close()
+    # each its own host workdir
+    hosts = {wardtest.host_workdir(ctx.sql("select * from runs where id = ?",
+                                            r["run_id"])[0]) for r in (a, b)}
+    assert len(hosts) == 2, hosts
+    # both forks of the one template (the record's layers: at the run's end)
+    tmpl = _templates(ctx)
+    assert len(tmpl) == 1, tmpl
+    for r in (a, b):
+        assert tmpl[0]["id"] in (_forked_from(ctx, r["run_id"]) or ""), r
 
 
 def test_server_ends_its_template_and_leaves_no_process(ctx):
@@ -158,26 +169,39 @@ def test_server_ends_its_template_and_leaves_no_process(ctx):
     assert t["status"] == "ok" and t["ended_ns"], t
 
 
+def _template_interpreter(server):
+    """The template's interpreter: the python3 under the server whose parent
+    is no python3 (its forks are its descendants)."""
+    cmd = dict(wardtest.proc_files("cmdline", binary=True))
+    for p, c in cmd.items():
+        if b"python3" in c and wardtest.descends(p, server):
+            with open(f"/proc/{p}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if b"python3" not in cmd.get(ppid, b""):
+                return p
+    return None
+
+
 def test_a_killed_template_is_replaced_and_the_pool_goes_on(ctx):
     s = Serve(ctx, "--pool", "1", "--preload", "json")
     try:
         s.ok("session.list", {})
         first = _templates(ctx)[0]["id"]
-        # the template's interpreter: the one process of its run
-        pids = [p for p, env in wardtest.proc_files("cmdline", binary=True)
-                if wardtest.descends(p, s.p.pid) and b"python3" in env]
-        assert pids, "no interpreter under the server"
-        for p in pids:  # the template and the pooled fork(s)
-            try:
-                os.kill(p, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        # sessions still come (from a fresh one meanwhile), and a new template
+        a = s.ok("session.create", {})
+        pid = _template_interpreter(s.p.pid)
+        assert pid, "no template interpreter under the server"
+        os.kill(pid, signal.SIGKILL)
+        # the session forked from it goes on
+        out = s.run(a["session_id"], "print(6 * 7)")
+        assert "".join(out["logs"]["stdout"]) == "42\n", out
+        # new sessions still come (the pool's own, or fresh), and a new
+        # template is started
         for _ in range(3):
             r = s.ok("session.create", {})
             out = s.run(r["session_id"], "print(6 * 7)")
             assert "".join(out["logs"]["stdout"]) == "42\n", out
-        assert wardtest.wait_until(lambda: len(_templates(ctx)) >= 2, 60)
+            time.sleep(1)
+        assert wardtest.wait_until(lambda: len(_templates(ctx)) >= 2, 60), _templates(ctx)
         assert _templates(ctx)[0]["id"] == first
     finally:
         s.close()
