@@ -189,6 +189,7 @@ static int tmpl_start(struct ws_server *s, struct ws_pzyg *z,
 	struct ws_start st = ws_pool_settings(s);
 	struct sess *x = NULL;
 	st.zygote = zc;
+	st.nice = s->drop ? WS_REFILL_NICE : 0; /* its forks' (hand_out) */
 	int rc = zc ? ws_sess_spawn(s, &st, &x, err)
 		    : ws_fail(err, WS_E_INTERNAL, "out of memory");
 
@@ -261,6 +262,11 @@ void ws_pzyg_child_failed(struct ws_pzyg *z, const char *why)
 {
 	if (z)
 		zyg_down(z, "could not give a sandbox", why);
+}
+
+bool ws_pzyg_up(const struct ws_pzyg *z)
+{
+	return z && z->tmpl && !z->tmpl->dead;
 }
 
 void ws_pzyg_free(struct ws_server *s, struct ws_pzyg *z)

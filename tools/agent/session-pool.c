@@ -45,9 +45,9 @@ enum {
 	BACKOFF_MAX_MS = 30000,
 	WARMUP_MIN_S = 120, /* a warm-up's time limit, at least (a refill
 			     * runs behind the sessions in use) */
-	REFILL_NICE = 10,   /* a refill's priority, until its hand-out */
 	/* a refill waits this long after a hand-out while the pool still
-	 * has one ready: the caller's first cells come first */
+	 * has one ready: the caller's first cells come first (a fork of the
+	 * zygote's template costs a tenth of an import: it does not wait) */
 	REFILL_DELAY_MS = 1000,
 };
 
@@ -370,7 +370,7 @@ static const char *unusable(struct ws_server *s, struct sess *x)
 }
 
 /* Every thread of pid and of the processes under it at the server's own
- * priority again (a refill ran at REFILL_NICE: only root may lower a nice
+ * priority again (a refill ran at WS_REFILL_NICE: only root may lower a nice
  * value, and only root's refills are niced). */
 static void renice_tree(pid_t pid, int prio)
 {
@@ -408,6 +408,8 @@ static void hand_out(struct ws_server *s, struct sess *x,
 
 	if (x->worker > 0 && s->drop)
 		renice_tree(x->worker, s->pool->prio);
+	if (x->fork_pid > 0 && s->drop) /* the template's nice, inherited */
+		renice_tree(x->fork_pid, s->pool->prio);
 	x->created_ns = ws_realtime_ns();
 	x->created_ms = x->last_ms = x->shown_last_ms = ws_mono_ms();
 	x->expires_ms = x->created_ms + (long long)(life * 1000);
@@ -518,14 +520,16 @@ static void *pool_main(void *arg)
 			continue;
 		}
 		long long now = ws_mono_ms();
-		long long calm = p->n_ready ? p->taken_ms + REFILL_DELAY_MS : 0;
+		long long calm = p->n_ready && !ws_pzyg_up(p->zyg)
+					 ? p->taken_ms + REFILL_DELAY_MS
+					 : 0;
 		if (next_try < calm)
 			next_try = calm;
 		/* as many as wanted, or as callers wait for */
 		int want = p->want > p->waiting ? p->want : p->waiting;
 		if (p->n_ready < want && now >= next_try) {
 			pthread_mutex_unlock(&s->lock);
-			x = pool_make(s, s->drop ? REFILL_NICE : 0, &err);
+			x = pool_make(s, s->drop ? WS_REFILL_NICE : 0, &err);
 			if (!x && !atomic_load(&p->cancel->fired))
 				warn("pool: cannot start a pooled session: %s",
 				     err.message);

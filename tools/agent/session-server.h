@@ -229,6 +229,10 @@ int ws_pool_keep_warmup(struct sess *x, const struct audit_cell *ac,
  * template's start is given up (the server ends). Only the pool's thread (and
  * ws_server_pool before it) calls these. */
 struct ws_pzyg;
+/* A pool's refills' nice value, until their hand-out (as root: only root
+ * may give a process its priority back); the zygote's template's too, so
+ * that its forks start at it. */
+enum { WS_REFILL_NICE = 10 };
 /* The pool's settings for a session it makes (session-pool.c). */
 struct ws_start ws_pool_settings(const struct ws_server *s);
 struct ws_pzyg *ws_pzyg_new(struct ws_server *s, const char *warmup, bool on,
@@ -236,6 +240,8 @@ struct ws_pzyg *ws_pzyg_new(struct ws_server *s, const char *warmup, bool on,
 json_t *ws_pzyg_child(struct ws_server *s, struct ws_pzyg *z);
 void ws_pzyg_child_failed(struct ws_pzyg *z, const char *why);
 void ws_pzyg_free(struct ws_server *s, struct ws_pzyg *z);
+/* Whether z has a template up now (NULL: no). */
+bool ws_pzyg_up(const struct ws_pzyg *z);
 
 /* A cell's time limit: what was asked, and what the operator's cap
  * (ws_config.max_timeout_s) made of it. */
