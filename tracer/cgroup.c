@@ -11,7 +11,8 @@
  *   memory  limit = the memory limit; the kernel's OOM killer ending a
  *           process there ends the run with status "limit"
  *   pids    pids.max = the process limit + 1 (room for ward's own helper
- *           in the run, the pid namespace's init, when there is one); a
+ *           in the run, the pid namespace's init, when there is one; + 2
+ *           for a zygote fork, whose init and waiter are ward's: zygote.c); a
  *           fork the kernel refuses there (EAGAIN in the code) ends the run
  *           with status "limit" and the same cause as ward's own count
  * Every process of the run is in them from before its first instruction.
@@ -54,6 +55,13 @@
 #include "../common/log.h"
 
 /* Writes text to dir/file. 0 or -errno. */
+/* ward's own processes in a run's pids cgroup: the init, or a zygote
+ * fork's waiter and init (zygote.c) */
+static long long ward_pids(const struct tracer *t)
+{
+	return t->o->zygote_child ? 2 : 1;
+}
+
 static int put(const char *dir, const char *file, const char *text)
 {
 	char path[WARD_PATH_MAX];
@@ -394,7 +402,7 @@ static void pids_slot(struct tracer *t, const struct cg_host *h, char *why,
 	}
 	if (rc == 0) {
 		rc = set_value(t->cg_pids_dir, "pids.max",
-			       t->o->limits.procs + 1);
+			       t->o->limits.procs + ward_pids(t));
 		if (rc < 0)
 			snprintf(why, wn, "setting pids.max in %s: %s",
 				 t->cg_pids_dir, strerror(-rc));
@@ -575,7 +583,7 @@ int tracer_cgroup_enter(struct tracer *t, pid_t pid)
 	if (t->cg_pids_dir[0]) {
 		snprintf(limit, sizeof(limit),
 			 "pids.max %lld; a refused fork ends the run",
-			 t->o->limits.procs + 1);
+			 t->o->limits.procs + ward_pids(t));
 		/* v2: one directory for both controllers, entered above */
 		prc = !strcmp(t->cg_pids_dir, t->cg_dir) ? rc
 		      : t->cg_self[1]			 ? self[1]

@@ -197,25 +197,31 @@ struct tracer_opts {
 	 * Its filter lets unshare and a seccomp filter's install stop at ward
 	 * instead of dying in the kernel (its own are killed here: only its
 	 * forks' set-up, under their own supervisor, may make them). Each
-	 * process it forks is handed off: detached at its first stop, before
+	 * process its first process forks with fork() (a vfork, as
+	 * subprocess makes, stays in its run) is handed off: detached at
+	 * its first stop, before
 	 * it runs, and its pid written (a 4-byte pid_t) to zygote_handoff_fd
 	 * (-1 when it could not be handed off: it was killed).
 	 *
 	 * zygote_child (with attach): the attached process is such a fork.
 	 * ward drives its set-up, which runs only ward's own driver code
-	 * (tools/agent/drivers/python.py _zygote_child), in this order, and
-	 * kills the run at the first call outside it:
-	 *   unshare(ZYGOTE_UNSHARE): its own user, mount, pid, net, ipc, uts
-	 *   and cgroup namespaces; ward then maps its uid and gid, mounts
-	 *   its workdir (o->workdir at o->home), /tmp and /dev/shm and brings
-	 *   up loopback, from outside;
-	 *   capset (its capabilities in its user namespace dropped);
-	 *   prctl(PR_SET_SECCOMP) of exactly tracer_zygote_filter, which kills
-	 *   unshare and new filters again, in the kernel;
-	 *   a fork (pid 1 of its pid namespace, ward mounts its /proc at its
-	 *   first call), whose fork is the code's process: the run's first
-	 *   process from then on (the two before it are detached, never
-	 *   recorded as processes, as ward's init is not).
+	 * (tools/agent/drivers/python.py _zyg_child), in this order, and
+	 * kills the run at the first call outside it (zygote.c):
+	 *   A, the fork: unshare(TRACER_ZYGOTE_UNSHARE) (its own user,
+	 *   mount, pid, net, ipc, uts and cgroup namespaces); ward maps its
+	 *   uid and gid, mounts its workdir (o->workdir at o->home), /tmp and
+	 *   /dev/shm and brings up loopback, from outside; capset (dropped);
+	 *   a plain fork:
+	 *   B, pid 1 of its pid namespace: a plain fork:
+	 *   C, the code's process and the run's first process from its
+	 *   birth: ward mounts its /proc and makes its Landlock ruleset in
+	 *   its mount namespace and sends it on the sync socket; C restricts
+	 *   itself with exactly that ruleset, then installs exactly
+	 *   tracer_zygote_filter (kills unshare and new filters in the
+	 *   kernel), and ward checks it (no capability, one filter more than
+	 *   A had, new namespaces) at its next call.
+	 * A and B are detached, never recorded as processes (as ward's init
+	 * is not); they wait for their child and end with it.
 	 * zygote_origin: what the run records it was forked from (the
 	 * template's run id).
 	 */

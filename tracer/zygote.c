@@ -16,31 +16,42 @@
  * The template's own unshare or filter install (none of ward's code makes
  * one) kills the template's run.
  *
- * A zygote child's supervisor seizes the fork (loop.c attach path) and
- * drives its set-up, which runs only ward's driver code. Every call it
- * traps is judged here, in this order, and the run is killed at the first
- * call outside it:
+ * A zygote child's supervisor seizes the fork (loop.c attach path; its
+ * sync pipe is a socket) and drives its set-up, which runs only ward's
+ * driver code. Every call it traps is judged here, in this order, and the
+ * run is killed at the first call outside it:
  *
  *   A (the fork)   unshare(TRACER_ZYGOTE_UNSHARE): its own user, mount,
  *                  pid, net, ipc, uts and cgroup namespaces
  *   ward           at A's next trapped call: the namespaces are new; its
  *                  uid and gid mapped to themselves; the workdir, /tmp and
  *                  /dev/shm mounted and loopback up, from outside
- *                  (Landlock forbids A its own mounts)
  *   A              capset (its capabilities in its namespace dropped),
- *                  prctl(PR_SET_SECCOMP) of exactly tracer_zygote_filter
+ *                  then a plain fork:
+ *   B              pid 1 of the new pid namespace; a plain fork:
+ *   C              the code's process, the run's first process from its
+ *                  birth. Before it runs, ward mounts its /proc and makes
+ *                  the run's Landlock ruleset in its mount namespace (a
+ *                  helper that setns()es there), and sends it on the sync
+ *                  socket. C restricts itself with exactly that ruleset
+ *                  (kcmp), then installs exactly tracer_zygote_filter
  *                  (kills unshare, seccomp and a new filter in the kernel
- *                  from here on), then fork:
- *   B              pid 1 of the new pid namespace; at its fork ward mounts
- *                  its /proc from outside; its fork is
- *   C              the code's process: the run's first process from here.
- *                  ward checks it (no capability, one filter more than A
- *                  had, the namespaces) and detaches A and B, which only
- *                  wait for their child, like ward's init.
+ *                  from here on); at its next call ward checks it: no
+ *                  capability, one filter more than A had, no namespace of
+ *                  the template's.
+ *
+ * Why the template has no Landlock domain and C gets its own: Landlock
+ * ignores the directory a mount covers, so a template's rules for its
+ * workdir, /tmp and /proc would not reach the fork's own mounts there (all
+ * its accesses beneath them would be refused), and a domain can only be
+ * narrowed. The template runs only ward's warm-up, under its supervisor,
+ * filter and view.
  *
  * A and B are never tracees: not recorded as processes, their calls not
- * events (ward's own code, as the init's are not). The run records where
- * it came from in its "zygote" layer.
+ * events (ward's own code, as the init's are not); detached, they wait for
+ * their child and end with it. B is the namespace's init for tracer_stop.
+ * C's set-up calls are not events either. The run records where it came
+ * from in its "zygote" layer.
  */
 #include "tracer-int.h"
 

@@ -9,6 +9,10 @@ import tempfile
 import wardtest
 from wardtest import Skip
 
+# The in-test races: 20,000 rounds in `make test-full` (WARD_RACE_N
+# 100,000), a fifth of WARD_RACE_N in `make test`, which stays in minutes.
+ROUNDS = min(20000, max(2000, int(os.environ.get("WARD_RACE_N", "100000")) // 5))
+
 RACE_C = r"""
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -104,10 +108,11 @@ def test_path_flipped_by_a_thread_is_never_used(ctx):
         code = ("import ctypes\n"
                 "l = ctypes.CDLL('./race.so')\n"
                 "den = ctypes.c_int(0)\n"
-                f"w = l.race({secret!r}.encode(), 20000, ctypes.byref(den))\n"
+                f"w = l.race({secret!r}.encode(), {ROUNDS}, "
+                "ctypes.byref(den))\n"
                 "print('wins', w, 'denied', den.value)\n")
-        # 20,000 rounds here (the escape corpus runs 100,000); each round is
-        # two stops, and a loaded 2-CPU machine makes them slow
+        # ROUNDS rounds here (the escape corpus runs WARD_RACE_N); each
+        # round is two stops, and a loaded 2-CPU machine makes them slow
         # without Landlock (it would refuse the secret in the kernel,
         # whatever the memory held): the copies must hold on their own
         r, j = ctx.run_json(code, "--workdir", wd, "--timeout", "300",

@@ -29,7 +29,6 @@
 #include "../../audit/audit.h"
 #include "../../policy/policy.h"
 #include "../../tracer/tracer-int.h"
-#include "../../common/log.h"
 #include "tap.h"
 
 static char tmp[256], dbpath[300], driver_path[600];
@@ -216,11 +215,6 @@ static pid_t fork_from_template(void *arg, const struct tracer_attach_fds *f)
 	close(k->cells[1]);
 	close(k->result[1]);
 	k->cells[1] = k->result[1] = -1;
-	if (getenv("ZYG_DEBUG")) {
-		char c2[200];
-		snprintf(c2, sizeof(c2), "sleep 0.3; grep State /proc/%d/status; prlimit --pid %d --core=0:0; echo core $?; prlimit --pid %d --as=536870912:536870912; echo as $?", pid, pid, pid);
-		if (system(c2)) {}
-	}
 	return pid > 0 ? pid : -ESRCH;
 }
 
@@ -346,8 +340,6 @@ static void probe(struct policy *pol, const char *wd, const char *tag,
 	struct tracer_result r;
 
 	snprintf(code, sizeof(code), probe_code, tag);
-	if (getenv("ZYG_CODE"))
-		snprintf(code, sizeof(code), "%s", getenv("ZYG_CODE"));
 	k.code = code;
 	int rc = run_child(pol, wd, &k, &r, id);
 	ok(rc == 0 && !strcmp(r.status, "ok"),
@@ -365,6 +357,96 @@ static void probe(struct policy *pol, const char *wd, const char *tag,
 	tracer_result_free(&r);
 }
 
+/* A cell the code should not get away with: the run's end, its cause. */
+static void escape(struct policy *pol, const char *wd, const char *what,
+		   const char *code, const char *want_status,
+		   const char *want_cause, const char *want_out)
+{
+	struct child k = { .code = code };
+	char id[AUDIT_RUN_ID_LEN + 1];
+	struct tracer_result r;
+
+	char shown[200];
+
+	run_child(pol, wd, &k, &r, id);
+	snprintf(shown, sizeof(shown), "%s", out_of(&r));
+	for (char *p = shown; *p; p++)
+		if (*p == '\n')
+			*p = '|';
+	ok(!strcmp(r.status, want_status) &&
+		   (!want_cause || strstr(r.cause, want_cause)) &&
+		   (!want_out || strstr(out_of(&r), want_out)),
+	   "%s: %s (%s; out: %s)", what, r.status, r.cause, shown);
+	tracer_result_free(&r);
+}
+
+static const char unshare_code[] =
+	"import ctypes\n"
+	"print('before', flush=True)\n"
+	"ctypes.CDLL(None).unshare(0x10000000)\n"
+	"print('escaped', flush=True)\n";
+static const char filter_code[] =
+	"import ctypes\n"
+	"print('before', flush=True)\n"
+	"ctypes.CDLL(None).prctl(22, 2, 0, 0, 0)\n"
+	"print('escaped', flush=True)\n";
+static const char pid1_code[] =
+	"import os, signal\n"
+	"try:\n"
+	"    os.kill(1, signal.SIGKILL)\n"
+	"    print('sent', flush=True)\n"
+	"except OSError as e:\n"
+	"    print('refused', e.errno, flush=True)\n"
+	"print('alive', os.getppid(), flush=True)\n";
+
+/* A template that is not ward's driver: its fork opens a file before
+ * its unshare. Its supervisor kills it before anything of the code's. */
+static const char rogue_template[] =
+	"import os, socket\n"
+	"os.chdir('/')\n"
+	"ctl = socket.socket(fileno=5)\n"
+	"ctl.sendall(b'R')\n"
+	"while True:\n"
+	"    msg, fds, _, _ = socket.recv_fds(ctl, 1, 8)\n"
+	"    if not msg:\n"
+	"        os._exit(0)\n"
+	"    if os.fork() == 0:\n"
+	"        os.dup2(fds[0], 1)\n"
+	"        s = fds[2]\n"
+	"        got = b''\n"
+	"        while len(got) < 2:\n"
+	"            got += os.read(s, 2 - len(got))\n"
+	"        open('/etc/hostname').read()\n"
+	"        print('rogue ran', flush=True)\n"
+	"        os._exit(0)\n"
+	"    for fd in fds:\n"
+	"        os.close(fd)\n"
+	"    ctl.sendall(b'K')\n";
+
+/* A template that unshares itself: the floor its filter relaxes for its
+ * forks still holds for it. */
+static const char unsharing_template[] =
+	"import ctypes\n"
+	"ctypes.CDLL(None).unshare(0x10000000)\n"
+	"print('escaped', flush=True)\n";
+
+/* The first value of sql over dbpath, or "" */
+static const char *q(const char *sql, char *out, size_t n)
+{
+	char cmd[1024];
+
+	snprintf(cmd, sizeof(cmd), "sqlite3 '%s' \"%s\"", dbpath, sql);
+	out[0] = '\0';
+	FILE *f = popen(cmd, "r");
+	if (f) {
+		if (!fgets(out, (int)n, f))
+			out[0] = '\0';
+		out[strcspn(out, "\n")] = '\0';
+		pclose(f);
+	}
+	return out;
+}
+
 int main(int argc, char **argv)
 {
 	struct policy *pol = NULL;
@@ -373,8 +455,6 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "__unwinder"))
 		tracer_unwinder_main(argc, argv);
-	if (getenv("ZYG_DEBUG"))
-		ward_verbose = 2;
 	if (geteuid() != 0 || !tracer_view_possible()) {
 		skip("zygote: needs root and namespaces");
 		return done_testing();
@@ -457,14 +537,54 @@ int main(int argc, char **argv)
 		else
 			skip("numpy is not installed");
 	}
+	if (template_sup > 0) {
+		escape(pol, wd_a, "the code's unshare is killed in the kernel",
+		       unshare_code, "killed", "unshare", "before");
+		escape(pol, wd_a, "the code's own seccomp filter is killed",
+		       filter_code, "killed", "prctl", "before");
+		escape(pol, wd_a, "pid 1 (ward's) is out of the code's reach",
+		       pid1_code, "ok", NULL, "refused 1\nalive 1");
+	}
 	if (tctl >= 0)
 		close(tctl); /* EOF: the template ends, and its run */
-	/* its supervisor gone: the hand-off pipe's end (it holds the other) */
 	char c;
 	while (handoff_r >= 0 && read(handoff_r, &c, 1) > 0)
 		;
+	close(handoff_r);
+	handoff_r = tctl = -1;
+	/* a fork out of the set-up's order: killed before its code */
+	driver = (char *)rogue_template;
+	if (start_template(pol, wd_t) > 0)
+		escape(pol, wd_a, "a fork whose first call is not its unshare",
+		       "print('never')", "killed", "out of its order", NULL);
+	else
+		ok(0, "the rogue template started");
+	if (tctl >= 0)
+		close(tctl);
+	while (handoff_r >= 0 && read(handoff_r, &c, 1) > 0)
+		;
+	close(handoff_r);
+	handoff_r = tctl = -1;
+	driver = (char *)unsharing_template;
+	ok(start_template(pol, wd_t) < 0, "a template that unshares never "
+					  "comes up");
+	char sql[300], got[300];
+	snprintf(sql, sizeof(sql),
+		 "select status || ' ' || coalesce(cause, '') from runs where "
+		 "id = '%s'",
+		 template_id);
+	for (int i = 0; i < 100 && !strncmp(q(sql, got, sizeof(got)),
+					    "running", 7);
+	     i++)
+		usleep(50 * 1000);
+	ok(!strncmp(got, "killed", 6) && strstr(got, "floor.zygote"),
+	   "its run is killed by the floor: %s", got);
+	if (tctl >= 0)
+		close(tctl);
+	while (handoff_r >= 0 && read(handoff_r, &c, 1) > 0)
+		;
 	policy_free(pol);
-	snprintf(cmd, sizeof(cmd), getenv("KEEP") ? "true %s" : "rm -rf '%s'", tmp);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	if (system(cmd) != 0)
 		ok(0, "cleanup");
 	return done_testing();
