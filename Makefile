@@ -51,7 +51,8 @@ TRACER_SRC := $(wildcard tracer/*.c)
 # tools/gen/ holds the build-time generators, not linked into ward.
 TOOLS_SRC  := $(wildcard tools/*.c tools/run/*.c tools/agent/*.c tools/review/*.c)
 # tools/ code the unit tests link too (ward links every tools/ object)
-TOOLS_LIB_SRC := tools/review/symbolize.c tools/review/rundiff.c
+TOOLS_LIB_SRC := tools/review/symbolize.c tools/review/rundiff.c \
+		 tools/agent/zygote.c
 UNIT_SRC   := $(wildcard tests/unit/test-*.c)
 HELPER_SRC := $(wildcard tests/helpers/*.c)
 PROFILES   := $(sort $(wildcard profiles/*.json))

@@ -9,7 +9,11 @@ Standard library only.
 
 With --pool N [--preload MODULES] the batch runs its samples from a warm
 pool (a pooled run's stdout is what it wrote from its hand-out on; the
-pool's sandboxes never handed out are not samples).
+pool's sandboxes never handed out are not samples). With --preload each
+round also runs the batch with --pool-fork off: the pooled sandboxes are
+then each importing the modules themselves instead of being forks of one
+template interpreter (the zygote, whose own run is not a sample), and the
+three are interleaved.
 
 usage: bench/batch.py [--build DIR] [-n SAMPLES] [--jobs J] [--rounds R]
                       [--pandas] [--pool N [--preload MODULES]]
@@ -51,7 +55,8 @@ def outcomes(db):
     try:
         out = {}
         for rid, name, status, code in con.execute(
-                "select id, code_name, status, exit_code from runs"):
+                "select id, code_name, status, exit_code from runs "
+                "where code_name != 'zygote-template'"):
             cells = {n: json.loads(r) for n, r in con.execute(
                 "select n, result from cells where run_id = ?", (rid,))}
             since = 0
@@ -65,6 +70,20 @@ def outcomes(db):
                 "and ts_ns >= ? order by seq", (rid, since)))
             out[os.path.basename(name)] = (data, status, code)
         return out
+    finally:
+        con.close()
+
+
+def forked(db):
+    """(template runs, runs whose record says they were forked from one)."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        t = con.execute("select count(*) from runs where code_name = "
+                        "'zygote-template'").fetchone()[0]
+        f = sum(1 for (l,) in con.execute("select layers from runs")
+                if any(x["name"] == "zygote" and x["active"]
+                       for x in json.loads(l or "[]")))
+        return t, f
     finally:
         con.close()
 
@@ -95,10 +114,12 @@ def main():
     print(f"load average before: {os.getloadavg()}")
     try:
         files = samples(os.path.join(tmp, "samples"), a.n, a.pandas)
-        times = {"loop": [], "batch": []}
+        variants = ["loop", "batch"] + (["batch-nofork"] if a.pool and a.preload else [])
+        times = {v: [] for v in variants}
         same = True
         for r in range(a.rounds):
-            order = ["loop", "batch"] if r % 2 == 0 else ["batch", "loop"]
+            k = r % len(variants)
+            order = variants[k:] + variants[:k]
             dbs = {}
             for v in order:
                 db = os.path.join(tmp, f"{v}-{r}.db")
@@ -110,28 +131,39 @@ def main():
                 else:
                     argv = [ward, "batch", "--db", db, "--jobs", str(a.jobs),
                             "--progress", "none", "--out",
-                            os.path.join(tmp, f"r-{r}.jsonl")]
+                            os.path.join(tmp, f"r-{v}-{r}.jsonl")]
                     if a.pool:
                         argv += ["--pool", str(a.pool)]
                     if a.preload:
                         argv += ["--preload", a.preload]
+                    if v == "batch-nofork":
+                        argv += ["--pool-fork", "off"]
                     argv += files
                 times[v].append(timed(argv, env, tmp))
-            lo, ba = outcomes(dbs["loop"]), outcomes(dbs["batch"])
-            same = same and lo == ba and len(lo) == a.n
-            print(f"round {r + 1}: loop {times['loop'][-1]:.2f}s, "
-                  f"batch --jobs {a.jobs} {times['batch'][-1]:.2f}s, "
-                  f"same outputs and verdicts: {lo == ba and len(lo) == a.n}", flush=True)
+            lo = outcomes(dbs["loop"])
+            ok = all(outcomes(dbs[v]) == lo for v in variants) and len(lo) == a.n
+            same = same and ok
+            zyg = {v: forked(dbs[v]) for v in variants if v != "loop"}
+            print(f"round {r + 1}: " + ", ".join(
+                f"{v} {times[v][-1]:.2f}s" for v in variants) +
+                f"; (templates, forked runs): {zyg}; "
+                f"same outputs and verdicts: {ok}", flush=True)
         res = {"loadavg_after": os.getloadavg(), "samples": a.n, "jobs": a.jobs, "rounds": a.rounds,
                "workload": "pandas" if a.pandas else "small",
                "pool": a.pool, "preload": a.preload,
                "cpus": len(os.sched_getaffinity(0)),
-               "loop_s": st.median(times["loop"]), "batch_s": st.median(times["batch"]),
-               "all_loop_s": times["loop"], "all_batch_s": times["batch"],
                "identical": same}
+        for v in variants:
+            key = v.replace("-", "_")
+            res[key + "_s"] = st.median(times[v])
+            res["all_" + key + "_s"] = times[v]
         res["speedup"] = res["loop_s"] / res["batch_s"]
-        print(f"median: loop {res['loop_s']:.2f}s, batch {res['batch_s']:.2f}s: "
-              f"{res['speedup']:.2f}x; identical outputs and verdicts: {same}")
+        line = f"median: loop {res['loop_s']:.2f}s, batch {res['batch_s']:.2f}s: {res['speedup']:.2f}x"
+        if "batch_nofork_s" in res:
+            res["speedup_nofork"] = res["loop_s"] / res["batch_nofork_s"]
+            line += (f"; batch --pool-fork off {res['batch_nofork_s']:.2f}s: "
+                     f"{res['speedup_nofork']:.2f}x")
+        print(line + f"; identical outputs and verdicts: {same}")
         if a.out:
             with open(a.out, "w") as f:
                 json.dump(res, f, indent=1)

@@ -998,7 +998,8 @@ static void parse_args(int argc, char **argv, struct ws_config *cfg,
 		O_SEAL_LOG,
 		O_SEAL_SYSLOG,
 		O_POOL,
-		O_PRELOAD
+		O_PRELOAD,
+		O_POOL_FORK
 	};
 	static const struct option opts[] = {
 		{ "db", required_argument, 0, O_DB },
@@ -1014,6 +1015,7 @@ static void parse_args(int argc, char **argv, struct ws_config *cfg,
 		{ "max-timeout", required_argument, 0, O_MAXT },
 		{ "pool", required_argument, 0, O_POOL },
 		{ "preload", required_argument, 0, O_PRELOAD },
+		{ "pool-fork", required_argument, 0, O_POOL_FORK },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -1054,6 +1056,9 @@ static void parse_args(int argc, char **argv, struct ws_config *cfg,
 			break;
 		case O_POOL: po->n = ws_pool_count_arg(optarg); break;
 		case O_PRELOAD: po->preload = optarg; break;
+		case O_POOL_FORK:
+			po->no_fork = !ws_pool_fork_arg(optarg);
+			break;
 		case ':':
 			die("mcp: %s needs a value (see `ward mcp --help`)",
 			    argv[optind - 1]);

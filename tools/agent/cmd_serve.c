@@ -633,6 +633,7 @@ int ward_cmd_serve(int argc, char **argv)
 		{ "max-timeout", required_argument, 0, 'T' },
 		{ "pool", required_argument, 0, 'O' },
 		{ "preload", required_argument, 0, 'R' },
+		{ "pool-fork", required_argument, 0, 'F' },
 		{ "listen", required_argument, 0, 'L' },
 		{ "api-key", required_argument, 0, 'K' },
 		{ "setup", required_argument, 0, 'U' },
@@ -669,6 +670,7 @@ int ward_cmd_serve(int argc, char **argv)
 			break;
 		case 'O': po.n = ws_pool_count_arg(optarg); break;
 		case 'R': po.preload = optarg; break;
+		case 'F': po.no_fork = !ws_pool_fork_arg(optarg); break;
 		case 'L': eo.listen = optarg; break;
 		case 'K': eo.api_key = optarg; break;
 		case 'U': setup_file = optarg; break;

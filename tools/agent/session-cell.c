@@ -615,13 +615,15 @@ static bool is_ns_init(pid_t pid)
 	return e && !strcmp(e + 1, "1");
 }
 
-/* The interpreter's pid: the worker's child, or that child's child when
+/* The interpreter's pid: the worker's child (a zygote's fork's, for a
+ * pooled sandbox forked from the template), or that child's child when
  * the child is the run's init (tracer/ns.c). */
 static pid_t code_pid(struct sess *x)
 {
 	if (x->code_pid > 0)
 		return x->code_pid;
-	pid_t p = x->worker > 0 ? first_child(x->worker) : -1;
+	pid_t root = x->fork_pid > 0 ? x->fork_pid : x->worker;
+	pid_t p = root > 0 ? first_child(root) : -1;
 	if (p > 0 && is_ns_init(p))
 		p = first_child(p);
 	if (p > 0)

@@ -45,9 +45,9 @@ enum {
 	BACKOFF_MAX_MS = 30000,
 	WARMUP_MIN_S = 120, /* a warm-up's time limit, at least (a refill
 			     * runs behind the sessions in use) */
-	REFILL_NICE = 10,   /* a refill's priority, until its hand-out */
 	/* a refill waits this long after a hand-out while the pool still
-	 * has one ready: the caller's first cells come first */
+	 * has one ready: the caller's first cells come first (a fork of the
+	 * zygote's template costs a tenth of an import: it does not wait) */
 	REFILL_DELAY_MS = 1000,
 };
 
@@ -74,6 +74,7 @@ struct ws_pool {
 	pthread_cond_t cond;	  /* [s] taken from, or stop */
 	pthread_t th;
 	bool th_started;
+	struct ws_pzyg *zyg; /* sandboxes forked from a template, or NULL */
 };
 
 static void warm_free(struct ws_warm *w)
@@ -233,21 +234,31 @@ static int warmup_failed(json_t *res, struct ws_error *err)
 		       sc ? (rule ? rule : "?") : "", sc ? ")" : "");
 }
 
-/* A pooled session started and warmed up (one reference, the pool's),
- * or NULL with err. */
-static struct sess *pool_make(struct ws_server *s, int nice,
-			      struct ws_error *err)
+/* A pooled session started (a fork of the zygote's template when zc is
+ * its configuration) and warmed up (one reference, the pool's), or NULL
+ * with err. */
+struct ws_start ws_pool_settings(const struct ws_server *s)
 {
-	struct ws_pool *p = s->pool;
 	struct ws_start st = {
 		.lang = "python",
 		.profile = s->cfg.profile,
 		.policy = s->cfg.policy,
 		.timeout = s->cfg.cell_timeout_s,
 		.life_s = s->cfg.max_life_s,
-		.worker_life_s = 2 * s->cfg.max_life_s,
-		.nice = nice,
 	};
+
+	return st;
+}
+
+static struct sess *pool_make_one(struct ws_server *s, int nice, json_t *zc,
+				  struct ws_error *err)
+{
+	struct ws_pool *p = s->pool;
+	struct ws_start st = ws_pool_settings(s);
+
+	st.worker_life_s = 2 * s->cfg.max_life_s;
+	st.nice = nice;
+	st.zygote = zc;
 	struct sess *x = NULL;
 	json_t *res = NULL;
 
@@ -270,6 +281,9 @@ static struct sess *pool_make(struct ws_server *s, int nice,
 	const char *status = json_string_value(json_object_get(res, "status"));
 	if (!rc && (!status || strcmp(status, "ok") || x->dead))
 		rc = warmup_failed(res, err);
+	if (rc < 0 && zc && x->dead) /* the fork's own failure */
+		ws_fail(err, WS_E_INTERNAL, "its sandbox ended: %s",
+			x->end_cause);
 	json_decref(res);
 	if (rc < 0) {
 		discard(s, x,
@@ -278,6 +292,23 @@ static struct sess *pool_make(struct ws_server *s, int nice,
 				: "its warm-up failed");
 		return NULL;
 	}
+	return x;
+}
+
+/* A pooled session: a fork of the zygote's template when there is one,
+ * else (or when the fork could not be had) one that imports for itself. */
+static struct sess *pool_make(struct ws_server *s, int nice,
+			      struct ws_error *err)
+{
+	struct ws_pool *p = s->pool;
+	json_t *zc = ws_pzyg_child(s, p->zyg);
+	struct sess *x = pool_make_one(s, nice, zc, err);
+
+	if (!x && zc && !atomic_load(&p->cancel->fired)) {
+		ws_pzyg_child_failed(p->zyg, err->message);
+		x = pool_make_one(s, nice, NULL, err);
+	}
+	json_decref(zc);
 	return x;
 }
 
@@ -339,7 +370,7 @@ static const char *unusable(struct ws_server *s, struct sess *x)
 }
 
 /* Every thread of pid and of the processes under it at the server's own
- * priority again (a refill ran at REFILL_NICE: only root may lower a nice
+ * priority again (a refill ran at WS_REFILL_NICE: only root may lower a nice
  * value, and only root's refills are niced). */
 static void renice_tree(pid_t pid, int prio)
 {
@@ -377,6 +408,8 @@ static void hand_out(struct ws_server *s, struct sess *x,
 
 	if (x->worker > 0 && s->drop)
 		renice_tree(x->worker, s->pool->prio);
+	if (x->fork_pid > 0 && s->drop) /* the template's nice, inherited */
+		renice_tree(x->fork_pid, s->pool->prio);
 	x->created_ns = ws_realtime_ns();
 	x->created_ms = x->last_ms = x->shown_last_ms = ws_mono_ms();
 	x->expires_ms = x->created_ms + (long long)(life * 1000);
@@ -487,14 +520,16 @@ static void *pool_main(void *arg)
 			continue;
 		}
 		long long now = ws_mono_ms();
-		long long calm = p->n_ready ? p->taken_ms + REFILL_DELAY_MS : 0;
+		long long calm = p->n_ready && !ws_pzyg_up(p->zyg)
+					 ? p->taken_ms + REFILL_DELAY_MS
+					 : 0;
 		if (next_try < calm)
 			next_try = calm;
 		/* as many as wanted, or as callers wait for */
 		int want = p->want > p->waiting ? p->want : p->waiting;
 		if (p->n_ready < want && now >= next_try) {
 			pthread_mutex_unlock(&s->lock);
-			x = pool_make(s, s->drop ? REFILL_NICE : 0, &err);
+			x = pool_make(s, s->drop ? WS_REFILL_NICE : 0, &err);
 			if (!x && !atomic_load(&p->cancel->fired))
 				warn("pool: cannot start a pooled session: %s",
 				     err.message);
@@ -523,16 +558,18 @@ static void *pool_main(void *arg)
 	return NULL;
 }
 
-static void pool_destroy(struct ws_pool *p)
+static void pool_destroy(struct ws_server *s, struct ws_pool *p)
 {
+	ws_pzyg_free(s, p->zyg);
+	p->zyg = NULL;
 	pthread_cond_destroy(&p->cond);
 	ws_cancel_free(p->cancel);
 	free(p->code);
 	free(p);
 }
 
-int ws_server_pool(struct ws_server *s, int n, const char *preload, char *msg,
-		   size_t msg_len)
+int ws_server_pool(struct ws_server *s, int n, const char *preload, bool fork,
+		   char *msg, size_t msg_len)
 {
 	struct ws_pool *p = calloc(1, sizeof(*p));
 	pthread_condattr_t ca;
@@ -565,12 +602,14 @@ int ws_server_pool(struct ws_server *s, int n, const char *preload, char *msg,
 	pthread_cond_init(&p->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	s->pool = p;
+	if (p->code)
+		p->zyg = ws_pzyg_new(s, p->code, fork, p->cancel->fd);
 	/* the first one here: a preload that fails stops the server */
 	struct sess *x = pool_make(s, 0, &err);
 	if (!x) {
 		snprintf(msg, msg_len, "%s", err.message);
 		s->pool = NULL;
-		pool_destroy(p);
+		pool_destroy(s, p);
 		return -EINVAL;
 	}
 	push(p, x);
@@ -612,8 +651,12 @@ void ws_pool_free(struct ws_server *s)
 		next = x->next;
 		ws_sess_finish(s, x);
 	}
+	/* its template outlives the sessions forked from it (ws_server_free
+	 * ends it after them) */
+	s->zyg_end = p->zyg;
+	p->zyg = NULL;
 	s->pool = NULL;
-	pool_destroy(p);
+	pool_destroy(s, p);
 }
 
 int ws_pool_count_arg(const char *arg)
@@ -624,6 +667,13 @@ int ws_pool_count_arg(const char *arg)
 	if (end == arg || *end || v < 1 || v > 64)
 		die("--pool %s: give a number of sessions from 1 to 64", arg);
 	return (int)v;
+}
+
+bool ws_pool_fork_arg(const char *arg)
+{
+	if (strcmp(arg, "on") && strcmp(arg, "off"))
+		die("--pool-fork %s: give on or off", arg);
+	return !strcmp(arg, "on");
 }
 
 void ws_pool_start(struct ws_server *s, const struct ws_pool_opts *po,
@@ -639,7 +689,8 @@ void ws_pool_start(struct ws_server *s, const struct ws_pool_opts *po,
 	}
 	if (!po->n)
 		return;
-	int rc = ws_server_pool(s, po->n, po->preload, msg, sizeof(msg));
+	int rc = ws_server_pool(s, po->n, po->preload, !po->no_fork, msg,
+				sizeof(msg));
 	if (rc < 0) {
 		ws_server_free(s);
 		die("%s: the pool cannot start: %s", who,

@@ -108,6 +108,9 @@ struct sess {
 	int end_signal;
 	pid_t code_pid; /* the interpreter as this server sees it (0: not
 			 * found yet) */
+	pid_t fork_pid; /* a zygote's fork (pool-zygote.c): the process its
+			 * worker attached to, whose tree the interpreter is
+			 * in instead of the worker's ({"zygote_pid"}) */
 	bool retired;	/* a one-shot's: its driver has EOF and its worker
 			 * ends on its own (its record too); expire() reaps
 			 * it. Not listed, not found, not counted. */
@@ -163,6 +166,9 @@ struct ws_server {
 	struct ws_spawn *spawn_q;
 	bool spawn_stop;
 	struct ws_pool *pool; /* --pool (session-pool.c), or NULL */
+	/* the pool's zygote once the pool is stopped, ended after the
+	 * sessions forked from it (ws_server_free) */
+	struct ws_pzyg *zyg_end;
 	int bg_threads; /* [s] background commands' threads (session-ctx.c) */
 	/* questions of "ask" rules waiting (session-ask.c), under ask_lock
 	 * (never taken with lock held after it: it may be taken under
@@ -187,6 +193,9 @@ struct ws_start {
 	 * (session-worker.c), or NULL */
 	json_t *setup;
 	struct ws_cancel *oneshot; /* a one-shot's: it starts busy */
+	/* the worker's "zygote" configuration (session-pool.c: a template,
+	 * or a sandbox forked from it; zygote-worker.c), or NULL */
+	json_t *zygote;
 };
 /* A session's worker started, its run recorded (*out: not listed, one
  * reference for the caller to own); -1 with err otherwise. */
@@ -209,6 +218,30 @@ int ws_pool_take_wait(struct ws_server *s, const struct ws_start *st,
 void ws_pool_free(struct ws_server *s);
 int ws_pool_keep_warmup(struct sess *x, const struct audit_cell *ac,
 			json_t *result);
+
+/* The pool's zygote (pool-zygote.c): NULL when not used (on false, or
+ * the pool's settings cannot have one: said at debug level); the
+ * "zygote" configuration of a pooled sandbox's worker, a fork of the
+ * template (started first if need be; a new reference), or NULL when
+ * there is no template now (the sandbox imports for itself); a fork that
+ * could not be given (why: said once, the template replaced later); the
+ * template ended and its directory removed. cancel_fd readable: a
+ * template's start is given up (the server ends). Only the pool's thread (and
+ * ws_server_pool before it) calls these. */
+struct ws_pzyg;
+/* A pool's refills' nice value, until their hand-out (as root: only root
+ * may give a process its priority back); the zygote's template's too, so
+ * that its forks start at it. */
+enum { WS_REFILL_NICE = 10 };
+/* The pool's settings for a session it makes (session-pool.c). */
+struct ws_start ws_pool_settings(const struct ws_server *s);
+struct ws_pzyg *ws_pzyg_new(struct ws_server *s, const char *warmup, bool on,
+			    int cancel_fd);
+json_t *ws_pzyg_child(struct ws_server *s, struct ws_pzyg *z);
+void ws_pzyg_child_failed(struct ws_pzyg *z, const char *why);
+void ws_pzyg_free(struct ws_server *s, struct ws_pzyg *z);
+/* Whether z has a template up now (NULL: no). */
+bool ws_pzyg_up(const struct ws_pzyg *z);
 
 /* A cell's time limit: what was asked, and what the operator's cap
  * (ws_config.max_timeout_s) made of it. */
@@ -246,6 +279,12 @@ ws_fail(struct ws_error *err, int code, const char *fmt, ...);
  * worker's control lines read, the session's worker stopped. */
 const char *ws_wd(const struct sess *x);
 void ws_read_ctl(struct sess *x);
+/* Waits up to ms for a whole line from x's worker: 1 (x->ctlbuf holds it,
+ * its newline a NUL, until ws_ctl_pop drops it), 0 (time is up, or
+ * cancel_fd, when >= 0, became readable), -1 (the worker closed its
+ * socket, or wrote a line too long). */
+int ws_ctl_line(struct sess *x, long long ms, int cancel_fd);
+void ws_ctl_pop(struct sess *x);
 void ws_sess_stop(struct sess *x);
 
 /* Requests (session.c): params checked (only the keys named, up to a

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <limits.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -55,8 +56,11 @@ static long long realtime_ns(void)
 	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static void reply(json_t *msg)
+/* A line to the server (whole: the tracer's threads and the zygote's
+ * write lines too). */
+void ws_worker_reply(json_t *msg)
 {
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	char *s = json_dumps(msg, JSON_COMPACT);
 
 	json_decref(msg);
@@ -64,8 +68,10 @@ static void reply(json_t *msg)
 		return;
 	size_t n = strlen(s);
 	s[n] = '\n'; /* over the NUL: one line, sent without it */
+	pthread_mutex_lock(&lock);
 	if (send(WS_FD_CTL, s, n + 1, MSG_NOSIGNAL) < 0)
 		warn_errno("session worker: control socket");
+	pthread_mutex_unlock(&lock);
 	free(s);
 }
 
@@ -77,7 +83,7 @@ __attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	reply(json_pack("{s:s}", "error", msg));
+	ws_worker_reply(json_pack("{s:s}", "error", msg));
 	return WARD_EXIT_INTERNAL;
 }
 
@@ -176,7 +182,7 @@ static int ws_begin_record(void *arg, struct audit **out, char *err, size_t n)
 		return -EIO;
 	}
 	*out = r->au;
-	reply(json_pack("{s:s}", "run_id", r->run_id));
+	ws_worker_reply(json_pack("{s:s}", "run_id", r->run_id));
 	return 0;
 }
 
@@ -315,12 +321,12 @@ static int end_run(struct audit *au, const struct tracer_result *r, bool tell)
 	int arc = audit_run_end(au, &re);
 	const char *slog = audit_seal_log_error(au);
 	if (tell)
-		reply(json_pack("{s:{s:s, s:s, s:i, s:i, s:b, s:o}}", "end",
-				"status", r->status, "cause",
-				re.cause ? re.cause : "", "exit_code",
-				r->exit_code, "signal", r->signal, "recorded",
-				arc == 0, "seal_log_error",
-				slog ? json_string(slog) : json_null()));
+		ws_worker_reply(json_pack(
+			"{s:{s:s, s:s, s:i, s:i, s:b, s:o}}", "end", "status",
+			r->status, "cause", re.cause ? re.cause : "",
+			"exit_code", r->exit_code, "signal", r->signal,
+			"recorded", arc == 0, "seal_log_error",
+			slog ? json_string(slog) : json_null()));
 	free(layers);
 	return slog ? -EIO : 0;
 }
@@ -407,7 +413,8 @@ static int ws_setup_run(json_t *setup, double timeout_s, struct policy *pol,
 				    "error", msg, "setup", res);
 		return 1;
 	}
-	reply(json_pack("{s:s, s:o}", "run_id", rec->run_id, "setup", res));
+	ws_worker_reply(
+		json_pack("{s:s, s:o}", "run_id", rec->run_id, "setup", res));
 	to->record = NULL;
 	to->record_run_on = NULL;
 	to->record_join = NULL;
@@ -436,6 +443,11 @@ int ws_worker_main(void)
 			&pfile, "db", &db, "workdir", &workdir, "memory_mb",
 			&memory_mb, "max_life_s", &life_s, "env", &env_obj) < 0)
 		return fail("session worker: bad configuration");
+	struct ws_zyg *zyg = NULL;
+	if (ws_zyg_new(cfg, &zyg, msg, sizeof(msg)) < 0)
+		return fail("%s", msg);
+	if (zyg && json_object_get(cfg, "setup"))
+		return fail("session worker: a zygote's session has no setup");
 	/* The database opened while the rest is set up (runrec.h). */
 	struct ward_record rec = { .db = db };
 	ward_record_preopen(&rec);
@@ -466,7 +478,9 @@ int ws_worker_main(void)
 			  (char *)drv, NULL, NULL };
 	if (!strcmp(lang, "sh"))
 		argv[3] = (char *)"sh";
-	char **env = build_env(home, env_obj);
+	json_t *envx = ws_zyg_env(zyg, env_obj);
+	char **env = envx ? build_env(home, envx) : NULL;
+	json_decref(envx);
 	if (!env)
 		return fail("out of memory");
 
@@ -476,7 +490,9 @@ int ws_worker_main(void)
 	char pol_sha[WARD_SHA256_HEX_LEN + 1],
 		code_sha[WARD_SHA256_HEX_LEN + 1];
 	ward_sha256_hex(policy_text(pol), strlen(policy_text(pol)), pol_sha);
-	ward_sha256_hex("", 0, code_sha);
+	/* a template's code is ward's warm-up (sessions': their cells) */
+	const char *warm = ws_zyg_warmup(zyg);
+	ward_sha256_hex(warm ? warm : "", warm ? strlen(warm) : 0, code_sha);
 	char ljs[512], kernel[400], host[256];
 	ward_host_kernel(host, sizeof(host), kernel, sizeof(kernel));
 	ward_limits_json(&lim, ljs, sizeof(ljs));
@@ -491,10 +507,11 @@ int ws_worker_main(void)
 		.argv_json = "[\"ward\",\"serve\"]",
 		.language = lang,
 		.interpreter = interp,
-		.code = "",
-		.code_len = 0,
+		.code = warm ? warm : "",
+		.code_len = warm ? strlen(warm) : 0,
 		.code_sha256 = code_sha,
-		.code_name = "session", /* the code is in the cells table */
+		/* the code is in the cells table, or ward's warm-up */
+		.code_name = warm ? "zygote-template" : "session",
 		.policy_name = policy_name(pol),
 		.policy_json = policy_text(pol),
 		.policy_sha256 = pol_sha,
@@ -573,7 +590,14 @@ int ws_worker_main(void)
 	}
 	if (main_runs) {
 		main_t0 = realtime_ns();
+		rc = ws_zyg_setup(zyg, &to, &rec, pol_sha, side, msg,
+				  sizeof(msg));
+		if (rc < 0) {
+			ws_zyg_end(zyg, NULL);
+			return fail("%s", msg);
+		}
 		rc = tracer_run(&to, &r);
+		ws_zyg_end(zyg, &r);
 	} else { /* the run is the setup's */
 		r = sr;
 		memset(&sr, 0, sizeof(sr));
@@ -606,7 +630,7 @@ int ws_worker_main(void)
 	if (end_run(au, &r, !failed) < 0)
 		rc = -EIO;
 	if (failed)
-		reply(failed);
+		ws_worker_reply(failed);
 	tracer_result_free(&r);
 	tracer_result_free(&sr);
 	tracer_prepared_free(prep);

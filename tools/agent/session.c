@@ -290,14 +290,19 @@ static void hold_workdir(struct sess *x)
 /* ------------------------------------------------------------------ */
 /* sessions: start and end                                             */
 
+/* A line of the worker's: {"end": ...} (how the run ended), or
+ * {"zygote_pid"} (the fork it attached to: zygote-worker.c). */
 static void parse_end(struct sess *x, const char *line)
 {
 	json_t *j = json_loads(line, 0, NULL), *end = json_object_get(j, "end");
+	json_t *zp = json_object_get(j, "zygote_pid");
+
+	if (json_integer_value(zp) > 0)
+		x->fork_pid = (pid_t)json_integer_value(zp);
 	const char *st = json_string_value(json_object_get(end, "status"));
 	const char *cause = json_string_value(json_object_get(end, "cause"));
 	const char *slog =
 		json_string_value(json_object_get(end, "seal_log_error"));
-
 	if (slog)
 		warn("session %s: %s", x->id, slog);
 	if (end) {
@@ -470,36 +475,67 @@ __attribute__((noreturn)) static void exec_worker(int ctl, int cells, int res,
 	_exit(127);
 }
 
+/* See session-server.h. */
+int ws_ctl_line(struct sess *x, long long ms, int cancel_fd)
+{
+	long long end = ws_mono_ms() + ms;
+	char *nl;
+
+	while (!(nl = strchr(x->ctlbuf, '\n'))) {
+		struct pollfd q[2] = { { x->ctl, POLLIN, 0 },
+				       { cancel_fd, POLLIN, 0 } };
+		long long left = end - ws_mono_ms();
+		if (left <= 0)
+			return 0;
+		if (poll(q, 2, (int)left) <= 0)
+			continue;
+		if (q[1].revents)
+			return 0;
+		if (!q[0].revents)
+			continue;
+		ssize_t n = read(x->ctl, x->ctlbuf + x->ctl_len,
+				 sizeof(x->ctlbuf) - 1 - x->ctl_len);
+		if (n <= 0 || x->ctl_len + (size_t)n == sizeof(x->ctlbuf) - 1)
+			return -1;
+		x->ctl_len += (size_t)n;
+		x->ctlbuf[x->ctl_len] = '\0';
+	}
+	*nl = '\0';
+	return 1;
+}
+
+void ws_ctl_pop(struct sess *x)
+{
+	size_t n = strlen(x->ctlbuf) + 1;
+
+	x->ctl_len = n > x->ctl_len ? 0 : x->ctl_len - n;
+	memmove(x->ctlbuf, x->ctlbuf + n, x->ctl_len);
+	x->ctlbuf[x->ctl_len] = '\0';
+}
+
 /* Waits for the worker's first line: {"run_id"} (and "setup" when it ran
  * one: after it, so the session starts with its setup done) or {"error"}.
  * extra_ms: the setup's time. */
 static int await_start(struct sess *x, long long extra_ms, struct ws_error *err)
 {
-	long long end = ws_mono_ms() + START_MS + extra_ms;
-	char *nl;
+	int got = ws_ctl_line(x, START_MS + extra_ms, -1);
 
-	for (;;) {
-		struct pollfd q = { x->ctl, POLLIN, 0 };
-		long long left = end - ws_mono_ms();
-		if (left <= 0)
-			return ws_fail(err, WS_E_INTERNAL,
-				       "the session's supervisor did not start "
-				       "within %lld s",
-				       (START_MS + extra_ms) / 1000);
-		if (poll(&q, 1, (int)left) <= 0)
-			continue;
-		ssize_t n = read(x->ctl, x->ctlbuf + x->ctl_len,
-				 sizeof(x->ctlbuf) - 1 - x->ctl_len);
-		if (n <= 0)
-			return ws_fail(err, WS_E_INTERNAL,
-				       "the session's supervisor ended before "
-				       "it started the interpreter");
-		x->ctl_len += (size_t)n;
-		x->ctlbuf[x->ctl_len] = '\0';
-		if ((nl = strchr(x->ctlbuf, '\n')))
-			break;
+	/* a fork's pid may come first (the record is begun on a thread) */
+	while (got > 0 && strstr(x->ctlbuf, "{\"zygote_pid\":") == x->ctlbuf) {
+		parse_end(x, x->ctlbuf);
+		ws_ctl_pop(x);
+		got = ws_ctl_line(x, START_MS + extra_ms, -1);
 	}
-	*nl = '\0';
+
+	if (got == 0)
+		return ws_fail(err, WS_E_INTERNAL,
+			       "the session's supervisor did not start "
+			       "within %lld s",
+			       (START_MS + extra_ms) / 1000);
+	if (got < 0)
+		return ws_fail(err, WS_E_INTERNAL,
+			       "the session's supervisor ended before "
+			       "it started the interpreter");
 	json_t *j = json_loads(x->ctlbuf, 0, NULL);
 	const char *id = json_string_value(json_object_get(j, "run_id"));
 	const char *e = json_string_value(json_object_get(j, "error"));
@@ -514,8 +550,7 @@ static int await_start(struct sess *x, long long extra_ms, struct ws_error *err)
 				     ? WS_E_PARAMS
 				     : WS_E_INTERNAL,
 			     "%s", e ? e : "the session's supervisor failed");
-	x->ctl_len -= (size_t)(nl + 1 - x->ctlbuf);
-	memmove(x->ctlbuf, nl + 1, x->ctl_len + 1);
+	ws_ctl_pop(x);
 	json_decref(j);
 	return rc;
 }
@@ -906,6 +941,8 @@ int ws_sess_spawn(struct ws_server *s, const struct ws_start *st,
 				    json_integer((json_int_t)memory_mb));
 	if (env && json_is_object(env))
 		json_object_set(cfg, "env", env);
+	if (st->zygote)
+		json_object_set(cfg, "zygote", st->zygote);
 	if (st->setup) { /* its time limit: the cells' */
 		json_object_set(cfg, "setup", st->setup);
 		json_object_set_new(cfg, "setup_timeout_s",
@@ -1519,6 +1556,7 @@ void ws_server_free(struct ws_server *s)
 		pthread_mutex_lock(&s->lock);
 	}
 	pthread_mutex_unlock(&s->lock);
+	ws_pzyg_free(s, s->zyg_end); /* its forks are closed by now */
 	pthread_mutex_lock(&s->lock);
 	s->spawn_stop = true;
 	pthread_cond_signal(&s->spawn_cond);

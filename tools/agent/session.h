@@ -183,10 +183,13 @@ int ws_base64_decode(const char *s, size_t n, unsigned char **out, size_t *len);
  * before it is handed out once, to a session.create or one-shot run whose
  * settings are the pool's; the pool refills on a thread of its own. The
  * first pooled session is made here: a module that does not import
- * under the policy fails it (-EINVAL; msg names the module). 0, -EINVAL
+ * under the policy fails it (-EINVAL; msg names the module). fork: with
+ * preload, the pooled sandboxes are forks of one template interpreter
+ * that imported the modules once (--pool-fork on; pool-zygote.c), where
+ * the settings allow it. 0, -EINVAL
  * (msg says why), -ENOMEM. Once, after ws_server_new, before calls. */
-int ws_server_pool(struct ws_server *s, int n, const char *preload, char *msg,
-		   size_t msg_len);
+int ws_server_pool(struct ws_server *s, int n, const char *preload, bool fork,
+		   char *msg, size_t msg_len);
 /* For the servers' mains: --pool N and --preload MODULES parsed and
  * started (who: "serve", "mcp"); a bad count, --preload without --pool,
  * or a pool that cannot start ends the process (125, the reason on
@@ -194,8 +197,11 @@ int ws_server_pool(struct ws_server *s, int n, const char *preload, char *msg,
 struct ws_pool_opts {
 	int n;
 	const char *preload;
+	bool no_fork; /* --pool-fork off */
 };
 int ws_pool_count_arg(const char *arg);
+/* --pool-fork on|off: true for on; anything else ends the process. */
+bool ws_pool_fork_arg(const char *arg);
 void ws_pool_start(struct ws_server *s, const struct ws_pool_opts *po,
 		   const char *who);
 #define WS_POOL_HELP                                                            \
@@ -207,7 +213,13 @@ void ws_pool_start(struct ws_server *s, const struct ws_pool_opts *po,
 	"  --preload MODULES    with --pool: each pooled interpreter imports\n" \
 	"                       these first (e.g. pandas,numpy), as ward's\n"   \
 	"                       warm-up cell 0 of its run; one that fails to\n" \
-	"                       import stops the server at its start (125)\n"
+	"                       import stops the server at its start (125)\n"   \
+	"  --pool-fork on|off   with --preload: make the pooled sandboxes as\n" \
+	"                       forks of one template interpreter that\n"       \
+	"                       imported the modules once, in a run of its\n"   \
+	"                       own (on, the default, where the policy and\n"   \
+	"                       the system allow it), or each importing them\n" \
+	"                       itself (off)\n"
 /* A one-shot script from the warm pool (ward batch --pool;
  * session-script.c): the code run in a pooled python sandbox as
  * `python3 NAME ARGS...` runs it in ward run (NAME written into the

@@ -111,8 +111,8 @@ int batch_pool_new(const struct batch_pool_cfg *c, struct batch_pool **out,
 	if (!rc)
 		rc = ws_server_new(&cfg, &bp->srv);
 	if (!rc) {
-		rc = ws_server_pool(bp->srv, c->n, c->preload, msg,
-				    sizeof(msg));
+		rc = ws_server_pool(bp->srv, c->n, c->preload, !c->no_fork,
+				    msg, sizeof(msg));
 		if (rc == -EINVAL)
 			snprintf(err, n, "--pool: the pool cannot start: %s",
 				 msg);

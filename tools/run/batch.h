@@ -151,6 +151,7 @@ struct batch_pooled;
 struct batch_pool_cfg {
 	const char *db, *profile, *policy, *timeout, *preload, *batch_id;
 	int n;
+	bool no_fork; /* --pool-fork off */
 };
 int batch_pool_new(const struct batch_pool_cfg *c, struct batch_pool **out,
 		   char *err, size_t n);

@@ -26,6 +26,7 @@
 
 #include "common/log.h"
 #include "tools/run/batch.h"
+#include "tools/agent/session.h"
 #include "tools/run/runrec.h"
 
 #define PASS_MAX 32 /* ward run options passed on */
@@ -43,6 +44,7 @@ struct batch_opts {
 	 * pool gives its sandboxes too (others: every sample runs fresh) */
 	int pool;
 	const char *preload;
+	bool pool_no_fork; /* --pool-fork off */
 	const char *profile, *policy, *timeout;
 	const char *not_pooled; /* a pass option the pool cannot give */
 };
@@ -131,6 +133,11 @@ static void usage(FILE *f)
 		"  --preload MODULES with --pool: each pooled interpreter imports these\n"
 		"                    first (e.g. pandas,numpy), recorded as ward's\n"
 		"                    warm-up, cell 0 of the sample's run\n"
+		"  --pool-fork on|off with --preload: the pooled sandboxes are forks of\n"
+		"                    one template interpreter that imported the modules\n"
+		"                    once, in a run of its own (on, the default, where\n"
+		"                    the policy and the system allow it), or each\n"
+		"                    imports them itself (off)\n"
 		"\n"
 		"passed on to every ward run: --policy FILE, --profile NAME, --timeout SEC,\n"
 		"--cpu SEC, --memory SIZE, --max-procs N, --max-output SIZE, --max-events N,\n"
@@ -200,6 +207,7 @@ static int parse_args(int argc, char **argv, struct batch_opts *o)
 		O_NOPIN,
 		O_POOL,
 		O_PRELOAD,
+		O_POOL_FORK,
 		O_PASS,
 		O_PASS_FLAG
 	};
@@ -214,6 +222,7 @@ static int parse_args(int argc, char **argv, struct batch_opts *o)
 		{ "no-pin", no_argument, 0, O_NOPIN },
 		{ "pool", required_argument, 0, O_POOL },
 		{ "preload", required_argument, 0, O_PRELOAD },
+		{ "pool-fork", required_argument, 0, O_POOL_FORK },
 		{ "policy", required_argument, 0, O_PASS },
 		{ "profile", required_argument, 0, O_PASS },
 		{ "timeout", required_argument, 0, O_PASS },
@@ -257,6 +266,9 @@ static int parse_args(int argc, char **argv, struct batch_opts *o)
 				    optarg);
 			break;
 		case O_PRELOAD: o->preload = optarg; break;
+		case O_POOL_FORK:
+			o->pool_no_fork = !ws_pool_fork_arg(optarg);
+			break;
 		case O_JOBS:
 			o->jobs = (int)strtol(optarg, &end, 10);
 			if (end == optarg || *end || o->jobs < 1 ||
@@ -1030,6 +1042,7 @@ static void pool_setup(struct batch *bt)
 		.policy = bt->o.policy,
 		.timeout = bt->o.timeout,
 		.preload = bt->o.preload,
+		.no_fork = bt->o.pool_no_fork,
 		.batch_id = bt->s.batch_id,
 		.n = bt->o.pool,
 	};
