@@ -199,7 +199,22 @@ static char *warmup_code(const char *modules, char *msg, size_t n)
 		     "        raise ImportError('cannot import %s: "
 		     "%s: %s' % (__ward_m, type(__ward_e).__name__, __ward_e)) "
 		     "from None\n"
-		     "del __ward_m\n");
+		     "del __ward_m\n"
+		     /* A first cell's common paths, run once in the zygote's
+		      * template (their lazy state is then shared) and again
+		      * in each sandbox before its hand-out (the pages they
+		      * write are then its own: the caller's first cell pays
+		      * no copy-on-write faults for them) */
+		     "import sys as __ward_s\n"
+		     "if 'pandas' in __ward_s.modules:\n"
+		     "    __ward_d = __ward_s.modules['pandas'].DataFrame("
+		     "{'x': list(range(8)), 'y': [0.5] * 8})\n"
+		     "    __ward_d.describe(); __ward_d.median(); "
+		     "__ward_d.groupby('x').sum(); repr(__ward_d)\n"
+		     "    del __ward_d\n"
+		     "if 'numpy' in __ward_s.modules:\n"
+		     "    __ward_s.modules['numpy'].arange(8.0).mean()\n"
+		     "del __ward_s\n");
 	if (sb.truncated) {
 		ward_strbuf_free(&sb);
 		snprintf(msg, n, "out of memory");
