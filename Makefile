@@ -215,6 +215,7 @@ bench: all
 	/usr/bin/python3 bench/forensics.py --build $(O)
 	/usr/bin/python3 bench/sessions.py --build $(O)
 	/usr/bin/python3 bench/pool.py --build $(O)
+	/usr/bin/python3 bench/batch.py --build $(O) --pandas -n 200 --rounds 1 --jobs 2 --pool 2 --preload pandas
 	/usr/bin/python3 bench/e2b.py --build $(O)
 
 check-style:

@@ -1,7 +1,7 @@
 /*
  * zygote-worker.c - a session worker's two zygote roles (config "zygote":
- * {"role", "broker", "warmup" | "origin"}; docs/performance.md, "Sharing
- * the warm-up: a zygote"; the broker: zygote.c).
+ * {"role", "broker", "warmup" | "origin"}; docs/performance.md, "The
+ * warm pool and the zygote"; the broker: zygote.c).
  *
  * template: the run's interpreter is a template (WARD_ZYGOTE=template in
  * its environment, the warm-up code in WARD_ZYGOTE_WARMUP; the driver

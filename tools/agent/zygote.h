@@ -1,7 +1,7 @@
 /*
  * zygote.h - the fork broker between a warm pool's template worker and its
- * child workers (tools/agent/zygote.c; docs/performance.md, "Sharing the
- * warm-up: a zygote"). Private to tools/agent.
+ * child workers (tools/agent/zygote.c; docs/performance.md, "The warm
+ * pool and the zygote"). Private to tools/agent.
  *
  * The template worker supervises one interpreter that ran ward's warm-up,
  * says so (one byte 'R') and waits for fork requests on a SOCK_SEQPACKET
