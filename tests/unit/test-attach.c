@@ -35,6 +35,7 @@
 #include "../../audit/audit.h"
 #include "../../policy/policy.h"
 #include "../../tracer/tracer-int.h"
+#include "dbq.h"
 #include "tap.h"
 
 static char tmp[256], secret[300], allowed[300], dbpath[300];
@@ -205,21 +206,9 @@ static int run(struct policy *pol, struct maker *m, struct tracer_result *r,
 	return rc;
 }
 
-/* The first value of SQL over dbpath, or "" */
 static const char *q(const char *sql, char *out, size_t n)
 {
-	char cmd[1024];
-
-	snprintf(cmd, sizeof(cmd), "sqlite3 '%s' \"%s\"", dbpath, sql);
-	out[0] = '\0';
-	FILE *f = popen(cmd, "r");
-	if (f) {
-		if (!fgets(out, (int)n, f))
-			out[0] = '\0';
-		out[strcspn(out, "\n")] = '\0';
-		pclose(f);
-	}
-	return out;
+	return db_first(dbpath, sql, out, n);
 }
 
 static const struct tracer_layer *layer(const struct tracer_result *r,

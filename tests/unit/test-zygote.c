@@ -29,6 +29,7 @@
 #include "../../audit/audit.h"
 #include "../../policy/policy.h"
 #include "../../tracer/tracer-int.h"
+#include "dbq.h"
 #include "tap.h"
 
 static char tmp[256], dbpath[300], driver_path[600];
@@ -430,21 +431,9 @@ static const char unsharing_template[] =
 	"ctypes.CDLL(None).unshare(0x10000000)\n"
 	"print('escaped', flush=True)\n";
 
-/* The first value of sql over dbpath, or "" */
 static const char *q(const char *sql, char *out, size_t n)
 {
-	char cmd[1024];
-
-	snprintf(cmd, sizeof(cmd), "sqlite3 '%s' \"%s\"", dbpath, sql);
-	out[0] = '\0';
-	FILE *f = popen(cmd, "r");
-	if (f) {
-		if (!fgets(out, (int)n, f))
-			out[0] = '\0';
-		out[strcspn(out, "\n")] = '\0';
-		pclose(f);
-	}
-	return out;
+	return db_first(dbpath, sql, out, n);
 }
 
 int main(int argc, char **argv)
