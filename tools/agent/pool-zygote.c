@@ -264,11 +264,6 @@ void ws_pzyg_child_failed(struct ws_pzyg *z, const char *why)
 		zyg_down(z, "could not give a sandbox", why);
 }
 
-bool ws_pzyg_up(const struct ws_pzyg *z)
-{
-	return z && z->tmpl && !z->tmpl->dead;
-}
-
 void ws_pzyg_free(struct ws_server *s, struct ws_pzyg *z)
 {
 	if (!z)

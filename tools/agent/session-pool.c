@@ -155,7 +155,8 @@ static void discard(struct ws_server *s, struct sess *x, const char *why)
 
 /* The warm-up cell: each module imported in turn, binding no name in the
  * caller's namespace; the first that fails names itself. */
-static char *warmup_code(const char *modules, char *msg, size_t n)
+static char *warmup_code(const char *modules, bool first_cell, char *msg,
+			 size_t n)
 {
 	struct ward_strbuf sb = WARD_STRBUF_INIT;
 	const char *p = modules;
@@ -199,12 +200,17 @@ static char *warmup_code(const char *modules, char *msg, size_t n)
 		     "        raise ImportError('cannot import %s: "
 		     "%s: %s' % (__ward_m, type(__ward_e).__name__, __ward_e)) "
 		     "from None\n"
-		     "del __ward_m\n"
-		     /* A first cell's common paths, run once in the zygote's
-		      * template (their lazy state is then shared) and again
-		      * in each sandbox before its hand-out (the pages they
-		      * write are then its own: the caller's first cell pays
-		      * no copy-on-write faults for them) */
+		     "del __ward_m\n");
+	/* With first_cell, a first cell's common paths too, run once in the
+	 * zygote's template (their lazy state is then shared) and again in
+	 * each sandbox before its hand-out (the pages they write are then its
+	 * own: a session's first cell pays no copy-on-write faults for
+	 * them). Not for ward batch (an eager pool): there it would only
+	 * move that cost ahead of each sample, and add the pages a sample
+	 * never touches. */
+	if (first_cell)
+		ward_strbuf_puts(
+			&sb,
 		     "import sys as __ward_s\n"
 		     "if 'pandas' in __ward_s.modules:\n"
 		     "    __ward_d = __ward_s.modules['pandas'].DataFrame("
@@ -535,7 +541,7 @@ static void *pool_main(void *arg)
 			continue;
 		}
 		long long now = ws_mono_ms();
-		long long calm = p->n_ready && !ws_pzyg_up(p->zyg)
+		long long calm = p->n_ready && !s->cfg.pool_eager
 					 ? p->taken_ms + REFILL_DELAY_MS
 					 : 0;
 		if (next_try < calm)
@@ -597,7 +603,8 @@ int ws_server_pool(struct ws_server *s, int n, const char *preload, bool fork,
 		free(p);
 		return -EINVAL;
 	}
-	if (preload && !(p->code = warmup_code(preload, msg, msg_len))) {
+	if (preload && !(p->code = warmup_code(preload, !s->cfg.pool_eager, msg,
+					       msg_len))) {
 		free(p);
 		return -EINVAL;
 	}

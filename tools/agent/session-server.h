@@ -240,8 +240,6 @@ struct ws_pzyg *ws_pzyg_new(struct ws_server *s, const char *warmup, bool on,
 json_t *ws_pzyg_child(struct ws_server *s, struct ws_pzyg *z);
 void ws_pzyg_child_failed(struct ws_pzyg *z, const char *why);
 void ws_pzyg_free(struct ws_server *s, struct ws_pzyg *z);
-/* Whether z has a template up now (NULL: no). */
-bool ws_pzyg_up(const struct ws_pzyg *z);
 
 /* A cell's time limit: what was asked, and what the operator's cap
  * (ws_config.max_timeout_s) made of it. */

@@ -21,6 +21,12 @@ struct ws_config {
 	double max_timeout_s;   /* operator's cap on any cell's timeout (0: none);
 				 * a larger timeout_s is capped, and the result
 				 * says so (timeout_s, timeout_capped_from) */
+	bool pool_eager;        /* the pool refills at once after a hand-out
+				 * (ward batch: its samples are the only
+				 * callers); else it waits a second while it
+				 * still has one ready, so that the caller's
+				 * first cells do not share the CPUs with a
+				 * refill */
 };
 struct ws_server;
 int ws_server_new(const struct ws_config *cfg, struct ws_server **out); /* 0 or -errno */

@@ -95,7 +95,9 @@ int batch_pool_new(const struct batch_pool_cfg *c, struct batch_pool **out,
 	struct batch_pool *bp = calloc(1, sizeof(*bp));
 	struct ws_config cfg = { .db = c->db,
 				 .profile = c->policy ? NULL : c->profile,
-				 .policy = c->policy };
+				 .policy = c->policy,
+				 /* the samples are the only callers */
+				 .pool_eager = true };
 	char msg[600];
 	int rc;
 
