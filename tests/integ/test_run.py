@@ -164,8 +164,10 @@ def test_unusable_database_means_no_run(ctx):
 
 def test_locked_database_means_no_run(ctx):
     """The record fails late (the database stays locked past ward's busy
-    timeout, 10 s) while the sandbox is already set up: the code's execve
-    waits for the record, so the code never runs, and nothing is left."""
+    timeout) while the sandbox is already set up: the code's execve
+    waits for the record, so the code never runs, and nothing is left.
+    ward-faults (the same ward with the fault VFS, no fault given) waits
+    2 s instead of build/ward's 10 (WARD_FAULT_BUSY_MS)."""
     import sqlite3
     import glob
     ctx.ward("run", "-c", "pass")  # the database exists, with its schema
@@ -176,7 +178,9 @@ def test_locked_database_means_no_run(ctx):
     try:
         lock.execute("BEGIN EXCLUSIVE")
         before = ctx.sql("select count(*) as n from runs")[0]["n"]
-        r = ctx.ward("run", "--workdir", wd, "-c", code, timeout=60)
+        faults = os.path.join(os.path.dirname(wardtest.ward_bin()), "ward-faults")
+        r = ctx.ward("run", "--workdir", wd, "-c", code, timeout=60, binary=faults,
+                     env=dict(os.environ, WARD_FAULT_BUSY_MS="2000"))
         assert r.code == 125, r
         assert "locked" in r.stderr and ctx.db in r.stderr, r
         assert not os.path.exists(marker), "the code ran without a record"
