@@ -1114,8 +1114,7 @@ static void on_exit_stop(struct tracer *t, struct tracee *tc)
 
 static bool is_stop_signal(int sig)
 {
-	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN ||
-	       sig == SIGTTOU;
+	return tracer_is_stop_signal(sig);
 }
 
 static void handle_status(struct tracer *t, pid_t pid, int status)

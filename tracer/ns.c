@@ -291,15 +291,27 @@ pid_t tracer_ns_unreaped(struct tracer *t, pid_t id, bool group)
 /* ------------------------------------------------------------------ */
 /* the init's side (runs in the cloned child; never returns to ward)   */
 
-SPAWN_SIDE static void write_file(const char *path, const char *text)
+SPAWN_SIDE int tracer_write_text(const char *path, const char *text)
 {
 	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
 
 	if (fd < 0)
-		spawn_fail(path);
-	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text))
-		spawn_fail(path);
+		return -errno;
+	n = write(fd, text, strlen(text));
+	int err = n == (ssize_t)strlen(text) ? 0 : n < 0 ? -errno : -EIO;
 	close(fd);
+	return err;
+}
+
+SPAWN_SIDE static void write_file(const char *path, const char *text)
+{
+	int rc = tracer_write_text(path, text);
+
+	if (rc < 0) {
+		errno = -rc;
+		spawn_fail(path);
+	}
 }
 
 /* Map ward's uid and gid to themselves: the code sees who it is. */
@@ -316,21 +328,22 @@ SPAWN_SIDE static void map_ids(const struct spawn_fds *f)
 	write_file("/proc/self/gid_map", m);
 }
 
-SPAWN_SIDE static void loopback_up(void)
+SPAWN_SIDE int tracer_loopback_up(void)
 {
 	struct ifreq ifr;
-	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = 0;
 
 	if (s < 0)
-		spawn_fail("socket (to bring loopback up)");
+		return -errno;
 	memset(&ifr, 0, sizeof(ifr));
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
 	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
-		spawn_fail("SIOCGIFFLAGS lo");
+		rc = -errno;
 	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
-		spawn_fail("SIOCSIFFLAGS lo (bring loopback up)");
+	if (!rc && ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+		rc = -errno;
 	close(s);
+	return rc;
 }
 
 /* The egress proxy's listening socket (proxy.c), made here so that it
@@ -408,7 +421,12 @@ SPAWN_SIDE void tracer_ns_child(struct spawn_ctx *c)
 		if (unshare(CLONE_NEWNET) < 0)
 			spawn_fail("unshare(CLONE_NEWNET): the run's network "
 				   "namespace");
-		loopback_up();
+		int rc = tracer_loopback_up();
+		if (rc < 0) {
+			errno = -rc;
+			spawn_fail("bringing loopback up in the run's network "
+				   "namespace");
+		}
 		if (f->proxy)
 			c->proxy_fd = proxy_socket();
 	}

@@ -11,6 +11,7 @@
 #define ptrace_syscall_info __ptrace_syscall_info
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <seccomp.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -622,6 +623,20 @@ enum stop_reason {
 void tracer_stop(struct tracer *t, enum stop_reason why, const char *cause);
 
 struct tracee *tracee_find(struct tracer *t, pid_t tid);
+
+/* Shared by the spawned child's set-up (ns.c, view.c) and a zygote
+ * fork's, made from outside (zygote.c); no allocation, -errno: */
+int tracer_write_text(const char *path, const char *text); /* whole */
+int tracer_loopback_up(void); /* in the caller's network namespace */
+/* /tmp's and /dev/shm's tmpfs mount options for o's run */
+void tracer_tmp_opts(const struct tracer_opts *o, char *buf, size_t n);
+
+/* A signal that stops a process (a group-stop, not a tracer's stop). */
+static inline bool tracer_is_stop_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN ||
+	       sig == SIGTTOU;
+}
 
 /* ---- the zygote (zygote.c) ---- */
 

@@ -749,6 +749,18 @@ SPAWN_SIDE static int fresh(const char *fs, const char *opts, unsigned attr)
 	return m;
 }
 
+/* /tmp's and /dev/shm's tmpfs options: private and bounded like the
+ * code's memory (tmpfs pages are memory; the memory cgroup charges them
+ * too). */
+SPAWN_SIDE void tracer_tmp_opts(const struct tracer_opts *o, char *buf,
+				size_t n)
+{
+	if (o->limits.memory_bytes > 0)
+		snprintf(buf, n, "mode=1777,size=%lld", o->limits.memory_bytes);
+	else
+		snprintf(buf, n, "mode=1777");
+}
+
 SPAWN_SIDE void tracer_view_build(const struct tracer_view *v,
 				  const struct tracer_opts *o, int wd,
 				  bool own_proc)
@@ -822,13 +834,7 @@ SPAWN_SIDE void tracer_view_build(const struct tracer_view *v,
 		need(mount("proc", "proc", "proc",
 			   MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2") == 0,
 		     "mounting /proc for the run's pid namespace");
-	/* Private and bounded like the code's memory (tmpfs pages are
-	 * memory; the memory cgroup charges them too). */
-	if (o->limits.memory_bytes > 0)
-		snprintf(opts, sizeof(opts), "mode=1777,size=%lld",
-			 o->limits.memory_bytes);
-	else
-		snprintf(opts, sizeof(opts), "mode=1777");
+	tracer_tmp_opts(o, opts, sizeof(opts));
 	need(mount("tmpfs", "tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts) == 0,
 	     "mounting a tmpfs on /tmp");
 	need(mount("tmpfs", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, opts) ==

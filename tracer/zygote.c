@@ -62,12 +62,10 @@
 #include <linux/kcmp.h>
 #include <linux/prctl.h>
 #include <linux/seccomp.h>
-#include <net/if.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -77,6 +75,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "unwinder.h"
 
 #ifndef OPEN_TREE_CLONE
 #define OPEN_TREE_CLONE 1
@@ -245,19 +244,6 @@ void tracer_zyg_end(struct tracer *t)
 	t->zyg.ruleset = -1;
 }
 
-static int write_text(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, text, strlen(text));
-	int err = n == (ssize_t)strlen(text) ? 0 : n < 0 ? -errno : -EIO;
-	close(fd);
-	return err;
-}
-
 /* A's uid and gid, themselves inside (ward writes the maps: root in the
  * parent namespace needs no setgroups "deny"). */
 static int map_ids(struct tracer *t)
@@ -268,12 +254,12 @@ static int map_ids(struct tracer *t)
 	snprintf(m, sizeof(m), "%u %u 1\n", (unsigned)t->zyg.uid,
 		 (unsigned)t->zyg.uid);
 	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)t->zyg.a);
-	if ((rc = write_text(path, m)) < 0)
+	if ((rc = tracer_write_text(path, m)) < 0)
 		return rc;
 	snprintf(m, sizeof(m), "%u %u 1\n", (unsigned)t->zyg.gid,
 		 (unsigned)t->zyg.gid);
 	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)t->zyg.a);
-	return write_text(path, m);
+	return tracer_write_text(path, m);
 }
 
 /* Run fn(t, pid, sock) in a forked helper (setns needs a single-threaded
@@ -316,24 +302,6 @@ static int setns_of(pid_t pid, const char *name, int type)
 	return rc;
 }
 
-static int loopback_up(void)
-{
-	struct ifreq ifr;
-	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = 0;
-
-	if (s < 0)
-		return -errno;
-	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
-		rc = -errno;
-	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-	if (!rc && ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
-		rc = -errno;
-	close(s);
-	return rc;
-}
-
 /* In the helper: the workdir (cloned here, in ward's namespace), fresh
  * /tmp and /dev/shm, in A's mount namespace; loopback up in its network
  * namespace. */
@@ -357,39 +325,20 @@ static int mounts_of_a(struct tracer *t, pid_t a, int sock)
 	if (syscall(SYS_move_mount, wd, "", AT_FDCWD, o->home,
 		    MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		return -errno;
-	/* as the view's (view.c): private, and bounded like the code's
-	 * memory */
-	if (o->limits.memory_bytes > 0)
-		snprintf(opts, sizeof(opts), "mode=1777,size=%lld",
-			 o->limits.memory_bytes);
-	else
-		snprintf(opts, sizeof(opts), "mode=1777");
+	tracer_tmp_opts(o, opts, sizeof(opts)); /* as the view's */
 	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0 ||
 	    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, opts) <
 		    0)
 		return -errno;
 	if (setns(netfd, CLONE_NEWNET) < 0)
 		return -errno;
-	return loopback_up();
+	return tracer_loopback_up();
 }
 
+/* One byte, what, with fd when >= 0 (unwinder.c's sender). */
 static int send_fd(int sock, char what, int fd)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { &what, 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-	if (fd >= 0) {
-		memset(cbuf, 0, sizeof(cbuf));
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	}
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) == 1 ? 0 : -errno;
+	return uw_send(sock, &what, 1, fd, 0) == 1 ? 0 : -errno;
 }
 
 static int recv_fd(int sock)
@@ -766,8 +715,7 @@ bool tracer_zyg_stop(struct tracer *t, pid_t pid, int status)
 		zyg_fail(t, "a set-up process executed a program");
 		return true;
 	case PTRACE_EVENT_STOP:
-		if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN ||
-		    sig == SIGTTOU)
+		if (tracer_is_stop_signal(sig))
 			ptrace(PTRACE_LISTEN, pid, 0, 0);
 		else
 			ptrace(PTRACE_CONT, pid, 0, 0);
